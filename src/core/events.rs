@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! Event names.
+
+use std::ffi::CStr;
+
+const NAMES: [&CStr; 20] = [
+    c"RDMA_CM_EVENT_ADDR_RESOLVED",
+    c"RDMA_CM_EVENT_ADDR_ERROR",
+    c"RDMA_CM_EVENT_ROUTE_RESOLVED",
+    c"RDMA_CM_EVENT_ROUTE_ERROR",
+    c"RDMA_CM_EVENT_CONNECT_REQUEST",
+    c"RDMA_CM_EVENT_CONNECT_RESPONSE",
+    c"RDMA_CM_EVENT_CONNECT_ERROR",
+    c"RDMA_CM_EVENT_UNREACHABLE",
+    c"RDMA_CM_EVENT_REJECTED",
+    c"RDMA_CM_EVENT_ESTABLISHED",
+    c"RDMA_CM_EVENT_DISCONNECTED",
+    c"RDMA_CM_EVENT_DEVICE_REMOVAL",
+    c"RDMA_CM_EVENT_MULTICAST_JOIN",
+    c"RDMA_CM_EVENT_MULTICAST_ERROR",
+    c"RDMA_CM_EVENT_ADDR_CHANGE",
+    c"RDMA_CM_EVENT_TIMEWAIT_EXIT",
+    c"RDMA_CM_EVENT_ADDRINFO_RESOLVED",
+    c"RDMA_CM_EVENT_ADDRINFO_ERROR",
+    c"RDMA_CM_EVENT_USER",
+    c"RDMA_CM_EVENT_INTERNAL",
+];
+
+/// The C name of an event type, or "UNKNOWN EVENT".
+pub fn event_name(event: u32) -> &'static CStr {
+    NAMES.get(event as usize).copied().unwrap_or(c"UNKNOWN EVENT")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn names() {
+        assert_eq!(event_name(0).to_str().unwrap(), "RDMA_CM_EVENT_ADDR_RESOLVED");
+        assert_eq!(event_name(19).to_str().unwrap(), "RDMA_CM_EVENT_INTERNAL");
+        assert_eq!(event_name(20).to_str().unwrap(), "UNKNOWN EVENT");
+        assert_eq!(event_name(u32::MAX).to_str().unwrap(), "UNKNOWN EVENT");
+    }
+}

@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! The safe core.  Nothing here takes a raw C pointer except the few
+//! functions marked `unsafe` that turn C structures into Rust values.
+
+pub mod addrinfo;
+pub mod events;
+pub mod sockaddr;

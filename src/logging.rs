@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! Diagnostics, off by default.
+//!
+//! Nothing is ever written to stdout or stderr unless the environment
+//! variable `RDMACM_RS_LOG` is set (to `error`, `warn`, `info`, `debug` or
+//! `trace`; any other non-empty value means `debug`).  With it unset the
+//! library's output is byte-identical to upstream's.  Set
+//! `RDMACM_RS_LOG_FILE` to send the messages to a file instead of stderr.
+
+use std::io::Write;
+
+use log::{LevelFilter, Log, Metadata, Record};
+use once_cell::sync::OnceCell;
+use parking_lot::Mutex;
+
+struct Logger {
+    level: LevelFilter,
+    out: Mutex<Box<dyn Write + Send>>,
+}
+
+impl Log for Logger {
+    fn enabled(&self, m: &Metadata<'_>) -> bool {
+        m.level() <= self.level && m.target().starts_with("rdmacm")
+    }
+    fn log(&self, r: &Record<'_>) {
+        if self.enabled(r.metadata()) {
+            let mut out = self.out.lock();
+            let _ = writeln!(out, "rdmacm-rs[{}] {}: {}", std::process::id(), r.level(), r.args());
+        }
+    }
+    fn flush(&self) {
+        let _ = self.out.lock().flush();
+    }
+}
+
+static INIT: OnceCell<()> = OnceCell::new();
+
+fn parse_level(v: &str) -> LevelFilter {
+    match v.to_ascii_lowercase().as_str() {
+        "error" => LevelFilter::Error,
+        "warn" => LevelFilter::Warn,
+        "info" => LevelFilter::Info,
+        "trace" => LevelFilter::Trace,
+        "off" | "0" | "" => LevelFilter::Off,
+        _ => LevelFilter::Debug,
+    }
+}
+
+/// Installs the logger the first time it is called, if `RDMACM_RS_LOG` asks
+/// for one.  Cheap after the first call.
+pub fn init() {
+    INIT.get_or_init(|| {
+        let Some(v) = std::env::var_os("RDMACM_RS_LOG") else { return };
+        let level = parse_level(&v.to_string_lossy());
+        if level == LevelFilter::Off {
+            return;
+        }
+        let out: Box<dyn Write + Send> = match std::env::var_os("RDMACM_RS_LOG_FILE")
+            .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok())
+        {
+            Some(f) => Box::new(f),
+            None => Box::new(std::io::stderr()),
+        };
+        let logger = Box::leak(Box::new(Logger { level, out: Mutex::new(out) }));
+        // A host program may already have a `log` logger; then we stay quiet.
+        if log::set_logger(logger).is_ok() {
+            log::set_max_level(level);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn levels() {
+        assert_eq!(parse_level("warn"), LevelFilter::Warn);
+        assert_eq!(parse_level("yes"), LevelFilter::Debug);
+        assert_eq!(parse_level("off"), LevelFilter::Off);
+    }
+}

@@ -1,0 +1,70 @@
+# lib.sh - test DSL for vm/suite.sh and vm/suite.d/*.sh (sourced in the guest by runner.sh).
+#
+#   t    [OPTS] NAME TIMEOUT CMD [ARG...]        one command, root namespace
+#   pair [OPTS] NAME TIMEOUT 'SERVER' 'CLIENT'   server (bash -c string) in netns ns1 (rxe1,
+#                                                192.0.2.2), client in the root ns (rxe0, 192.0.2.1)
+#   pair0 [OPTS] NAME TIMEOUT 'SERVER' 'CLIENT'  same, both in the root ns (loopback, siw0)
+#   skip NAME REASON                             record that a test could not run here
+# OPTS:
+#   --cmp           deterministic output: the host diffs the filtered stdout of the upstream and
+#                   ours runs (client stdout, then server stdout); DIFF counts as a failure of ours
+#   --filter SED    sed script applied to stdout before the --cmp comparison
+#   --preload       also run a third time with LD_PRELOAD=/extra/ours/lib/librdmacm.so.1
+#   --srv-wait S    max seconds to wait for the server to listen before the client starts (3)
+# Every test runs once per variant: upstream (the guest's librdmacm), ours
+# (LD_LIBRARY_PATH=/extra/ours/lib), and preload if asked. Both sides of a pair use the same
+# variant. TIMEOUT (seconds) applies to each side of each run (timeout -k 5).
+# A test passes when every process exits 0. Results: /host/results.txt, logs: /host/out/.
+N1="ip netns exec ns1"
+RES=${RES:-/host}; mkdir -p "$RES/out"
+OURS=/extra/ours/lib
+VARIANTS=(upstream); [ -z "${UPSTREAM_ONLY:-}" ] && [ -e $OURS/librdmacm.so.1 ] && VARIANTS+=(ours)
+ms(){ local t=${EPOCHREALTIME/./}; echo $((t/1000)); }
+venv(){ case $1 in upstream) echo "RDMACM_VARIANT=upstream";; ours) echo "LD_LIBRARY_PATH=$OURS";;
+                   preload) echo "LD_PRELOAD=$OURS/librdmacm.so.1";; esac; }
+_selected(){ [ -z "${ONLY:-}" ] && return 0; local o; for o in $ONLY; do [ "$o" = "$1" ] && return 0; done; return 1; }
+_status(){ local r; for r in "$@"; do case $r in 124|137) echo TIMEOUT; return;; esac; done
+           for r in "$@"; do [ "$r" = 0 ] || { echo FAIL; return; }; done; echo PASS; }
+_opts(){ O_CMP=0 O_PRE=0 O_FILTER= O_WAIT=3
+  while :; do case ${1:-} in
+    --cmp) O_CMP=1;; --preload) O_PRE=1;; --filter) O_FILTER=$2; shift;; --srv-wait) O_WAIT=$2; shift;;
+    *) break;; esac; shift; done; O_REST=("$@"); }
+_variants(){ local v; for v in "${VARIANTS[@]}"; do echo "$v"; done
+             [ "$O_PRE" = 1 ] && [[ " ${VARIANTS[*]} " == *" ours "* ]] && echo preload; return 0; }
+_record(){ # name variant status ms rc [srv_rc]
+  local line="RESULT $1 $2 $3 ms=$4 rc=$5 srv_rc=${6:--} cmp=$O_CMP"
+  echo "$line" >> "$RES/results.txt"; echo "@@$line"; }
+_cmpfile(){ # base: build base.cmp from stdout files
+  [ "$O_CMP" = 1 ] || return 0
+  { sed -e "${O_FILTER:-}" "$1.out"; if [ -e "$1.srv.out" ]; then echo "--- server ---"; sed -e "${O_FILTER:-}" "$1.srv.out"; fi; } > "$1.cmp"; }
+_log(){ local b=$1; { echo "== stdout"; cat "$b.out"; echo "== stderr"; cat "$b.err"
+  if [ -e "$b.srv.out" ]; then echo "== server stdout"; cat "$b.srv.out"; echo "== server stderr"; cat "$b.srv.err"; fi
+  } > "$b.log"; }
+
+t(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 v s rc b; shift 2
+  _selected "$n" || return 0
+  for v in $(_variants); do
+    b=$RES/out/$n.$v; s=$(ms); echo "@@BEGIN $n $v"
+    timeout -k 5 "$to" env $(venv $v) "$@" > "$b.out" 2> "$b.err" < /dev/null; rc=$?
+    _cmpfile "$b"; _log "$b"; _record "$n" "$v" "$(_status $rc)" $(( $(ms)-s )) $rc
+  done; }
+
+_wait_listen(){ # pid maxsecs: until a LISTEN cm_id shows up, the server died, or time is up
+  local i; for ((i=0; i<$2*10; i++)); do kill -0 "$1" 2>/dev/null || return 0
+    rdma res show cm_id 2>/dev/null | grep -q LISTEN && { sleep 0.3; return 0; }; sleep 0.1; done; }
+
+pair(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 srv=$3 cli=$4 v s rc src p b
+  _selected "$n" || return 0
+  for v in $(_variants); do
+    b=$RES/out/$n.$v; s=$(ms); echo "@@BEGIN $n $v"
+    timeout -k 5 "$to" $N1 env $(venv $v) bash -c "$srv" > "$b.srv.out" 2> "$b.srv.err" < /dev/null & p=$!
+    _wait_listen $p "$O_WAIT"
+    timeout -k 5 "$to" env $(venv $v) bash -c "$cli" > "$b.out" 2> "$b.err" < /dev/null; rc=$?
+    # a client that failed leaves servers waiting forever: give the server a moment, then stop it
+    if [ $rc != 0 ]; then for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 $p 2>/dev/null || break; sleep 0.2; done
+      kill -0 $p 2>/dev/null && pkill -TERM -P $p 2>/dev/null; fi
+    wait $p; src=$?
+    _cmpfile "$b"; _log "$b"; _record "$n" "$v" "$(_status $rc $src)" $(( $(ms)-s )) $rc $src
+  done; }
+pair0(){ local N1=; pair "$@"; }
+skip(){ _selected "$1" || return 0; echo "SKIP $1 ${*:2}" >> "$RES/results.txt"; echo "@@SKIP $1 ${*:2}"; }

@@ -1,0 +1,24 @@
+# suite.sh - the test bed's test list, sourced in the guest (see guest/lib.sh for the DSL:
+# t / pair / pair0 / skip, options --cmp --filter --preload --srv-wait). Extra tests: drop a
+# file into vm/suite.d/NAME.sh instead of editing this one.
+# Addresses: rxe0 192.0.2.1 / 2001:db8::1 (root ns) <-> rxe1 192.0.2.2 / 2001:db8::2 (ns1);
+#            siw0 198.51.100.1 (root ns). Servers of `pair` run in ns1, of `pair0` in the root ns.
+
+# --- rxe (Soft-RoCE) ---------------------------------------------------------------------
+pair0 --cmp --preload rping_rxe_loop 60 "rping -s -a 192.0.2.1 -C 5 -v" "rping -c -a 192.0.2.1 -C 5 -v"
+pair  --cmp --preload rping_rxe      60 "rping -s -a 192.0.2.2 -C 5 -v" "rping -c -I 192.0.2.1 -a 192.0.2.2 -C 5 -v"
+pair  --cmp rping_rxe_ipv6           60 "rping -s -a 2001:db8::2 -C 5 -v" "rping -c -a 2001:db8::2 -C 5 -v"
+pair  --cmp --preload ucmatose_rxe   60 "ucmatose" "ucmatose -s 192.0.2.2 -b 192.0.2.1"
+pair  --cmp udaddy_rxe               60 "udaddy" "udaddy -s 192.0.2.2 -b 192.0.2.1"
+pair  --cmp --srv-wait 2 mckey_rxe   60 "mckey -m 239.0.0.1 -b 192.0.2.2" "sleep 1; mckey -m 239.0.0.1 -s -b 192.0.2.1"
+pair  --cmp --preload rdma_server_client_rxe 60 "rdma_server" "rdma_client -s 192.0.2.2"
+pair  --cmp rdma_xserver_xclient_rxe 60 "rdma_xserver" "rdma_xclient -s 192.0.2.2"
+pair  cmtime100_rxe                 300 "cmtime -b 192.0.2.2 -C 192.0.2.2 -L -c 100" "cmtime -b 192.0.2.1 -C 192.0.2.2 -c 100"
+
+# --- siw (soft-iWARP) -------------------------------------------------------------------
+pair0 --cmp rping_siw                60 "rping -s -a 198.51.100.1 -C 5 -v" "rping -c -a 198.51.100.1 -C 5 -v"
+pair0 --cmp ucmatose_siw             60 "ucmatose" "ucmatose -s 198.51.100.1"
+pair0 --cmp rdma_server_client_siw   60 "rdma_server" "rdma_client -s 198.51.100.1"
+
+# --- upstream pyverbs tests (python3-pyverbs) --------------------------------------------
+t pyverbs_rdmacm_rxe 600 python3 /opt/rdma-core/tests/run_tests.py --dev rxe0 -v test_rdmacm

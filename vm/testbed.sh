@@ -1,0 +1,228 @@
+#!/bin/bash
+# testbed.sh - real-kernel RDMA test bed for rdmacm-rs (qemu TCG guest, Debian sid kernel +
+# rdma-core userspace, Soft-RoCE rxe0<->rxe1 over a veth pair, soft-iWARP siw0).
+#   testbed.sh host    install host tools (apt-get)
+#   testbed.sh key     resolve package versions and print the image cache key
+#   testbed.sh image   build the guest image unless cached
+#   testbed.sh run     boot the cached image, run the suite upstream vs ours, print the table
+#   testbed.sh check   host + image + run
+#   testbed.sh demo    host + image + boot, show our library at work beside upstream
+#   testbed.sh shell   boot to an interactive guest shell (debugging)
+# Environment: RDMACM_VM_CACHE (image cache, default /var/cache/rdmacm-rs-vm),
+#   RDMACM_VM_WORK (per-run files, default <repo>/build/vm), VM_UPSTREAM_ONLY=1 (run without
+#   our library), VM_TIMEOUT (seconds for the whole VM, default 1500), VM_ONLY="name ..." (run
+#   only these tests), RDMACM_VM_MIRROR (Debian mirror).
+set -euo pipefail
+VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(dirname "$VM_DIR")
+CACHE=${RDMACM_VM_CACHE:-/var/cache/rdmacm-rs-vm}
+WORK=${RDMACM_VM_WORK:-$REPO/build/vm}
+MIRROR=${RDMACM_VM_MIRROR:-http://deb.debian.org/debian}
+OURS_LIB=${RDMACM_OURS_LIB:-$REPO/build/lib}
+VM_BIN=${RDMACM_VM_BIN:-$REPO/build/vm-bin}
+say(){ echo "[testbed $(date +%T)] $*" >&2; }
+die(){ echo "testbed: ERROR: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "must run as root (debootstrap, chroot, apt-get)"
+
+cmd_host(){
+  local need=() t
+  for t in qemu-system-x86_64:qemu-system-x86 debootstrap:debootstrap cpio:cpio xz:xz-utils \
+           curl:curl timeout:coreutils; do
+    command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
+  done
+  [ -e /usr/share/qemu/kvmvapic.bin ] || [ -e /usr/share/seabios/bios-256k.bin ] || need+=(qemu-system-x86)
+  if [ ${#need[@]} = 0 ]; then say "host tools present"; return; fi
+  say "installing ${need[*]}"
+  apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >&2
+}
+
+# --- cache key: exact versions from sid's Packages index (one ~11 MB download) ------------
+pkgver(){ awk -v p="$1" '$0=="Package: "p{f=1;next} f&&/^Version:/{print $2;exit} f&&/^$/{f=0}' "$2"; }
+pkgdep(){ awk -v p="$1" '$0=="Package: "p{f=1;next} f&&/^Depends:/{print;exit} f&&/^$/{f=0}' "$2"; }
+resolve(){   # writes $WORK/versions.txt and sets KEY
+  mkdir -p "$WORK"; local P=$WORK/Packages p v kv ks
+  say "resolving versions from $MIRROR sid main amd64 Packages index"
+  curl -sSfL --retry 3 -o "$P.xz" "$MIRROR/dists/sid/main/binary-amd64/Packages.xz" ||
+    die "cannot download $MIRROR/dists/sid/main/binary-amd64/Packages.xz"
+  xz -dc "$P.xz" > "$P"
+  {
+    for p in librdmacm1t64 libibverbs1 ibverbs-providers rdmacm-utils ibverbs-utils python3-pyverbs \
+             libc6 iproute2 linux-image-amd64; do
+      v=$(pkgver "$p" "$P"); [ -n "$v" ] || die "package '$p' not found in sid's Packages index"
+      echo "$p $v"
+    done
+    kv=$(pkgdep linux-image-amd64 "$P" | grep -o 'linux-image-[^ ,]*' | head -1); kv=${kv#linux-image-}
+    [ -n "$kv" ] || die "cannot find the kernel package linux-image-amd64 depends on"
+    echo "kernel-abi $kv"
+    for p in linux-image-$kv linux-binary-$kv linux-modules-$kv linux-headers-$kv; do
+      v=$(pkgver "$p" "$P"); [ -n "$v" ] || die "package '$p' not found in sid's Packages index"
+      echo "$p $v"
+    done
+    ks=linux-source-$(echo "$kv" | cut -d. -f1,2)
+    v=$(pkgver "$ks" "$P"); [ -n "$v" ] || die "package '$ks' not found in sid's Packages index"
+    echo "kernel-source $ks"; echo "$ks $v"
+  } > "$WORK/versions.txt"
+  KEY=$( { cat "$WORK/versions.txt"; sha256sum < "$VM_DIR/build-image.sh"; } | sha256sum | cut -c1-16)
+  IMG=$CACHE/$KEY
+}
+cmd_key(){ resolve; cat "$WORK/versions.txt"; echo "key $KEY -> $IMG"; }
+
+cmd_image(){
+  resolve
+  if [ -f "$IMG/manifest.txt" ] && [ -f "$IMG/rootfs.cpio" ] && [ -f "$IMG/vmlinuz" ]; then
+    say "image cached: $IMG"; sed 's/^/  /' "$IMG/manifest.txt" >&2; return; fi
+  cmd_host
+  local t0=$SECONDS tmp=$CACHE/$KEY.tmp.$$
+  say "building image $KEY (from scratch: ~2-4 min, ~400 MB download)"
+  mkdir -p "$CACHE"; rm -rf "$tmp"; mkdir -p "$tmp"; cp "$WORK/versions.txt" "$tmp/versions.txt"
+  if ! "$VM_DIR/build-image.sh" "$tmp" "$tmp/versions.txt"; then
+    umount "$tmp/work/buildroot/proc" 2>/dev/null || true
+    die "image build failed (work dir kept: $tmp/work)"
+  fi
+  rm -rf "$IMG"; mv "$tmp" "$IMG"
+  say "image built in $((SECONDS-t0))s: $IMG"
+}
+
+# --- per-run archive: /init, /extra/{vm,ours/lib,bin,config.sh} appended to the image --------
+OURS_STATE=
+ours_state(){ # sets OURS_STATE=built|absent; dies in strict mode when ours is missing
+  if [ -e "$OURS_LIB/librdmacm.so.1" ]; then OURS_STATE=built; return; fi
+  OURS_STATE=absent
+  [ -n "${VM_UPSTREAM_ONLY:-}" ] && { say "VM_UPSTREAM_ONLY=1: running upstream only"; return; }
+  die "our library is not built: $OURS_LIB/librdmacm.so.1 missing (build it first, e.g. make; or set VM_UPSTREAM_ONLY=1)"
+}
+mk_extra(){ # $1 = run dir, $2 = mode
+  local R=$1 X=$1/xtra
+  rm -rf "$X"; mkdir -p "$X/extra/vm" "$X/extra/bin" "$X/extra/ours/lib"
+  cp "$VM_DIR/guest/init" "$X/init"; chmod 755 "$X/init"
+  cp -a "$VM_DIR/guest" "$VM_DIR/suite.sh" "$X/extra/vm/"; mkdir -p "$X/extra/vm/suite.d"
+  cp -a "$VM_DIR"/suite.d/. "$X/extra/vm/suite.d/" 2>/dev/null || true
+  if [ "$OURS_STATE" = built ] && [ -z "${VM_UPSTREAM_ONLY:-}" ]; then
+    cp -a "$OURS_LIB"/librdmacm.so* "$X/extra/ours/lib/"
+    [ -e "$X/extra/ours/lib/librdmacm.so.1" ] || die "copy of our library failed"
+  fi
+  [ -d "$VM_BIN" ] && cp -a "$VM_BIN"/. "$X/extra/bin/"
+  { echo "ONLY='${VM_ONLY:-}'"; [ -n "${VM_UPSTREAM_ONLY:-}" ] && echo "UPSTREAM_ONLY=1"; true; } > "$X/extra/config.sh"
+  (cd "$X" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) > "$R/extra.cpio"
+}
+boot(){ # $1 = mode (suite|demo|shell); uses $IMG; run dir $RUN
+  local mode=$1 rc=0 t0=$SECONDS
+  RUN=$WORK/$mode; rm -rf "$RUN"; mkdir -p "$RUN/share"; chmod 777 "$RUN/share"
+  mk_extra "$RUN" "$mode"
+  cat "$IMG/rootfs.cpio" "$RUN/extra.cpio" > "$RUN/initrd.img"   # rootfs.cpio is 4-byte padded
+  say "booting (qemu TCG, timeout ${VM_TIMEOUT:-1500}s), console log: $RUN/console.log"
+  local serial=(-nographic); [ "$mode" = shell ] || serial=(-display none -serial stdio -monitor none)
+  set +e
+  if [ "$mode" = shell ]; then
+    qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 2G -nic none "${serial[@]}" -no-reboot \
+      -kernel "$IMG/vmlinuz" -initrd "$RUN/initrd.img" -append "console=ttyS0 panic=-1 quiet vmtest=$mode" \
+      -virtfs local,path="$RUN/share",mount_tag=hostshare,security_model=none
+    rc=$?
+  else
+    timeout -k 10 "${VM_TIMEOUT:-1500}" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 2G -nic none \
+      "${serial[@]}" -no-reboot -kernel "$IMG/vmlinuz" -initrd "$RUN/initrd.img" \
+      -append "console=ttyS0 panic=-1 quiet vmtest=$mode" \
+      -virtfs local,path="$RUN/share",mount_tag=hostshare,security_model=none < /dev/null 2>&1 |
+      tr -d '\r' | tee "$RUN/console.log" | grep -a --line-buffered -E '^@@(T |BEGIN|RESULT|SKIP|WARN|DONE|DEMO)' >&2
+    rc=${PIPESTATUS[0]}
+  fi
+  set -e
+  rm -f "$RUN/initrd.img"
+  VM_RC=$rc; VM_WALL=$((SECONDS-t0))
+  say "qemu exit $rc after ${VM_WALL}s$([ $rc = 124 ] && echo ' (VM TIMEOUT)')"
+}
+
+# --- report: table + ratchet ---------------------------------------------------------------
+listed(){ # file name variant -> prints reason, status 0 if listed
+  awk -v n="$2" -v v="$3" '/^[ \t]*(#|$)/{next} {k=$1; $1=""; sub(/^[ \t]+/,"")}
+    k==n":"v || (k==n && v!="upstream") || (k==n && FILENAME ~ /upstream/) {print ($0==""?"(no reason given)":$0); f=1; exit}
+    END{exit !f}' "$1"
+}
+report(){
+  local R=$RUN/share/results.txt KF=$VM_DIR/known-failures.txt UF=$VM_DIR/upstream-failures.txt
+  touch "$KF" "$UF"
+  local passed=0 failed=0 notes=() n v st u o p c line names=() ours_any=0
+  declare -A S
+  [ -f "$R" ] || { echo "no results file ($R): the guest did not run the suite"; echo "0 passed, 1 failed"; return 1; }
+  echo; echo "== environment (from the guest)"
+  sed -n 's/^INFO /  /p' "$R"
+  while read -r line; do
+    set -- $line
+    case $1 in
+      RESULT) n=$2 v=$3; S[$n.$v]=$4; S[$n.cmp]=${8#cmp=}
+              [[ " ${names[*]} " == *" $n "* ]] || names+=("$n"); [ "$v" = upstream ] || ours_any=1;;
+      SKIP) n=$2; S[$n.skip]=${line#SKIP $n }; [[ " ${names[*]} " == *" $n "* ]] || names+=("$n");;
+    esac
+  done < "$R"
+  cmpres(){ # name variant -> SAME|DIFF|""
+    [ "${S[$1.cmp]:-0}" = 1 ] || return 0
+    local a=$RUN/share/out/$1.upstream.cmp b=$RUN/share/out/$1.$2.cmp
+    [ -e "$a" ] && [ -e "$b" ] || return 0
+    if cmp -s "$a" "$b"; then echo SAME; else echo DIFF; fi
+  }
+  echo; echo "== side by side (librdmacm: upstream = guest's rdma-core, ours = LD_LIBRARY_PATH, preload = LD_PRELOAD)"
+  printf '%-28s | %-8s | %-13s | %-13s | %s\n' test upstream ours preload note
+  printf '%s\n' "-----------------------------+----------+---------------+---------------+-----------------------------"
+  for n in "${names[@]}"; do
+    if [ -n "${S[$n.skip]:-}" ]; then
+      printf '%-28s | %-8s | %-13s | %-13s | %s\n' "$n" SKIP SKIP - "skipped: ${S[$n.skip]}"; continue; fi
+    u=${S[$n.upstream]:-MISSING}; local note="" why cells=()
+    if [ "$u" != PASS ]; then
+      if why=$(listed "$UF" "$n" upstream); then note="upstream fails: $why"
+        [ $ours_any = 1 ] || passed=$((passed+1))
+      else note="UNEXPECTED upstream $u (not in upstream-failures.txt)"; failed=$((failed+1)); fi
+    elif why=$(listed "$UF" "$n" upstream); then
+      note="upstream now passes, remove it from upstream-failures.txt"; failed=$((failed+1))
+    elif [ $ours_any = 0 ]; then passed=$((passed+1)); fi
+    for v in ours preload; do
+      o=${S[$n.$v]:-}; [ -n "$o" ] || { cells+=("-"); continue; }
+      c=$(cmpres "$n" "$v"); cells+=("$o${c:+ $c}")
+      [ "$u" = PASS ] || continue          # upstream cannot run it here: ours is not judged
+      local eff=$o; [ "$o" = PASS ] && [ "$c" = DIFF ] && eff=DIFF
+      if [ "$eff" = PASS ]; then
+        if why=$(listed "$KF" "$n" "$v"); then failed=$((failed+1))
+          note+="${note:+; }$v: now passes, remove it from known-failures.txt"
+        else passed=$((passed+1)); fi
+      else
+        if why=$(listed "$KF" "$n" "$v"); then passed=$((passed+1)); note+="${note:+; }$v: known: $why"
+        else failed=$((failed+1)); note+="${note:+; }$v: UNEXPECTED $eff (not in known-failures.txt)"
+          notes+=("$n.$v"); fi
+      fi
+    done
+    printf '%-28s | %-8s | %-13s | %-13s | %s\n' "$n" "$u" "${cells[0]}" "${cells[1]}" "$note"
+  done
+  for n in "${notes[@]}"; do   # show what went wrong for unexpected failures
+    echo; echo "-- $n: $RUN/share/out/$n.log (tail)"; tail -n 15 "$RUN/share/out/$n.log" 2>/dev/null | sed 's/^/   /'
+    local a=$RUN/share/out/${n%.*}.upstream.cmp b=$RUN/share/out/$n.cmp
+    [ -e "$a" ] && [ -e "$b" ] && ! cmp -s "$a" "$b" && { echo "   diff upstream ours:"; diff "$a" "$b" | head -20 | sed 's/^/   /'; }
+  done
+  if ! grep -qx END "$R"; then echo "suite did not complete (no END in results; VM exit $VM_RC)"; failed=$((failed+1));
+  elif [ "$VM_RC" != 0 ]; then echo "VM exit status $VM_RC"; failed=$((failed+1)); fi
+  echo; echo "logs: $RUN/share/out/  console: $RUN/console.log"
+  echo "$passed passed, $failed failed"
+  [ $failed = 0 ]
+}
+
+cmd_run(){
+  ours_state; resolve
+  [ -f "$IMG/rootfs.cpio" ] || die "no image for key $KEY in $CACHE (run: $0 image)"
+  say "image $KEY: $(grep -E '^(kernel|rdma-core)' "$IMG/manifest.txt" | tr '\n' ' ')"
+  say "ours: $OURS_STATE ($OURS_LIB)"
+  boot suite
+  report
+}
+cmd_check(){ local t0=$SECONDS rc=0; cmd_host; ours_state; cmd_image; cmd_run || rc=$?; say "check took $((SECONDS-t0))s"; return $rc; }
+cmd_shell(){ VM_UPSTREAM_ONLY=${VM_UPSTREAM_ONLY:-1}; ours_state; resolve; boot shell; }
+cmd_demo(){
+  cmd_host; VM_UPSTREAM_ONLY=; [ -e "$OURS_LIB/librdmacm.so.1" ] || say "WARNING: our library is not built ($OURS_LIB): the demo shows upstream only"
+  OURS_STATE=absent; [ -e "$OURS_LIB/librdmacm.so.1" ] && OURS_STATE=built
+  cmd_image; boot demo
+  echo; cat "$RUN/share/demo.txt" 2>/dev/null || { echo "demo produced no output (console: $RUN/console.log)"; return 1; }
+  [ "$VM_RC" = 0 ]
+}
+
+case ${1:-} in
+  host|key|image|run|check|demo|shell) c=$1; shift; "cmd_$c" "$@";;
+  *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2;;
+esac
