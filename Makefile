@@ -27,8 +27,8 @@ B          := build
 CWARN   := -Wall -Wextra -Werror
 OURS_INC := -Iinclude
 .PHONY: all lib header check check-host test-rust check-symbols check-header \
-        check-compat check-layout ctest ctest-asan check-install vm-check demo \
-        bench install uninstall clean tools
+        check-compat check-layout ctest ctest-asan check-install check-ldd vm-bin \
+        vm-check demo bench install uninstall clean tools
 
 all: lib
 
@@ -56,7 +56,7 @@ header: tools
 
 check: check-host vm-check
 
-check-host: test-rust check-symbols check-header check-compat check-layout ctest ctest-asan check-install
+check-host: test-rust check-symbols check-header check-compat check-layout ctest ctest-asan check-install check-ldd
 
 test-rust:
 	$(CARGO) test --locked --lib
@@ -94,12 +94,19 @@ $(B)/ctest/harness-asan: $(CTEST_SRC) ctest/harness/harness.h include/rdma/rdma_
 ctest: lib $(B)/ctest/harness-ours $(B)/ctest/harness-upstream-hdr
 	LD_LIBRARY_PATH=$(CURDIR)/$(B)/lib $(B)/ctest/harness-ours
 	LD_LIBRARY_PATH=$(CURDIR)/$(B)/lib $(B)/ctest/harness-upstream-hdr
+	@echo "harness expectations against the system's upstream librdmacm:"
+	for t in addrinfo_free ports args; do $(B)/ctest/harness-upstream-hdr $$t || exit 1; done
 
 ctest-asan: lib $(B)/ctest/harness-asan
 	LD_LIBRARY_PATH=$(CURDIR)/$(B)/lib ASAN_OPTIONS=detect_leaks=1 $(B)/ctest/harness-asan
 
 check-install: lib
 	ctest/check-install.sh
+
+# Every rdmacm-utils program resolves librdmacm.so.1 to ours, with no
+# undefined symbol.
+check-ldd: lib
+	ctest/check-ldd.sh $(CURDIR)/$(B)/lib
 
 vm-bin: lib $(B)/ctest/harness-ours
 	@mkdir -p $(B)/vm-bin

@@ -15,7 +15,7 @@ extern "C" {
 
 int ibv_gid_reachable(struct ibv_context *context,
                       unsigned int port,
-                      union union ibv_gid *gid,
+                      union ibv_gid *gid,
                       int timeout);
 
 #ifdef __cplusplus

@@ -1,0 +1,21 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+# Regenerates the public headers with the pinned cbindgen and fails if the
+# committed ones differ (run `make header` to update them).
+set -eu
+CBINDGEN=${CBINDGEN:-cbindgen}
+want=$(sed -n 's/^CBINDGEN_VERSION := //p' Makefile)
+have=$("$CBINDGEN" --version | awk '{print $2}')
+[ "$have" = "$want" ] || { echo "check-header: cbindgen $have, pinned $want" >&2; exit 1; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+status=0
+for pair in cbindgen.toml:include/rdma/rdma_cma.h cbindgen-rsocket.toml:include/rdma/rsocket.h \
+            cbindgen-gid.toml:include/infiniband/gid_reachable.h; do
+    cfg=${pair%%:*}; hdr=${pair#*:}
+    "$CBINDGEN" --quiet --config "$cfg" --crate rdmacm -o "$tmp/out.h"
+    if ! diff -u "$hdr" "$tmp/out.h"; then
+        echo "check-header: $hdr is stale; run 'make header'" >&2; status=1
+    fi
+done
+[ $status = 0 ] && echo "check-header: headers match cbindgen $have output"
+exit $status

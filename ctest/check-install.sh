@@ -1,0 +1,49 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+# `make install` into a temporary DESTDIR, then compile and link a C program
+# with `pkg-config --cflags --libs librdmacm` against the installed copy,
+# run it against the installed library, and `make uninstall` again.
+set -eu
+top=$(pwd)
+dest=$(mktemp -d); trap 'rm -rf "$dest"' EXIT
+prefix=/opt/rdmacm-rs-test
+libdir=$prefix/lib64
+make -s install DESTDIR="$dest" PREFIX=$prefix LIBDIR=$libdir >/dev/null
+for f in $libdir/librdmacm.so.1 $libdir/librdmacm.so $prefix/include/rdma/rdma_cma.h \
+         $prefix/include/rdma/rsocket.h $prefix/include/infiniband/gid_reachable.h \
+         $libdir/pkgconfig/librdmacm.pc; do
+    [ -e "$dest$f" ] || { echo "check-install: $f missing" >&2; exit 1; }
+done
+ls "$dest$libdir"/librdmacm.so.1.5.* >/dev/null
+n3=$(ls "$top"/man/*.3 2>/dev/null | wc -l)
+[ "$(ls "$dest$prefix"/share/man/man3/*.3 2>/dev/null | wc -l)" = "$n3" ] ||
+    { echo "check-install: man pages not installed" >&2; exit 1; }
+
+export PKG_CONFIG_PATH="$dest$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest"
+flags=$(pkg-config --cflags --libs librdmacm)
+case "$flags" in *"$dest$prefix/include"*"-lrdmacm"*) ;; *)
+    echo "check-install: unexpected pkg-config output: $flags" >&2; exit 1;; esac
+cat > "$dest/prog.c" <<'C'
+#include <stdio.h>
+#include <string.h>
+#include <rdma/rdma_cma.h>
+int main(void)
+{
+	struct rdma_cm_id id;
+	memset(&id, 0, sizeof(id));
+	printf("%s %u\n", rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), (unsigned)rdma_get_src_port(&id));
+	return 0;
+}
+C
+cc -Wall -Wextra -Werror -o "$dest/prog" "$dest/prog.c" $flags
+out=$(LD_LIBRARY_PATH="$dest$libdir" "$dest/prog")
+[ "$out" = "RDMA_CM_EVENT_ESTABLISHED 0" ] || { echo "check-install: program printed '$out'" >&2; exit 1; }
+LD_LIBRARY_PATH="$dest$libdir" ldd "$dest/prog" | grep -q "librdmacm.so.1 => $dest$libdir/librdmacm.so.1" ||
+    { echo "check-install: program did not load the installed library" >&2; exit 1; }
+objdump -T "$dest/prog" | grep -q 'RDMACM_1.0.*rdma_event_str' ||
+    { echo "check-install: program did not record RDMACM_1.0" >&2; exit 1; }
+
+make -s uninstall DESTDIR="$dest" PREFIX=$prefix LIBDIR=$libdir >/dev/null
+left=$(find "$dest$prefix" -type f -o -type l | head -5)
+[ -z "$left" ] || { echo "check-install: uninstall left: $left" >&2; exit 1; }
+echo "check-install: install, pkg-config build, run and uninstall OK"
