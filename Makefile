@@ -27,7 +27,7 @@ B          := build
 CWARN   := -Wall -Wextra -Werror
 OURS_INC := -Iinclude
 .PHONY: all lib header check check-host test-rust check-symbols check-header \
-        check-compat check-layout ctest ctest-asan check-install check-ldd vm-bin \
+        check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind vm-bin \
         vm-check demo bench install uninstall clean tools
 
 all: lib
@@ -56,7 +56,7 @@ header: tools
 
 check: check-host vm-check
 
-check-host: test-rust check-symbols check-header check-compat check-layout ctest ctest-asan check-install check-ldd
+check-host: test-rust check-symbols check-header check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind
 
 test-rust:
 	$(CARGO) test --locked --lib
@@ -66,6 +66,9 @@ check-symbols: lib
 
 check-header: tools
 	CBINDGEN=$(CBINDGEN) ctest/check-header.sh
+	printf '#include <rdma/rdma_cma.h>\n#include <rdma/rdma_verbs.h>\n#include <rdma/rsocket.h>\n#include <infiniband/ib.h>\n#include <infiniband/gid_reachable.h>\n' | \
+	    $(CXX) -x c++ -Wall -Wextra -Werror -fsyntax-only $(OURS_INC) -
+	@echo "check-header: our headers also compile as C++"
 
 check-compat:
 	ctest/check-compat-table.sh
@@ -95,10 +98,14 @@ ctest: lib $(B)/ctest/harness-ours $(B)/ctest/harness-upstream-hdr
 	LD_LIBRARY_PATH=$(CURDIR)/$(B)/lib $(B)/ctest/harness-ours
 	LD_LIBRARY_PATH=$(CURDIR)/$(B)/lib $(B)/ctest/harness-upstream-hdr
 	@echo "harness expectations against the system's upstream librdmacm:"
-	for t in addrinfo_free ports args; do $(B)/ctest/harness-upstream-hdr $$t || exit 1; done
+	for t in addrinfo_free ports args verbs_inline; do $(B)/ctest/harness-upstream-hdr $$t || exit 1; done
 
 ctest-asan: lib $(B)/ctest/harness-asan
 	LD_LIBRARY_PATH=$(CURDIR)/$(B)/lib ASAN_OPTIONS=detect_leaks=1 $(B)/ctest/harness-asan
+
+ctest-valgrind: lib $(B)/ctest/harness-ours
+	LD_LIBRARY_PATH=$(CURDIR)/$(B)/lib valgrind -q --error-exitcode=99 --leak-check=full \
+	    --errors-for-leak-kinds=definite $(B)/ctest/harness-ours
 
 check-install: lib
 	ctest/check-install.sh
@@ -128,8 +135,8 @@ install: lib
 	install -m 0755 $(B)/lib/$(REALNAME) $(DESTDIR)$(LIBDIR)/$(REALNAME)
 	ln -sf $(REALNAME) $(DESTDIR)$(LIBDIR)/librdmacm.so.1
 	ln -sf librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
-	install -m 0644 include/rdma/rdma_cma.h include/rdma/rsocket.h $(DESTDIR)$(INCLUDEDIR)/rdma/
-	install -m 0644 include/infiniband/gid_reachable.h $(DESTDIR)$(INCLUDEDIR)/infiniband/
+	install -m 0644 include/rdma/rdma_cma.h include/rdma/rsocket.h include/rdma/rdma_verbs.h $(DESTDIR)$(INCLUDEDIR)/rdma/
+	install -m 0644 include/infiniband/gid_reachable.h include/infiniband/ib.h $(DESTDIR)$(INCLUDEDIR)/infiniband/
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' \
 	    librdmacm.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
 	for m in man/*.3; do [ -e "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man3/; done; true
@@ -137,8 +144,9 @@ install: lib
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(REALNAME) $(DESTDIR)$(LIBDIR)/librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
-	rm -f $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_cma.h $(DESTDIR)$(INCLUDEDIR)/rdma/rsocket.h
-	rm -f $(DESTDIR)$(INCLUDEDIR)/infiniband/gid_reachable.h $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
+	rm -f $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_cma.h $(DESTDIR)$(INCLUDEDIR)/rdma/rsocket.h $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_verbs.h
+	rm -f $(DESTDIR)$(INCLUDEDIR)/infiniband/gid_reachable.h $(DESTDIR)$(INCLUDEDIR)/infiniband/ib.h
+	rm -f $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
 	for m in man/*.3; do rm -f $(DESTDIR)$(MANDIR)/man3/$$(basename $$m); done; true
 	for m in man/*.7; do rm -f $(DESTDIR)$(MANDIR)/man7/$$(basename $$m); done; true
 

@@ -30,5 +30,6 @@ void test_events(void);
 void test_addrinfo_free(void);
 void test_ports(void);
 void test_args(void);
+void test_verbs_inline(void);
 
 #endif

@@ -13,6 +13,7 @@ static const struct {
 	{ "addrinfo_free", test_addrinfo_free },
 	{ "ports", test_ports },
 	{ "args", test_args },
+	{ "verbs_inline", test_verbs_inline },
 };
 
 int main(int argc, char **argv)
