@@ -221,10 +221,18 @@ enum {
 	RDMA_OPTION_IB_PATH	 = 1	/* array of struct ibv_path_data */
 };
 
+/* Local and peer address of an identifier. */
+static inline struct sockaddr *rdma_get_local_addr(struct rdma_cm_id *id)
+{
+	return &id->route.addr.src_addr;
+}
+
+static inline struct sockaddr *rdma_get_peer_addr(struct rdma_cm_id *id)
+{
+	return &id->route.addr.dst_addr;
+}
 
 #ifdef __cplusplus
-extern "C" {
-#endif // __cplusplus
 
 int rdma_getaddrinfo(const char *node,
                      const char *service,
@@ -339,14 +347,3 @@ void rdma_destroy_ep(struct rdma_cm_id *id);
 #endif  // __cplusplus
 
 #endif  /* RDMA_CMA_H */
-
-/* Local and peer address of an identifier. */
-static inline struct sockaddr *rdma_get_local_addr(struct rdma_cm_id *id)
-{
-	return &id->route.addr.src_addr;
-}
-
-static inline struct sockaddr *rdma_get_peer_addr(struct rdma_cm_id *id)
-{
-	return &id->route.addr.dst_addr;
-}
