@@ -10,6 +10,8 @@
 #include <infiniband/verbs.h>
 
 #ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
 
 int ibv_gid_reachable(struct ibv_context *context,
                       unsigned int port,

@@ -232,7 +232,10 @@ static inline struct sockaddr *rdma_get_peer_addr(struct rdma_cm_id *id)
 	return &id->route.addr.dst_addr;
 }
 
+
 #ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
 
 int rdma_getaddrinfo(const char *node,
                      const char *service,

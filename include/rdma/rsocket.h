@@ -28,7 +28,10 @@ enum {
 /* rfcntl is variadic in C; it is declared here by hand. */
 int rfcntl(int socket, int cmd, ... /* arg */ );
 
+
 #ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
 
 int rsocket(int domain, int type_, int protocol);
 
