@@ -13,6 +13,7 @@ fn main() {
     let map = dir.join("abi/rdmacm.map");
     println!("cargo:rerun-if-changed={}", map.display());
     println!("cargo:rerun-if-changed=src/verbs_shim.c");
+    println!("cargo:rerun-if-changed=src/gid_shim.c");
 
     if std::env::var_os("CARGO_FEATURE_SYMVER").is_some() {
         println!("cargo:rustc-cdylib-link-arg=-fuse-ld=lld");
@@ -25,6 +26,7 @@ fn main() {
     // fields that would otherwise need the whole verbs.h in Rust.
     cc::Build::new()
         .file("src/verbs_shim.c")
+        .file("src/gid_shim.c")
         .flag_if_supported("-Wall")
         .flag_if_supported("-Wextra")
         .flag("-fvisibility=hidden")

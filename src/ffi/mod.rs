@@ -40,7 +40,6 @@ pub mod addrinfo;
 pub mod cm;
 #[allow(unused_variables)]
 pub mod conn;
-#[allow(unused_variables)]
 pub mod gid;
 #[allow(unused_variables)]
 pub mod mcast;
