@@ -26,6 +26,7 @@
 //! * Functions not implemented yet call [`not_implemented`] (errno
 //!   `ENOSYS`); the README's compatibility table lists exactly those.
 
+use std::cell::Cell;
 use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
@@ -111,11 +112,53 @@ pub fn set_errno(e: Errno) {
     Errno::set_raw(e as i32);
 }
 
+thread_local! {
+    /// How many exports this thread is inside (exports may call each other).
+    static IN_EXPORT: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Installs, once, a panic hook that keeps panics raised inside our exports
+/// off stderr (they are reported through errno and, when logging is on,
+/// the log).  Panics elsewhere in the process go to the previous hook.
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if IN_EXPORT.with(|n| n.get()) > 0 {
+                log::error!(target: "rdmacm", "panic inside librdmacm: {info}");
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Leaves the export count balanced even if the body unwinds.
+struct ExportGuard;
+
+impl ExportGuard {
+    fn enter() -> ExportGuard {
+        IN_EXPORT.with(|n| n.set(n.get() + 1));
+        ExportGuard
+    }
+}
+
+impl Drop for ExportGuard {
+    fn drop(&mut self) {
+        IN_EXPORT.with(|n| n.set(n.get().saturating_sub(1)));
+    }
+}
+
 /// The panic boundary and errno convention shared by every export.
 #[inline]
 pub fn entry<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
     crate::logging::init();
-    match catch_unwind(AssertUnwindSafe(body)) {
+    install_panic_hook();
+    let guard = ExportGuard::enter();
+    let result = catch_unwind(AssertUnwindSafe(body));
+    drop(guard);
+    match result {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
             set_errno(e);
@@ -177,12 +220,12 @@ mod tests {
 
     #[test]
     fn panics_do_not_escape() {
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(|_| {}));
         let r: c_int = entry(|| panic!("boom"));
-        std::panic::set_hook(prev);
         assert_eq!(r, -1);
         assert_eq!(Errno::last(), Errno::EIO);
+        assert_eq!(IN_EXPORT.with(|n| n.get()), 0);
+        let p: *mut u8 = entry(|| panic!("{}", String::from("boom")));
+        assert!(p.is_null());
     }
 
     #[test]
