@@ -27,7 +27,7 @@ B          := build
 CWARN   := -Wall -Wextra -Werror
 OURS_INC := -Iinclude
 .PHONY: all lib header check check-host test-rust check-symbols check-header \
-        check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind vm-bin \
+        check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke vm-bin \
         vm-check demo bench install uninstall clean tools
 
 all: lib
@@ -56,7 +56,7 @@ header: tools
 
 check: check-host vm-check
 
-check-host: test-rust check-symbols check-header check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind
+check-host: test-rust check-symbols check-header check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke
 
 test-rust:
 	$(CARGO) test --locked --lib
@@ -106,6 +106,17 @@ ctest-asan: lib $(B)/ctest/harness-asan
 ctest-valgrind: lib $(B)/ctest/harness-ours
 	LD_LIBRARY_PATH=$(CURDIR)/$(B)/lib valgrind -q --error-exitcode=99 --leak-check=full \
 	    --errors-for-leak-kinds=definite $(B)/ctest/harness-ours
+
+# The rdma_getaddrinfo corpus against ours on this (device-less) host,
+# compared with upstream's output recorded in the VM; also under ASan and
+# valgrind.
+check-gai: lib
+	ctest/gai-corpus-host.sh --asan --valgrind
+
+# Bounded fuzz run of rdma_getaddrinfo and the ibacm answer parser.
+FUZZ_SECONDS ?= 60
+fuzz-smoke:
+	ctest/fuzz-smoke.sh $(FUZZ_SECONDS)
 
 check-install: lib
 	ctest/check-install.sh

@@ -73,7 +73,10 @@ cmd_image(){
   if [ -f "$IMG/manifest.txt" ] && [ -f "$IMG/rootfs.cpio" ] && [ -f "$IMG/vmlinuz" ]; then
     say "image cached: $IMG"; sed 's/^/  /' "$IMG/manifest.txt" >&2; return; fi
   cmd_host
-  local t0=$SECONDS tmp=$CACHE/$KEY.tmp.$$
+  local t0=$SECONDS tmp=$CACHE/$KEY.tmp.$$ lk
+  mkdir -p "$CACHE"; exec {lk}> "$CACHE/.lock-$KEY"
+  flock -n $lk || { say "another build of $KEY is running: waiting"; flock $lk; }
+  if [ -f "$IMG/manifest.txt" ]; then say "image cached: $IMG (built meanwhile)"; return; fi
   say "building image $KEY (from scratch: ~2-4 min, ~400 MB download)"
   mkdir -p "$CACHE"; rm -rf "$tmp"; mkdir -p "$tmp"; cp "$WORK/versions.txt" "$tmp/versions.txt"
   if ! "$VM_DIR/build-image.sh" "$tmp" "$tmp/versions.txt"; then
@@ -108,7 +111,10 @@ mk_extra(){ # $1 = run dir, $2 = mode
 }
 boot(){ # $1 = mode (suite|demo|shell); uses $IMG; run dir $RUN
   local mode=$1 rc=0 t0=$SECONDS
-  RUN=$WORK/$mode; rm -rf "$RUN"; mkdir -p "$RUN/share"; chmod 777 "$RUN/share"
+  RUN=$WORK/$mode; mkdir -p "$WORK"
+  exec {lockfd}> "$WORK/.lock-$mode"      # one VM per work dir: a second run waits here
+  flock -n $lockfd || { say "another $mode run uses $WORK: waiting (set RDMACM_VM_WORK to run in parallel)"; flock $lockfd; }
+  rm -rf "$RUN"; mkdir -p "$RUN/share"; chmod 777 "$RUN/share"
   mk_extra "$RUN" "$mode"
   cat "$IMG/rootfs.cpio" "$RUN/extra.cpio" > "$RUN/initrd.img"   # rootfs.cpio is 4-byte padded
   say "booting (qemu TCG, timeout ${VM_TIMEOUT:-1500}s), console log: $RUN/console.log"
@@ -124,7 +130,7 @@ boot(){ # $1 = mode (suite|demo|shell); uses $IMG; run dir $RUN
       "${serial[@]}" -no-reboot -kernel "$IMG/vmlinuz" -initrd "$RUN/initrd.img" \
       -append "console=ttyS0 panic=-1 quiet vmtest=$mode" \
       -virtfs local,path="$RUN/share",mount_tag=hostshare,security_model=none < /dev/null 2>&1 |
-      tr -d '\r' | tee "$RUN/console.log" | grep -a --line-buffered -E '^@@(T |BEGIN|RESULT|SKIP|WARN|DONE|DEMO)' >&2
+      sed -u 's/\r//g' | tee "$RUN/console.log" | grep -a --line-buffered -E '^@@(T |BEGIN|RESULT|SKIP|WARN|DONE|DEMO)' >&2
     rc=${PIPESTATUS[0]}
   fi
   set -e
@@ -144,13 +150,17 @@ report(){
   touch "$KF" "$UF"
   local passed=0 failed=0 notes=() n v st u o p c line names=() ours_any=0
   declare -A S
-  [ -f "$R" ] || { echo "no results file ($R): the guest did not run the suite"; echo "0 passed, 1 failed"; return 1; }
+  if [ ! -f "$R" ]; then
+    echo "no results file ($R): the guest did not run the suite (qemu exit $VM_RC); console tail:"
+    tail -n 25 "$RUN/console.log" 2>/dev/null | sed 's/^/   /'; echo "0 passed, 1 failed"; return 1; fi
   echo; echo "== environment (from the guest)"
   sed -n 's/^INFO /  /p' "$R"
   while read -r line; do
     set -- $line
     case $1 in
-      RESULT) n=$2 v=$3; S[$n.$v]=$4; S[$n.cmp]=${8#cmp=}
+      RESULT) n=$2 v=$3
+              if [ -n "${S[$n.$v]:-}" ]; then echo "duplicate test name: $n ($v) - names must be unique"; failed=$((failed+1)); fi
+              S[$n.$v]=$4; S[$n.cmp]=${8#cmp=}
               [[ " ${names[*]} " == *" $n "* ]] || names+=("$n"); [ "$v" = upstream ] || ours_any=1;;
       SKIP) n=$2; S[$n.skip]=${line#SKIP $n }; [[ " ${names[*]} " == *" $n "* ]] || names+=("$n");;
     esac

@@ -3,7 +3,10 @@
 
 use std::ffi::CStr;
 
-const NAMES: [&CStr; 20] = [
+/// Names of events 0..=17.  Upstream's rdma_event_str does not name
+/// RDMA_CM_EVENT_USER (18) or RDMA_CM_EVENT_INTERNAL (19): they read
+/// "UNKNOWN EVENT" there, and so here.
+const NAMES: [&CStr; 18] = [
     c"RDMA_CM_EVENT_ADDR_RESOLVED",
     c"RDMA_CM_EVENT_ADDR_ERROR",
     c"RDMA_CM_EVENT_ROUTE_RESOLVED",
@@ -22,8 +25,6 @@ const NAMES: [&CStr; 20] = [
     c"RDMA_CM_EVENT_TIMEWAIT_EXIT",
     c"RDMA_CM_EVENT_ADDRINFO_RESOLVED",
     c"RDMA_CM_EVENT_ADDRINFO_ERROR",
-    c"RDMA_CM_EVENT_USER",
-    c"RDMA_CM_EVENT_INTERNAL",
 ];
 
 /// The C name of an event type, or "UNKNOWN EVENT".
@@ -37,7 +38,9 @@ mod tests {
     #[test]
     fn names() {
         assert_eq!(event_name(0).to_str().unwrap(), "RDMA_CM_EVENT_ADDR_RESOLVED");
-        assert_eq!(event_name(19).to_str().unwrap(), "RDMA_CM_EVENT_INTERNAL");
+        assert_eq!(event_name(17).to_str().unwrap(), "RDMA_CM_EVENT_ADDRINFO_ERROR");
+        assert_eq!(event_name(18).to_str().unwrap(), "UNKNOWN EVENT");
+        assert_eq!(event_name(19).to_str().unwrap(), "UNKNOWN EVENT");
         assert_eq!(event_name(20).to_str().unwrap(), "UNKNOWN EVENT");
         assert_eq!(event_name(u32::MAX).to_str().unwrap(), "UNKNOWN EVENT");
     }

@@ -2,6 +2,9 @@
 //! The safe core.  Nothing here takes a raw C pointer except the few
 //! functions marked `unsafe` that turn C structures into Rust values.
 
+pub mod acm;
 pub mod addrinfo;
+pub mod cm;
 pub mod events;
+pub mod gid;
 pub mod sockaddr;

@@ -3,11 +3,15 @@
 //! asynchronous rdma_resolve_addrinfo / rdma_query_addrinfo.
 
 use super::types::*;
-use super::{entry, not_implemented};
+use super::{entry, not_implemented, Errno};
 use crate::symver;
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, CStr};
 
 /// Translates a node and service into RDMA addresses and route data.
+// Returns 0 and a list in `*res` (free it with rdma_freeaddrinfo), -1 with
+// errno, or, unchanged, the non-zero `EAI_*` value of libc's getaddrinfo
+// (errno untouched), exactly as upstream.  (Plain comment: the doc comment
+// above is copied into the generated header.)
 #[no_mangle]
 pub unsafe extern "C" fn rdma_getaddrinfo(
     node: *const c_char,
@@ -15,7 +19,38 @@ pub unsafe extern "C" fn rdma_getaddrinfo(
     hints: *const rdma_addrinfo,
     res: *mut *mut rdma_addrinfo,
 ) -> c_int {
-    entry(|| not_implemented("rdma_getaddrinfo"))
+    entry(|| {
+        use crate::core::addrinfo::{self as ai, GaiError, Hints};
+        // SAFETY: node and service are NULL or NUL-terminated strings (the
+        // C contract); they are only read during this call.
+        let (node, service) = unsafe {
+            (
+                (!node.is_null()).then(|| CStr::from_ptr(node)),
+                (!service.is_null()).then(|| CStr::from_ptr(service)),
+            )
+        };
+        // SAFETY: hints is NULL or a readable rdma_addrinfo whose address
+        // and route pointers are readable for their lengths.
+        let h = unsafe { Hints::from_c(hints) };
+        if node.is_none() && service.is_none() && h.null {
+            return Err(Errno::EINVAL);
+        }
+        if res.is_null() {
+            // Upstream would write through NULL; we refuse instead.
+            log::debug!(target: "rdmacm", "rdma_getaddrinfo: res is NULL (EINVAL)");
+            return Err(Errno::EINVAL);
+        }
+        match ai::getaddrinfo(node, service, &h) {
+            Ok(list) => {
+                let head = ai::to_c_list(&list)?;
+                // SAFETY: res is non-NULL and writable (C contract).
+                unsafe { *res = head };
+                Ok(0)
+            }
+            Err(GaiError::Sys(e)) => Err(e),
+            Err(GaiError::Eai(code)) => Ok(code),
+        }
+    })
 }
 symver!(rdma_getaddrinfo, "RDMACM_1.0");
 

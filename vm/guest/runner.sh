@@ -9,7 +9,7 @@ info rdma-core "$(dpkg-query -W -f '${Version}' librdmacm1t64)"
 info variants "$(_opts; _variants | tr '\n' ' ')"
 info devices "$(rdma link show 2>&1 | awk '{printf "%s(%s) ", $2, $NF}')"
 for v in $(_opts --preload; _variants); do
-  info "librdmacm[$v]" "$(env $(venv $v) ldd /usr/bin/rping 2>&1 | awk '/librdmacm/{print $3}' | head -1)"
+  info "librdmacm[$v]" "$(env $(venv $v) ldd /usr/bin/rping 2>&1 | awk '/librdmacm/{for(i=1;i<=NF;i++) if ($i ~ /^\//) {print $i; exit}}')"
 done
 cd /extra/vm
 . ./suite.sh

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! Fuzz bodies shared by the libFuzzer targets and the stable harness.
+//!
+//! Inputs are decoded into (node, service, hints) and handed to the
+//! exported `rdma_getaddrinfo` exactly as a C caller would; every result
+//! node is read in full (so ASan/valgrind see any bad length) and freed with
+//! `rdma_freeaddrinfo`.  Node names get `RAI_NUMERICHOST` so that no input
+//! causes a DNS query.
+
+use rdmacm::core::acm;
+use rdmacm::core::addrinfo::{self, Hints, Rai};
+use rdmacm::ffi::addrinfo::{rdma_freeaddrinfo, rdma_getaddrinfo};
+use rdmacm::ffi::types::*;
+use std::ffi::{c_int, CString};
+
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn u8(&mut self) -> u8 {
+        match self.0.split_first() {
+            Some((b, rest)) => {
+                self.0 = rest;
+                *b
+            }
+            None => 0,
+        }
+    }
+    fn i32(&mut self) -> i32 {
+        i32::from_le_bytes([self.u8(), self.u8(), self.u8(), self.u8()])
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        let n = n.min(self.0.len());
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        a.to_vec()
+    }
+    fn cstring(&mut self) -> CString {
+        let n = usize::from(self.u8() % 48);
+        let mut v = self.bytes(n);
+        v.retain(|&b| b != 0);
+        CString::new(v).unwrap_or_default()
+    }
+    fn pick(&mut self, set: &[c_int]) -> c_int {
+        let s = self.u8();
+        match set.get(usize::from(s) % (set.len() + 1)) {
+            Some(v) => *v,
+            None => self.i32(),
+        }
+    }
+    /// A socket address buffer of exactly the length the caller claims.
+    fn addr(&mut self) -> Option<Vec<u8>> {
+        let sel = self.u8();
+        if sel & 1 == 0 {
+            return None;
+        }
+        let fam = self.pick(&[libc::AF_INET, libc::AF_INET6, AF_IB, 0]) as u16;
+        let len = match sel >> 1 & 3 {
+            0 => 16,
+            1 => 28,
+            2 => 48,
+            _ => usize::from(self.u8()) + 1,
+        };
+        let mut v = self.bytes(len);
+        v.resize(len, 0);
+        if len >= 2 {
+            v[0..2].copy_from_slice(&fam.to_ne_bytes());
+        }
+        Some(v)
+    }
+}
+
+fn touch(p: *const u8, len: usize) -> u8 {
+    if p.is_null() || len == 0 {
+        return 0;
+    }
+    // SAFETY: the library promises p is readable for len bytes.
+    unsafe { std::slice::from_raw_parts(p, len) }.iter().fold(0u8, |a, b| a ^ b)
+}
+
+/// One rdma_getaddrinfo call from fuzz bytes.
+pub fn getaddrinfo_one(data: &[u8]) {
+    let mut r = Reader(data);
+    let sel = r.u8();
+    let node = (sel & 1 != 0).then(|| r.cstring());
+    let service = (sel & 2 != 0).then(|| r.cstring());
+    let mut flags = r.i32();
+    if node.is_some() {
+        flags |= RAI_NUMERICHOST;
+    }
+    let family = r.pick(&[0, libc::AF_INET, libc::AF_INET6, AF_IB]);
+    let qp = r.pick(&[0, 2, 3, 4, 8, 9, 10]);
+    let ps = r.pick(&[0, 0x2, 0x106, 0x111, 0x13f]);
+    let src = r.addr();
+    let dst = r.addr();
+    let route_len = match r.u8() % 5 {
+        0 | 1 => 0,
+        2 => 64,
+        3 => 72,
+        _ => usize::from(r.u8()),
+    };
+    let mut route = r.bytes(route_len);
+    route.resize(route_len, 0);
+
+    // SAFETY: all-zero is a valid rdma_addrinfo.
+    let mut hints: rdma_addrinfo = unsafe { std::mem::zeroed() };
+    hints.ai_flags = flags;
+    hints.ai_family = family;
+    hints.ai_qp_type = qp;
+    hints.ai_port_space = ps;
+    let mut src = src;
+    let mut dst = dst;
+    if let Some(s) = src.as_mut() {
+        hints.ai_src_len = s.len() as u32;
+        hints.ai_src_addr = s.as_mut_ptr().cast();
+    }
+    if let Some(d) = dst.as_mut() {
+        hints.ai_dst_len = d.len() as u32;
+        hints.ai_dst_addr = d.as_mut_ptr().cast();
+    }
+    if route_len != 0 {
+        hints.ai_route = route.as_mut_ptr().cast();
+        hints.ai_route_len = route_len;
+    }
+    let mut res: *mut rdma_addrinfo = std::ptr::null_mut();
+    // SAFETY: strings are NUL-terminated, hints and its buffers live for
+    // the call, res is writable (or NULL on purpose).
+    let ret = unsafe {
+        rdma_getaddrinfo(
+            node.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
+            service.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
+            if sel & 4 != 0 { std::ptr::null() } else { &hints },
+            if sel & 8 != 0 { std::ptr::null_mut() } else { &mut res },
+        )
+    };
+    if ret != 0 {
+        assert!(res.is_null(), "res written on failure");
+        return;
+    }
+    let mut p = res;
+    let mut n = 0;
+    while !p.is_null() {
+        // SAFETY: p is a node of the list the library returned.
+        let a = unsafe { &*p };
+        let _ = touch(a.ai_src_addr.cast(), a.ai_src_len as usize);
+        let _ = touch(a.ai_dst_addr.cast(), a.ai_dst_len as usize);
+        let _ = touch(a.ai_route.cast(), a.ai_route_len);
+        let _ = touch(a.ai_connect.cast(), a.ai_connect_len);
+        assert_eq!(a.ai_src_addr.is_null(), a.ai_src_len == 0);
+        assert_eq!(a.ai_dst_addr.is_null(), a.ai_dst_len == 0);
+        n += 1;
+        assert!(n < 16, "runaway list");
+        p = a.ai_next;
+    }
+    // SAFETY: res came from rdma_getaddrinfo.
+    unsafe { rdma_freeaddrinfo(res) };
+}
+
+/// One ibacm answer, as the daemon could send it, applied to a result.
+pub fn acm_response_one(data: &[u8]) {
+    let mut r = Reader(data);
+    let sel = r.u8();
+    let family = r.pick(&[libc::AF_INET, libc::AF_INET6, AF_IB, 0]);
+    let rai = Rai {
+        flags: 0,
+        family,
+        qp_type: r.pick(&[2, 4]),
+        port_space: r.pick(&[0x106, 0x111, 0x13f]),
+        src: r.addr(),
+        dst: r.addr(),
+        ..Default::default()
+    };
+    let h = Hints {
+        flags: r.i32(),
+        route: (sel & 2 != 0).then(|| r.bytes(72)),
+        ..Default::default()
+    };
+    let req = acm::build_request(&rai, &h);
+    assert!(req.len() >= acm::ACM_MSG_HDR_LENGTH && req.len() <= acm::ACM_MSG_SIZE);
+    let mut resp = r.0.to_vec();
+    resp.truncate(acm::ACM_MSG_SIZE);
+    if sel & 1 != 0 && resp.len() >= 8 {
+        // Mostly well-formed: fix the length and status.
+        let len = resp.len() as u16;
+        resp[6..8].copy_from_slice(&len.to_ne_bytes());
+        resp[2] = 0;
+    }
+    let mut list = vec![rai];
+    acm::apply_response(&mut list, &h, &resp, sel & 4 != 0);
+    let head = addrinfo::to_c_list(&list).expect("allocation");
+    // SAFETY: head was built by to_c_list.
+    unsafe { addrinfo::free_list(head) };
+}
