@@ -75,3 +75,74 @@ int rdmacm_shim_port_ib_active(struct ibv_context *ctx, uint8_t port)
 	return attr.link_layer == IBV_LINK_LAYER_INFINIBAND &&
 	       attr.state >= IBV_PORT_ACTIVE;
 }
+
+/* --- connection code (src/core/conn/verbs.rs) --- */
+
+#include <fcntl.h>
+#include <stddef.h>
+
+struct ibv_qp *rdmacm_shim_create_qp_ex(struct ibv_context *ctx,
+					struct ibv_qp_init_attr_ex *attr)
+{
+	return ibv_create_qp_ex(ctx, attr);
+}
+
+struct ibv_srq *rdmacm_shim_create_srq_ex(struct ibv_context *ctx,
+					  struct ibv_srq_init_attr_ex *attr)
+{
+	return ibv_create_srq_ex(ctx, attr);
+}
+
+/* A process-private XRC domain (no file), as the CM uses for XRC ids. */
+struct ibv_xrcd *rdmacm_shim_open_xrcd(struct ibv_context *ctx)
+{
+	struct ibv_xrcd_init_attr attr = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1,
+		.oflags = O_CREAT,
+	};
+
+	return ibv_open_xrcd(ctx, &attr);
+}
+
+/* Sizes and offsets of the verbs structures mirrored in Rust, in the
+ * order of rust_layout(); returns how many were written. */
+#define CONN_LAYOUT_N 28
+size_t rdmacm_shim_conn_layout(size_t *out, size_t n)
+{
+	const size_t v[CONN_LAYOUT_N] = {
+		sizeof(struct ibv_qp_init_attr),
+		offsetof(struct ibv_qp_init_attr, cap),
+		offsetof(struct ibv_qp_init_attr, qp_type),
+		sizeof(struct ibv_qp_init_attr_ex),
+		offsetof(struct ibv_qp_init_attr_ex, comp_mask),
+		offsetof(struct ibv_qp_init_attr_ex, pd),
+		offsetof(struct ibv_qp_init_attr_ex, xrcd),
+		offsetof(struct ibv_qp_init_attr_ex, source_qpn),
+		offsetof(struct ibv_qp_init_attr_ex, send_ops_flags),
+		sizeof(struct ibv_srq_init_attr),
+		sizeof(struct ibv_srq_init_attr_ex),
+		offsetof(struct ibv_srq_init_attr_ex, comp_mask),
+		offsetof(struct ibv_srq_init_attr_ex, srq_type),
+		offsetof(struct ibv_srq_init_attr_ex, pd),
+		offsetof(struct ibv_srq_init_attr_ex, xrcd),
+		offsetof(struct ibv_srq_init_attr_ex, cq),
+		offsetof(struct ibv_qp, pd),
+		offsetof(struct ibv_qp, srq),
+		offsetof(struct ibv_qp, qp_num),
+		sizeof(struct ibv_qp_attr),
+		offsetof(struct ibv_qp_attr, cap),
+		offsetof(struct ibv_qp_attr, ah_attr),
+		offsetof(struct ibv_qp_attr, pkey_index),
+		offsetof(struct ibv_qp_attr, max_rd_atomic),
+		offsetof(struct ibv_qp_attr, max_dest_rd_atomic),
+		offsetof(struct ibv_qp_attr, port_num),
+		offsetof(struct ibv_qp_attr, rate_limit),
+		sizeof(struct ibv_ece),
+	};
+	size_t i;
+
+	for (i = 0; i < n && i < CONN_LAYOUT_N; i++)
+		out[i] = v[i];
+	return i;
+}

@@ -13,20 +13,17 @@ pair  --cmp udaddy_rxe               60 "udaddy" "udaddy -s 192.0.2.2 -b 192.0.2
 # mckey: rxe joins the multicast MAC (33:33:ef:00:00:01 for ::ffff:239.0.0.1) but not the IPv4
 # group, so the receiver's IP stack drops the datagrams. The receiver side therefore joins the
 # group on veth1 (ip addr ... autojoin) once mckey's own join is visible, and the sender waits
-# for that (+2 s, less was flaky under TCG) before sending (mckey sends its 10 datagrams once, right after its join).
+# for that (+2 s) before sending. Even so, about one exchange in three loses all datagrams on
+# this rxe (observed with upstream, also with 30 datagrams, no pattern found): when the receiver
+# is still waiting 4 s after the sender finished, the sender side resends (up to 3 times, output
+# to stderr so the compared stdout stays the same).
 MCK_SRV='ip addr del 239.0.0.1/32 dev veth1 2>/dev/null; stdbuf -oL mckey -m 239.0.0.1 -b 192.0.2.2 & m=$!
   for i in $(seq 150); do kill -0 $m 2>/dev/null || break; ip maddr show dev veth1 | grep -q 33:33:ef:00:00:01 && break; sleep 0.1; done
   ip addr add 239.0.0.1/32 dev veth1 autojoin; wait $m; r=$?; ip addr del 239.0.0.1/32 dev veth1; exit $r'
 MCK_CLI='for i in $(seq 200); do ip -n ns1 addr show dev veth1 | grep -q 239.0.0.1/32 && break; sleep 0.1; done
-  sleep 2; mckey -m 239.0.0.1 -s -b 192.0.2.1'
-# Observed: the first multicast exchange after boot is always lost on this rxe (even with 30
-# datagrams), later ones pass. Warm it up once with upstream, unjudged, before the real test.
-if _selected mckey_rxe; then
-  echo "@@WARMUP mckey (unjudged)"
-  timeout -k 2 15 $N1 bash -c "$MCK_SRV" > /dev/null 2>&1 & wp=$!
-  timeout -k 2 15 bash -c "$MCK_CLI" > /dev/null 2>&1; wait $wp; pkill -x mckey; sleep 0.5
-  ip -n ns1 addr del 239.0.0.1/32 dev veth1 2>/dev/null
-fi
+  sleep 2; stdbuf -oL mckey -m 239.0.0.1 -s -b 192.0.2.1; r=$?
+  for k in 1 2 3; do [ $r = 0 ] || break; sleep 4; pgrep -f "^mckey -m 239.0.0.1 -b 192.0.2.2" > /dev/null || break
+    echo "receiver still waiting: resend $k" >&2; mckey -m 239.0.0.1 -s -b 192.0.2.1 >&2; r=$?; done; exit $r'
 pair  --cmp --srv-wait 0 mckey_rxe   60 "$MCK_SRV" "$MCK_CLI"
 pair  --cmp --srv-wait 2 mckey_rxe_ipv6 60 "mckey -m ff0e::db8:1 -b 2001:db8::2" "sleep 2; mckey -m ff0e::db8:1 -s -b 2001:db8::1"
 pair  --cmp --preload rdma_server_client_rxe 60 "rdma_server" "rdma_client -s 192.0.2.2"

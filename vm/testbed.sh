@@ -8,11 +8,13 @@
 #   testbed.sh check   host + image + run
 #   testbed.sh demo    host + image + boot, show our library at work beside upstream
 #   testbed.sh shell   boot to an interactive guest shell (debugging)
+#   testbed.sh report  print the report of the last run again (no boot)
 # Environment: RDMACM_VM_CACHE (image cache, default /var/cache/rdmacm-rs-vm),
 #   RDMACM_VM_WORK (per-run files, default <repo>/build/vm), VM_UPSTREAM_ONLY=1 (run without
 #   our library), VM_TIMEOUT (seconds for the whole VM, default 1500), VM_ONLY="name ..." (run
 #   only these tests), RDMACM_VM_MIRROR (Debian mirror).
 set -euo pipefail
+_TB_RESOLVED=
 VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(dirname "$VM_DIR")
 CACHE=${RDMACM_VM_CACHE:-/var/cache/rdmacm-rs-vm}
@@ -40,12 +42,13 @@ cmd_host(){
 # --- cache key: exact versions from sid's Packages index (one ~11 MB download) ------------
 pkgver(){ awk -v p="$1" '$0=="Package: "p{f=1;next} f&&/^Version:/{print $2;exit} f&&/^$/{f=0}' "$2"; }
 pkgdep(){ awk -v p="$1" '$0=="Package: "p{f=1;next} f&&/^Depends:/{print;exit} f&&/^$/{f=0}' "$2"; }
-resolve(){   # writes $WORK/versions.txt and sets KEY
+resolve(){   # writes $WORK/versions.txt and sets KEY, IMG (once per invocation)
+  [ -n "${_TB_RESOLVED:-}" ] && return 0
   mkdir -p "$WORK"; local P=$WORK/Packages p v kv ks
   say "resolving versions from $MIRROR sid main amd64 Packages index"
-  curl -sSfL --retry 3 -o "$P.xz" "$MIRROR/dists/sid/main/binary-amd64/Packages.xz" ||
+  curl -sSfL --retry 3 -o "$P.xz.$$" "$MIRROR/dists/sid/main/binary-amd64/Packages.xz" ||
     die "cannot download $MIRROR/dists/sid/main/binary-amd64/Packages.xz"
-  xz -dc "$P.xz" > "$P"
+  xz -dc "$P.xz.$$" > "$P.$$"; rm -f "$P.xz.$$"; P=$P.$$   # per-process: runs may overlap
   {
     for p in librdmacm1t64 libibverbs1 ibverbs-providers rdmacm-utils ibverbs-utils python3-pyverbs \
              libc6 iproute2 linux-image-amd64; do
@@ -62,9 +65,10 @@ resolve(){   # writes $WORK/versions.txt and sets KEY
     ks=linux-source-$(echo "$kv" | cut -d. -f1,2)
     v=$(pkgver "$ks" "$P"); [ -n "$v" ] || die "package '$ks' not found in sid's Packages index"
     echo "kernel-source $ks"; echo "$ks $v"
-  } > "$WORK/versions.txt"
+  } > "$WORK/versions.txt.$$"
+  rm -f "$P"; mv "$WORK/versions.txt.$$" "$WORK/versions.txt"
   KEY=$( { cat "$WORK/versions.txt"; sha256sum < "$VM_DIR/build-image.sh"; } | sha256sum | cut -c1-16)
-  IMG=$CACHE/$KEY
+  IMG=$CACHE/$KEY; _TB_RESOLVED=1
 }
 cmd_key(){ resolve; cat "$WORK/versions.txt"; echo "key $KEY -> $IMG"; }
 
@@ -177,7 +181,7 @@ report(){
   for n in "${names[@]}"; do
     if [ -n "${S[$n.skip]:-}" ]; then
       printf '%-28s | %-8s | %-13s | %-13s | %s\n' "$n" SKIP SKIP - "skipped: ${S[$n.skip]}"; continue; fi
-    u=${S[$n.upstream]:-MISSING}; local note="" why cells=()
+    u=${S[$n.upstream]:-MISSING}; local note="" why cells=() lastwhy=
     if [ "$u" != PASS ]; then
       if why=$(listed "$UF" "$n" upstream); then note="upstream fails: $why"
         [ $ours_any = 1 ] || passed=$((passed+1))
@@ -195,7 +199,9 @@ report(){
           note+="${note:+; }$v: now passes, remove it from known-failures.txt"
         else passed=$((passed+1)); fi
       else
-        if why=$(listed "$KF" "$n" "$v"); then passed=$((passed+1)); note+="${note:+; }$v: known: $why"
+        if why=$(listed "$KF" "$n" "$v"); then passed=$((passed+1))
+          if [ "$v" = preload ] && [ "$why" = "${lastwhy:-}" ]; then note+="; preload: known (same)"
+          else note+="${note:+; }$v: known: $why"; fi; lastwhy=$why
         else failed=$((failed+1)); note+="${note:+; }$v: UNEXPECTED $eff (not in known-failures.txt)"
           notes+=("$n.$v"); fi
       fi
@@ -206,6 +212,9 @@ report(){
     echo; echo "-- $n: $RUN/share/out/$n.log (tail)"; tail -n 15 "$RUN/share/out/$n.log" 2>/dev/null | sed 's/^/   /'
     local a=$RUN/share/out/${n%.*}.upstream.cmp b=$RUN/share/out/$n.cmp
     [ -e "$a" ] && [ -e "$b" ] && ! cmp -s "$a" "$b" && { echo "   diff upstream ours:"; diff "$a" "$b" | head -20 | sed 's/^/   /'; }
+  done
+  local k; for k in $(awk '!/^[ \t]*(#|$)/{sub(/:.*/,"",$1); print $1}' "$KF" "$UF" | sort -u); do
+    [[ " ${names[*]} " == *" $k "* ]] || echo "warning: '$k' is listed in known-/upstream-failures.txt but did not run"
   done
   if ! grep -qx END "$R"; then echo "suite did not complete (no END in results; VM exit $VM_RC)"; failed=$((failed+1));
   elif [ "$VM_RC" != 0 ]; then echo "VM exit status $VM_RC"; failed=$((failed+1)); fi
@@ -223,6 +232,7 @@ cmd_run(){
   report
 }
 cmd_check(){ local t0=$SECONDS rc=0; cmd_host; ours_state; cmd_image; cmd_run || rc=$?; say "check took $((SECONDS-t0))s"; return $rc; }
+cmd_report(){ RUN=$WORK/suite; VM_RC=0; grep -aq '^@@DONE' "$RUN/console.log" 2>/dev/null || VM_RC=unknown; report; }
 cmd_shell(){ VM_UPSTREAM_ONLY=${VM_UPSTREAM_ONLY:-1}; ours_state; resolve; boot shell; }
 cmd_demo(){
   cmd_host; VM_UPSTREAM_ONLY=; [ -e "$OURS_LIB/librdmacm.so.1" ] || say "WARNING: our library is not built ($OURS_LIB): the demo shows upstream only"
@@ -233,6 +243,6 @@ cmd_demo(){
 }
 
 case ${1:-} in
-  host|key|image|run|check|demo|shell) c=$1; shift; "cmd_$c" "$@";;
-  *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2;;
+  host|key|image|run|check|demo|shell|report) c=$1; shift; "cmd_$c" "$@";;
+  *) awk 'NR>1 && !/^#/{exit} NR>1{sub(/^# ?/,""); print}' "$0"; exit 2;;
 esac

@@ -20,6 +20,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -750,6 +751,87 @@ static void c_many(void)
 /* ---- device removal (explicit only: changes the devices of the VM) ---------- */
 
 
+static void c_timeouts(void)
+{
+	struct rdma_cm_id *id = NULL;
+	struct sockaddr_in d;
+
+	sa4(&d, "192.0.2.2", 7471);
+	for (int t = -1; t <= 0; t++) {
+		if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP)) {
+			rc("rdma_create_id(sync)", -1);
+			return;
+		}
+		printf("  timeout %d:\n", t);
+		rc("rdma_resolve_addr", rdma_resolve_addr(id, NULL, (void *)&d, t));
+		if (id->event)
+			show_event(id->event, id);
+		rc("rdma_resolve_route", rdma_resolve_route(id, t));
+		if (id->event)
+			show_event(id->event, id);
+		rc("rdma_destroy_id", rdma_destroy_id(id));
+	}
+}
+
+static void c_nonblock(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id = NULL;
+	struct rdma_cm_event *e = NULL;
+	struct sockaddr_in d;
+	int r;
+
+	if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP)) {
+		rc("setup", -1);
+		return;
+	}
+	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
+	r = rdma_get_cm_event(ch, &e);
+	rc("rdma_get_cm_event(empty, non-blocking)", r);
+	sa4(&d, "192.0.2.2", 7471);
+	rc("rdma_resolve_addr", rdma_resolve_addr(id, NULL, (void *)&d, 2000));
+	if ((e = next_event(ch, id)))
+		rc("rdma_ack_cm_event", rdma_ack_cm_event(e));
+	rc("rdma_destroy_id", rdma_destroy_id(id));
+	rdma_destroy_event_channel(ch);
+}
+
+static void *sync_worker(void *arg)
+{
+	int *fails = arg;
+	struct sockaddr_in d;
+
+	sa4(&d, "192.0.2.2", 7471);
+	for (int i = 0; i < 10; i++) {
+		struct rdma_cm_id *id = NULL;
+		if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP)) {
+			(*fails)++;
+			continue;
+		}
+		if (rdma_resolve_addr(id, NULL, (void *)&d, 2000) || !id->verbs ||
+		    rdma_resolve_route(id, 2000) || id->event->event != RDMA_CM_EVENT_ROUTE_RESOLVED)
+			(*fails)++;
+		if (rdma_destroy_id(id))
+			(*fails)++;
+	}
+	return NULL;
+}
+
+static void c_threads(void)
+{
+	/* Four threads resolving synchronous ids at once. */
+	pthread_t t[4];
+	int fails[4] = { 0 }, sum = 0;
+
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, sync_worker, &fails[i]);
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		sum += fails[i];
+	}
+	printf("  40 synchronous resolutions on 4 threads: %d failures\n", sum);
+}
+
 static int has_dev(const char *name, int *n)
 {
 	struct ibv_context **l = rdma_get_devices(n);
@@ -879,6 +961,9 @@ static const struct tcase cases[] = {
 	{ "destroy_waits", c_destroy_waits, 0 },
 	{ "migrate", c_migrate, 0 },
 	{ "many", c_many, 0 },
+	{ "timeouts", c_timeouts, 0 },
+	{ "nonblock", c_nonblock, 0 },
+	{ "threads", c_threads, 0 },
 	{ "removal", c_removal, 1 },
 };
 

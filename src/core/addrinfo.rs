@@ -188,20 +188,28 @@ fn backend() -> &'static dyn CmBackend {
 /// kernel service resolution (the CM core provides those).
 pub struct VerbsBackend;
 
-#[repr(C)]
-struct ibv_device {
-    _private: [u8; 0],
-}
+/// Imports from libibverbs and src/verbs_shim.c.
+/// cbindgen:ignore
+mod sys {
+    use crate::ffi::types::{ibv_context, ibv_gid};
+    use std::ffi::c_int;
 
-extern "C" {
-    fn ibv_get_device_list(num: *mut c_int) -> *mut *mut ibv_device;
-    fn ibv_free_device_list(list: *mut *mut ibv_device);
-    fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_context;
-    fn ibv_close_device(ctx: *mut ibv_context) -> c_int;
-    fn ibv_query_gid(ctx: *mut ibv_context, port: u8, index: c_int, gid: *mut ibv_gid) -> c_int;
-    fn rdmacm_shim_phys_port_cnt(ctx: *mut ibv_context) -> c_int;
-    fn rdmacm_shim_port_ib_active(ctx: *mut ibv_context, port: u8) -> c_int;
+    #[repr(C)]
+    pub(super) struct ibv_device {
+        _private: [u8; 0],
+    }
+
+    extern "C" {
+        pub(super) fn ibv_get_device_list(num: *mut c_int) -> *mut *mut ibv_device;
+        pub(super) fn ibv_free_device_list(list: *mut *mut ibv_device);
+        pub(super) fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_context;
+        pub(super) fn ibv_close_device(ctx: *mut ibv_context) -> c_int;
+        pub(super) fn ibv_query_gid(ctx: *mut ibv_context, port: u8, index: c_int, gid: *mut ibv_gid) -> c_int;
+        pub(super) fn rdmacm_shim_phys_port_cnt(ctx: *mut ibv_context) -> c_int;
+        pub(super) fn rdmacm_shim_port_ib_active(ctx: *mut ibv_context, port: u8) -> c_int;
+    }
 }
+use sys::*;
 
 impl CmBackend for VerbsBackend {
     fn af_ib_supported(&self) -> bool {

@@ -5,6 +5,7 @@
 pub mod acm;
 pub mod addrinfo;
 pub mod cm;
+pub mod conn;
 pub mod events;
 pub mod gid;
 pub mod sockaddr;

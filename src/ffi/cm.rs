@@ -318,13 +318,7 @@ symver!(rdma_write_cm_event, "RDMACM_1.4");
 /// No pointer arguments; always safe to call from C.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_event_str(event: rdma_cm_event_type) -> *const c_char {
-    entry(|| {
-        // Upstream names neither the user event nor the internal one.
-        if event == RDMA_CM_EVENT_USER || event == RDMA_CM_EVENT_INTERNAL {
-            return Ok(c"UNKNOWN EVENT".as_ptr());
-        }
-        Ok(crate::core::events::event_name(event).as_ptr())
-    })
+    entry(|| Ok(crate::core::events::event_name(event).as_ptr()))
 }
 symver!(rdma_event_str, "RDMACM_1.0");
 

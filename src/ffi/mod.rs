@@ -37,14 +37,10 @@ pub use nix::errno::Errno;
 // using them; each module drops this allow once it is complete.
 #[allow(unused_variables)]
 pub mod addrinfo;
-#[allow(unused_variables)]
 pub mod cm;
-#[allow(unused_variables)]
 pub mod conn;
 pub mod gid;
-#[allow(unused_variables)]
 pub mod mcast;
-#[allow(unused_variables)]
 pub mod qp;
 #[allow(unused_variables)]
 pub mod rsocket;

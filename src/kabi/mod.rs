@@ -453,3 +453,184 @@ const _: () = {
     assert!(offset_of!(WriteCmEvent, param) == 16);
     assert!(size_of::<Cmd<ResolveAddr>>() == 280);
 };
+
+// --- commands of the connection, multicast and addrinfo code (later work) --
+
+/// CONNECT.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct Connect {
+    pub conn_param: ConnParam,
+    pub id: u32,
+    pub reserved: u32,
+    pub ece: Ece,
+}
+
+/// LISTEN.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct Listen {
+    pub id: u32,
+    pub backlog: u32,
+}
+
+/// ACCEPT.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct Accept {
+    pub uid: u64,
+    pub conn_param: ConnParam,
+    pub id: u32,
+    pub reserved: u32,
+    pub ece: Ece,
+}
+
+/// REJECT.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Reject {
+    pub id: u32,
+    pub private_data_len: u8,
+    pub reason: u8,
+    pub reserved: [u8; 2],
+    pub private_data: [u8; RDMA_MAX_PRIVATE_DATA],
+}
+impl Default for Reject {
+    fn default() -> Self {
+        // SAFETY: plain integers and byte arrays; all-zero is valid.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+/// DISCONNECT.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct Disconnect {
+    pub id: u32,
+}
+
+/// INIT_QP_ATTR; the response is a [`UverbsQpAttr`].
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct InitQpAttr {
+    pub response: u64,
+    pub id: u32,
+    pub qp_state: u32,
+}
+
+/// `struct ib_uverbs_qp_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct UverbsQpAttr {
+    pub qp_attr_mask: u32,
+    pub qp_state: u32,
+    pub cur_qp_state: u32,
+    pub path_mtu: u32,
+    pub path_mig_state: u32,
+    pub qkey: u32,
+    pub rq_psn: u32,
+    pub sq_psn: u32,
+    pub dest_qp_num: u32,
+    pub qp_access_flags: u32,
+    pub ah_attr: UverbsAhAttr,
+    pub alt_ah_attr: UverbsAhAttr,
+    pub max_send_wr: u32,
+    pub max_recv_wr: u32,
+    pub max_send_sge: u32,
+    pub max_recv_sge: u32,
+    pub max_inline_data: u32,
+    pub pkey_index: u16,
+    pub alt_pkey_index: u16,
+    pub en_sqd_async_notify: u8,
+    pub sq_draining: u8,
+    pub max_rd_atomic: u8,
+    pub max_dest_rd_atomic: u8,
+    pub min_rnr_timer: u8,
+    pub port_num: u8,
+    pub timeout: u8,
+    pub retry_cnt: u8,
+    pub rnr_retry: u8,
+    pub alt_port_num: u8,
+    pub alt_timeout: u8,
+    pub reserved: [u8; 5],
+}
+
+/// NOTIFY.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct Notify {
+    pub id: u32,
+    pub event: u32,
+}
+
+/// JOIN_IP_MCAST (legacy family); the response is a [`CreateIdResp`].
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct JoinIpMcast {
+    pub response: u64,
+    pub uid: u64,
+    pub addr: KSockaddrIn6,
+    pub id: u32,
+}
+
+/// JOIN_MCAST (AF_IB-capable family); the response is a [`CreateIdResp`].
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct JoinMcast {
+    pub response: u64,
+    pub uid: u64,
+    pub id: u32,
+    pub addr_size: u16,
+    pub join_flags: u16,
+    pub addr: KSockaddrStorage,
+}
+
+/// `RDMA_USER_CM_IB_SERVICE_FLAG_*`.
+pub const IB_SERVICE_FLAG_ID: u32 = 1;
+pub const IB_SERVICE_FLAG_NAME: u32 = 2;
+
+/// `struct rdma_ucm_ib_service`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct IbService {
+    pub service_id: u64,
+    pub service_name: [u8; 64],
+    pub flags: u32,
+    pub reserved: u32,
+}
+impl Default for IbService {
+    fn default() -> Self {
+        // SAFETY: plain integers and byte arrays; all-zero is valid.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+/// RESOLVE_IB_SERVICE.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct ResolveIbService {
+    pub id: u32,
+    pub reserved: u32,
+    pub ibs: IbService,
+}
+
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<Connect>() == 288);
+    assert!(offset_of!(Connect, id) == 272);
+    assert!(size_of::<Listen>() == 8);
+    assert!(size_of::<Accept>() == 296);
+    assert!(offset_of!(Accept, id) == 280);
+    assert!(size_of::<Reject>() == 264);
+    assert!(size_of::<Disconnect>() == 4);
+    assert!(size_of::<InitQpAttr>() == 16);
+    assert!(size_of::<UverbsQpAttr>() == 144);
+    assert!(offset_of!(UverbsQpAttr, max_send_wr) == 104);
+    assert!(size_of::<Notify>() == 8);
+    assert!(size_of::<JoinIpMcast>() == 48);
+    assert!(offset_of!(JoinIpMcast, id) == 44);
+    assert!(size_of::<JoinMcast>() == 152);
+    assert!(offset_of!(JoinMcast, addr) == 24);
+    assert!(size_of::<IbService>() == 80);
+    assert!(size_of::<ResolveIbService>() == 88);
+};

@@ -114,6 +114,43 @@ pub trait Ucma: Send + Sync {
     /// reported on the old channel.
     fn migrate_id(&self, new_fd: RawFd, id: u32, old_fd: RawFd) -> Result<u32, Errno>;
     fn write_cm_event(&self, fd: RawFd, id: u32, event: u32, status: i32, arg: u64) -> Result<(), Errno>;
+
+    // Commands of the connection, multicast and addrinfo code.  The
+    // defaults (ENOSYS) let test doubles implement only what they need.
+    fn connect(&self, _fd: RawFd, _id: u32, _conn: &kabi::ConnParam, _ece: kabi::Ece) -> Result<(), Errno> {
+        Err(Errno::ENOSYS)
+    }
+    fn listen(&self, _fd: RawFd, _id: u32, _backlog: u32) -> Result<(), Errno> {
+        Err(Errno::ENOSYS)
+    }
+    /// `uid` is the user value of the new connection's id (0: keep).
+    fn accept(&self, _fd: RawFd, _id: u32, _uid: u64, _conn: &kabi::ConnParam, _ece: kabi::Ece) -> Result<(), Errno> {
+        Err(Errno::ENOSYS)
+    }
+    fn reject(&self, _fd: RawFd, _id: u32, _reason: u8, _private_data: &[u8]) -> Result<(), Errno> {
+        Err(Errno::ENOSYS)
+    }
+    fn disconnect(&self, _fd: RawFd, _id: u32) -> Result<(), Errno> {
+        Err(Errno::ENOSYS)
+    }
+    fn init_qp_attr(&self, _fd: RawFd, _id: u32, _qp_state: u32) -> Result<kabi::UverbsQpAttr, Errno> {
+        Err(Errno::ENOSYS)
+    }
+    fn notify(&self, _fd: RawFd, _id: u32, _event: u32) -> Result<(), Errno> {
+        Err(Errno::ENOSYS)
+    }
+    /// JOIN_MCAST (`addr` of any family) or, with `legacy`, JOIN_IP_MCAST;
+    /// returns the kernel's handle of the membership.
+    fn join_mcast(&self, _fd: RawFd, _id: u32, _uid: u64, _addr: &RawAddr, _join_flags: u16, _legacy: bool) -> Result<u32, Errno> {
+        Err(Errno::ENOSYS)
+    }
+    /// Returns the events reported for the membership.
+    fn leave_mcast(&self, _fd: RawFd, _mc: u32) -> Result<u32, Errno> {
+        Err(Errno::ENOSYS)
+    }
+    fn resolve_ib_service(&self, _fd: RawFd, _id: u32, _ibs: &kabi::IbService) -> Result<(), Errno> {
+        Err(Errno::ENOSYS)
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -209,6 +246,58 @@ pub fn enc_write_cm_event(id: u32, event: u32, status: i32, arg: u64) -> Cmd<kab
     let mut body = kabi::WriteCmEvent { id, event, status: status as u32, ..Default::default() };
     body.param.arg = arg;
     command(cmd::WRITE_CM_EVENT, 0, body)
+}
+
+pub fn enc_connect(id: u32, conn: &kabi::ConnParam, ece: kabi::Ece) -> Cmd<kabi::Connect> {
+    command(cmd::CONNECT, 0, kabi::Connect { conn_param: *conn, id, reserved: 0, ece })
+}
+
+pub fn enc_listen(id: u32, backlog: u32) -> Cmd<kabi::Listen> {
+    command(cmd::LISTEN, 0, kabi::Listen { id, backlog })
+}
+
+pub fn enc_accept(id: u32, uid: u64, conn: &kabi::ConnParam, ece: kabi::Ece) -> Cmd<kabi::Accept> {
+    command(cmd::ACCEPT, 0, kabi::Accept { uid, conn_param: *conn, id, reserved: 0, ece })
+}
+
+pub fn enc_reject(id: u32, reason: u8, private_data: &[u8]) -> Cmd<kabi::Reject> {
+    // The length travels in a u8: at most 255 bytes.
+    let n = private_data.len().min(u8::MAX as usize);
+    let mut body = kabi::Reject { id, private_data_len: n as u8, reason, ..Default::default() };
+    body.private_data[..n].copy_from_slice(&private_data[..n]);
+    command(cmd::REJECT, 0, body)
+}
+
+pub fn enc_disconnect(id: u32) -> Cmd<kabi::Disconnect> {
+    command(cmd::DISCONNECT, 0, kabi::Disconnect { id })
+}
+
+pub fn enc_init_qp_attr(id: u32, qp_state: u32, resp: u64) -> Cmd<kabi::InitQpAttr> {
+    command(cmd::INIT_QP_ATTR, std::mem::size_of::<kabi::UverbsQpAttr>(), kabi::InitQpAttr { response: resp, id, qp_state })
+}
+
+pub fn enc_notify(id: u32, event: u32) -> Cmd<kabi::Notify> {
+    command(cmd::NOTIFY, 0, kabi::Notify { id, event })
+}
+
+pub fn enc_join_mcast(id: u32, uid: u64, addr: &RawAddr, join_flags: u16, resp: u64) -> Cmd<kabi::JoinMcast> {
+    command(
+        cmd::JOIN_MCAST,
+        std::mem::size_of::<kabi::CreateIdResp>(),
+        kabi::JoinMcast { response: resp, uid, id, addr_size: addr.len as u16, join_flags, addr: storage_of(addr) },
+    )
+}
+
+pub fn enc_join_ip_mcast(id: u32, uid: u64, addr: &RawAddr, resp: u64) -> Cmd<kabi::JoinIpMcast> {
+    command(cmd::JOIN_IP_MCAST, std::mem::size_of::<kabi::CreateIdResp>(), kabi::JoinIpMcast { response: resp, uid, addr: in6_of(addr), id })
+}
+
+pub fn enc_leave_mcast(mc: u32, resp: u64) -> Cmd<kabi::DestroyId> {
+    command(cmd::LEAVE_MCAST, 4, kabi::DestroyId { response: resp, id: mc, reserved: 0 })
+}
+
+pub fn enc_resolve_ib_service(id: u32, ibs: &kabi::IbService) -> Cmd<kabi::ResolveIbService> {
+    command(cmd::RESOLVE_IB_SERVICE, 0, kabi::ResolveIbService { id, reserved: 0, ibs: *ibs })
 }
 
 // ---------------------------------------------------------------------------
@@ -409,6 +498,56 @@ impl Ucma for Kernel {
     fn write_cm_event(&self, fd: RawFd, id: u32, event: u32, status: i32, arg: u64) -> Result<(), Errno> {
         send(fd, &enc_write_cm_event(id, event, status, arg))
     }
+
+    fn connect(&self, fd: RawFd, id: u32, conn: &kabi::ConnParam, ece: kabi::Ece) -> Result<(), Errno> {
+        send(fd, &enc_connect(id, conn, ece))
+    }
+
+    fn listen(&self, fd: RawFd, id: u32, backlog: u32) -> Result<(), Errno> {
+        send(fd, &enc_listen(id, backlog))
+    }
+
+    fn accept(&self, fd: RawFd, id: u32, uid: u64, conn: &kabi::ConnParam, ece: kabi::Ece) -> Result<(), Errno> {
+        send(fd, &enc_accept(id, uid, conn, ece))
+    }
+
+    fn reject(&self, fd: RawFd, id: u32, reason: u8, private_data: &[u8]) -> Result<(), Errno> {
+        send(fd, &enc_reject(id, reason, private_data))
+    }
+
+    fn disconnect(&self, fd: RawFd, id: u32) -> Result<(), Errno> {
+        send(fd, &enc_disconnect(id))
+    }
+
+    fn init_qp_attr(&self, fd: RawFd, id: u32, qp_state: u32) -> Result<kabi::UverbsQpAttr, Errno> {
+        let mut resp = kabi::UverbsQpAttr::default();
+        send(fd, &enc_init_qp_attr(id, qp_state, addr_of_mut(&mut resp)))?;
+        Ok(resp)
+    }
+
+    fn notify(&self, fd: RawFd, id: u32, event: u32) -> Result<(), Errno> {
+        send(fd, &enc_notify(id, event))
+    }
+
+    fn join_mcast(&self, fd: RawFd, id: u32, uid: u64, addr: &RawAddr, join_flags: u16, legacy: bool) -> Result<u32, Errno> {
+        let mut resp = kabi::CreateIdResp::default();
+        if legacy {
+            send(fd, &enc_join_ip_mcast(id, uid, addr, addr_of_mut(&mut resp)))?;
+        } else {
+            send(fd, &enc_join_mcast(id, uid, addr, join_flags, addr_of_mut(&mut resp)))?;
+        }
+        Ok(resp.id)
+    }
+
+    fn leave_mcast(&self, fd: RawFd, mc: u32) -> Result<u32, Errno> {
+        let mut resp = kabi::EventsReportedResp::default();
+        send(fd, &enc_leave_mcast(mc, addr_of_mut(&mut resp)))?;
+        Ok(resp.events_reported)
+    }
+
+    fn resolve_ib_service(&self, fd: RawFd, id: u32, ibs: &kabi::IbService) -> Result<(), Errno> {
+        send(fd, &enc_resolve_ib_service(id, ibs))
+    }
 }
 
 /// Converts a legacy kernel path record to the library's `ibv_sa_path_rec`
@@ -573,6 +712,49 @@ mod tests {
         assert_eq!((u32_at(b, 0), u16_at(b, 4)), (cmd::WRITE_CM_EVENT, 320));
         assert_eq!((u32_at(b, 8), u32_at(b, 16), u32_at(b, 20) as i32), (6, 18, -5));
         assert_eq!(u64_at(b, 24), 0xdead_beef_0000_0001);
+    }
+
+    #[test]
+    fn connection_and_multicast_commands() {
+        let conn = kabi::ConnParam { qp_num: 0x11, private_data_len: 2, ..Default::default() };
+        let c = enc_connect(5, &conn, kabi::Ece { vendor_id: 7, attr_mod: 8 });
+        let b = bytes_of(&c);
+        assert_eq!((u32_at(b, 0), u16_at(b, 4), u16_at(b, 6)), (cmd::CONNECT, 288, 0));
+        assert_eq!(u32_at(b, 8), 0x11);
+        assert_eq!(b[8 + 264], 2);
+        assert_eq!((u32_at(b, 8 + 272), u32_at(b, 8 + 280), u32_at(b, 8 + 284)), (5, 7, 8));
+        let c = enc_accept(5, 0xabcd, &conn, kabi::Ece::default());
+        let b = bytes_of(&c);
+        assert_eq!((u32_at(b, 0), u16_at(b, 4)), (cmd::ACCEPT, 296));
+        assert_eq!((u64_at(b, 8), u32_at(b, 16), u32_at(b, 8 + 280)), (0xabcd, 0x11, 5));
+        let c = enc_reject(5, 28, &[1, 2, 3]);
+        let b = bytes_of(&c);
+        assert_eq!((u32_at(b, 0), u16_at(b, 4)), (cmd::REJECT, 264));
+        assert_eq!((u32_at(b, 8), b[12], b[13], &b[16..19]), (5, 3, 28, &[1u8, 2, 3][..]));
+        let c = enc_reject(5, 0, &[0u8; 400]);
+        assert_eq!(bytes_of(&c)[12], 255, "the length is a u8");
+        let b = bytes_of(&enc_listen(5, 10)).to_vec();
+        assert_eq!((u32_at(&b, 0), u16_at(&b, 4), u32_at(&b, 8), u32_at(&b, 12)), (cmd::LISTEN, 8, 5, 10));
+        let b = bytes_of(&enc_disconnect(5)).to_vec();
+        assert_eq!((u32_at(&b, 0), u16_at(&b, 4), u32_at(&b, 8)), (cmd::DISCONNECT, 4, 5));
+        let b = bytes_of(&enc_init_qp_attr(5, 3, 0x99)).to_vec();
+        assert_eq!((u32_at(&b, 0), u16_at(&b, 4), u16_at(&b, 6)), (cmd::INIT_QP_ATTR, 16, 144));
+        assert_eq!((u64_at(&b, 8), u32_at(&b, 16), u32_at(&b, 20)), (0x99, 5, 3));
+        let b = bytes_of(&enc_notify(5, 9)).to_vec();
+        assert_eq!((u32_at(&b, 0), u16_at(&b, 4), u32_at(&b, 12)), (cmd::NOTIFY, 8, 9));
+        let a = v4([239, 0, 0, 1], 0);
+        let b = bytes_of(&enc_join_mcast(5, 0x77, &a, 1, 0x88)).to_vec();
+        assert_eq!((u32_at(&b, 0), u16_at(&b, 4), u16_at(&b, 6)), (cmd::JOIN_MCAST, 152, 4));
+        assert_eq!((u64_at(&b, 8), u64_at(&b, 16), u32_at(&b, 24), u16_at(&b, 28), u16_at(&b, 30)), (0x88, 0x77, 5, 16, 1));
+        assert_eq!(&b[32..48], a.as_slice());
+        let b = bytes_of(&enc_join_ip_mcast(5, 0x77, &a, 0x88)).to_vec();
+        assert_eq!((u32_at(&b, 0), u16_at(&b, 4), u32_at(&b, 52)), (cmd::JOIN_IP_MCAST, 48, 5));
+        let b = bytes_of(&enc_leave_mcast(3, 0x88)).to_vec();
+        assert_eq!((u32_at(&b, 0), u16_at(&b, 4), u16_at(&b, 6), u32_at(&b, 16)), (cmd::LEAVE_MCAST, 16, 4, 3));
+        let ibs = kabi::IbService { service_id: 0x1234, flags: kabi::IB_SERVICE_FLAG_ID, ..Default::default() };
+        let b = bytes_of(&enc_resolve_ib_service(5, &ibs)).to_vec();
+        assert_eq!((u32_at(&b, 0), u16_at(&b, 4), u32_at(&b, 8), u64_at(&b, 16)), (cmd::RESOLVE_IB_SERVICE, 88, 5, 0x1234));
+        assert_eq!(u32_at(&b, 16 + 72), kabi::IB_SERVICE_FLAG_ID);
     }
 
     #[test]

@@ -394,3 +394,24 @@ fn unknown_device_is_addr_error_with_status_minus_one() {
         Cm::destroy_channel(ch);
     }
 }
+
+#[test]
+fn device_removal_event_reaches_the_id() {
+    let (cm, u) = make(true, false);
+    // SAFETY: ids, channels and events are used within the test.
+    unsafe {
+        let ch = cm.create_channel().unwrap();
+        let p = cm.create_id(ch, 0x42 as *mut c_void, RDMA_PS_UDP).unwrap();
+        cm.bind(p, Some(addr_v4(1))).unwrap();
+        u.push((*p).handle, RDMA_CM_EVENT_DEVICE_REMOVAL, 0);
+        let ev = get_event(ch).unwrap();
+        assert_eq!((*ev).event.event, RDMA_CM_EVENT_DEVICE_REMOVAL);
+        assert_eq!((*ev).event.id, IdPriv::raw(p));
+        assert_eq!((*(*ev).event.id).context as usize, 0x42);
+        assert!((*ev).event.param.ud.private_data.is_null());
+        assert!(ack_event(cm, ev));
+        cm.destroy_id(p).unwrap();
+        Cm::destroy_channel(ch);
+    }
+    assert!(cm.devices.lock().list.iter().all(|d| d.refcnt == 0), "device reference dropped");
+}
