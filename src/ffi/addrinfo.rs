@@ -3,7 +3,7 @@
 //! asynchronous rdma_resolve_addrinfo / rdma_query_addrinfo.
 
 use super::types::*;
-use super::{entry, not_implemented, Errno};
+use super::{entry, Errno};
 use crate::symver;
 use std::ffi::{c_char, c_int, CStr};
 
@@ -75,7 +75,24 @@ pub unsafe extern "C" fn rdma_resolve_addrinfo(
     service: *const c_char,
     hints: *const rdma_addrinfo,
 ) -> c_int {
-    entry(|| not_implemented("rdma_resolve_addrinfo"))
+    entry(|| {
+        // SAFETY: the caller passes a live id (checked against the library's
+        // table before any use).
+        let (p, cm) = unsafe { super::cm::id_of(id)? };
+        // SAFETY: node and service are NULL or NUL-terminated strings, read
+        // during this call only; hints is NULL or a readable rdma_addrinfo
+        // whose address and route pointers cover their lengths.
+        let (node, service, h) = unsafe {
+            (
+                (!node.is_null()).then(|| CStr::from_ptr(node)),
+                (!service.is_null()).then(|| CStr::from_ptr(service)),
+                crate::core::addrinfo::Hints::from_c(hints),
+            )
+        };
+        // SAFETY: p is a live id.
+        unsafe { cm.resolve_addrinfo(p, node, service, &h)? };
+        Ok(0)
+    })
 }
 symver!(rdma_resolve_addrinfo, "RDMACM_1.4");
 
@@ -85,6 +102,16 @@ pub unsafe extern "C" fn rdma_query_addrinfo(
     id: *mut rdma_cm_id,
     info: *mut *mut rdma_addrinfo,
 ) -> c_int {
-    entry(|| not_implemented("rdma_query_addrinfo"))
+    entry(|| {
+        let info = super::nonnull(info)?;
+        // SAFETY: the caller passes a live id (checked before use).
+        let (p, cm) = unsafe { super::cm::id_of(id)? };
+        // SAFETY: p is a live id.
+        let list = unsafe { cm.query_addrinfo(p)? };
+        let head = crate::core::addrinfo::to_c_list(&list)?;
+        // SAFETY: info is non-NULL and writable (C contract).
+        unsafe { *info.as_ptr() = head };
+        Ok(0)
+    })
 }
 symver!(rdma_query_addrinfo, "RDMACM_1.4");

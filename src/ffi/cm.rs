@@ -64,7 +64,7 @@ symver!(rdma_create_id, "RDMACM_1.0");
 ///
 /// # Safety
 /// A live id must not be destroyed concurrently.
-unsafe fn id_of(id: *mut rdma_cm_id) -> Result<(*mut IdPriv, &'static Cm), Errno> {
+pub(super) unsafe fn id_of(id: *mut rdma_cm_id) -> Result<(*mut IdPriv, &'static Cm), Errno> {
     let id = nonnull(id)?;
     // SAFETY: only a cast (container_of); checked before any use.
     let p = unsafe { IdPriv::from_id(id.as_ptr()) };

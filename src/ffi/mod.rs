@@ -35,7 +35,6 @@ pub use nix::errno::Errno;
 
 // The stubs of not-yet-implemented functions name their parameters without
 // using them; each module drops this allow once it is complete.
-#[allow(unused_variables)]
 pub mod addrinfo;
 pub mod cm;
 pub mod conn;

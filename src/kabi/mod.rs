@@ -605,6 +605,32 @@ impl Default for IbService {
     }
 }
 
+/// `struct ib_user_service_rec`: one service record of a QUERY with option
+/// IB_SERVICE (multi-byte fields big-endian).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ServiceRec {
+    pub id: u64,
+    pub gid: [u8; 16],
+    pub pkey: u16,
+    pub reserved: [u8; 2],
+    pub lease: u32,
+    pub key: [u8; 16],
+    pub name: [u8; 64],
+    pub data_8: [u8; 16],
+    pub data_16: [u16; 8],
+    pub data_32: [u32; 4],
+    pub data_64: [u64; 2],
+}
+
+/// Header of `struct rdma_ucm_query_ib_service_resp`; the records follow.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct QueryIbServiceResp {
+    pub num_service_recs: u32,
+    pub reserved: u32,
+}
+
 /// RESOLVE_IB_SERVICE.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
@@ -632,5 +658,8 @@ const _: () = {
     assert!(size_of::<JoinMcast>() == 152);
     assert!(offset_of!(JoinMcast, addr) == 24);
     assert!(size_of::<IbService>() == 80);
+    assert!(size_of::<ServiceRec>() == 176);
+    assert!(offset_of!(ServiceRec, lease) == 28);
+    assert!(size_of::<QueryIbServiceResp>() == 8);
     assert!(size_of::<ResolveIbService>() == 88);
 };

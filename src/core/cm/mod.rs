@@ -15,6 +15,7 @@
 //! [`device::Verbs`], so the whole core runs against test doubles.
 
 pub mod device;
+pub mod ai;
 pub mod proto;
 
 use crate::ffi::types::*;
@@ -112,6 +113,8 @@ pub struct IdPriv {
     completed: Mutex<u32>,
     cond: Condvar,
     pub conn: Mutex<ConnState>,
+    /// rdma_resolve_addrinfo state (see [`ai`]).
+    pub ai: Mutex<ai::AiSlot>,
 }
 
 /// An event handed to C; `event` must stay the first field.
@@ -163,7 +166,7 @@ impl IdPriv {
         unsafe { (*(*IdPriv::raw(p)).channel).fd }
     }
 
-    fn complete_event(&self) {
+    pub(crate) fn complete_event(&self) {
         let mut n = self.completed.lock();
         *n += 1;
         self.cond.notify_all();
@@ -320,6 +323,7 @@ impl Cm {
             completed: Mutex::new(0),
             cond: Condvar::new(),
             conn: Mutex::new(ConnState::default()),
+            ai: Mutex::new(ai::AiSlot::default()),
         }));
         // SAFETY: ch is live (ours or the caller's).
         let fd = unsafe { (*ch).ch.fd };
@@ -339,10 +343,39 @@ impl Cm {
         }
     }
 
+    /// An id for a kernel id that already exists (the new connection of a
+    /// connection request), on channel `ch`.
+    ///
+    /// # Safety
+    /// `ch` must be a live channel; `handle` a kernel id of it.
+    pub unsafe fn adopt_id(&'static self, ch: *mut Channel, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32) -> *mut IdPriv {
+        // SAFETY: rdma_cm_id is plain data; all-zero is its initial state.
+        let mut id: rdma_cm_id = unsafe { std::mem::zeroed() };
+        id.context = context;
+        id.ps = ps;
+        id.qp_type = qp_type;
+        id.channel = ch as *mut rdma_event_channel;
+        let p = Box::into_raw(Box::new(IdPriv {
+            id: UnsafeCell::new(id),
+            cm: self,
+            handle,
+            sync: AtomicBool::new(false),
+            dev: AtomicPtr::new(null_mut()),
+            completed: Mutex::new(0),
+            cond: Condvar::new(),
+            conn: Mutex::new(ConnState::default()),
+            ai: Mutex::new(ai::AiSlot::default()),
+        }));
+        self.handles.lock().insert(handle, p as usize);
+        self.register_id(p);
+        p
+    }
+
     unsafe fn free_id(&self, p: *mut IdPriv) {
         // SAFETY: the caller hands over a live id nobody else uses anymore.
         let b = unsafe { Box::from_raw(p) };
         self.live.lock().ids.remove(&(p as usize));
+        crate::core::conn::forget_id(p);
         {
             let mut h = self.handles.lock();
             if h.get(&b.handle) == Some(&(p as usize)) {
@@ -594,7 +627,7 @@ impl Cm {
         Ok(())
     }
 
-    unsafe fn query_addr(&self, p: *mut IdPriv) -> Result<(), Errno> {
+    pub(crate) unsafe fn query_addr(&self, p: *mut IdPriv) -> Result<(), Errno> {
         // SAFETY: p is live.
         let a = self.ucma.query_addr(unsafe { IdPriv::fd(p) }, unsafe { (*p).handle })?;
         // SAFETY: p is live; the unions hold 128 bytes each.
@@ -614,7 +647,7 @@ impl Cm {
         Ok(())
     }
 
-    unsafe fn query_gid(&self, p: *mut IdPriv) -> Result<(), Errno> {
+    pub(crate) unsafe fn query_gid(&self, p: *mut IdPriv) -> Result<(), Errno> {
         // SAFETY: p is live.
         let a = self.ucma.query_gid(unsafe { IdPriv::fd(p) }, unsafe { (*p).handle })?;
         let mut sgid = [0u8; 16];
@@ -654,7 +687,7 @@ impl Cm {
         Ok(())
     }
 
-    unsafe fn query_path(&self, p: *mut IdPriv) -> Result<(), Errno> {
+    pub(crate) unsafe fn query_path(&self, p: *mut IdPriv) -> Result<(), Errno> {
         // SAFETY: p is live.
         let paths = self.ucma.query_path(unsafe { IdPriv::fd(p) }, unsafe { (*p).handle })?;
         let recs: Vec<ibv_sa_path_rec> = paths.iter().map(proto::path_from_data).collect();
@@ -662,7 +695,7 @@ impl Cm {
         unsafe { self.set_paths(p, &recs) }
     }
 
-    unsafe fn query_route(&self, p: *mut IdPriv) -> Result<(), Errno> {
+    pub(crate) unsafe fn query_route(&self, p: *mut IdPriv) -> Result<(), Errno> {
         // SAFETY: p is live.
         let r = self.ucma.query_route(unsafe { IdPriv::fd(p) }, unsafe { (*p).handle })?;
         let recs: Vec<ibv_sa_path_rec> = r.paths[..r.num_paths as usize].iter().map(proto::path_from_kern).collect();
@@ -810,7 +843,12 @@ pub unsafe fn get_event(ch: *mut Channel) -> Result<*mut EventPriv, Errno> {
         let resp = cm.ucma.get_event(fd)?;
         let mut evt = zeroed_event();
         evt.event.event = resp.event;
-        let p: *mut IdPriv = if resp.uid != 0 {
+        let mcast = matches!(resp.event, RDMA_CM_EVENT_MULTICAST_JOIN | RDMA_CM_EVENT_MULTICAST_ERROR);
+        let p: *mut IdPriv = if mcast && resp.uid != 0 {
+            // The uid of a multicast event is the membership.
+            // SAFETY: the kernel reports memberships we made and not freed.
+            unsafe { crate::core::conn::mcast::owner(resp.uid) }
+        } else if resp.uid != 0 {
             resp.uid as usize as *mut IdPriv
         } else {
             // Old kernels could report uid 0; find the id by handle.
@@ -847,16 +885,32 @@ pub unsafe fn get_event(ch: *mut Channel) -> Result<*mut EventPriv, Errno> {
                 evt.event.param.arg = (a[0] as u64) | ((a[1] as u64) << 32);
             }
             RDMA_CM_EVENT_INTERNAL => {
-                // Internal events (asynchronous addrinfo) are the addrinfo
-                // code's; none is generated yet.
-                // SAFETY: p is live; the event is consumed here.
-                unsafe { (*p).complete_event() };
-                return Err(Errno::EBADE);
+                // The library's own events: the only one is the end of a
+                // DNS rdma_resolve_addrinfo, which reads as ADDRINFO_RESOLVED.
+                // SAFETY: arg32 covers the first 8 bytes of the union.
+                let a = unsafe { resp.param.arg32 };
+                let arg = (a[0] as u64) | ((a[1] as u64) << 32);
+                if arg != u64::from(RDMA_CM_EVENT_ADDRINFO_RESOLVED) {
+                    // SAFETY: p is live; the event is consumed here.
+                    unsafe { (*p).complete_event() };
+                    return Err(Errno::EBADE);
+                }
+                evt.event.event = RDMA_CM_EVENT_ADDRINFO_RESOLVED;
+                // SAFETY: p is live and has this event outstanding.
+                unsafe { cm.process_addrinfo_resolved(p, &mut evt) }
+            }
+            RDMA_CM_EVENT_ADDRINFO_RESOLVED => {
+                // SAFETY: p is live and has this event outstanding.
+                unsafe { cm.process_addrinfo_resolved(p, &mut evt) }
+            }
+            RDMA_CM_EVENT_ADDRINFO_ERROR => {
+                // SAFETY: p is live.
+                unsafe { cm.process_addrinfo_error(p) }
             }
             _ => {
                 // Connection, multicast and removal events: parameters as
-                // the kernel reports them (the connection code adds its
-                // processing here).
+                // the kernel reports them, by the id's QP type; the
+                // connection code (crate::core::conn) completes them below.
                 // SAFETY: the union members are plain data.
                 unsafe {
                     if ud {
@@ -865,6 +919,18 @@ pub unsafe fn get_event(ch: *mut Channel) -> Result<*mut EventPriv, Errno> {
                         copy_conn(&mut evt, &resp.param.conn);
                     }
                 }
+            }
+        }
+        if mcast && resp.uid != 0 {
+            // SAFETY: resp.uid is a live membership (above).
+            unsafe { crate::core::conn::mcast::process_event(&resp, &mut evt) };
+        } else {
+            // SAFETY: p is live and has this event outstanding.
+            let step = unsafe { crate::core::conn::process_event(cm, &resp, &mut evt) };
+            if step == crate::core::conn::Step::Retry {
+                // SAFETY: evt.id_priv is live (the id the kernel reported).
+                unsafe { (*evt.id_priv).complete_event() };
+                continue;
             }
         }
         let ev = Box::into_raw(evt);
@@ -886,6 +952,10 @@ pub unsafe fn ack_event(cm: &Cm, ev: *mut EventPriv) -> bool {
     // SAFETY: ev was registered by get_event and is removed from the set
     // above exactly once, so we own the box now.
     let evt = unsafe { Box::from_raw(ev) };
+    if !evt.mc.is_null() {
+        // SAFETY: a membership outlives its unacked events.
+        unsafe { crate::core::conn::mcast::complete(evt.mc) };
+    }
     if !evt.id_priv.is_null() {
         // SAFETY: the id cannot be freed while this event is unacked.
         unsafe { (*evt.id_priv).complete_event() };

@@ -151,6 +151,11 @@ pub trait Ucma: Send + Sync {
     fn resolve_ib_service(&self, _fd: RawFd, _id: u32, _ibs: &kabi::IbService) -> Result<(), Errno> {
         Err(Errno::ENOSYS)
     }
+    /// QUERY with option IB_SERVICE: the service records of a resolved
+    /// RESOLVE_IB_SERVICE (ENOENT when there are none).
+    fn query_ib_service(&self, _fd: RawFd, _id: u32) -> Result<Vec<kabi::ServiceRec>, Errno> {
+        Err(Errno::ENOSYS)
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -547,6 +552,35 @@ impl Ucma for Kernel {
 
     fn resolve_ib_service(&self, fd: RawFd, id: u32, ibs: &kabi::IbService) -> Result<(), Errno> {
         send(fd, &enc_resolve_ib_service(id, ibs))
+    }
+
+    fn query_ib_service(&self, fd: RawFd, id: u32) -> Result<Vec<kabi::ServiceRec>, Errno> {
+        let head = std::mem::size_of::<kabi::QueryIbServiceResp>();
+        let rec = std::mem::size_of::<kabi::ServiceRec>();
+        // Room for 6 records first; the kernel says how many there are.
+        let mut room = 6usize;
+        loop {
+            // u64 words keep the buffer aligned for the records.
+            let mut buf = vec![0u64; (head + rec * room).div_ceil(8)];
+            let out = buf.len() * 8;
+            send(fd, &enc_query(cmd::QUERY, id, kabi::QUERY_IB_SERVICE, buf.as_mut_ptr() as usize as u64, out))?;
+            let n = (buf[0] & 0xffff_ffff) as usize;
+            if n == 0 {
+                return Err(Errno::ENOENT);
+            }
+            if n > room {
+                room = n;
+                continue;
+            }
+            let recs = buf.as_ptr() as usize + head;
+            return Ok((0..n)
+                .map(|i| {
+                    // SAFETY: the kernel wrote n <= room records after the
+                    // header; the buffer is 8-byte aligned and large enough.
+                    unsafe { std::ptr::read_unaligned((recs + i * rec) as *const kabi::ServiceRec) }
+                })
+                .collect());
+        }
     }
 }
 

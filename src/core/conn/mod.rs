@@ -9,6 +9,8 @@
 //! error state on reject or disconnect (InfiniBand; SQD on iWARP).
 
 pub mod mcast;
+#[cfg(test)]
+mod tests;
 pub mod verbs;
 
 use crate::core::cm::device::CmDevice;
@@ -1068,26 +1070,38 @@ unsafe fn process_conn_req(cm: &'static Cm, lp: *mut IdPriv, handle: u32, ece: k
     Ok(())
 }
 
-/// Connection points into the CM core that it does not offer yet.
-/// TODO(conn): wire to `Cm` once the core work is merged.
+/// Connection points into the CM core.
 mod hooks {
     use super::*;
 
     /// An id for a kernel id that already exists (a connection request).
     pub(super) unsafe fn adopt_id(cm: &'static Cm, ch: *mut Channel, ctx: *mut c_void, ps: u32, qp_type: u32, handle: u32) -> Result<*mut IdPriv, Errno> {
-        let _ = (cm, ch, ctx, ps, qp_type, handle);
-        Err(Errno::ENOSYS)
+        // SAFETY: forwarded contract.
+        Ok(unsafe { cm.adopt_id(ch, ctx, ps, qp_type, handle) })
     }
 
     /// Address, GID and path of a new connection's id.
     pub(super) unsafe fn query_req_info(cm: &'static Cm, p: *mut IdPriv) -> Result<(), Errno> {
-        let _ = (cm, p);
-        Ok(())
+        // SAFETY: p is live.
+        unsafe {
+            if !cm.af_ib() {
+                return cm.query_route(p);
+            }
+            cm.query_addr(p)?;
+            cm.query_gid(p)?;
+            cm.query_path(p)
+        }
     }
 
     /// The listener's address after LISTEN.
     pub(super) unsafe fn query_after_listen(cm: &'static Cm, p: *mut IdPriv) -> Result<(), Errno> {
-        let _ = (cm, p);
-        Ok(())
+        // SAFETY: p is live.
+        unsafe {
+            if cm.af_ib() {
+                cm.query_addr(p)
+            } else {
+                cm.query_route(p)
+            }
+        }
     }
 }

@@ -1,0 +1,681 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB */
+/*
+ * cm_conn - differential cases for the connection half of the CM: QPs on
+ * ids, connect/listen/accept/reject/disconnect, external QPs, UD service
+ * ID resolution, multicast, and the argument checks upstream makes.
+ *
+ * Both sides run in this one process over rxe0 (192.0.2.1, loopback),
+ * each on its own event channel.  The transcript prints return values,
+ * errno names, events with their statuses and parameters, and the QP
+ * states the library leaves behind; QP numbers and ports are masked, so
+ * upstream's library and ours must print the same text.
+ *
+ *   cm_conn [-l] [case ...]     list, or run only the named cases
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#define EV_WAIT_MS 8000
+#define ADDR "192.0.2.1"
+
+static int port_base = 20000;
+
+static const char *en(int e)
+{
+	static char b[32];
+
+	switch (e) {
+	case 0: return "0";
+	case EPERM: return "EPERM";
+	case ENOENT: return "ENOENT";
+	case EAGAIN: return "EAGAIN";
+	case ENOMEM: return "ENOMEM";
+	case EBUSY: return "EBUSY";
+	case ENODEV: return "ENODEV";
+	case EINVAL: return "EINVAL";
+	case ENOSYS: return "ENOSYS";
+	case ENODATA: return "ENODATA";
+	case EOPNOTSUPP: return "EOPNOTSUPP";
+	case EADDRINUSE: return "EADDRINUSE";
+	case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
+	case ECONNREFUSED: return "ECONNREFUSED";
+	case ECONNRESET: return "ECONNRESET";
+	case ETIMEDOUT: return "ETIMEDOUT";
+	case ENOTCONN: return "ENOTCONN";
+	case EISCONN: return "EISCONN";
+	default:
+		snprintf(b, sizeof b, "errno%d", e);
+		return b;
+	}
+}
+
+static void rc(const char *what, int ret)
+{
+	if (ret)
+		printf("  %s = %d errno=%s\n", what, ret, en(errno));
+	else
+		printf("  %s = 0\n", what);
+}
+
+static const char *qps(struct ibv_qp *qp)
+{
+	static const char *n[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	if (!qp)
+		return "none";
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
+		return "query-failed";
+	return a.qp_state <= IBV_QPS_ERR ? n[a.qp_state] : "?";
+}
+
+static void show_qp(const char *who, struct rdma_cm_id *id)
+{
+	printf("  %s qp: %s", who, qps(id->qp));
+	if (id->qp)
+		printf(" type=%d pd=%s srq=%s", id->qp->qp_type, id->qp->pd == id->pd ? "id" : "other",
+		       id->qp->srq ? "set" : "NULL");
+	printf(" send_cq=%s recv_cq=%s", id->send_cq ? (id->send_cq->cq_context == id ? "lib(ctx=id)" : "lib(ctx?)") : "NULL",
+	       id->recv_cq ? (id->recv_cq->cq_context == id ? "lib(ctx=id)" : "lib(ctx?)") : "NULL");
+	printf(" channels=%s/%s\n", id->send_cq_channel ? "set" : "NULL", id->recv_cq_channel ? "set" : "NULL");
+}
+
+static struct rdma_cm_id *known[8];
+static const char *names[8];
+
+static const char *who(struct rdma_cm_id *id)
+{
+	if (!id)
+		return "NULL";
+	for (int i = 0; i < 8; i++)
+		if (known[i] == id)
+			return names[i];
+	return "new";
+}
+
+static void name(struct rdma_cm_id *id, const char *n)
+{
+	for (int i = 0; i < 8; i++)
+		if (!known[i] || known[i] == id) {
+			known[i] = id;
+			names[i] = n;
+			return;
+		}
+}
+
+static void forget(struct rdma_cm_id *id)
+{
+	for (int i = 0; i < 8; i++)
+		if (known[i] == id)
+			known[i] = NULL;
+}
+
+static void show_pd(const void *p, unsigned len)
+{
+	printf(" pd=\"");
+	for (unsigned i = 0; p && i < len; i++) {
+		unsigned char c = ((const unsigned char *)p)[i];
+		if (c >= 32 && c < 127)
+			putchar(c);
+		else
+			printf("\\x%02x", c);
+	}
+	printf("\"(%u)", len);
+}
+
+static void show_event(struct rdma_cm_event *e)
+{
+	printf("  event: %s status=%d id=%s listen_id=%s", rdma_event_str(e->event), e->status,
+	       who(e->id), who(e->listen_id));
+	int ud = e->id && e->id->qp_type == IBV_QPT_UD;
+	switch (e->event) {
+	case RDMA_CM_EVENT_MULTICAST_JOIN:
+	case RDMA_CM_EVENT_MULTICAST_ERROR:
+		printf(" context=%p qp_num=0x%x qkey=0x%x global=%u port=%u sl=%u", e->param.ud.private_data,
+		       e->param.ud.qp_num, e->param.ud.qkey, e->param.ud.ah_attr.is_global,
+		       e->param.ud.ah_attr.port_num, e->param.ud.ah_attr.sl);
+		break;
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+	case RDMA_CM_EVENT_ESTABLISHED:
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		if (ud) {
+			show_pd(e->param.ud.private_data, e->param.ud.private_data_len);
+			printf(" qp_num=%s qkey=0x%x global=%u port=%u", e->param.ud.qp_num ? "set" : "0",
+			       e->param.ud.qkey, e->param.ud.ah_attr.is_global, e->param.ud.ah_attr.port_num);
+		} else {
+			show_pd(e->param.conn.private_data, e->param.conn.private_data_len);
+			printf(" rr=%u id=%u fc=%u retry=%u rnr=%u srq=%u qp_num=%s",
+			       e->param.conn.responder_resources, e->param.conn.initiator_depth,
+			       e->param.conn.flow_control, e->param.conn.retry_count,
+			       e->param.conn.rnr_retry_count, e->param.conn.srq,
+			       e->param.conn.qp_num ? "set" : "0");
+		}
+		break;
+	default:
+		break;
+	}
+	printf("\n");
+}
+
+static struct rdma_cm_event *next_event(struct rdma_event_channel *ch)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *e = NULL;
+
+	if (poll(&p, 1, EV_WAIT_MS) <= 0) {
+		printf("  event: none within %d ms\n", EV_WAIT_MS);
+		return NULL;
+	}
+	if (rdma_get_cm_event(ch, &e)) {
+		rc("rdma_get_cm_event", -1);
+		return NULL;
+	}
+	show_event(e);
+	return e;
+}
+
+/* Waits for the next event and acks it; returns its type (-1: none). */
+static int step(struct rdma_event_channel *ch, struct rdma_cm_id **newid)
+{
+	struct rdma_cm_event *e = next_event(ch);
+	int t;
+
+	if (!e)
+		return -1;
+	t = e->event;
+	if (newid && t == RDMA_CM_EVENT_CONNECT_REQUEST)
+		*newid = e->id;
+	rdma_ack_cm_event(e);
+	return t;
+}
+
+static void sa4(struct sockaddr_in *s, const char *ip, int port)
+{
+	memset(s, 0, sizeof *s);
+	s->sin_family = AF_INET;
+	s->sin_port = htons(port);
+	inet_pton(AF_INET, ip, &s->sin_addr);
+}
+
+struct pair {
+	struct rdma_event_channel *sch, *cch;
+	struct rdma_cm_id *listen, *client, *conn;
+};
+
+/* A listener on ADDR and a client whose route to it is resolved. */
+static int setup(struct pair *p, enum rdma_port_space ps)
+{
+	struct sockaddr_in a;
+	int port = port_base++;
+
+	memset(p, 0, sizeof *p);
+	p->sch = rdma_create_event_channel();
+	p->cch = rdma_create_event_channel();
+	if (!p->sch || !p->cch || rdma_create_id(p->sch, &p->listen, NULL, ps) ||
+	    rdma_create_id(p->cch, &p->client, NULL, ps)) {
+		printf("  setup failed: %s\n", en(errno));
+		return -1;
+	}
+	name(p->listen, "listen");
+	name(p->client, "client");
+	sa4(&a, ADDR, port);
+	rc("rdma_bind_addr(listen)", rdma_bind_addr(p->listen, (struct sockaddr *)&a));
+	rc("rdma_listen", rdma_listen(p->listen, 4));
+	rc("rdma_resolve_addr", rdma_resolve_addr(p->client, NULL, (struct sockaddr *)&a, 2000));
+	step(p->cch, NULL);
+	rc("rdma_resolve_route", rdma_resolve_route(p->client, 2000));
+	step(p->cch, NULL);
+	return 0;
+}
+
+static void teardown(struct pair *p)
+{
+	struct rdma_cm_id *ids[] = { p->conn, p->client, p->listen };
+
+	for (int i = 0; i < 3; i++) {
+		if (!ids[i])
+			continue;
+		if (ids[i]->qp)
+			rdma_destroy_qp(ids[i]);
+		forget(ids[i]);
+		rdma_destroy_id(ids[i]);
+	}
+	rdma_destroy_event_channel(p->sch);
+	rdma_destroy_event_channel(p->cch);
+}
+
+static struct ibv_qp_init_attr qp_attr(enum ibv_qp_type t)
+{
+	struct ibv_qp_init_attr a;
+
+	memset(&a, 0, sizeof a);
+	a.qp_type = t;
+	a.cap.max_send_wr = 4;
+	a.cap.max_recv_wr = 4;
+	a.cap.max_send_sge = 1;
+	a.cap.max_recv_sge = 1;
+	return a;
+}
+
+static void case_args(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id, *bound, *sync;
+	struct rdma_cm_join_mc_attr_ex mx;
+	struct rdma_conn_param cp;
+	struct sockaddr_in a, g;
+	struct ibv_ece ece;
+	struct ibv_qp_attr qa;
+	int mask = 0;
+
+	rdma_create_id(ch, &id, NULL, RDMA_PS_TCP);
+	rdma_create_id(ch, &bound, NULL, RDMA_PS_TCP);
+	rdma_create_id(NULL, &sync, NULL, RDMA_PS_TCP);
+	rc("rdma_connect(no qp, no param)", rdma_connect(id, NULL));
+	rc("rdma_get_request(async listener)", rdma_get_request(id, &sync));
+	rc("rdma_disconnect(unbound)", rdma_disconnect(id));
+	rc("rdma_set_local_ece(NULL)", rdma_set_local_ece(id, NULL));
+	memset(&ece, 0, sizeof ece);
+	rc("rdma_set_local_ece(vendor 0)", rdma_set_local_ece(id, &ece));
+	ece.vendor_id = 0x15b3;
+	ece.comp_mask = 1;
+	rc("rdma_set_local_ece(comp_mask)", rdma_set_local_ece(id, &ece));
+	ece.comp_mask = 0;
+	ece.options = 5;
+	rc("rdma_set_local_ece", rdma_set_local_ece(id, &ece));
+	rc("rdma_get_remote_ece(NULL)", rdma_get_remote_ece(id, NULL));
+	memset(&ece, 0xff, sizeof ece);
+	rc("rdma_get_remote_ece", rdma_get_remote_ece(id, &ece));
+	printf("  remote ece: vendor=0x%x options=0x%x comp_mask=%u\n", ece.vendor_id, ece.options, ece.comp_mask);
+	rc("rdma_join_multicast(NULL addr)", rdma_join_multicast(id, NULL, NULL));
+	memset(&g, 0, sizeof g);
+	g.sin_family = AF_UNIX;
+	rc("rdma_join_multicast(AF_UNIX)", rdma_join_multicast(id, (struct sockaddr *)&g, NULL));
+	sa4(&g, "239.1.2.3", 0);
+	memset(&mx, 0, sizeof mx);
+	mx.addr = (struct sockaddr *)&g;
+	mx.comp_mask = 8;
+	rc("rdma_join_multicast_ex(unknown mask)", rdma_join_multicast_ex(id, &mx, NULL));
+	mx.comp_mask = RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+	rc("rdma_join_multicast_ex(no address)", rdma_join_multicast_ex(id, &mx, NULL));
+	mx.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS;
+	rc("rdma_join_multicast_ex(no flags)", rdma_join_multicast_ex(id, &mx, NULL));
+	mx.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+	mx.join_flags = 2;
+	rc("rdma_join_multicast_ex(bad flags)", rdma_join_multicast_ex(id, &mx, NULL));
+	rc("rdma_leave_multicast(not joined)", rdma_leave_multicast(id, (struct sockaddr *)&g));
+	rc("rdma_leave_multicast(NULL)", rdma_leave_multicast(id, NULL));
+	rc("rdma_join_multicast(unbound)", rdma_join_multicast(id, (struct sockaddr *)&g, NULL));
+
+	sa4(&a, ADDR, 0);
+	rc("rdma_bind_addr", rdma_bind_addr(bound, (struct sockaddr *)&a));
+	memset(&cp, 0, sizeof cp);
+	cp.responder_resources = 200;
+	cp.initiator_depth = 1;
+	rc("rdma_connect(rr above device)", rdma_connect(bound, &cp));
+	cp.responder_resources = 255;
+	cp.initiator_depth = 255;
+	rc("rdma_connect(unresolved)", rdma_connect(bound, &cp));
+	rc("rdma_accept(not a request)", rdma_accept(bound, &cp));
+	rc("rdma_reject(not a request)", rdma_reject(bound, "x", 1));
+	rc("rdma_notify(COMM_EST)", rdma_notify(bound, IBV_EVENT_COMM_EST));
+	rc("rdma_establish(no qp)", rdma_establish(bound));
+	memset(&qa, 0, sizeof qa);
+	qa.qp_state = IBV_QPS_INIT;
+	rc("rdma_init_qp_attr(INIT)", rdma_init_qp_attr(bound, &qa, &mask));
+	printf("  init attr: mask=0x%x port=%u pkey_index=%u access=0x%x\n", mask, qa.port_num,
+	       qa.pkey_index, qa.qp_access_flags);
+	qa.qp_state = IBV_QPS_RTR;
+	rc("rdma_init_qp_attr(RTR, unconnected)", rdma_init_qp_attr(bound, &qa, &mask));
+
+	struct ibv_qp_init_attr ia = qp_attr(IBV_QPT_RC);
+	rc("rdma_create_qp", rdma_create_qp(bound, NULL, &ia));
+	printf("  attr after: send_cq=%s recv_cq=%s max_send_wr>=4:%d\n", ia.send_cq ? "set" : "NULL",
+	       ia.recv_cq ? "set" : "NULL", ia.cap.max_send_wr >= 4);
+	show_qp("bound", bound);
+	ia = qp_attr(IBV_QPT_RC);
+	rc("rdma_create_qp(again)", rdma_create_qp(bound, NULL, &ia));
+	rc("rdma_establish(with qp)", rdma_establish(bound));
+	rc("rdma_set_local_ece(with qp)", rdma_set_local_ece(bound, &ece));
+	rc("rdma_get_remote_ece(with qp)", rdma_get_remote_ece(bound, &ece));
+	rdma_destroy_qp(bound);
+	show_qp("bound", bound);
+
+	struct ibv_cq *cq = ibv_create_cq(bound->verbs, 8, NULL, NULL, 0);
+	ia = qp_attr(IBV_QPT_RC);
+	ia.send_cq = cq;
+	rc("rdma_create_qp(own send cq)", rdma_create_qp(bound, NULL, &ia));
+	show_qp("bound", bound);
+	rdma_destroy_qp(bound);
+	ibv_destroy_cq(cq);
+
+	struct ibv_srq_init_attr sa;
+	memset(&sa, 0, sizeof sa);
+	sa.attr.max_wr = 4;
+	sa.attr.max_sge = 1;
+	rc("rdma_create_srq", rdma_create_srq(bound, NULL, &sa));
+	printf("  srq=%s\n", bound->srq ? "set" : "NULL");
+	ia = qp_attr(IBV_QPT_RC);
+	rc("rdma_create_qp(with srq)", rdma_create_qp(bound, NULL, &ia));
+	show_qp("bound", bound);
+	rdma_destroy_qp(bound);
+	rdma_destroy_srq(bound);
+	printf("  srq=%s\n", bound->srq ? "set" : "NULL");
+
+	struct ibv_pd *pd = ibv_alloc_pd(bound->verbs);
+	ia = qp_attr(IBV_QPT_RC);
+	rc("rdma_create_qp(own pd)", rdma_create_qp(bound, pd, &ia));
+	printf("  id pd is the given pd: %d\n", bound->pd == pd);
+	rdma_destroy_qp(bound);
+	ibv_dealloc_pd(pd);
+
+	rdma_destroy_id(sync);
+	rdma_destroy_id(bound);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+}
+
+static void case_rc(void)
+{
+	struct pair p;
+	struct rdma_conn_param cp;
+	struct ibv_qp_init_attr ia;
+
+	if (setup(&p, RDMA_PS_TCP))
+		return;
+	ia = qp_attr(IBV_QPT_RC);
+	rc("rdma_create_qp(client)", rdma_create_qp(p.client, NULL, &ia));
+	show_qp("client", p.client);
+	memset(&cp, 0, sizeof cp);
+	cp.private_data = "hello";
+	cp.private_data_len = 6;
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	cp.retry_count = 5;
+	cp.rnr_retry_count = 6;
+	rc("rdma_connect", rdma_connect(p.client, &cp));
+	if (step(p.sch, &p.conn) != RDMA_CM_EVENT_CONNECT_REQUEST)
+		goto out;
+	name(p.conn, "conn");
+	printf("  conn: context=%s channel=%s verbs=%s pd=%s port_num=%u\n",
+	       p.conn->context == p.listen->context ? "listener's" : "other",
+	       p.conn->channel == p.sch ? "listener's" : "other", p.conn->verbs ? "set" : "NULL",
+	       p.conn->pd ? "set" : "NULL", p.conn->port_num);
+	ia = qp_attr(IBV_QPT_RC);
+	rc("rdma_create_qp(conn)", rdma_create_qp(p.conn, NULL, &ia));
+	show_qp("conn", p.conn);
+	cp.private_data = "world";
+	cp.responder_resources = 255;
+	cp.initiator_depth = 255;
+	rc("rdma_accept", rdma_accept(p.conn, &cp));
+	show_qp("conn", p.conn);
+	step(p.cch, NULL);
+	show_qp("client", p.client);
+	step(p.sch, NULL);
+	show_qp("conn", p.conn);
+	rc("rdma_disconnect(client)", rdma_disconnect(p.client));
+	show_qp("client", p.client);
+	step(p.sch, NULL);
+	show_qp("conn", p.conn);
+	rc("rdma_disconnect(conn, after peer)", rdma_disconnect(p.conn));
+	show_qp("conn", p.conn);
+	step(p.cch, NULL);
+out:
+	teardown(&p);
+}
+
+static void case_reject(int ece)
+{
+	struct pair p;
+	struct ibv_qp_init_attr ia;
+
+	if (setup(&p, RDMA_PS_TCP))
+		return;
+	ia = qp_attr(IBV_QPT_RC);
+	rc("rdma_create_qp(client)", rdma_create_qp(p.client, NULL, &ia));
+	rc("rdma_connect", rdma_connect(p.client, NULL));
+	if (step(p.sch, &p.conn) != RDMA_CM_EVENT_CONNECT_REQUEST)
+		goto out;
+	name(p.conn, "conn");
+	if (ece)
+		rc("rdma_reject_ece", rdma_reject_ece(p.conn, "no", 2));
+	else
+		rc("rdma_reject", rdma_reject(p.conn, "no", 2));
+	step(p.cch, NULL);
+	show_qp("client", p.client);
+out:
+	teardown(&p);
+}
+
+static void case_no_listener(void)
+{
+	struct pair p;
+	struct ibv_qp_init_attr ia;
+
+	if (setup(&p, RDMA_PS_TCP))
+		return;
+	forget(p.listen);
+	rdma_destroy_id(p.listen);
+	p.listen = NULL;
+	ia = qp_attr(IBV_QPT_RC);
+	rc("rdma_create_qp(client)", rdma_create_qp(p.client, NULL, &ia));
+	rc("rdma_connect", rdma_connect(p.client, NULL));
+	step(p.cch, NULL);
+	show_qp("client", p.client);
+	teardown(&p);
+}
+
+static void case_external_qp(void)
+{
+	struct pair p;
+	struct rdma_conn_param cp;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	int mask;
+
+	if (setup(&p, RDMA_PS_TCP))
+		return;
+	ia = qp_attr(IBV_QPT_RC);
+	ia.send_cq = ia.recv_cq = ibv_create_cq(p.client->verbs, 8, NULL, NULL, 0);
+	struct ibv_qp *qp = ibv_create_qp(p.client->pd, &ia);
+	memset(&cp, 0, sizeof cp);
+	cp.qp_num = qp->qp_num;
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	cp.retry_count = 7;
+	cp.rnr_retry_count = 7;
+	rc("rdma_connect(external qp)", rdma_connect(p.client, &cp));
+	if (step(p.sch, &p.conn) != RDMA_CM_EVENT_CONNECT_REQUEST)
+		goto out;
+	name(p.conn, "conn");
+	ia = qp_attr(IBV_QPT_RC);
+	rc("rdma_create_qp(conn)", rdma_create_qp(p.conn, NULL, &ia));
+	rc("rdma_accept", rdma_accept(p.conn, NULL));
+	if (step(p.cch, NULL) != RDMA_CM_EVENT_CONNECT_RESPONSE)
+		goto out;
+	rc("rdma_get_remote_ece", rdma_get_remote_ece(p.client, &(struct ibv_ece){ 0 }));
+	for (int s = IBV_QPS_INIT; s <= IBV_QPS_RTS; s++) {
+		memset(&qa, 0, sizeof qa);
+		qa.qp_state = s;
+		mask = 0;
+		rc("rdma_init_qp_attr", rdma_init_qp_attr(p.client, &qa, &mask));
+		printf("  state %d: mask=0x%x\n", s, mask);
+		rc("ibv_modify_qp", ibv_modify_qp(qp, &qa, mask) ? (errno = EINVAL, -1) : 0);
+	}
+	printf("  external qp: %s\n", qps(qp));
+	rc("rdma_establish", rdma_establish(p.client));
+	step(p.sch, NULL);
+	show_qp("conn", p.conn);
+	rc("rdma_disconnect(conn)", rdma_disconnect(p.conn));
+	step(p.cch, NULL);
+	rc("rdma_disconnect(client, after peer)", rdma_disconnect(p.client));
+	step(p.sch, NULL);
+out:
+	teardown(&p);
+	if (qp) {
+		struct ibv_cq *cq = qp->send_cq;
+		ibv_destroy_qp(qp);
+		ibv_destroy_cq(cq);
+	}
+}
+
+static void case_ud(void)
+{
+	struct pair p;
+	struct rdma_conn_param cp;
+	struct ibv_qp_init_attr ia;
+
+	if (setup(&p, RDMA_PS_UDP))
+		return;
+	ia = qp_attr(IBV_QPT_UD);
+	rc("rdma_create_qp(client, UD)", rdma_create_qp(p.client, NULL, &ia));
+	show_qp("client", p.client);
+	memset(&cp, 0, sizeof cp);
+	cp.private_data = "sidr";
+	cp.private_data_len = 4;
+	rc("rdma_connect(UD)", rdma_connect(p.client, &cp));
+	if (step(p.sch, &p.conn) != RDMA_CM_EVENT_CONNECT_REQUEST)
+		goto out;
+	name(p.conn, "conn");
+	ia = qp_attr(IBV_QPT_UD);
+	rc("rdma_create_qp(conn, UD)", rdma_create_qp(p.conn, NULL, &ia));
+	show_qp("conn", p.conn);
+	memset(&cp, 0, sizeof cp);
+	rc("rdma_accept(UD)", rdma_accept(p.conn, &cp));
+	step(p.cch, NULL);
+	rc("rdma_reject(UD, after accept)", rdma_reject(p.conn, NULL, 0));
+out:
+	teardown(&p);
+}
+
+static void case_mcast(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	struct sockaddr_in a, g, g2;
+	struct rdma_cm_join_mc_attr_ex mx;
+	struct ibv_qp_init_attr ia;
+
+	rdma_create_id(ch, &id, NULL, RDMA_PS_UDP);
+	name(id, "mc");
+	sa4(&a, ADDR, 0);
+	rc("rdma_bind_addr", rdma_bind_addr(id, (struct sockaddr *)&a));
+	ia = qp_attr(IBV_QPT_UD);
+	rc("rdma_create_qp(UD)", rdma_create_qp(id, NULL, &ia));
+	sa4(&g, "239.1.2.3", 0);
+	rc("rdma_join_multicast", rdma_join_multicast(id, (struct sockaddr *)&g, (void *)0x77));
+	step(ch, NULL);
+	sa4(&g2, "239.1.2.4", 0);
+	memset(&mx, 0, sizeof mx);
+	mx.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+	mx.join_flags = RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
+	mx.addr = (struct sockaddr *)&g2;
+	rc("rdma_join_multicast_ex(send-only)", rdma_join_multicast_ex(id, &mx, (void *)0x78));
+	step(ch, NULL);
+	rc("rdma_leave_multicast", rdma_leave_multicast(id, (struct sockaddr *)&g));
+	rc("rdma_leave_multicast(again)", rdma_leave_multicast(id, (struct sockaddr *)&g));
+	rc("rdma_leave_multicast(send-only)", rdma_leave_multicast(id, (struct sockaddr *)&g2));
+	/* A membership left in place goes with the id. */
+	rc("rdma_join_multicast", rdma_join_multicast(id, (struct sockaddr *)&g, NULL));
+	step(ch, NULL);
+	rdma_destroy_qp(id);
+	forget(id);
+	rc("rdma_destroy_id(with membership)", rdma_destroy_id(id));
+	rdma_destroy_event_channel(ch);
+}
+
+static void case_sync_ep(void)
+{
+	struct rdma_addrinfo hints, *res;
+	struct rdma_cm_id *id;
+	struct ibv_qp_init_attr ia;
+
+	memset(&hints, 0, sizeof hints);
+	hints.ai_port_space = RDMA_PS_TCP;
+	hints.ai_flags = RAI_PASSIVE;
+	if (rdma_getaddrinfo(ADDR, "20999", &hints, &res)) {
+		printf("  rdma_getaddrinfo failed\n");
+		return;
+	}
+	ia = qp_attr(IBV_QPT_RC);
+	rc("rdma_create_ep(passive)", rdma_create_ep(&id, res, NULL, &ia));
+	printf("  ep: qp=%s channel=%s\n", id->qp ? "set" : "NULL", id->channel ? "set" : "NULL");
+	rc("rdma_listen", rdma_listen(id, 1));
+	rdma_destroy_ep(id);
+	rdma_freeaddrinfo(res);
+	hints.ai_flags = 0;
+	if (rdma_getaddrinfo(ADDR, "20998", &hints, &res)) {
+		printf("  rdma_getaddrinfo failed\n");
+		return;
+	}
+	ia = qp_attr(IBV_QPT_RC);
+	rc("rdma_create_ep(active)", rdma_create_ep(&id, res, NULL, &ia));
+	show_qp("ep", id);
+	printf("  ep event: %s\n", id->event ? rdma_event_str(id->event->event) : "NULL");
+	rc("rdma_connect(sync, no listener)", rdma_connect(id, NULL));
+	show_qp("ep", id);
+	printf("  ep event: %s status=%d\n", id->event ? rdma_event_str(id->event->event) : "NULL",
+	       id->event ? id->event->status : 0);
+	rdma_destroy_ep(id);
+	rdma_freeaddrinfo(res);
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} cases[] = {
+	{ "args", case_args },
+	{ "rc", case_rc },
+	{ "reject", NULL },
+	{ "reject_ece", NULL },
+	{ "no_listener", case_no_listener },
+	{ "external_qp", case_external_qp },
+	{ "ud", case_ud },
+	{ "mcast", case_mcast },
+	{ "sync_ep", case_sync_ep },
+};
+
+static void run(int i)
+{
+	printf("== %s\n", cases[i].name);
+	if (!strcmp(cases[i].name, "reject"))
+		case_reject(0);
+	else if (!strcmp(cases[i].name, "reject_ece"))
+		case_reject(1);
+	else
+		cases[i].fn();
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	int n = sizeof cases / sizeof cases[0];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	port_base += (getpid() % 500) * 10;
+	if (argc > 1 && !strcmp(argv[1], "-l")) {
+		for (int i = 0; i < n; i++)
+			printf("%s\n", cases[i].name);
+		return 0;
+	}
+	for (int i = 0; i < n; i++) {
+		int want = argc == 1;
+		for (int j = 1; j < argc; j++)
+			want |= !strcmp(argv[j], cases[i].name);
+		if (want)
+			run(i);
+	}
+	return 0;
+}
