@@ -110,7 +110,7 @@ mk_extra(){ # $1 = run dir, $2 = mode
     [ -e "$X/extra/ours/lib/librdmacm.so.1" ] || die "copy of our library failed"
   fi
   [ -d "$VM_BIN" ] && cp -a "$VM_BIN"/. "$X/extra/bin/"
-  { echo "ONLY='${VM_ONLY:-}'"; [ -n "${VM_UPSTREAM_ONLY:-}" ] && echo "UPSTREAM_ONLY=1"; true; } > "$X/extra/config.sh"
+  { echo "ONLY='${VM_ONLY:-}'"; echo "BENCH='${VM_BENCH:-}'"; [ -n "${VM_UPSTREAM_ONLY:-}" ] && echo "UPSTREAM_ONLY=1"; true; } > "$X/extra/config.sh"
   (cd "$X" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) > "$R/extra.cpio"
 }
 boot(){ # $1 = mode (suite|demo|shell); uses $IMG; run dir $RUN

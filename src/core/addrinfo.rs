@@ -184,8 +184,8 @@ fn backend() -> &'static dyn CmBackend {
     *BACKEND.get_or_init(|| &VerbsBackend)
 }
 
-/// Default backend: libibverbs for the port walk, no AF_IB support and no
-/// kernel service resolution (the CM core provides those).
+/// Default backend: libibverbs for the port walk, the CM core for the AF_IB
+/// probe and the kernel's service resolution.
 pub struct VerbsBackend;
 
 /// Imports from libibverbs and src/verbs_shim.c.
@@ -213,12 +213,7 @@ use sys::*;
 
 impl CmBackend for VerbsBackend {
     fn af_ib_supported(&self) -> bool {
-        static PROBED: OnceCell<bool> = OnceCell::new();
-        *PROBED.get_or_init(|| {
-            let ok = probe_af_ib("/dev/infiniband/rdma_cm");
-            log::debug!(target: "rdmacm", "AF_IB support (kernel probe): {ok}");
-            ok
-        })
+        crate::core::cm::af_ib_supported()
     }
 
     fn ib_sa_gids(&self) -> Vec<[u8; 16]> {
@@ -263,92 +258,9 @@ impl CmBackend for VerbsBackend {
         out
     }
 
-    fn resolve_ib_service(&self, _gid: &[u8; 16], _service: &CStr) -> Result<Vec<Rai>, Errno> {
-        log::debug!(target: "rdmacm", "rdma_getaddrinfo: RAI_SA: no CM backend installed for RESOLVE_IB_SERVICE");
-        Err(Errno::ENOENT)
+    fn resolve_ib_service(&self, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
+        crate::core::cm::ai::resolve_ib_service(gid, service)
     }
-}
-
-/// Upstream's AF_IB probe, done directly on the kernel ABI: create an id
-/// in the IB port space, bind it to the AF_IB wildcard address with the
-/// TCP service-id prefix, query its address and GID, destroy it.  AF_IB is
-/// supported when all of that succeeds.  (Self-contained so that this
-/// module does not depend on the CM core; the CM core may install a
-/// backend that answers from its own probe instead.)
-pub fn probe_af_ib(dev: &str) -> bool {
-    use std::io::Write;
-    const CMD_CREATE_ID: u32 = 0;
-    const CMD_DESTROY_ID: u32 = 1;
-    const CMD_QUERY: u32 = 19;
-    const CMD_BIND: u32 = 20;
-    const QUERY_ADDR: u32 = 0;
-    const QUERY_GID: u32 = 2;
-    let Ok(mut f) = std::fs::OpenOptions::new().read(true).write(true).open(dev) else {
-        return false;
-    };
-    fn cmd(code: u32, body: &[u8], out: usize) -> Vec<u8> {
-        let mut v = Vec::with_capacity(8 + body.len());
-        v.extend_from_slice(&code.to_ne_bytes());
-        v.extend_from_slice(&(body.len() as u16).to_ne_bytes());
-        v.extend_from_slice(&(out as u16).to_ne_bytes());
-        v.extend_from_slice(body);
-        v
-    }
-    let mut write = |buf: &[u8]| matches!(f.write(buf), Ok(n) if n == buf.len());
-
-    // CREATE_ID: uid, response, ps, qp_type, reserved[5]
-    let mut resp_id = [0u8; 4];
-    let mut body = Vec::new();
-    body.extend_from_slice(&0u64.to_ne_bytes());
-    body.extend_from_slice(&(resp_id.as_mut_ptr() as u64).to_ne_bytes());
-    body.extend_from_slice(&(RDMA_PS_IB as u16).to_ne_bytes());
-    body.push(IBV_QPT_RC as u8);
-    body.extend_from_slice(&[0; 5]);
-    if !write(&cmd(CMD_CREATE_ID, &body, 4)) {
-        return false;
-    }
-    // The kernel wrote the id through the response pointer.
-    // SAFETY: resp_id is a live local the kernel filled in; volatile read
-    // so the compiler does not assume it is still zero.
-    let id = u32::from_ne_bytes(unsafe { std::ptr::read_volatile(&resp_id) });
-
-    // BIND: id, addr_size, reserved, sockaddr_storage
-    let sib = sockaddr_ib {
-        sib_family: AF_IB as u16,
-        sib_sid: RDMA_IB_IP_PS_TCP.to_be(),
-        sib_sid_mask: RDMA_IB_IP_PS_MASK.to_be(),
-        ..Default::default()
-    };
-    let mut body = Vec::new();
-    body.extend_from_slice(&id.to_ne_bytes());
-    body.extend_from_slice(&(std::mem::size_of::<sockaddr_ib>() as u16).to_ne_bytes());
-    body.extend_from_slice(&0u16.to_ne_bytes());
-    let mut storage = [0u8; 128];
-    storage[..48].copy_from_slice(&sib_bytes(&sib));
-    body.extend_from_slice(&storage);
-    let mut ok = write(&cmd(CMD_BIND, &body, 0));
-
-    // QUERY addr and gid (response: struct rdma_ucm_query_addr_resp, 280 bytes)
-    let mut resp = [0u8; 280];
-    for opt in [QUERY_ADDR, QUERY_GID] {
-        if !ok {
-            break;
-        }
-        let mut body = Vec::new();
-        body.extend_from_slice(&(resp.as_mut_ptr() as u64).to_ne_bytes());
-        body.extend_from_slice(&id.to_ne_bytes());
-        body.extend_from_slice(&opt.to_ne_bytes());
-        ok = write(&cmd(CMD_QUERY, &body, resp.len()));
-    }
-
-    // DESTROY_ID: response, id, reserved
-    let mut events = [0u8; 4];
-    let mut body = Vec::new();
-    body.extend_from_slice(&(events.as_mut_ptr() as u64).to_ne_bytes());
-    body.extend_from_slice(&id.to_ne_bytes());
-    body.extend_from_slice(&0u32.to_ne_bytes());
-    let _ = write(&cmd(CMD_DESTROY_ID, &body, 4));
-    ok
 }
 
 /// The kernel rdma_cm ABI versions this library speaks.
@@ -972,14 +884,6 @@ mod tests {
         // event-channel open error, ENOENT too when there is no rdma_cm)
         let e = getaddrinfo_with(None, Some(&c("42")), &h, &VerbsBackend, AcmTarget::Off).unwrap_err();
         assert!(matches!(e, GaiError::Sys(Errno::ENOENT | Errno::EACCES | Errno::EPERM)), "{e:?}");
-    }
-
-    #[test]
-    fn af_ib_probe_without_device() {
-        assert!(!probe_af_ib("/nonexistent/rdma_cm"));
-        // /dev/null accepts every write but is not the CM: the probe must not
-        // be fooled into a crash (it may say true; only no-panic matters).
-        let _ = probe_af_ib("/dev/null");
     }
 
     #[test]

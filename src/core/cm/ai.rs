@@ -286,3 +286,55 @@ mod tests {
         assert_eq!((sib.sib_sid, sib.sib_sid_mask, sib.sib_addr.sib_raw[15]), (r.id, u64::MAX, 7));
     }
 }
+
+/// `rdma_getaddrinfo`'s RAI_SA lookup on one port: an AF_IB id bound to
+/// the port's GID asks the kernel to resolve `service` through the SA, as
+/// upstream does.  Returns the AF_IB entries (without source addresses).
+pub fn resolve_ib_service(gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
+    let cm = super::global();
+    let ch = cm.create_channel()?;
+    // SAFETY: ch is the live channel just created; the id lives on it and
+    // is destroyed before the channel.
+    let r = unsafe {
+        match cm.create_id(ch, std::ptr::null_mut(), RDMA_PS_IB) {
+            Ok(p) => {
+                let r = cm.resolve_service_on(p, ch, gid, service);
+                let _ = cm.destroy_id(p);
+                r
+            }
+            Err(e) => Err(e),
+        }
+    };
+    // SAFETY: ch is live and no id uses it any more.
+    unsafe { Cm::destroy_channel(ch) };
+    r
+}
+
+impl Cm {
+    /// Binds `p` to `gid`, resolves `service` through the SA and waits for
+    /// the answer on `ch`.
+    ///
+    /// # Safety
+    /// `p` must be a live id on the live channel `ch`.
+    unsafe fn resolve_service_on(&'static self, p: *mut IdPriv, ch: *mut super::Channel, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
+        let sib = sockaddr_ib { sib_family: AF_IB as u16, sib_addr: ib_addr { sib_raw: *gid }, ..Default::default() };
+        // SAFETY: p is live.
+        unsafe { self.bind(p, Some(super::proto::RawAddr::from_slice(&gai::sib_bytes(&sib))))? };
+        // SAFETY: p is live.
+        unsafe { (*p).ai.lock().resolving = true };
+        // SAFETY: p is live.
+        let (fd, h) = unsafe { (IdPriv::fd(p), (*p).handle) };
+        self.ucma.resolve_ib_service(fd, h, &ib_service_of(service))?;
+        // SAFETY: ch is live; the event is acked right away.
+        let ev = unsafe { super::get_event(ch)? };
+        // SAFETY: ev is a live event of this channel.
+        let kind = unsafe { (*ev).event.event };
+        // SAFETY: ev came from get_event on this CM and is acked once.
+        unsafe { super::ack_event(self, ev) };
+        if kind != RDMA_CM_EVENT_ADDRINFO_RESOLVED {
+            return Err(Errno::ENOENT);
+        }
+        // SAFETY: p is live.
+        unsafe { self.query_addrinfo(p) }
+    }
+}
