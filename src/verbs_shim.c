@@ -146,3 +146,8 @@ size_t rdmacm_shim_conn_layout(size_t *out, size_t n)
 		out[i] = v[i];
 	return i;
 }
+
+int rdmacm_shim_close_xrcd(struct ibv_xrcd *xrcd)
+{
+	return ibv_close_xrcd(xrcd);
+}

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # build-image.sh OUT EXPECTED - build the guest image (Debian sid minbase + rdma-core userspace +
 # sid kernel + out-of-tree siw.ko) into directory OUT: vmlinuz, rootfs.cpio, manifest.txt.
 # EXPECTED is the versions file resolved by testbed.sh (lines "package version"); the build

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # suite.sh - the test bed's test list, sourced in the guest (see guest/lib.sh for the DSL:
 # t / pair / pair0 / skip, options --cmp --filter --preload --srv-wait). Extra tests: drop a
 # file into vm/suite.d/NAME.sh instead of editing this one.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # testbed.sh - real-kernel RDMA test bed for rdmacm-rs (qemu TCG guest, Debian sid kernel +
 # rdma-core userspace, Soft-RoCE rxe0<->rxe1 over a veth pair, soft-iWARP siw0).
 #   testbed.sh host    install host tools (apt-get)

@@ -25,6 +25,9 @@
 #define EV_WAIT_MS 8000
 #define ADDR "192.0.2.1"
 
+/* The address setup() listens on and connects to (rxe0 unless changed). */
+static const char *pair_addr = ADDR;
+
 static int port_base = 20000;
 
 static const char *en(int e)
@@ -201,6 +204,22 @@ static int step(struct rdma_event_channel *ch, struct rdma_cm_id **newid)
 	return t;
 }
 
+static void sa_any(struct sockaddr_storage *s, const char *ip, int port)
+{
+	memset(s, 0, sizeof *s);
+	if (strchr(ip, ':')) {
+		struct sockaddr_in6 *s6 = (void *)s;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(port);
+		inet_pton(AF_INET6, ip, &s6->sin6_addr);
+	} else {
+		struct sockaddr_in *s4 = (void *)s;
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(port);
+		inet_pton(AF_INET, ip, &s4->sin_addr);
+	}
+}
+
 static void sa4(struct sockaddr_in *s, const char *ip, int port)
 {
 	memset(s, 0, sizeof *s);
@@ -217,7 +236,7 @@ struct pair {
 /* A listener on ADDR and a client whose route to it is resolved. */
 static int setup(struct pair *p, enum rdma_port_space ps)
 {
-	struct sockaddr_in a;
+	struct sockaddr_storage a;
 	int port = port_base++;
 
 	memset(p, 0, sizeof *p);
@@ -230,7 +249,7 @@ static int setup(struct pair *p, enum rdma_port_space ps)
 	}
 	name(p->listen, "listen");
 	name(p->client, "client");
-	sa4(&a, ADDR, port);
+	sa_any(&a, pair_addr, port);
 	rc("rdma_bind_addr(listen)", rdma_bind_addr(p->listen, (struct sockaddr *)&a));
 	rc("rdma_listen", rdma_listen(p->listen, 4));
 	rc("rdma_resolve_addr", rdma_resolve_addr(p->client, NULL, (struct sockaddr *)&a, 2000));
@@ -523,12 +542,13 @@ static void case_external_qp(void)
 	rc("rdma_disconnect(client, after peer)", rdma_disconnect(p.client));
 	step(p.sch, NULL);
 out:
-	teardown(&p);
+	/* The application's QP uses the shared PD: release it first. */
 	if (qp) {
 		struct ibv_cq *cq = qp->send_cq;
 		ibv_destroy_qp(qp);
 		ibv_destroy_cq(cq);
 	}
+	teardown(&p);
 }
 
 static void case_ud(void)
@@ -587,8 +607,10 @@ static void case_mcast(void)
 	rc("rdma_leave_multicast", rdma_leave_multicast(id, (struct sockaddr *)&g));
 	rc("rdma_leave_multicast(again)", rdma_leave_multicast(id, (struct sockaddr *)&g));
 	rc("rdma_leave_multicast(send-only)", rdma_leave_multicast(id, (struct sockaddr *)&g2));
-	/* A membership left in place goes with the id. */
-	rc("rdma_join_multicast", rdma_join_multicast(id, (struct sockaddr *)&g, NULL));
+	/* A membership left in place goes with the id (send-only: a QP still
+	 * attached to a group could not be destroyed). */
+	mx.addr = (struct sockaddr *)&g;
+	rc("rdma_join_multicast_ex(send-only, kept)", rdma_join_multicast_ex(id, &mx, NULL));
 	step(ch, NULL);
 	rdma_destroy_qp(id);
 	forget(id);
@@ -645,6 +667,9 @@ static const struct {
 	{ "ud", case_ud },
 	{ "mcast", case_mcast },
 	{ "sync_ep", case_sync_ep },
+	{ "rc_v6", NULL },
+	{ "rc_siw", NULL },
+	{ "reject_siw", NULL },
 };
 
 static void run(int i)
@@ -654,6 +679,19 @@ static void run(int i)
 		case_reject(0);
 	else if (!strcmp(cases[i].name, "reject_ece"))
 		case_reject(1);
+	else if (!strcmp(cases[i].name, "rc_v6")) {
+		pair_addr = "2001:db8::1";
+		case_rc();
+		pair_addr = ADDR;
+	} else if (!strcmp(cases[i].name, "rc_siw")) {
+		pair_addr = "198.51.100.1";
+		case_rc();
+		pair_addr = ADDR;
+	} else if (!strcmp(cases[i].name, "reject_siw")) {
+		pair_addr = "198.51.100.1";
+		case_reject(0);
+		pair_addr = ADDR;
+	}
 	else
 		cases[i].fn();
 	fflush(stdout);

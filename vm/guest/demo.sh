@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # demo.sh - runs in the guest (vmtest=demo): the same RDMA CM operations through upstream's
 # librdmacm and through ours, printed one after the other, clearly labelled. Output goes to the
 # console and to /host/demo.txt (tee in guest/init). Nothing here judges pass/fail: it shows what happens.

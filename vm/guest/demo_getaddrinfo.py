@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # demo_getaddrinfo.py - rdma_getaddrinfo through pyverbs (which links librdmacm.so.1, so
 # LD_LIBRARY_PATH picks ours). Prints what each call returned; never raises.
 import pyverbs.cmid as cmid

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # lib.sh - test DSL for vm/suite.sh and vm/suite.d/*.sh (sourced in the guest by runner.sh).
 #
 #   t    [OPTS] NAME TIMEOUT CMD [ARG...]        one command, root namespace

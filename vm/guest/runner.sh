@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # runner.sh - runs in the guest: environment info, then vm/suite.sh and vm/suite.d/*.sh.
 [ -f /extra/config.sh ] && . /extra/config.sh
 . /extra/vm/guest/lib.sh

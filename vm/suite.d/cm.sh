@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # cm.sh - issue 5: the CM core (event channels, ids, devices, bind, address and route
 # resolution). ctest/vm/cm_resolve.c, built into /extra/bin/cm_resolve, prints a deterministic
 # transcript (ephemeral ports, link-local addresses and pointers masked); the host diffs
@@ -38,4 +39,19 @@ if [ -x /extra/bin/cm_resolve ]; then
   t --cmp cm_removal 120 /extra/bin/cm_resolve removal
 else
   skip cm_removal "no /extra/bin/cm_resolve (make vm-bin not run on the host)"
+fi
+
+# The resolution cases and the device removal under AddressSanitizer/LeakSanitizer
+# (cm_resolve_asan, static runtime): destroying ids with unacked events and removing a device
+# under live ids must neither hang (the timeout) nor leak or touch freed memory.
+if [ -x /extra/bin/cm_resolve_asan ]; then
+  for c in "" removal; do
+    t cm_resolve_leaks${c:+_$c} 300 bash -c '
+      ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 /extra/bin/cm_resolve_asan '"$c"' > /dev/null 2> /tmp/cm_resolve_asan.err; rc=$?
+      if grep -q "ERROR: \(Leak\|Address\)Sanitizer" /tmp/cm_resolve_asan.err; then cat /tmp/cm_resolve_asan.err >&2; exit 1; fi
+      echo "no sanitizer reports (rc=$rc)"; exit $rc'
+  done
+else
+  skip cm_resolve_leaks "no /extra/bin/cm_resolve_asan (make vm-bin not run on the host)"
+  skip cm_resolve_leaks_removal "no /extra/bin/cm_resolve_asan (make vm-bin not run on the host)"
 fi

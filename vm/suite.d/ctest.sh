@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # ctest.sh - the project's C harness (ctest/), built on the host into build/vm-bin/ and shipped
 # as /extra/bin/ctest_harness. Runs once per variant like every other test.
 if [ -x /extra/bin/ctest_harness ]; then

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # gid.sh - ibv_gid_reachable (ctest/vm/gid_reachable.c) against the kernel's own answer.
 # stdout is the rdma_resolve_addr transcript of every target (identical with upstream and
 # ours: --cmp); with ours the program also checks ibv_gid_reachable against it and fails

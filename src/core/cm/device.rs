@@ -49,6 +49,8 @@ pub trait Verbs: Send + Sync {
     fn dealloc_pd(&self, pd: usize);
     /// `verbs->device->transport_type == IBV_TRANSPORT_IB`.
     fn transport_is_ib(&self, ctx: usize) -> bool;
+    /// Closes the XRC domain the connection code opened for a device.
+    fn close_xrcd(&self, _xrcd: usize) {}
 }
 
 /// Declarations of libibverbs and of the C shim; kept out of the
@@ -70,6 +72,7 @@ mod sys {
         pub fn rdmacm_shim_cm_device_caps(ctx: *mut ibv_context, caps: *mut c_int) -> c_int;
         pub fn rdmacm_shim_cm_link_layer(ctx: *mut ibv_context, port: u8) -> c_int;
         pub fn rdmacm_shim_cm_transport_type(ctx: *mut ibv_context) -> c_int;
+        pub fn rdmacm_shim_close_xrcd(xrcd: *mut std::ffi::c_void) -> c_int;
     }
 }
 use sys::*;
@@ -166,6 +169,11 @@ impl Verbs for SysVerbs {
         // SAFETY: ctx is an open context.
         unsafe { rdmacm_shim_cm_transport_type(ctx as *mut ibv_context) == 0 }
     }
+
+    fn close_xrcd(&self, xrcd: usize) {
+        // SAFETY: xrcd came from ibv_open_xrcd and is closed once.
+        unsafe { rdmacm_shim_close_xrcd(xrcd as *mut std::ffi::c_void) };
+    }
 }
 
 /// One device known to the CM (upstream's `struct cma_device`).
@@ -188,7 +196,7 @@ pub struct CmDevice {
     pub refcnt: u32,
     /// Gone from libibverbs' list; freed when the last holder lets go.
     pub dead: bool,
-    /// Per-device extension slot for later work (e.g. the XRC domain).
+    /// The XRC domain the connection code opened (0: none), closed with the PD.
     pub xrcd: usize,
 }
 
@@ -257,6 +265,9 @@ impl Devices {
         if d.refcnt > 0 {
             d.dead = true;
             return;
+        }
+        if d.xrcd != 0 {
+            verbs.close_xrcd(d.xrcd);
         }
         if !d.pd.is_null() {
             verbs.dealloc_pd(d.pd as usize);
@@ -327,6 +338,10 @@ impl Devices {
             if !d.pd.is_null() {
                 verbs.dealloc_pd(d.pd as usize);
                 d.pd = std::ptr::null_mut();
+            }
+            if d.xrcd != 0 {
+                verbs.close_xrcd(d.xrcd);
+                d.xrcd = 0;
             }
             if d.dead {
                 let dev = d.dev;

@@ -758,7 +758,9 @@ unsafe fn process_conn_resp(cm: &Cm, p: *mut IdPriv) -> Result<(), Errno> {
     r
 }
 
-unsafe fn process_conn_resp_ece(cm: &Cm, p: *mut IdPriv, ece: kabi::Ece) -> Result<(), Errno> {
+/// The connect response with ECE; the error is the event status upstream
+/// reports: -1 from its own helpers, a positive errno from the ECE verbs.
+unsafe fn process_conn_resp_ece(cm: &Cm, p: *mut IdPriv, ece: kabi::Ece) -> Result<(), c_int> {
     let local = with_ext(p, |x| x.local_ece);
     let mut want = Ece { vendor_id: ece.vendor_id, options: ece.attr_mod, comp_mask: 0 };
     if ece.vendor_id == 0 {
@@ -766,15 +768,15 @@ unsafe fn process_conn_resp_ece(cm: &Cm, p: *mut IdPriv, ece: kabi::Ece) -> Resu
     } else if ece.vendor_id != local.0 {
         // SAFETY: p is live.
         let _ = unsafe { modify_qp_err(p) };
-        return Err(Errno::EINVAL);
+        return Err(-1);
     }
     with_ext(p, |x| x.remote_ece.0 = ece.vendor_id);
     // SAFETY: p is live and has a QP (checked by the caller).
     let qp = unsafe { (*raw(p)).qp };
     // SAFETY: qp is live.
-    unsafe { set_ece(qp, want)? };
+    unsafe { set_ece(qp, want) }.map_err(|e| e as c_int)?;
     // SAFETY: p is live.
-    unsafe { process_conn_resp(cm, p)? };
+    unsafe { process_conn_resp(cm, p) }.map_err(|_| -1)?;
     // SAFETY: qp is live.
     match unsafe { query_ece(qp) } {
         Ok((e, unsupported)) => {
@@ -784,7 +786,7 @@ unsafe fn process_conn_resp_ece(cm: &Cm, p: *mut IdPriv, ece: kabi::Ece) -> Resu
         Err(e) => {
             // SAFETY: p is live.
             let _ = unsafe { modify_qp_err(p) };
-            Err(e)
+            Err(e as c_int)
         }
     }
 }
@@ -1007,10 +1009,9 @@ pub unsafe fn process_event(cm: &'static Cm, resp: &kabi::EventResp, evt: &mut E
                         evt.event.status = 0;
                         evt.event.event = RDMA_CM_EVENT_ESTABLISHED;
                     }
-                    Err(e) => {
-                        log::debug!(target: "rdmacm", "connect response: moving the QP failed: {e}");
-                        // Upstream reports its helpers' -1 here.
-                        evt.event.status = -1;
+                    Err(status) => {
+                        log::debug!(target: "rdmacm", "connect response: completing the connection failed ({status})");
+                        evt.event.status = status;
                         evt.event.event = RDMA_CM_EVENT_CONNECT_ERROR;
                         // SAFETY: p is live.
                         unsafe { (*p).conn.lock().connect_error = true };

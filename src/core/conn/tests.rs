@@ -475,3 +475,89 @@ fn multicast_join_event_and_leave() {
         Cm::destroy_channel(ch);
     }
 }
+
+fn addrinfo(flags: c_int, src: &RawAddr, dst: &RawAddr) -> rdma_addrinfo {
+    // SAFETY: rdma_addrinfo is plain data; all-zero is valid.
+    let mut ai: rdma_addrinfo = unsafe { std::mem::zeroed() };
+    ai.ai_flags = flags;
+    ai.ai_family = libc::AF_INET;
+    ai.ai_qp_type = IBV_QPT_RC as c_int;
+    ai.ai_port_space = RDMA_PS_TCP as c_int;
+    ai.ai_src_len = src.len as u32;
+    ai.ai_src_addr = src.bytes.as_ptr() as *mut libc::sockaddr;
+    ai.ai_dst_len = dst.len as u32;
+    ai.ai_dst_addr = dst.bytes.as_ptr() as *mut libc::sockaddr;
+    ai
+}
+
+#[test]
+fn endpoints_bind_or_resolve_synchronously() {
+    let (cm, _f) = make(true);
+    let (src, dst) = (v4(1), v4(2));
+    // SAFETY: endpoints are created and destroyed within the test; the
+    // QP attributes are only stored (passive side).
+    unsafe {
+        let mut attr: QpInitAttr = std::mem::zeroed();
+        attr.cap.max_send_wr = 3;
+        attr.qp_type = IBV_QPT_UD;
+        let ai = addrinfo(RAI_PASSIVE, &src, &dst);
+        let p = create_ep(cm, &ai, 0x40 as *mut ibv_pd, &mut attr).unwrap();
+        assert!((*p).sync.load(Ordering::Acquire));
+        assert_eq!((*IdPriv::raw(p)).pd as usize, 0x40, "the caller's PD");
+        let kept = with_ext(p, |x| x.qp_init_attr).unwrap();
+        assert_eq!((kept.cap.max_send_wr, kept.qp_type), (3, IBV_QPT_RC), "the QP type of the addrinfo");
+        destroy_ep(cm, p);
+        assert!(!cm.id_is_live(p));
+        // Active, without QP attributes: address and route resolved, the
+        // connect data kept for rdma_connect.
+        let mut ai = addrinfo(0, &src, &dst);
+        let hdr = [9u8; 4];
+        ai.ai_connect = hdr.as_ptr() as *mut c_void;
+        ai.ai_connect_len = hdr.len();
+        let p = create_ep(cm, &ai, null_mut(), null_mut()).unwrap();
+        let id = IdPriv::raw(p);
+        assert_eq!((*(*id).event).event, RDMA_CM_EVENT_ROUTE_RESOLVED);
+        assert!(!(*id).verbs.is_null());
+        assert_eq!((*p).conn.lock().connect, hdr);
+        destroy_ep(cm, p);
+    }
+}
+
+#[test]
+fn udp_listener_requests_carry_ud_parameters() {
+    let (cm, f) = make(true);
+    // SAFETY: ids and events are created and released within the test.
+    unsafe {
+        let ch = cm.create_channel().unwrap();
+        let l = cm.create_id(ch, null_mut(), RDMA_PS_UDP).unwrap();
+        cm.bind(l, Some(v4(1))).unwrap();
+        listen(cm, l, 0).unwrap();
+        let h = {
+            let mut st = f.st.lock();
+            st.next_id += 1;
+            let h = st.next_id;
+            st.ids.insert(h, (0, 201, 0));
+            h
+        };
+        f.push(handle(l), None, |r| {
+            r.event = RDMA_CM_EVENT_CONNECT_REQUEST;
+            r.id = h;
+            r.param.ud.private_data[0] = b'u';
+            r.param.ud.private_data_len = 1;
+            r.param.ud.qp_num = 0x42;
+            r.param.ud.qkey = 0x0123_4567;
+        });
+        let ev = cm::get_event(ch).unwrap();
+        let e = &(*ev).event;
+        assert_eq!((e.event, e.listen_id), (RDMA_CM_EVENT_CONNECT_REQUEST, IdPriv::raw(l)));
+        assert_eq!((e.param.ud.private_data_len, e.param.ud.qp_num, e.param.ud.qkey), (1, 0x42, 0x0123_4567));
+        assert_eq!((*e.id).qp_type, IBV_QPT_UD);
+        let np = IdPriv::from_id(e.id);
+        // A UD accept does not wait for an event.
+        accept(cm, np, Some(&param(b""))).unwrap();
+        cm::ack_event(cm, ev);
+        cm.destroy_id(np).unwrap();
+        cm.destroy_id(l).unwrap();
+        Cm::destroy_channel(ch);
+    }
+}
