@@ -469,6 +469,20 @@ fn multicast_join_event_and_leave() {
         mcast::leave(cm, p, g).unwrap();
         t.join().unwrap();
         assert!(with_ext(p, |x| x.mcs.is_empty()));
+        // An error reports the context and nothing else.
+        mcast::join(cm, p, g, mcast::JOIN_FLAG_FULLMEMBER, 0x43 as *mut c_void).unwrap();
+        let mc = with_ext(p, |x| x.mcs[0]) as u64;
+        f.push(h, Some(mc), |r| {
+            r.event = RDMA_CM_EVENT_MULTICAST_ERROR;
+            r.status = (-libc::ENETUNREACH) as u32;
+            r.param.ud.qp_num = 5;
+        });
+        let ev = cm::get_event(ch).unwrap();
+        let e = &(*ev).event;
+        assert_eq!((e.event, e.status, e.id), (RDMA_CM_EVENT_MULTICAST_ERROR, -libc::ENETUNREACH, IdPriv::raw(p)));
+        assert_eq!((e.param.ud.private_data as usize, e.param.ud.qp_num), (0x43, 0));
+        cm::ack_event(cm, ev);
+        mcast::leave(cm, p, g).unwrap();
         // A membership left in place goes with the id.
         mcast::join(cm, p, g, mcast::JOIN_FLAG_SENDONLY_FULLMEMBER, null_mut()).unwrap();
         cm.destroy_id(p).unwrap();
