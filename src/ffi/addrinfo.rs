@@ -7,11 +7,14 @@ use super::{entry, Errno};
 use crate::symver;
 use std::ffi::{c_char, c_int, CStr};
 
-/// Translates a node and service into RDMA addresses and route data.
 // Returns 0 and a list in `*res` (free it with rdma_freeaddrinfo), -1 with
 // errno, or, unchanged, the non-zero `EAI_*` value of libc's getaddrinfo
-// (errno untouched), exactly as upstream.  (Plain comment: the doc comment
-// above is copied into the generated header.)
+// (errno untouched), exactly as upstream.
+/// Translates a node and service into RDMA addresses and route data.
+///
+/// # Safety
+/// `node` and `service` must be NULL or NUL-terminated strings; `hints` NULL or a readable
+/// `rdma_addrinfo` whose address and route pointers cover their lengths; `res` writable.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_getaddrinfo(
     node: *const c_char,
@@ -55,6 +58,10 @@ pub unsafe extern "C" fn rdma_getaddrinfo(
 symver!(rdma_getaddrinfo, "RDMACM_1.0");
 
 /// Frees a list returned by rdma_getaddrinfo or rdma_query_addrinfo.
+///
+/// # Safety
+/// `res` must be NULL or a list whose nodes and members were allocated with malloc and
+/// are not used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_freeaddrinfo(res: *mut rdma_addrinfo) {
     entry(|| {
@@ -68,6 +75,9 @@ pub unsafe extern "C" fn rdma_freeaddrinfo(res: *mut rdma_addrinfo) {
 symver!(rdma_freeaddrinfo, "RDMACM_1.0");
 
 /// Starts an asynchronous address translation on an identifier.
+///
+/// # Safety
+/// As rdma_getaddrinfo for `node`, `service` and `hints`; `id` NULL or an id of this library.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_resolve_addrinfo(
     id: *mut rdma_cm_id,
@@ -97,6 +107,9 @@ pub unsafe extern "C" fn rdma_resolve_addrinfo(
 symver!(rdma_resolve_addrinfo, "RDMACM_1.4");
 
 /// Hands over the result of a completed rdma_resolve_addrinfo.
+///
+/// # Safety
+/// `id` must be NULL or an id of this library; `info` NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_query_addrinfo(
     id: *mut rdma_cm_id,

@@ -167,6 +167,9 @@ impl GidEnv for VerbsEnv {
 }
 
 /// Checks whether a GID can be reached from a local port (0: any port).
+///
+/// # Safety
+/// `context` must be NULL or an open verbs context; `gid` NULL or a readable `union ibv_gid`.
 #[no_mangle]
 pub unsafe extern "C" fn ibv_gid_reachable(
     context: *mut ibv_context,
