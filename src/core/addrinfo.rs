@@ -469,7 +469,7 @@ pub fn libc_getaddrinfo(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) 
 }
 
 /// Builds the result node from the first libc result.
-pub fn from_libc(h: &Hints, ai: &LibcAi) -> Rai {
+pub fn from_libc(h: &Hints, ai: LibcAi) -> Rai {
     let qp_type = if h.qp_type != 0 {
         h.qp_type
     } else {
@@ -493,15 +493,15 @@ pub fn from_libc(h: &Hints, ai: &LibcAi) -> Rai {
     let (family, addr) = if to_ib {
         (AF_IB, to_sockaddr_ib(r.port_space, &ai.addr))
     } else {
-        (ai.family, ai.addr.clone())
+        (ai.family, ai.addr)
     };
     r.family = family;
     if ai.flags & libc::AI_PASSIVE != 0 {
         r.flags = RAI_PASSIVE;
-        r.src_canonname = ai.canonname.clone();
+        r.src_canonname = ai.canonname;
         r.src = Some(addr);
     } else {
-        r.dst_canonname = ai.canonname.clone();
+        r.dst_canonname = ai.canonname;
         r.dst = Some(addr);
     }
     r
@@ -549,7 +549,7 @@ pub fn getaddrinfo_with(
 
     let mut rai = if node.is_some() || service.is_some() {
         let ai = libc_getaddrinfo(node, service, h).map_err(GaiError::Eai)?;
-        from_libc(h, &ai)
+        from_libc(h, ai)
     } else {
         let mut r = Rai {
             flags: h.flags,
