@@ -151,3 +151,97 @@ int rdmacm_shim_close_xrcd(struct ibv_xrcd *xrcd)
 {
 	return ibv_close_xrcd(xrcd);
 }
+
+/* --- rsockets (src/core/rsocket/verbs.rs) --- */
+
+#include <endian.h>
+
+int rdmacm_shim_rs_post_send(struct ibv_qp *qp, uint64_t wr_id,
+			     struct ibv_sge *sgl, int nsge, int opcode,
+			     int send_flags, uint32_t imm_host,
+			     uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_send_wr wr = {0}, *bad;
+
+	wr.wr_id = wr_id;
+	wr.sg_list = sgl;
+	wr.num_sge = nsge;
+	wr.opcode = opcode;
+	wr.send_flags = send_flags;
+	wr.imm_data = htobe32(imm_host);
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+int rdmacm_shim_rs_post_recv(struct ibv_qp *qp, uint64_t wr_id,
+			     struct ibv_sge *sgl, int nsge)
+{
+	struct ibv_recv_wr wr = {0}, *bad;
+
+	wr.wr_id = wr_id;
+	wr.sg_list = sgl;
+	wr.num_sge = nsge;
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+/* One completion: 1 and the fields, 0 when the CQ is empty, <0 on error.
+ * out[0] = status, out[1] = 1 when it carries immediate data,
+ * out[2] = the immediate data in host order. */
+int rdmacm_shim_rs_poll_cq(struct ibv_cq *cq, uint64_t *wr_id, uint32_t *out)
+{
+	struct ibv_wc wc;
+	int ret = ibv_poll_cq(cq, 1, &wc);
+
+	if (ret <= 0)
+		return ret;
+	*wr_id = wc.wr_id;
+	out[0] = wc.status;
+	out[1] = (wc.wc_flags & IBV_WC_WITH_IMM) ? 1 : 0;
+	out[2] = be32toh(wc.imm_data);
+	return 1;
+}
+
+int rdmacm_shim_rs_req_notify_cq(struct ibv_cq *cq)
+{
+	return ibv_req_notify_cq(cq, 0);
+}
+
+int rdmacm_shim_rs_get_cq_event(struct ibv_comp_channel *ch)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	return ibv_get_cq_event(ch, &cq, &ctx);
+}
+
+void rdmacm_shim_rs_ack_cq_events(struct ibv_cq *cq, unsigned int n)
+{
+	ibv_ack_cq_events(cq, n);
+}
+
+int rdmacm_shim_rs_channel_fd(struct ibv_comp_channel *ch)
+{
+	return ch->fd;
+}
+
+struct ibv_mr *rdmacm_shim_rs_reg_mr(struct ibv_pd *pd, void *addr,
+				     size_t len, int remote_write)
+{
+	int access = IBV_ACCESS_LOCAL_WRITE;
+
+	if (remote_write)
+		access |= IBV_ACCESS_REMOTE_WRITE;
+	return ibv_reg_mr(pd, addr, len, access);
+}
+
+void rdmacm_shim_rs_mr_keys(struct ibv_mr *mr, uint32_t *lkey, uint32_t *rkey)
+{
+	*lkey = mr->lkey;
+	*rkey = mr->rkey;
+}
+
+int rdmacm_shim_rs_dereg_mr(struct ibv_mr *mr)
+{
+	return ibv_dereg_mr(mr);
+}

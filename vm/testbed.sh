@@ -165,7 +165,7 @@ report(){
     case $1 in
       RESULT) n=$2 v=$3
               if [ -n "${S[$n.$v]:-}" ]; then echo "duplicate test name: $n ($v) - names must be unique"; failed=$((failed+1)); fi
-              S[$n.$v]=$4; S[$n.cmp]=${8#cmp=}
+              S[$n.$v]=$4; S[$n.cmp]=${8#cmp=}; if [ "${9:-try=1}" = try=2 ]; then S[$n.$v.retried]=1; fi
               [[ " ${names[*]} " == *" $n "* ]] || names+=("$n"); [ "$v" = upstream ] || ours_any=1;;
       SKIP) n=$2; S[$n.skip]=${line#SKIP $n }; [[ " ${names[*]} " == *" $n "* ]] || names+=("$n");;
     esac
@@ -190,8 +190,10 @@ report(){
     elif why=$(listed "$UF" "$n" upstream); then
       note="upstream now passes, remove it from upstream-failures.txt"; failed=$((failed+1))
     elif [ $ours_any = 0 ]; then passed=$((passed+1)); fi
+    if [ -n "${S[$n.upstream.retried]:-}" ]; then note+="${note:+; }upstream: first run timed out, retried"; fi
     for v in ours preload; do
       o=${S[$n.$v]:-}; [ -n "$o" ] || { cells+=("-"); continue; }
+      if [ -n "${S[$n.$v.retried]:-}" ]; then note+="${note:+; }$v: first run timed out, retried"; fi
       c=$(cmpres "$n" "$v"); cells+=("$o${c:+ $c}")
       [ "$u" = PASS ] || continue          # upstream cannot run it here: ours is not judged
       local eff=$o; [ "$o" = PASS ] && [ "$c" = DIFF ] && eff=DIFF

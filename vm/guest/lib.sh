@@ -32,8 +32,8 @@ _opts(){ O_CMP=0 O_PRE=0 O_FILTER= O_WAIT=3
     *) break;; esac; shift; done; O_REST=("$@"); }
 _variants(){ local v; for v in "${VARIANTS[@]}"; do echo "$v"; done
              [ "$O_PRE" = 1 ] && [[ " ${VARIANTS[*]} " == *" ours "* ]] && echo preload; return 0; }
-_record(){ # name variant status ms rc [srv_rc]
-  local line="RESULT $1 $2 $3 ms=$4 rc=$5 srv_rc=${6:--} cmp=$O_CMP"
+_record(){ # name variant status ms rc [srv_rc]   (uses $TRY: the attempt that is recorded)
+  local line="RESULT $1 $2 $3 ms=$4 rc=$5 srv_rc=${6:--} cmp=$O_CMP try=${TRY:-1}"
   echo "$line" >> "$RES/results.txt"; echo "@@$line"; }
 _cmpfile(){ # base: build base.cmp from stdout files
   [ "$O_CMP" = 1 ] || return 0
@@ -42,30 +42,39 @@ _log(){ local b=$1; { echo "== stdout"; cat "$b.out"; echo "== stderr"; cat "$b.
   if [ -e "$b.srv.out" ]; then echo "== server stdout"; cat "$b.srv.out"; echo "== server stderr"; cat "$b.srv.err"; fi
   } > "$b.log"; }
 
-t(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 v s rc b; shift 2
+# A run that TIMES OUT is run once more (TCG under load occasionally stalls an rxe exchange,
+# with either library); the result line says try=2 and the host report shows it. A run that
+# fails without timing out is never retried.
+t(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 v s rc b TRY; shift 2
   _selected "$n" || return 0
   for v in $(_variants); do
-    b=$RES/out/$n.$v; s=$(ms); echo "@@BEGIN $n $v"
-    timeout -k 5 "$to" env $(venv $v) "$@" > "$b.out" 2> "$b.err" < /dev/null; rc=$?
-    _cmpfile "$b"; _log "$b"; _record "$n" "$v" "$(_status $rc)" $(( $(ms)-s )) $rc
+    for TRY in 1 2; do
+      b=$RES/out/$n.$v; s=$(ms); echo "@@BEGIN $n $v"
+      timeout -k 5 "$to" env $(venv $v) "$@" > "$b.out" 2> "$b.err" < /dev/null; rc=$?
+      [ "$(_status $rc)" = TIMEOUT ] && [ $TRY = 1 ] && { echo "@@RETRY $n $v (timed out)"; continue; }
+      _cmpfile "$b"; _log "$b"; _record "$n" "$v" "$(_status $rc)" $(( $(ms)-s )) $rc; break
+    done
   done; }
 
 _wait_listen(){ # pid maxsecs: until a LISTEN cm_id shows up, the server died, or time is up
   local i; for ((i=0; i<$2*10; i++)); do kill -0 "$1" 2>/dev/null || return 0
     rdma res show cm_id 2>/dev/null | grep -q LISTEN && { sleep 0.3; return 0; }; sleep 0.1; done; }
 
-pair(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 srv=$3 cli=$4 v s rc src p b
+pair(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 srv=$3 cli=$4 v s rc src p b TRY
   _selected "$n" || return 0
   for v in $(_variants); do
-    b=$RES/out/$n.$v; s=$(ms); echo "@@BEGIN $n $v"
-    timeout -k 5 "$to" $N1 env $(venv $v) bash -c "$srv" > "$b.srv.out" 2> "$b.srv.err" < /dev/null & p=$!
-    _wait_listen $p "$O_WAIT"
-    timeout -k 5 "$to" env $(venv $v) bash -c "$cli" > "$b.out" 2> "$b.err" < /dev/null; rc=$?
-    # a client that failed leaves servers waiting forever: give the server a moment, then stop it
-    if [ $rc != 0 ]; then for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 $p 2>/dev/null || break; sleep 0.2; done
-      kill -0 $p 2>/dev/null && pkill -TERM -P $p 2>/dev/null; fi
-    wait $p; src=$?
-    _cmpfile "$b"; _log "$b"; _record "$n" "$v" "$(_status $rc $src)" $(( $(ms)-s )) $rc $src
+    for TRY in 1 2; do
+      b=$RES/out/$n.$v; s=$(ms); echo "@@BEGIN $n $v"
+      timeout -k 5 "$to" $N1 env $(venv $v) bash -c "$srv" > "$b.srv.out" 2> "$b.srv.err" < /dev/null & p=$!
+      _wait_listen $p "$O_WAIT"
+      timeout -k 5 "$to" env $(venv $v) bash -c "$cli" > "$b.out" 2> "$b.err" < /dev/null; rc=$?
+      # a client that failed leaves servers waiting forever: give the server a moment, then stop it
+      if [ $rc != 0 ]; then for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 $p 2>/dev/null || break; sleep 0.2; done
+        kill -0 $p 2>/dev/null && pkill -TERM -P $p 2>/dev/null; fi
+      wait $p; src=$?
+      [ "$(_status $rc $src)" = TIMEOUT ] && [ $TRY = 1 ] && { echo "@@RETRY $n $v (timed out)"; continue; }
+      _cmpfile "$b"; _log "$b"; _record "$n" "$v" "$(_status $rc $src)" $(( $(ms)-s )) $rc $src; break
+    done
   done; }
 pair0(){ local N1=; pair "$@"; }
 skip(){ _selected "$1" || return 0; echo "SKIP $1 ${*:2}" >> "$RES/results.txt"; echo "@@SKIP $1 ${*:2}"; }
