@@ -26,7 +26,6 @@
 //! * Functions not implemented yet call [`not_implemented`] (errno
 //!   `ENOSYS`); the README's compatibility table lists exactly those.
 
-use std::cell::Cell;
 use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
@@ -107,53 +106,55 @@ pub fn set_errno(e: Errno) {
     Errno::set_raw(e as i32);
 }
 
-thread_local! {
-    /// How many exports this thread is inside (exports may call each other).
-    static IN_EXPORT: Cell<u32> = const { Cell::new(0) };
+/// Whether `p` points into this shared object (its code or read-only data).
+#[cfg_attr(test, allow(dead_code))]
+fn in_this_object(p: *const u8) -> bool {
+    // SAFETY: dladdr only reads the loader's tables; both pointers are
+    // plain addresses and Dl_info is a plain output struct.
+    unsafe {
+        let mut ours: libc::Dl_info = std::mem::zeroed();
+        let mut theirs: libc::Dl_info = std::mem::zeroed();
+        libc::dladdr(in_this_object as *const libc::c_void, &mut ours) != 0
+            && libc::dladdr(p.cast(), &mut theirs) != 0
+            && ours.dli_fbase == theirs.dli_fbase
+    }
 }
 
-/// Installs, once, a panic hook that keeps panics raised inside our exports
-/// off stderr (they are reported through errno and, when logging is on,
-/// the log).  Panics elsewhere in the process go to the previous hook.
-fn install_panic_hook() {
+/// One-time set-up shared by every export: the logger (if RDMACM_RS_LOG
+/// asks for one) and a panic hook that keeps panics raised by our code off
+/// stderr (they are reported through errno and, when logging is on, the
+/// log).  A panic's location string lives in the object whose code
+/// panicked (std included, as it is linked into this library), which tells
+/// ours from the host program's: those go to the previous hook.  Nothing of
+/// this runs on the normal path but one atomic load.
+fn init_once() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if IN_EXPORT.with(|n| n.get()) > 0 {
-                log::error!(target: "rdmacm", "panic inside librdmacm: {info}");
-            } else {
-                previous(info);
-            }
-        }));
+        crate::logging::init();
+        // Unit tests link everything into one object: keep their panic
+        // messages (test failures) visible.
+        #[cfg(not(test))]
+        install_panic_hook();
     });
 }
 
-/// Leaves the export count balanced even if the body unwinds.
-struct ExportGuard;
-
-impl ExportGuard {
-    fn enter() -> ExportGuard {
-        IN_EXPORT.with(|n| n.set(n.get() + 1));
-        ExportGuard
-    }
-}
-
-impl Drop for ExportGuard {
-    fn drop(&mut self) {
-        IN_EXPORT.with(|n| n.set(n.get().saturating_sub(1)));
-    }
+#[cfg(not(test))]
+fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if info.location().is_some_and(|l| in_this_object(l.file().as_ptr())) {
+            log::error!(target: "rdmacm", "panic inside librdmacm: {info}");
+        } else {
+            previous(info);
+        }
+    }));
 }
 
 /// The panic boundary and errno convention shared by every export.
 #[inline]
 pub fn entry<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
-    crate::logging::init();
-    install_panic_hook();
-    let guard = ExportGuard::enter();
-    let result = catch_unwind(AssertUnwindSafe(body));
-    drop(guard);
-    match result {
+    init_once();
+    match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
             set_errno(e);
@@ -218,9 +219,14 @@ mod tests {
         let r: c_int = entry(|| panic!("boom"));
         assert_eq!(r, -1);
         assert_eq!(Errno::last(), Errno::EIO);
-        assert_eq!(IN_EXPORT.with(|n| n.get()), 0);
         let p: *mut u8 = entry(|| panic!("{}", String::from("boom")));
         assert!(p.is_null());
+    }
+
+    #[test]
+    fn panic_locations_are_told_apart_by_object() {
+        assert!(in_this_object(file!().as_ptr()), "our own strings are ours");
+        assert!(!in_this_object(libc::strlen as *const u8), "libc's code is not");
     }
 
     #[test]
