@@ -8,4 +8,5 @@ pub mod cm;
 pub mod conn;
 pub mod events;
 pub mod gid;
+pub mod rsocket;
 pub mod sockaddr;

@@ -1,201 +1,524 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! rsockets: the socket-like API over RDMA, and repoll.
 
-use super::{entry, not_implemented};
+use super::{entry, nonnull, nonnull_const, not_implemented};
+use crate::core::rsocket as rs;
+use nix::errno::Errno;
 use crate::symver;
 use libc::{epoll_event, fd_set, iovec, msghdr, nfds_t, off_t, pollfd, sockaddr, socklen_t, timeval};
 use std::ffi::{c_int, c_long, c_void};
 
 /// Creates an rsocket.
+///
+/// # Safety
+/// No pointer arguments; always safe to call.
 #[no_mangle]
 pub unsafe extern "C" fn rsocket(domain: c_int, type_: c_int, protocol: c_int) -> c_int {
-    entry(|| not_implemented("rsocket"))
+    entry(|| rs::create(domain, type_, protocol))
 }
 symver!(rsocket, "RDMACM_1.0");
 
 /// Binds an rsocket.
+///
+/// # Safety
+/// `addr` must point to a readable socket address of its family.
 #[no_mangle]
 pub unsafe extern "C" fn rbind(socket: c_int, addr: *const sockaddr, addrlen: socklen_t) -> c_int {
-    entry(|| not_implemented("rbind"))
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let a = nonnull_const(addr)?;
+        let _ = addrlen;
+        let mut s = rs::lock(&h);
+        s.bind(a.as_ptr())?;
+        Ok(0)
+    })
 }
 symver!(rbind, "RDMACM_1.0");
 
 /// Listens on an rsocket.
+///
+/// # Safety
+/// No pointer arguments; always safe to call.
 #[no_mangle]
 pub unsafe extern "C" fn rlisten(socket: c_int, backlog: c_int) -> c_int {
-    entry(|| not_implemented("rlisten"))
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let mut s = rs::lock(&h);
+        s.listen(backlog)?;
+        Ok(0)
+    })
 }
 symver!(rlisten, "RDMACM_1.0");
 
 /// Accepts on an rsocket.
+///
+/// # Safety
+/// `addr` and `addrlen` must both be NULL, or `addrlen` writable and `addr` writable for `*addrlen` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn raccept(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
-    entry(|| not_implemented("raccept"))
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let fd = rs::accept(&h)?;
+        if !addr.is_null() && !addrlen.is_null() {
+            let n = rs::lookup(fd)?;
+            let a = rs::lock(&n).peer_addr();
+            // SAFETY: addr/addrlen are the caller's buffer and its size.
+            unsafe { copy_addr(&a, addr, addrlen) };
+        }
+        Ok(fd)
+    })
 }
 symver!(raccept, "RDMACM_1.0");
 
 /// Connects an rsocket.
+///
+/// # Safety
+/// `addr` must point to a readable socket address of its family.
 #[no_mangle]
 pub unsafe extern "C" fn rconnect(socket: c_int, addr: *const sockaddr, addrlen: socklen_t) -> c_int {
-    entry(|| not_implemented("rconnect"))
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let a = nonnull_const(addr)?;
+        let _ = addrlen;
+        let mut s = rs::lock(&h);
+        s.connect(a.as_ptr())?;
+        Ok(0)
+    })
 }
 symver!(rconnect, "RDMACM_1.0");
 
 /// Shuts an rsocket down.
+///
+/// # Safety
+/// No pointer arguments; always safe to call.
 #[no_mangle]
 pub unsafe extern "C" fn rshutdown(socket: c_int, how: c_int) -> c_int {
-    entry(|| not_implemented("rshutdown"))
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let mut s = rs::lock(&h);
+        s.shutdown(how)?;
+        Ok(0)
+    })
 }
 symver!(rshutdown, "RDMACM_1.0");
 
 /// Closes an rsocket.
+///
+/// # Safety
+/// No pointer arguments; always safe to call.
 #[no_mangle]
 pub unsafe extern "C" fn rclose(socket: c_int) -> c_int {
-    entry(|| not_implemented("rclose"))
+    entry(|| {
+        rs::close(socket)?;
+        Ok(0)
+    })
 }
 symver!(rclose, "RDMACM_1.0");
 
 /// Receives from an rsocket.
+///
+/// # Safety
+/// `buf` must be writable for `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn rrecv(socket: c_int, buf: *mut c_void, len: usize, flags: c_int) -> isize {
-    entry(|| not_implemented("rrecv"))
+    entry(|| {
+        // SAFETY: buf holds len writable bytes (caller's contract).
+        let b = unsafe { buf_mut(buf, len)? };
+        recv_on(socket, b, flags)
+    })
 }
 symver!(rrecv, "RDMACM_1.0");
 
 /// Receives from an rsocket with the source address.
+///
+/// # Safety
+/// `buf` must be writable for `len` bytes; `src_addr`/`addrlen` NULL or as for `raccept`.
 #[no_mangle]
 pub unsafe extern "C" fn rrecvfrom(socket: c_int, buf: *mut c_void, len: usize, flags: c_int, src_addr: *mut sockaddr, addrlen: *mut socklen_t) -> isize {
-    entry(|| not_implemented("rrecvfrom"))
+    entry(|| {
+        // SAFETY: as rrecv.
+        let b = unsafe { buf_mut(buf, len)? };
+        let n = recv_on(socket, b, flags)?;
+        if n > 0 && !src_addr.is_null() && !addrlen.is_null() {
+            let h = rs::lookup(socket)?;
+            let a = rs::lock(&h).peer_addr();
+            // SAFETY: the caller's address buffer and its size.
+            unsafe { copy_addr(&a, src_addr, addrlen) };
+        }
+        Ok(n)
+    })
 }
 symver!(rrecvfrom, "RDMACM_1.0");
 
 /// Receives a message from an rsocket.
+///
+/// # Safety
+/// `msg` must point to a readable `msghdr` whose first iovec is writable for its length.
 #[no_mangle]
 pub unsafe extern "C" fn rrecvmsg(socket: c_int, msg: *mut msghdr, flags: c_int) -> isize {
-    entry(|| not_implemented("rrecvmsg"))
+    entry(|| {
+        let m = nonnull_const(msg)?;
+        // SAFETY: msg points to a msghdr (caller's contract).
+        let m = unsafe { &*m.as_ptr() };
+        if !m.msg_control.is_null() && m.msg_controllen != 0 {
+            return Err(Errno::ENOTSUP);
+        }
+        if m.msg_iovlen == 0 || m.msg_iov.is_null() {
+            return Ok(0);
+        }
+        // SAFETY: msg_iov has msg_iovlen entries; only the first is filled, as upstream.
+        let v = unsafe { *m.msg_iov };
+        // SAFETY: the iovec describes writable memory.
+        let b = unsafe { buf_mut(v.iov_base, v.iov_len)? };
+        recv_on(socket, b, flags)
+    })
 }
 symver!(rrecvmsg, "RDMACM_1.0");
 
 /// Sends on an rsocket.
+///
+/// # Safety
+/// `buf` must be readable for `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn rsend(socket: c_int, buf: *const c_void, len: usize, flags: c_int) -> isize {
-    entry(|| not_implemented("rsend"))
+    entry(|| {
+        // SAFETY: buf holds len readable bytes (caller's contract).
+        let b = unsafe { buf_ref(buf, len)? };
+        send_on(socket, b, flags)
+    })
 }
 symver!(rsend, "RDMACM_1.0");
 
 /// Sends on an rsocket to an address.
+///
+/// # Safety
+/// `buf` must be readable for `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn rsendto(socket: c_int, buf: *const c_void, len: usize, flags: c_int, dest_addr: *const sockaddr, addrlen: socklen_t) -> isize {
-    entry(|| not_implemented("rsendto"))
+    entry(|| {
+        if !dest_addr.is_null() || addrlen != 0 {
+            rs::lookup(socket)?;
+            return Err(Errno::EISCONN);
+        }
+        // SAFETY: as rsend.
+        let b = unsafe { buf_ref(buf, len)? };
+        send_on(socket, b, flags)
+    })
 }
 symver!(rsendto, "RDMACM_1.0");
 
 /// Sends a message on an rsocket.
+///
+/// # Safety
+/// `msg` must point to a readable `msghdr` whose `msg_iovlen` iovecs are readable.
 #[no_mangle]
 pub unsafe extern "C" fn rsendmsg(socket: c_int, msg: *const msghdr, flags: c_int) -> isize {
-    entry(|| not_implemented("rsendmsg"))
+    entry(|| {
+        let m = nonnull_const(msg)?;
+        // SAFETY: msg points to a msghdr (caller's contract).
+        let m = unsafe { &*m.as_ptr() };
+        if !m.msg_control.is_null() && m.msg_controllen != 0 {
+            return Err(Errno::ENOTSUP);
+        }
+        // SAFETY: msg_iov has msg_iovlen entries.
+        unsafe { sendv_on(socket, m.msg_iov, m.msg_iovlen as c_int, flags) }
+    })
 }
 symver!(rsendmsg, "RDMACM_1.0");
 
 /// Reads from an rsocket.
+///
+/// # Safety
+/// `buf` must be writable for `count` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn rread(socket: c_int, buf: *mut c_void, count: usize) -> isize {
-    entry(|| not_implemented("rread"))
+    entry(|| {
+        // SAFETY: as rrecv.
+        let b = unsafe { buf_mut(buf, count)? };
+        recv_on(socket, b, 0)
+    })
 }
 symver!(rread, "RDMACM_1.0");
 
 /// Reads into a vector from an rsocket.
+///
+/// # Safety
+/// `iov` must hold `iovcnt` iovecs; the first must be writable for its length.
 #[no_mangle]
 pub unsafe extern "C" fn rreadv(socket: c_int, iov: *const iovec, iovcnt: c_int) -> isize {
-    entry(|| not_implemented("rreadv"))
+    entry(|| {
+        if iovcnt <= 0 || iov.is_null() {
+            rs::lookup(socket)?;
+            return Err(Errno::EINVAL);
+        }
+        // SAFETY: iov has iovcnt >= 1 entries; only the first is filled, as upstream.
+        let v = unsafe { *iov };
+        // SAFETY: the iovec describes writable memory.
+        let b = unsafe { buf_mut(v.iov_base, v.iov_len)? };
+        recv_on(socket, b, 0)
+    })
 }
 symver!(rreadv, "RDMACM_1.0");
 
 /// Writes to an rsocket.
+///
+/// # Safety
+/// `buf` must be readable for `count` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn rwrite(socket: c_int, buf: *const c_void, count: usize) -> isize {
-    entry(|| not_implemented("rwrite"))
+    entry(|| {
+        // SAFETY: as rsend.
+        let b = unsafe { buf_ref(buf, count)? };
+        send_on(socket, b, 0)
+    })
 }
 symver!(rwrite, "RDMACM_1.0");
 
 /// Writes a vector to an rsocket.
+///
+/// # Safety
+/// `iov` must hold `iovcnt` readable iovecs, each readable for its length.
 #[no_mangle]
 pub unsafe extern "C" fn rwritev(socket: c_int, iov: *const iovec, iovcnt: c_int) -> isize {
-    entry(|| not_implemented("rwritev"))
+    entry(|| {
+        // SAFETY: iov has iovcnt entries (caller's contract).
+        unsafe { sendv_on(socket, iov, iovcnt, 0) }
+    })
 }
 symver!(rwritev, "RDMACM_1.0");
 
 /// Polls rsockets.
+///
+/// # Safety
+/// `fds` must hold `nfds` writable `pollfd` entries.
 #[no_mangle]
 pub unsafe extern "C" fn rpoll(fds: *mut pollfd, nfds: nfds_t, timeout: c_int) -> c_int {
-    entry(|| not_implemented("rpoll"))
+    entry(|| {
+        if nfds == 0 {
+            return rs::poll(&mut [], timeout);
+        }
+        let f = nonnull(fds)?;
+        // SAFETY: fds has nfds entries (caller's contract).
+        let f = unsafe { std::slice::from_raw_parts_mut(f.as_ptr(), nfds as usize) };
+        rs::poll(f, timeout)
+    })
 }
 symver!(rpoll, "RDMACM_1.0");
 
 /// Selects on rsockets.
+///
+/// # Safety
+/// Each set must be NULL or a writable `fd_set`; `timeout` NULL or readable.
 #[no_mangle]
 pub unsafe extern "C" fn rselect(nfds: c_int, readfds: *mut fd_set, writefds: *mut fd_set, exceptfds: *mut fd_set, timeout: *mut timeval) -> c_int {
-    entry(|| not_implemented("rselect"))
+    entry(|| {
+        if !(0..=libc::FD_SETSIZE as c_int).contains(&nfds) {
+            return Err(Errno::EINVAL);
+        }
+        let mut pfds: Vec<pollfd> = Vec::new();
+        for fd in 0..nfds {
+            let mut ev = 0i16;
+            // SAFETY: the sets, when given, are fd_sets and fd < FD_SETSIZE.
+            unsafe {
+                if !readfds.is_null() && libc::FD_ISSET(fd, readfds) {
+                    ev |= libc::POLLIN;
+                }
+                if !writefds.is_null() && libc::FD_ISSET(fd, writefds) {
+                    ev |= libc::POLLOUT;
+                }
+                if !exceptfds.is_null() && libc::FD_ISSET(fd, exceptfds) {
+                    ev |= libc::POLLPRI;
+                }
+            }
+            if ev != 0 {
+                pfds.push(pollfd { fd, events: ev, revents: 0 });
+            }
+        }
+        let to = if timeout.is_null() {
+            -1
+        } else {
+            // SAFETY: timeout points to a timeval.
+            let t = unsafe { *timeout };
+            t.tv_sec.saturating_mul(1000).saturating_add(t.tv_usec / 1000).clamp(0, c_int::MAX as i64) as c_int
+        };
+        rs::poll(&mut pfds, to)?;
+        let mut n = 0;
+        // SAFETY: as above.
+        unsafe {
+            for set in [readfds, writefds, exceptfds] {
+                if !set.is_null() {
+                    libc::FD_ZERO(set);
+                }
+            }
+            for p in &pfds {
+                if !readfds.is_null() && p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 && p.events & libc::POLLIN != 0 {
+                    libc::FD_SET(p.fd, readfds);
+                    n += 1;
+                }
+                if !writefds.is_null() && p.revents & libc::POLLOUT != 0 {
+                    libc::FD_SET(p.fd, writefds);
+                    n += 1;
+                }
+                if !exceptfds.is_null() && p.revents & libc::POLLPRI != 0 {
+                    libc::FD_SET(p.fd, exceptfds);
+                    n += 1;
+                }
+            }
+        }
+        Ok(n)
+    })
 }
 symver!(rselect, "RDMACM_1.0");
 
 /// Returns an rsocket's peer address.
+///
+/// # Safety
+/// `addrlen` must be writable and `addr` writable for `*addrlen` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn rgetpeername(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
-    entry(|| not_implemented("rgetpeername"))
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        nonnull(addr)?;
+        nonnull(addrlen)?;
+        let a = rs::lock(&h).peer_addr();
+        // SAFETY: the caller's address buffer and its size.
+        unsafe { copy_addr(&a, addr, addrlen) };
+        Ok(0)
+    })
 }
 symver!(rgetpeername, "RDMACM_1.0");
 
 /// Returns an rsocket's local address.
+///
+/// # Safety
+/// `addrlen` must be writable and `addr` writable for `*addrlen` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn rgetsockname(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
-    entry(|| not_implemented("rgetsockname"))
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        nonnull(addr)?;
+        nonnull(addrlen)?;
+        let a = rs::lock(&h).local_addr();
+        // SAFETY: the caller's address buffer and its size.
+        unsafe { copy_addr(&a, addr, addrlen) };
+        Ok(0)
+    })
 }
 symver!(rgetsockname, "RDMACM_1.0");
 
 /// Sets an rsocket option.
+///
+/// # Safety
+/// `optval` must be readable for `optlen` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn rsetsockopt(socket: c_int, level: c_int, optname: c_int, optval: *const c_void, optlen: socklen_t) -> c_int {
-    entry(|| not_implemented("rsetsockopt"))
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let val = if !optval.is_null() && optlen as usize >= std::mem::size_of::<c_int>() {
+            // SAFETY: optval has at least an int's worth of bytes.
+            Some(unsafe { std::ptr::read_unaligned(optval as *const c_int) })
+        } else {
+            None
+        };
+        rs::setsockopt(&h, level, optname, val, optval, optlen)?;
+        Ok(0)
+    })
 }
 symver!(rsetsockopt, "RDMACM_1.0");
 
 /// Reads an rsocket option.
+///
+/// # Safety
+/// `optlen` must be writable and `optval` writable for `*optlen` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn rgetsockopt(socket: c_int, level: c_int, optname: c_int, optval: *mut c_void, optlen: *mut socklen_t) -> c_int {
-    entry(|| not_implemented("rgetsockopt"))
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let v = nonnull(optval)?;
+        let l = nonnull(optlen)?;
+        let val = rs::getsockopt(&h, level, optname)?;
+        // SAFETY: optlen points to the buffer size; optval to that many bytes.
+        unsafe {
+            let n = (*l.as_ptr() as usize).min(std::mem::size_of::<c_int>());
+            std::ptr::copy_nonoverlapping(&val as *const c_int as *const u8, v.as_ptr() as *mut u8, n);
+            *l.as_ptr() = std::mem::size_of::<c_int>() as socklen_t;
+        }
+        Ok(0)
+    })
 }
 symver!(rgetsockopt, "RDMACM_1.0");
 
 /// fcntl for rsockets (variadic in C: the optional third argument is read as a long).
+///
+/// # Safety
+/// No pointer arguments; always safe to call.
 #[no_mangle]
 pub unsafe extern "C" fn rfcntl(socket: c_int, cmd: c_int, arg: c_long) -> c_int {
-    entry(|| not_implemented("rfcntl"))
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let mut s = rs::lock(&h);
+        match cmd {
+            libc::F_GETFL => Ok(if s.nonblocking() { libc::O_NONBLOCK } else { 0 }),
+            libc::F_SETFL => {
+                s.set_nonblocking(arg as c_int & libc::O_NONBLOCK != 0);
+                Ok(0)
+            }
+            _ => Err(Errno::ENOTSUP),
+        }
+    })
 }
 symver!(rfcntl, "RDMACM_1.0");
 
 /// Registers a buffer for remote direct writes.
+///
+/// # Safety
+/// `buf` must stay valid for `len` bytes until riounmap or rclose; the peer may write into it.
 #[no_mangle]
 pub unsafe extern "C" fn riomap(socket: c_int, buf: *mut c_void, len: usize, prot: c_int, flags: c_int, offset: off_t) -> off_t {
-    entry(|| not_implemented("riomap"))
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let _ = flags;
+        let mut s = rs::lock(&h);
+        // SAFETY: the caller keeps buf valid for len bytes until riounmap or rclose.
+        unsafe { s.iomap(buf as *mut u8, len, prot, offset) }
+    })
 }
 symver!(riomap, "RDMACM_1.0");
 
 /// Removes a mapping made by riomap.
+///
+/// # Safety
+/// `buf`/`len` name a mapping made by riomap (no memory is accessed).
 #[no_mangle]
 pub unsafe extern "C" fn riounmap(socket: c_int, buf: *mut c_void, len: usize) -> c_int {
-    entry(|| not_implemented("riounmap"))
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let mut s = rs::lock(&h);
+        s.iounmap(buf as *mut u8, len)?;
+        Ok(0)
+    })
 }
 symver!(riounmap, "RDMACM_1.0");
 
 /// Writes directly into a peer's riomap'ed buffer.
+///
+/// # Safety
+/// `buf` must be readable for `count` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn riowrite(socket: c_int, buf: *const c_void, count: usize, offset: off_t, flags: c_int) -> usize {
-    entry(|| not_implemented("riowrite"))
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        // SAFETY: buf holds count readable bytes (caller's contract).
+        let b = unsafe { buf_ref(buf, count)? };
+        rs::iowrite(&h, b, offset as u64, flags)
+    })
 }
 symver!(riowrite, "RDMACM_1.0");
 
 /// Creates an epoll-like set for rsockets.
+///
+/// # Safety
+/// No pointer arguments; always safe to call.
 #[no_mangle]
 pub unsafe extern "C" fn repoll_create(size: c_int) -> c_int {
     entry(|| not_implemented("repoll_create"))
@@ -203,6 +526,9 @@ pub unsafe extern "C" fn repoll_create(size: c_int) -> c_int {
 symver!(repoll_create, "RDMACM_1.5");
 
 /// Controls an repoll set.
+///
+/// # Safety
+/// `event` must be NULL or point to a readable `epoll_event`.
 #[no_mangle]
 pub unsafe extern "C" fn repoll_ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> c_int {
     entry(|| not_implemented("repoll_ctl"))
@@ -210,8 +536,93 @@ pub unsafe extern "C" fn repoll_ctl(epfd: c_int, op: c_int, fd: c_int, event: *m
 symver!(repoll_ctl, "RDMACM_1.5");
 
 /// Waits on an repoll set.
+///
+/// # Safety
+/// `events` must hold `maxevents` writable entries.
 #[no_mangle]
 pub unsafe extern "C" fn repoll_wait(epfd: c_int, events: *mut epoll_event, maxevents: c_int, timeout: c_int) -> c_int {
     entry(|| not_implemented("repoll_wait"))
 }
 symver!(repoll_wait, "RDMACM_1.5");
+
+/// A caller's read buffer as a slice (NULL with a length is EINVAL).
+///
+/// # Safety
+/// `p` points to `len` readable bytes or `len` is 0.
+unsafe fn buf_ref<'a>(p: *const c_void, len: usize) -> Result<&'a [u8], Errno> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    let p = nonnull_const(p)?;
+    // SAFETY: the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p.as_ptr() as *const u8, len) })
+}
+
+/// A caller's write buffer as a slice (NULL with a length is EINVAL).
+///
+/// # Safety
+/// `p` points to `len` writable bytes or `len` is 0.
+unsafe fn buf_mut<'a>(p: *mut c_void, len: usize) -> Result<&'a mut [u8], Errno> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    let p = nonnull(p)?;
+    // SAFETY: the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p.as_ptr() as *mut u8, len) })
+}
+
+fn recv_on(socket: c_int, b: &mut [u8], flags: c_int) -> Result<isize, Errno> {
+    let h = rs::lookup(socket)?;
+    Ok(rs::recv(&h, b, flags)? as isize)
+}
+
+fn send_on(socket: c_int, b: &[u8], flags: c_int) -> Result<isize, Errno> {
+    let h = rs::lookup(socket)?;
+    Ok(rs::send(&h, b, flags)? as isize)
+}
+
+/// Sends the iovecs in order; stops at the first short send.
+///
+/// # Safety
+/// `iov` has `cnt` entries, each describing readable memory.
+unsafe fn sendv_on(socket: c_int, iov: *const iovec, cnt: c_int, flags: c_int) -> Result<isize, Errno> {
+    let h = rs::lookup(socket)?;
+    if cnt < 0 || (cnt > 0 && iov.is_null()) {
+        return Err(Errno::EINVAL);
+    }
+    let mut total = 0usize;
+    for i in 0..cnt as usize {
+        // SAFETY: i < cnt.
+        let v = unsafe { *iov.add(i) };
+        // SAFETY: the iovec describes readable memory.
+        let b = unsafe { buf_ref(v.iov_base, v.iov_len)? };
+        match rs::send(&h, b, flags) {
+            Ok(n) => {
+                total += n;
+                if n < b.len() {
+                    break;
+                }
+            }
+            Err(e) if total == 0 => return Err(e),
+            Err(_) => break,
+        }
+    }
+    Ok(total as isize)
+}
+
+/// Copies an address out like getsockname: truncated to the buffer, the full length reported.
+///
+/// # Safety
+/// `addr` has `*len` writable bytes; `len` is valid.
+unsafe fn copy_addr(a: &libc::sockaddr_storage, addr: *mut sockaddr, len: *mut socklen_t) {
+    let full = match a.ss_family as c_int {
+        libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
+        _ => std::mem::size_of::<libc::sockaddr_in6>(),
+    };
+    // SAFETY: the caller's contract.
+    unsafe {
+        let n = (*len as usize).min(full);
+        std::ptr::copy_nonoverlapping(a as *const _ as *const u8, addr as *mut u8, n);
+        *len = full as socklen_t;
+    }
+}

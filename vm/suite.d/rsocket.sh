@@ -23,10 +23,16 @@ pair rstream_rxe            60 "rstream -b 192.0.2.2 -S 1000 -C 100" \
                                "rstream -s 192.0.2.2 -S 1000 -C 100"
 pair rstream_rxe_block      60 "rstream -b 192.0.2.2 -S 4096 -C 50 -T b" \
                                "rstream -s 192.0.2.2 -S 4096 -C 50 -T b"
-pair rstream_rxe_async      60 "rstream -b 192.0.2.2 -S 1000 -C 100 -T a" \
-                               "rstream -s 192.0.2.2 -S 1000 -C 100 -T a"
+# Not run: rstream -T a (rpoll before every call) is flaky with upstream itself here: in 2 of 4
+# runs upstream's client exited 16 with no message after the server finished the transfer (ours
+# passed 2 of 2 in the same boots); a ratchet cannot hold a test upstream fails at random.
 pair rstream_rxe_verify     60 "rstream -b 192.0.2.2 -S 100000 -C 10 -T v" \
                                "rstream -s 192.0.2.2 -S 100000 -C 10 -T v"
+# a 4 kB socket buffer: many credit updates (receive-buffer halves handed back) per transfer
+pair rstream_rxe_smallbuf   60 "rstream -b 192.0.2.2 -S 65536 -C 20 -B 4096 -T v" \
+                               "rstream -s 192.0.2.2 -S 65536 -C 20 -B 4096 -T v"
+pair rstream_rxe_smallbuf_x_upsrv 60 "$UPSTREAM_ONLY_ENV rstream -b 192.0.2.2 -S 65536 -C 20 -B 4096 -T v" \
+                               "rstream -s 192.0.2.2 -S 65536 -C 20 -B 4096 -T v"
 pair rstream_rxe_ipv6       60 "rstream -b 2001:db8::2 -S 1000 -C 100" \
                                "rstream -s 2001:db8::2 -S 1000 -C 100"
 pair rstream_rxe_x_upsrv    60 "$UPSTREAM_ONLY_ENV rstream -b 192.0.2.2 -S 1000 -C 100 -T v" \
@@ -39,6 +45,14 @@ pair0 rstream_siw           60 "rstream -b 198.51.100.1 -S 1000 -C 100" \
 # --- riostream: riomap on the receiver, riowrite on the sender ---
 pair riostream_rxe          60 "riostream -b 192.0.2.2 -S 1000 -C 100" \
                                "riostream -s 192.0.2.2 -S 1000 -C 100"
+pair riostream_rxe_verify   60 "riostream -b 192.0.2.2 -S 100000 -C 10 -T v" \
+                               "riostream -s 192.0.2.2 -S 100000 -C 10 -T v"
+pair riostream_rxe_x_upsrv  60 "$UPSTREAM_ONLY_ENV riostream -b 192.0.2.2 -S 1000 -C 100 -T v" \
+                               "riostream -s 192.0.2.2 -S 1000 -C 100 -T v"
+pair riostream_rxe_x_upcli  60 "riostream -b 192.0.2.2 -S 1000 -C 100 -T v" \
+                               "$UPSTREAM_ONLY_ENV riostream -s 192.0.2.2 -S 1000 -C 100 -T v"
+pair0 riostream_siw         60 "riostream -b 198.51.100.1 -S 1000 -C 100" \
+                               "riostream -s 198.51.100.1 -S 1000 -C 100"
 
 # --- rcopy: copy a 300 kB file to the server (the server loops forever: see rs_bg_server) ---
 RCOPY_SRC=/tmp/rcopy_src RCOPY_DST=/tmp/rcopy_dst
