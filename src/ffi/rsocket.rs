@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! rsockets: the socket-like API over RDMA, and repoll.
 
-use super::{entry, nonnull, nonnull_const, not_implemented};
+use super::{entry, nonnull, nonnull_const};
 use crate::core::rsocket as rs;
 use nix::errno::Errno;
 use crate::symver;
@@ -109,6 +109,9 @@ symver!(rshutdown, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rclose(socket: c_int) -> c_int {
     entry(|| {
+        if let Some(r) = repoll_close(socket) {
+            return Ok(r);
+        }
         rs::close(socket)?;
         Ok(0)
     })
@@ -515,13 +518,65 @@ pub unsafe extern "C" fn riowrite(socket: c_int, buf: *const c_void, count: usiz
 }
 symver!(riowrite, "RDMACM_1.0");
 
+// --- repoll: epoll-like sets over rsockets and ordinary descriptors ---
+//
+// A set is named by the read end of a pipe (so its number is a real descriptor no one else can
+// get) and kept in a table. Members stay in insertion order; deleting one moves the last member
+// into its place, and ready members are reported in that order. repoll_ctl and repoll_wait
+// report failures by returning the error number itself, as upstream does; rclose on a set's
+// number frees it (EBUSY while it still has members).
+
+/// The epoll bits a set passes on to rpoll (same values as the poll bits).
+const REPOLL_BITS: u32 = (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLERR | libc::EPOLLHUP) as u32;
+
+struct RepollSet {
+    /// Write end of the pipe whose read end names the set.
+    peer: c_int,
+    /// Members: the descriptor and poll events to watch, and the caller's data.
+    members: parking_lot::Mutex<Vec<(pollfd, u64)>>,
+}
+
+static REPOLL_SETS: parking_lot::Mutex<std::collections::BTreeMap<c_int, std::sync::Arc<RepollSet>>> =
+    parking_lot::Mutex::new(std::collections::BTreeMap::new());
+
+fn repoll_find(epfd: c_int) -> Option<std::sync::Arc<RepollSet>> {
+    REPOLL_SETS.lock().get(&epfd).cloned()
+}
+
+/// rclose on a set's number: Some(result) when `fd` names a set.
+fn repoll_close(fd: c_int) -> Option<c_int> {
+    let mut sets = REPOLL_SETS.lock();
+    let set = sets.get(&fd)?.clone();
+    if !set.members.lock().is_empty() {
+        return Some(libc::EBUSY);
+    }
+    sets.remove(&fd);
+    drop(sets);
+    // SAFETY: both ends of the pipe belong to the set, which is now out of the table.
+    unsafe {
+        libc::close(set.peer);
+        libc::close(fd);
+    }
+    Some(0)
+}
+
 /// Creates an epoll-like set for rsockets.
 ///
 /// # Safety
 /// No pointer arguments; always safe to call.
 #[no_mangle]
 pub unsafe extern "C" fn repoll_create(size: c_int) -> c_int {
-    entry(|| not_implemented("repoll_create"))
+    entry(|| {
+        let mut p = [0 as c_int; 2];
+        let flags = libc::O_DIRECT | (size & (libc::O_CLOEXEC | libc::O_NONBLOCK));
+        // SAFETY: p has room for the two descriptors.
+        if unsafe { libc::pipe2(p.as_mut_ptr(), flags) } != 0 {
+            return Err(Errno::last());
+        }
+        let set = std::sync::Arc::new(RepollSet { peer: p[1], members: parking_lot::Mutex::new(Vec::new()) });
+        REPOLL_SETS.lock().insert(p[0], set);
+        Ok(p[0])
+    })
 }
 symver!(repoll_create, "RDMACM_1.5");
 
@@ -531,7 +586,47 @@ symver!(repoll_create, "RDMACM_1.5");
 /// `event` must be NULL or point to a readable `epoll_event`.
 #[no_mangle]
 pub unsafe extern "C" fn repoll_ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> c_int {
-    entry(|| not_implemented("repoll_ctl"))
+    entry(|| {
+        if fd < 0 {
+            return Ok(libc::EBADF);
+        }
+        if fd == epfd {
+            return Ok(libc::EINVAL);
+        }
+        let Some(set) = repoll_find(epfd) else { return Ok(libc::EINVAL) };
+        let ev = if op == libc::EPOLL_CTL_DEL {
+            None
+        } else if event.is_null() {
+            return Ok(libc::EFAULT);
+        } else {
+            // SAFETY: event is non-NULL and readable (caller's contract); it may be unaligned.
+            Some(unsafe { std::ptr::read_unaligned(event) })
+        };
+        let mut m = set.members.lock();
+        let pos = m.iter().position(|(p, _)| p.fd == fd);
+        let entry_of = |e: epoll_event| {
+            let events = e.events;
+            let data = e.u64;
+            (pollfd { fd, events: (events & REPOLL_BITS) as i16, revents: 0 }, data)
+        };
+        match (op, pos, ev) {
+            (libc::EPOLL_CTL_ADD, Some(_), _) => Ok(libc::EEXIST),
+            (libc::EPOLL_CTL_ADD, None, Some(e)) => {
+                m.push(entry_of(e));
+                Ok(0)
+            }
+            (libc::EPOLL_CTL_MOD | libc::EPOLL_CTL_DEL, None, _) => Ok(libc::ENOENT),
+            (libc::EPOLL_CTL_MOD, Some(i), Some(e)) => {
+                m[i] = entry_of(e);
+                Ok(0)
+            }
+            (libc::EPOLL_CTL_DEL, Some(i), _) => {
+                m.swap_remove(i);
+                Ok(0)
+            }
+            _ => Ok(libc::EINVAL),
+        }
+    })
 }
 symver!(repoll_ctl, "RDMACM_1.5");
 
@@ -541,7 +636,57 @@ symver!(repoll_ctl, "RDMACM_1.5");
 /// `events` must hold `maxevents` writable entries.
 #[no_mangle]
 pub unsafe extern "C" fn repoll_wait(epfd: c_int, events: *mut epoll_event, maxevents: c_int, timeout: c_int) -> c_int {
-    entry(|| not_implemented("repoll_wait"))
+    entry(|| {
+        let Some(set) = repoll_find(epfd) else { return Ok(libc::EINVAL) };
+        if maxevents <= 0 {
+            return Ok(libc::EINVAL);
+        }
+        let out = nonnull(events)?;
+        let start = std::time::Instant::now();
+        loop {
+            // Poll a copy of the members, a short slice at a time, so that repoll_ctl calls
+            // from other threads take effect while this one waits.
+            let mut fds: Vec<pollfd> = set.members.lock().iter().map(|(p, _)| *p).collect();
+            let slice = if timeout == 0 {
+                0
+            } else {
+                let left = if timeout < 0 { 100 } else { timeout as i64 - start.elapsed().as_millis() as i64 };
+                if left <= 0 {
+                    return Ok(0);
+                }
+                left.min(100) as c_int
+            };
+            let n = if fds.is_empty() {
+                if slice > 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(slice as u64));
+                }
+                0
+            } else {
+                rs::poll(&mut fds, slice)?
+            };
+            if n > 0 {
+                let m = set.members.lock();
+                let mut cnt = 0usize;
+                for f in fds.iter().filter(|f| f.revents != 0) {
+                    // Report only members still in the set with the same descriptor.
+                    let Some((_, data)) = m.iter().find(|(p, _)| p.fd == f.fd) else { continue };
+                    let ev = epoll_event { events: (f.revents as u16 as u32) & REPOLL_BITS, u64: *data };
+                    // SAFETY: out has maxevents writable entries and cnt < maxevents.
+                    unsafe { std::ptr::write_unaligned(out.as_ptr().add(cnt), ev) };
+                    cnt += 1;
+                    if cnt >= maxevents as usize {
+                        break;
+                    }
+                }
+                if cnt > 0 {
+                    return Ok(cnt as c_int);
+                }
+            }
+            if timeout == 0 {
+                return Ok(0);
+            }
+        }
+    })
 }
 symver!(repoll_wait, "RDMACM_1.5");
 
@@ -624,5 +769,55 @@ unsafe fn copy_addr(a: &libc::sockaddr_storage, addr: *mut sockaddr, len: *mut s
         let n = (*len as usize).min(full);
         std::ptr::copy_nonoverlapping(a as *const _ as *const u8, addr as *mut u8, n);
         *len = full as socklen_t;
+    }
+}
+
+#[cfg(test)]
+mod repoll_tests {
+    use super::*;
+
+    fn ctl(ep: c_int, op: c_int, fd: c_int, events: u32, data: u64) -> c_int {
+        let mut ev = epoll_event { events, u64: data };
+        // SAFETY: ev is a valid event.
+        unsafe { repoll_ctl(ep, op, fd, &mut ev) }
+    }
+
+    #[test]
+    fn repoll_on_a_pipe() {
+        let mut p = [0 as c_int; 2];
+        // SAFETY: p has room for two descriptors.
+        assert_eq!(unsafe { libc::pipe(p.as_mut_ptr()) }, 0);
+        // SAFETY: no pointers.
+        let ep = unsafe { repoll_create(0) };
+        assert!(ep >= 0);
+        let mut evs = [epoll_event { events: 0, u64: 0 }; 4];
+        // SAFETY: evs has 4 entries.
+        let wait = |evs: &mut [epoll_event; 4], t| unsafe { repoll_wait(ep, evs.as_mut_ptr(), 4, t) };
+        assert_eq!(wait(&mut evs, 0), 0);
+        assert_eq!(ctl(ep, libc::EPOLL_CTL_ADD, p[0], libc::EPOLLIN as u32, 7), 0);
+        assert_eq!(ctl(ep, libc::EPOLL_CTL_ADD, p[0], libc::EPOLLIN as u32, 7), libc::EEXIST);
+        assert_eq!(ctl(ep, libc::EPOLL_CTL_MOD, p[1], libc::EPOLLIN as u32, 7), libc::ENOENT);
+        assert_eq!(ctl(ep, libc::EPOLL_CTL_ADD, -1, 0, 0), libc::EBADF);
+        assert_eq!(ctl(ep, libc::EPOLL_CTL_ADD, ep, 0, 0), libc::EINVAL);
+        assert_eq!(ctl(p[1], libc::EPOLL_CTL_ADD, p[0], 0, 0), libc::EINVAL);
+        let t = std::time::Instant::now();
+        assert_eq!(wait(&mut evs, 50), 0);
+        assert!(t.elapsed().as_millis() >= 45);
+        // SAFETY: writes one byte from a valid buffer.
+        assert_eq!(unsafe { libc::write(p[1], b"x".as_ptr().cast(), 1) }, 1);
+        assert_eq!(wait(&mut evs, -1), 1);
+        let (e, d) = (evs[0].events, evs[0].u64);
+        assert_eq!((e, d), (libc::EPOLLIN as u32, 7));
+        // SAFETY: no pointers.
+        assert_eq!(unsafe { rclose(ep) }, libc::EBUSY);
+        assert_eq!(ctl(ep, libc::EPOLL_CTL_DEL, p[0], 0, 0), 0);
+        assert_eq!(ctl(ep, libc::EPOLL_CTL_DEL, p[0], 0, 0), libc::ENOENT);
+        // SAFETY: no pointers.
+        assert_eq!(unsafe { rclose(ep) }, 0);
+        // SAFETY: the test's own descriptors.
+        unsafe {
+            libc::close(p[0]);
+            libc::close(p[1]);
+        }
     }
 }

@@ -64,3 +64,6 @@ pair rcopy_rxe_x_upsrv      60 "$(rs_bg_server /tmp/rcopy.done "rm -f $RCOPY_DST
 # --- udpong: SOCK_DGRAM rsockets (UD QPs); the server loops forever ---
 pair --srv-wait 1 udpong_rxe 60 "$(rs_bg_server /tmp/udpong.done "udpong -b 192.0.2.2")" \
   "$(rs_bg_client /tmp/udpong.done "udpong -s 192.0.2.2 -S 100 -C 100")"
+
+# --- repoll: epoll-like sets over rsockets and a pipe, both ends in one process on rxe0 ---
+t --cmp repoll_rxe 60 /extra/bin/repoll
