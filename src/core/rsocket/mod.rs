@@ -278,47 +278,7 @@ pub fn create(domain: c_int, type_: c_int, protocol: c_int) -> Result<c_int, Err
         (*id).route.addr.src.addr.sa_family = domain as libc::sa_family_t;
         (*(*id).channel).fd
     };
-    let s = Stream {
-        id,
-        fd,
-        domain,
-        state: ST_INIT,
-        nonblock: type_ & libc::SOCK_NONBLOCK != 0,
-        err: 0,
-        opts: 0,
-        so_reuseaddr: 0,
-        so_keepalive: 0,
-        tcp_nodelay: 0,
-        sbuf_size: DEF_WMEM,
-        rbuf_size: DEF_MEM,
-        sq_size: DEF_SQSIZE,
-        rq_size: DEF_RQSIZE,
-        sq_inline: DEF_INLINE,
-        target_iomap_size: 0,
-        ctrl_seqno: 0,
-        ctrl_max_seqno: RS_QP_CTRL_SIZE,
-        sseq_no: 0,
-        sseq_comp: 0,
-        rseq_no: 0,
-        rseq_comp: 0,
-        remote_sge: 0,
-        remote_sgl: RsSge::default(),
-        target_sge: 0,
-        rbuf_msg_index: 0,
-        rbuf_bytes_avail: 0,
-        rbuf_free_offset: 0,
-        rbuf_offset: 0,
-        rmsg_head: 0,
-        rmsg_tail: 0,
-        sbuf_bytes_avail: 0,
-        ssgl0_off: 0,
-        sqe_avail: 0,
-        cq_armed: false,
-        unack_cqe: 0,
-        remote_iomap: RsSge::default(),
-        iomaps: Vec::new(),
-        ep: None,
-    };
+    let s = Stream { nonblock: type_ & libc::SOCK_NONBLOCK != 0, ..Stream::fresh(id, fd, domain) };
     table().insert(fd, Arc::new(Mutex::new(s)));
     Ok(fd)
 }
@@ -327,14 +287,7 @@ fn inherit(l: &Stream, id: *mut rdma_cm_id) -> Stream {
     // SAFETY: id is a live id with its own channel.
     let fd = unsafe { (*(*id).channel).fd };
     Stream {
-        id,
-        fd,
-        domain: l.domain,
-        state: ST_INIT,
         nonblock: l.nonblock,
-        err: 0,
-        opts: 0,
-        so_reuseaddr: 0,
         so_keepalive: l.so_keepalive,
         tcp_nodelay: l.tcp_nodelay,
         sbuf_size: l.sbuf_size,
@@ -343,31 +296,58 @@ fn inherit(l: &Stream, id: *mut rdma_cm_id) -> Stream {
         rq_size: l.rq_size,
         sq_inline: l.sq_inline,
         target_iomap_size: l.target_iomap_size,
-        ctrl_seqno: 0,
-        ctrl_max_seqno: RS_QP_CTRL_SIZE,
-        sseq_no: 0,
-        sseq_comp: 0,
-        rseq_no: 0,
-        rseq_comp: 0,
-        remote_sge: 0,
-        remote_sgl: RsSge::default(),
-        target_sge: 0,
-        rbuf_msg_index: 0,
-        rbuf_bytes_avail: 0,
-        rbuf_free_offset: 0,
-        rbuf_offset: 0,
-        rmsg_head: 0,
-        rmsg_tail: 0,
-        sbuf_bytes_avail: 0,
-        ssgl0_off: 0,
-        sqe_avail: 0,
-        cq_armed: false,
-        unack_cqe: 0,
-        remote_iomap: RsSge::default(),
-        iomaps: Vec::new(),
-        ep: None,
+        ..Stream::fresh(id, fd, l.domain)
     }
 }
+
+impl Stream {
+    /// A fresh, unconnected stream on `id` (whose channel fd is `fd`) with
+    /// the default sizes and options.
+    fn fresh(id: *mut rdma_cm_id, fd: c_int, domain: c_int) -> Stream {
+        Stream {
+            id,
+            fd,
+            domain,
+            state: ST_INIT,
+            nonblock: false,
+            err: 0,
+            opts: 0,
+            so_reuseaddr: 0,
+            so_keepalive: 0,
+            tcp_nodelay: 0,
+            sbuf_size: DEF_WMEM,
+            rbuf_size: DEF_MEM,
+            sq_size: DEF_SQSIZE,
+            rq_size: DEF_RQSIZE,
+            sq_inline: DEF_INLINE,
+            target_iomap_size: 0,
+            ctrl_seqno: 0,
+            ctrl_max_seqno: RS_QP_CTRL_SIZE,
+            sseq_no: 0,
+            sseq_comp: 0,
+            rseq_no: 0,
+            rseq_comp: 0,
+            remote_sge: 0,
+            remote_sgl: RsSge::default(),
+            target_sge: 0,
+            rbuf_msg_index: 0,
+            rbuf_bytes_avail: 0,
+            rbuf_free_offset: 0,
+            rbuf_offset: 0,
+            rmsg_head: 0,
+            rmsg_tail: 0,
+            sbuf_bytes_avail: 0,
+            ssgl0_off: 0,
+            sqe_avail: 0,
+            cq_armed: false,
+            unack_cqe: 0,
+            remote_iomap: RsSge::default(),
+            iomaps: Vec::new(),
+            ep: None,
+        }
+    }
+}
+
 
 impl Stream {
     fn ep(&self) -> &Ep {
