@@ -307,24 +307,7 @@ impl Cm {
     /// and connection code).
     pub fn create_id_inner(&'static self, ch: *mut Channel, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<*mut IdPriv, Errno> {
         let (ch, sync) = if ch.is_null() { (self.open_channel()?, true) } else { (ch, false) };
-        // SAFETY: rdma_cm_id is plain data (pointers, integers, unions of
-        // those); all-zero is its initial state, as upstream's calloc.
-        let mut id: rdma_cm_id = unsafe { std::mem::zeroed() };
-        id.context = context;
-        id.ps = ps;
-        id.qp_type = qp_type;
-        id.channel = ch as *mut rdma_event_channel;
-        let p = Box::into_raw(Box::new(IdPriv {
-            id: UnsafeCell::new(id),
-            cm: self,
-            handle: u32::MAX,
-            sync: AtomicBool::new(sync),
-            dev: AtomicPtr::new(null_mut()),
-            completed: Mutex::new(0),
-            cond: Condvar::new(),
-            conn: Mutex::new(ConnState::default()),
-            ai: Mutex::new(ai::AiSlot::default()),
-        }));
+        let p = self.new_id_priv(ch, context, ps, qp_type, u32::MAX, sync);
         // SAFETY: ch is live (ours or the caller's).
         let fd = unsafe { (*ch).ch.fd };
         match self.ucma.create_id(fd, p as usize as u64, ps as u16, qp_type as u8) {
@@ -349,26 +332,33 @@ impl Cm {
     /// # Safety
     /// `ch` must be a live channel; `handle` a kernel id of it.
     pub unsafe fn adopt_id(&'static self, ch: *mut Channel, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32) -> *mut IdPriv {
-        // SAFETY: rdma_cm_id is plain data; all-zero is its initial state.
+        let p = self.new_id_priv(ch, context, ps, qp_type, handle, false);
+        self.handles.lock().insert(handle, p as usize);
+        self.register_id(p);
+        p
+    }
+
+    /// A new, unregistered id on channel `ch`: the public part zeroed (as
+    /// upstream's calloc) but for the fields the caller chose.
+    fn new_id_priv(&'static self, ch: *mut Channel, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32, sync: bool) -> *mut IdPriv {
+        // SAFETY: rdma_cm_id is plain data (pointers, integers, unions of
+        // those); all-zero is its initial state.
         let mut id: rdma_cm_id = unsafe { std::mem::zeroed() };
         id.context = context;
         id.ps = ps;
         id.qp_type = qp_type;
         id.channel = ch as *mut rdma_event_channel;
-        let p = Box::into_raw(Box::new(IdPriv {
+        Box::into_raw(Box::new(IdPriv {
             id: UnsafeCell::new(id),
             cm: self,
             handle,
-            sync: AtomicBool::new(false),
+            sync: AtomicBool::new(sync),
             dev: AtomicPtr::new(null_mut()),
             completed: Mutex::new(0),
             cond: Condvar::new(),
             conn: Mutex::new(ConnState::default()),
             ai: Mutex::new(ai::AiSlot::default()),
-        }));
-        self.handles.lock().insert(handle, p as usize);
-        self.register_id(p);
-        p
+        }))
     }
 
     unsafe fn free_id(&self, p: *mut IdPriv) {

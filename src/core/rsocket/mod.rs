@@ -26,7 +26,8 @@
 
 pub mod verbs;
 
-use crate::ffi::types::{ibv_comp_channel, ibv_cq, rdma_cm_event, rdma_cm_id, rdma_conn_param};
+use crate::ffi::types::{ibv_comp_channel, ibv_cq, rdma_cm_event, rdma_cm_id, rdma_conn_param, RDMA_PS_TCP};
+use crate::kabi::{RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR};
 use nix::errno::Errno;
 use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
@@ -69,12 +70,6 @@ const CONN_FLAG_IOMAP: u8 = 2;
 const OPT_SWAP_SGL: u32 = 1;
 const OPT_MSG_SEND: u32 = 2;
 
-/// rdma_cm's `RDMA_PS_TCP`.
-const RDMA_PS_TCP: u32 = 0x0106;
-/// `RDMA_OPTION_ID` / `RDMA_OPTION_ID_REUSEADDR` / `RDMA_OPTION_ID_TOS`.
-const RDMA_OPTION_ID: c_int = 0;
-const RDMA_OPTION_ID_TOS: c_int = 0;
-const RDMA_OPTION_ID_REUSEADDR: c_int = 1;
 
 /// `SOL_RDMA` and its options (<rdma/rsocket.h>).
 pub const SOL_RDMA: c_int = 0x10000;
