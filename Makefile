@@ -81,7 +81,7 @@ check-layout:
 	$(CC) $(CWARN) $(OURS_INC) -o $(B)/ctest/layout-ours ctest/layout.c
 	$(B)/ctest/layout-upstream | diff -u abi/layout.txt -
 	$(B)/ctest/layout-ours | diff -u abi/layout.txt -
-	@echo "layout: upstream headers, our headers and src/ffi/types.rs agree"
+	@echo "layout: upstream headers, our headers and src/abi/cma.rs agree"
 
 CTEST_SRC := $(wildcard ctest/harness/*.c)
 $(B)/ctest/harness-ours: $(CTEST_SRC) ctest/harness/harness.h include/rdma/rdma_cma.h

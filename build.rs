@@ -12,8 +12,8 @@ fn main() {
     let dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let map = dir.join("abi/rdmacm.map");
     println!("cargo:rerun-if-changed={}", map.display());
-    println!("cargo:rerun-if-changed=src/verbs_shim.c");
-    println!("cargo:rerun-if-changed=src/gid_shim.c");
+    println!("cargo:rerun-if-changed=src/sys/verbs_shim.c");
+    println!("cargo:rerun-if-changed=src/sys/gid_shim.c");
 
     if std::env::var_os("CARGO_FEATURE_SYMVER").is_some() {
         println!("cargo:rustc-cdylib-link-arg=-fuse-ld=lld");
@@ -25,8 +25,8 @@ fn main() {
     // Small C shim for libibverbs' static inline functions and struct
     // fields that would otherwise need the whole verbs.h in Rust.
     cc::Build::new()
-        .file("src/verbs_shim.c")
-        .file("src/gid_shim.c")
+        .file("src/sys/verbs_shim.c")
+        .file("src/sys/gid_shim.c")
         .flag_if_supported("-Wall")
         .flag_if_supported("-Wextra")
         .flag("-fvisibility=hidden")

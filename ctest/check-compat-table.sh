@@ -4,7 +4,7 @@
 # - every exported symbol (abi/rdmacm.symbols) has exactly one row, with
 #   its version node;
 # - a row says "not implemented" exactly when the function's body calls
-#   ffi::not_implemented (returns ENOSYS).
+#   capi::not_implemented (returns ENOSYS).
 set -eu
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 grep -v '^#' abi/rdmacm.symbols | sed '/^$/d; s/@@/ /' | sort > "$tmp/syms"

@@ -3,7 +3,7 @@
  * Prints the size and field offsets of every public structure, in the
  * format of abi/layout.txt.  Compiled once against upstream's installed
  * headers and once against ours (make check-layout); both outputs must
- * equal abi/layout.txt, which src/ffi/types.rs also checks, so a drift in
+ * equal abi/layout.txt, which src/abi/cma.rs also checks, so a drift in
  * any of the three fails.
  */
 #include <stddef.h>

@@ -7,10 +7,10 @@
 //! `rdma_freeaddrinfo`.  Node names get `RAI_NUMERICHOST` so that no input
 //! causes a DNS query.
 
-use rdmacm::core::acm;
-use rdmacm::core::addrinfo::{self, Hints, Rai};
-use rdmacm::ffi::addrinfo::{rdma_freeaddrinfo, rdma_getaddrinfo};
-use rdmacm::ffi::types::*;
+use rdmacm::addrinfo::acm;
+use rdmacm::addrinfo::{self, Hints, Rai};
+use rdmacm::capi::addrinfo::{rdma_freeaddrinfo, rdma_getaddrinfo};
+use rdmacm::abi::cma::*;
 use std::ffi::{c_int, CString};
 
 struct Reader<'a>(&'a [u8]);

@@ -4,7 +4,7 @@
  *
  * Written by hand (cbindgen cannot express the anonymous members C
  * programs use here); ctest/layout.c checks struct sockaddr_ib against
- * src/ffi/types.rs and against rdma-core's header.
+ * src/abi/cma.rs and against rdma-core's header.
  */
 #ifndef _RDMA_IB_H
 #define _RDMA_IB_H

@@ -1,0 +1,849 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! rdma_getaddrinfo / rdma_freeaddrinfo core.
+//!
+//! The translation works on safe Rust values ([`Hints`] in, a list of
+//! [`Rai`] out); only [`Hints::from_c`], [`to_c_list`] and [`free_list`]
+//! touch C memory.  The steps follow upstream's behaviour exactly (see
+//! `man/rdma_getaddrinfo.3` for the user-visible contract):
+//!
+//! 1. nothing to translate (no node, service or hints): `EINVAL`;
+//! 2. the kernel ABI check (`EPERM` when the rdma_cm ABI is unsupported).
+//!    Unlike upstream, a host without any RDMA device is *not* an error:
+//!    plain address translation does not need one;
+//! 3. `RAI_SA`: the IB service lookup through the kernel ([`CmBackend`]);
+//! 4. libc `getaddrinfo` for node/service, first result only, `EAI_*`
+//!    codes passed through unchanged;
+//! 5. the source address from the hints when the result has none;
+//! 6. for active (non-passive) results, route data from ibacm
+//!    ([`crate::addrinfo::acm`]), silently skipped when no daemon listens.
+
+pub mod acm;
+use crate::abi::cma::*;
+use libc::{sockaddr, AF_INET, AF_INET6, AF_UNSPEC};
+use nix::errno::Errno;
+use once_cell::sync::OnceCell;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+
+/// Upstream's private flag (cma.h) used by rdma_resolve_route's internal
+/// lookup: ibacm route only, no AF_IB entry.
+pub const RAI_ROUTEONLY: c_int = 0x0100_0000;
+
+/// Size of `struct ib_connect_hdr` (cma.h): version, ip version, port, two
+/// 16-byte addresses.
+pub const IB_CONNECT_HDR_LEN: usize = 36;
+
+/// Why rdma_getaddrinfo failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GaiError {
+    /// -1 with this errno.
+    Sys(Errno),
+    /// A non-zero libc getaddrinfo return (`EAI_*`), returned unchanged
+    /// with errno untouched.
+    Eai(c_int),
+}
+
+impl From<Errno> for GaiError {
+    fn from(e: Errno) -> Self {
+        GaiError::Sys(e)
+    }
+}
+
+/// One `struct rdma_addrinfo` node as a Rust value.  Addresses are kept as
+/// the raw bytes of the socket address (their length is `ai_*_len`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rai {
+    pub flags: c_int,
+    pub family: c_int,
+    pub qp_type: c_int,
+    pub port_space: c_int,
+    pub src: Option<Vec<u8>>,
+    pub dst: Option<Vec<u8>>,
+    pub src_canonname: Option<CString>,
+    pub dst_canonname: Option<CString>,
+    /// `Some(empty)` is a non-NULL pointer with length 0 (what upstream's
+    /// `calloc(0, ...)` gives when ibacm answers without a path).
+    pub route: Option<Vec<u8>>,
+    pub connect: Option<Vec<u8>>,
+}
+
+impl Rai {
+    pub fn src_len(&self) -> usize {
+        self.src.as_ref().map_or(0, Vec::len)
+    }
+    pub fn dst_len(&self) -> usize {
+        self.dst.as_ref().map_or(0, Vec::len)
+    }
+    pub fn route_len(&self) -> usize {
+        self.route.as_ref().map_or(0, Vec::len)
+    }
+}
+
+/// The caller's hints, copied out of C memory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Hints {
+    /// True when the caller passed NULL (libc then gets NULL hints too,
+    /// with its own defaults AI_V4MAPPED | AI_ADDRCONFIG).
+    pub null: bool,
+    pub flags: c_int,
+    pub family: c_int,
+    pub qp_type: c_int,
+    pub port_space: c_int,
+    pub src: Option<Vec<u8>>,
+    pub dst: Option<Vec<u8>>,
+    pub route: Option<Vec<u8>>,
+    /// The caller gave a length with a NULL address (upstream would
+    /// dereference NULL; we fail with EINVAL where it would crash).
+    pub bad_src: bool,
+    pub bad_dst: bool,
+}
+
+impl Hints {
+    /// NULL hints: behave as all-zero hints.
+    pub fn none() -> Hints {
+        Hints { null: true, ..Default::default() }
+    }
+
+    /// Copies `*hints` (NULL gives [`Hints::none`]).
+    ///
+    /// # Safety
+    /// `hints` must be NULL or point to a readable `rdma_addrinfo` whose
+    /// non-NULL `ai_src_addr`, `ai_dst_addr` and `ai_route` are readable for
+    /// `ai_src_len`, `ai_dst_len` and `ai_route_len` bytes.
+    pub unsafe fn from_c(hints: *const rdma_addrinfo) -> Hints {
+        if hints.is_null() {
+            return Hints::none();
+        }
+        // SAFETY: per the contract, hints is readable.
+        let h = unsafe { &*hints };
+        let copy = |p: *const u8, len: usize| -> Option<Vec<u8>> {
+            if len == 0 || p.is_null() {
+                None
+            } else {
+                // SAFETY: per the contract, each non-NULL pointer is
+                // readable for its length.
+                Some(unsafe { std::slice::from_raw_parts(p, len) }.to_vec())
+            }
+        };
+        Hints {
+            null: false,
+            flags: h.ai_flags,
+            family: h.ai_family,
+            qp_type: h.ai_qp_type,
+            port_space: h.ai_port_space,
+            src: copy(h.ai_src_addr as *const u8, h.ai_src_len as usize),
+            dst: copy(h.ai_dst_addr as *const u8, h.ai_dst_len as usize),
+            route: copy(h.ai_route as *const u8, h.ai_route_len),
+            bad_src: h.ai_src_len != 0 && h.ai_src_addr.is_null(),
+            bad_dst: h.ai_dst_len != 0 && h.ai_dst_addr.is_null(),
+        }
+    }
+
+    pub fn route_len(&self) -> usize {
+        self.route.as_ref().map_or(0, Vec::len)
+    }
+}
+
+/// What rdma_getaddrinfo needs from the connection manager and the
+/// devices; the connection manager implements it (`crate::cma::gai`), tests
+/// use doubles.
+pub trait CmBackend: Sync + Send {
+    /// Whether the kernel accepts AF_IB addresses (upstream's
+    /// `af_ib_support`, probed by binding an AF_IB id).  Decides whether an
+    /// AF_IB entry is prepended to ibacm results.
+    fn af_ib_supported(&self) -> bool;
+    /// Upstream's RAI_SA path first creates an event channel (opens
+    /// `/dev/infiniband/rdma_cm`); its error is the lookup's error.
+    fn check_event_channel(&self) -> Result<(), Errno> {
+        match std::fs::OpenOptions::new().read(true).write(true).open("/dev/infiniband/rdma_cm") {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                log::debug!(target: "rdmacm", "rdma_getaddrinfo: RAI_SA: cannot open /dev/infiniband/rdma_cm: {e}");
+                Err(e.raw_os_error().map_or(Errno::ENODEV, Errno::from_raw))
+            }
+        }
+    }
+    /// GID index 0 of every port with an InfiniBand link layer in state
+    /// ACTIVE or better, in device-list then port order.
+    fn ib_sa_gids(&self) -> Vec<[u8; 16]>;
+    /// The kernel's `RESOLVE_IB_SERVICE` on an AF_IB id bound to `gid`,
+    /// waiting for RDMA_CM_EVENT_ADDRINFO_RESOLVED.  Returns the entries
+    /// the kernel produced (flags RAI_SA, AF_IB, RDMA_PS_IB, destination
+    /// `sockaddr_ib` and route) without source addresses, or the error.
+    fn resolve_ib_service(&self, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno>;
+}
+
+/// The kernel rdma_cm ABI versions this library speaks.
+const ABI_MIN: i64 = 3;
+const ABI_MAX: i64 = 4;
+
+/// Upstream's init check: the rdma_cm ABI version (sysfs; assumed
+/// supported when unknown).  Unlike upstream, no device is required.
+fn check_abi() -> Result<(), Errno> {
+    static ABI: OnceCell<Option<i64>> = OnceCell::new();
+    let v = *ABI.get_or_init(|| {
+        ["/sys/class/misc/rdma_cm/abi_version", "/sys/class/infiniband_ucma/abi_version"]
+            .iter()
+            .find_map(|p| std::fs::read_to_string(p).ok())
+            .map(|s| parse_leading_int(&s))
+    });
+    match v {
+        Some(v) if !(ABI_MIN..=ABI_MAX).contains(&v) => {
+            log::debug!(target: "rdmacm", "rdma_getaddrinfo: kernel rdma_cm ABI {v} unsupported (EPERM)");
+            Err(Errno::EPERM)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// strtol(s, NULL, 10) on at most 7 characters (upstream reads 8 bytes).
+fn parse_leading_int(s: &str) -> i64 {
+    let s: String = s.chars().take(7).collect();
+    let t = s.trim_start();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let mut v: i64 = 0;
+    for b in digits.bytes().take_while(u8::is_ascii_digit) {
+        v = v * 10 + i64::from(b - b'0');
+    }
+    if neg {
+        -v
+    } else {
+        v
+    }
+}
+
+/// The port of a raw socket address in network order (upstream's
+/// `ucma_get_port`), 0 for other families or short buffers.
+pub fn port_of_bytes(a: &[u8]) -> u16 {
+    if a.len() < 2 {
+        return 0;
+    }
+    match u16::from_ne_bytes([a[0], a[1]]) as c_int {
+        AF_INET | AF_INET6 if a.len() >= 4 => u16::from_ne_bytes([a[2], a[3]]),
+        AF_IB if a.len() >= 32 => {
+            let sid = u64::from_be_bytes(a[24..32].try_into().unwrap_or([0; 8]));
+            (sid as u16).to_be()
+        }
+        _ => 0,
+    }
+}
+
+fn family_of(a: &[u8]) -> c_int {
+    if a.len() < 2 {
+        AF_UNSPEC
+    } else {
+        u16::from_ne_bytes([a[0], a[1]]) as c_int
+    }
+}
+
+/// Service id and mask (big-endian) for port space `ps` and the port of
+/// `addr` (upstream's `ucma_set_sid`).
+pub fn sid_for(ps: c_int, addr: Option<&[u8]>) -> (u64, u64) {
+    let port = addr.map_or(0, port_of_bytes);
+    let ps = u64::from(ps as u32);
+    let sid = ((ps << 16).wrapping_add(u64::from(u16::from_be(port)))).to_be();
+    let mut mask = 0u64;
+    if ps != 0 {
+        mask = RDMA_IB_IP_PS_MASK.to_be();
+    }
+    if port != 0 {
+        mask |= RDMA_IB_IP_PORT_MASK.to_be();
+    }
+    (sid, mask)
+}
+
+/// Bytes of a `sockaddr_ib`.
+pub fn sib_bytes(s: &sockaddr_ib) -> Vec<u8> {
+    // SAFETY: sockaddr_ib is plain old data without padding holes that
+    // matter (all 48 bytes are fields).
+    unsafe { std::slice::from_raw_parts((s as *const sockaddr_ib).cast::<u8>(), std::mem::size_of::<sockaddr_ib>()) }
+        .to_vec()
+}
+
+/// Converts the libc result address to `sockaddr_ib` (RAI_FAMILY +
+/// AF_IB + RAI_NUMERICHOST).  From an IPv6 address: pkey 0xffff, flow
+/// info, GID = the IPv6 address, service id from the port space and port,
+/// scope id kept.  From an IPv4 address (where upstream reads past the
+/// end of a `sockaddr_in`): the GID is the IPv4-mapped IPv6 address
+/// `::ffff:a.b.c.d`, flow info and scope id 0, service id as for IPv6.
+pub fn to_sockaddr_ib(ps: c_int, a: &[u8]) -> Vec<u8> {
+    let mut s = sockaddr_ib { sib_family: AF_IB as u16, sib_pkey: 0xffffu16.to_be(), ..Default::default() };
+    match family_of(a) {
+        AF_INET6 if a.len() >= 28 => {
+            s.sib_flowinfo = u32::from_ne_bytes(a[4..8].try_into().unwrap_or([0; 4]));
+            s.sib_addr.sib_raw.copy_from_slice(&a[8..24]);
+            s.sib_scope_id = u64::from(u32::from_ne_bytes(a[24..28].try_into().unwrap_or([0; 4])));
+        }
+        AF_INET if a.len() >= 8 => {
+            s.sib_addr.sib_raw[10] = 0xff;
+            s.sib_addr.sib_raw[11] = 0xff;
+            s.sib_addr.sib_raw[12..16].copy_from_slice(&a[4..8]);
+        }
+        _ => {}
+    }
+    let (sid, mask) = sid_for(ps, Some(a));
+    s.sib_sid = sid;
+    s.sib_sid_mask = mask;
+    sib_bytes(&s)
+}
+
+/// The first libc result, as values.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LibcAi {
+    pub flags: c_int,
+    pub family: c_int,
+    pub socktype: c_int,
+    pub protocol: c_int,
+    pub addr: Vec<u8>,
+    pub canonname: Option<CString>,
+}
+
+/// The libc hints upstream derives from rdma hints.
+pub fn libc_hints(h: &Hints) -> libc::addrinfo {
+    // SAFETY: all-zero is a valid addrinfo (NULL pointers, zero ints).
+    let mut ai: libc::addrinfo = unsafe { std::mem::zeroed() };
+    if h.flags & RAI_PASSIVE != 0 {
+        ai.ai_flags = libc::AI_PASSIVE;
+    }
+    if h.flags & RAI_NUMERICHOST != 0 {
+        ai.ai_flags |= libc::AI_NUMERICHOST;
+    }
+    if h.family != AF_IB {
+        ai.ai_family = h.family;
+    }
+    ai.ai_socktype = match h.qp_type as u32 {
+        IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV => libc::SOCK_STREAM,
+        IBV_QPT_UD => libc::SOCK_DGRAM,
+        _ => 0,
+    };
+    ai.ai_protocol = match h.port_space as u32 {
+        RDMA_PS_TCP => libc::IPPROTO_TCP,
+        RDMA_PS_IPOIB | RDMA_PS_UDP => libc::IPPROTO_UDP,
+        RDMA_PS_IB => match ai.ai_socktype {
+            libc::SOCK_STREAM => libc::IPPROTO_TCP,
+            libc::SOCK_DGRAM => libc::IPPROTO_UDP,
+            _ => 0,
+        },
+        _ => 0,
+    };
+    ai
+}
+
+/// libc getaddrinfo, first result only.
+pub fn libc_getaddrinfo(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) -> Result<LibcAi, c_int> {
+    let hints = libc_hints(h);
+    let mut res: *mut libc::addrinfo = std::ptr::null_mut();
+    // SAFETY: node/service are NULL or NUL-terminated strings, hints is a
+    // valid addrinfo (or NULL), res is writable.
+    let ret = unsafe {
+        libc::getaddrinfo(
+            node.map_or(std::ptr::null(), CStr::as_ptr),
+            service.map_or(std::ptr::null(), CStr::as_ptr),
+            if h.null { std::ptr::null() } else { &hints },
+            &mut res,
+        )
+    };
+    if ret != 0 {
+        log::debug!(target: "rdmacm", "rdma_getaddrinfo: libc getaddrinfo: {ret} (passed through)");
+        return Err(ret);
+    }
+    if res.is_null() {
+        return Err(libc::EAI_NONAME);
+    }
+    // SAFETY: getaddrinfo succeeded, res is its first node; its address is
+    // ai_addrlen bytes; the list is freed right after copying.
+    let out = unsafe {
+        let ai = &*res;
+        let addr = if ai.ai_addr.is_null() {
+            Vec::new()
+        } else {
+            std::slice::from_raw_parts(ai.ai_addr as *const u8, ai.ai_addrlen as usize).to_vec()
+        };
+        let canonname = if ai.ai_canonname.is_null() { None } else { Some(CStr::from_ptr(ai.ai_canonname).to_owned()) };
+        let v = LibcAi {
+            flags: ai.ai_flags,
+            family: ai.ai_family,
+            socktype: ai.ai_socktype,
+            protocol: ai.ai_protocol,
+            addr,
+            canonname,
+        };
+        libc::freeaddrinfo(res);
+        v
+    };
+    Ok(out)
+}
+
+/// Builds the result node from the first libc result.
+pub fn from_libc(h: &Hints, ai: LibcAi) -> Rai {
+    let qp_type = if h.qp_type != 0 {
+        h.qp_type
+    } else {
+        match ai.socktype {
+            libc::SOCK_STREAM => IBV_QPT_RC as c_int,
+            libc::SOCK_DGRAM => IBV_QPT_UD as c_int,
+            _ => 0,
+        }
+    };
+    let port_space = if h.port_space != 0 {
+        h.port_space
+    } else {
+        match ai.protocol {
+            libc::IPPROTO_TCP => RDMA_PS_TCP as c_int,
+            libc::IPPROTO_UDP => RDMA_PS_UDP as c_int,
+            _ => 0,
+        }
+    };
+    let mut r = Rai { qp_type, port_space, ..Default::default() };
+    let to_ib = h.flags & RAI_FAMILY != 0 && h.family == AF_IB && h.flags & RAI_NUMERICHOST != 0;
+    let (family, addr) = if to_ib {
+        (AF_IB, to_sockaddr_ib(r.port_space, &ai.addr))
+    } else {
+        (ai.family, ai.addr)
+    };
+    r.family = family;
+    if ai.flags & libc::AI_PASSIVE != 0 {
+        r.flags = RAI_PASSIVE;
+        r.src_canonname = ai.canonname;
+        r.src = Some(addr);
+    } else {
+        r.dst_canonname = ai.canonname;
+        r.dst = Some(addr);
+    }
+    r
+}
+
+/// Where ibacm is reached.
+#[derive(Debug, Clone, Copy)]
+pub enum AcmTarget {
+    /// The process-wide connection to the daemon under /run (or
+    /// `$RDMACM_RS_IBACM_RUNDIR`), made on first use.
+    Global,
+    /// A socket already connected to an ibacm (test server).
+    Fd(std::os::fd::RawFd),
+    /// No ibacm lookup.
+    Off,
+}
+
+/// The whole of rdma_getaddrinfo on values, with the connection manager's
+/// backend `be` and the process-wide ibacm connection.
+pub fn getaddrinfo(node: Option<&CStr>, service: Option<&CStr>, h: &Hints, be: &dyn CmBackend) -> Result<Vec<Rai>, GaiError> {
+    getaddrinfo_with(node, service, h, be, AcmTarget::Global)
+}
+
+/// rdma_getaddrinfo with an explicit backend and ibacm target.
+pub fn getaddrinfo_with(
+    node: Option<&CStr>,
+    service: Option<&CStr>,
+    h: &Hints,
+    be: &dyn CmBackend,
+    acm_target: AcmTarget,
+) -> Result<Vec<Rai>, GaiError> {
+    if node.is_none() && service.is_none() && h.null {
+        log::debug!(target: "rdmacm", "rdma_getaddrinfo: no node, service or hints (EINVAL)");
+        return Err(Errno::EINVAL.into());
+    }
+    check_abi()?;
+
+    if h.flags & RAI_SA != 0 {
+        if node.is_some() || h.flags & RAI_DNS != 0 {
+            log::debug!(target: "rdmacm", "rdma_getaddrinfo: RAI_SA with a node or RAI_DNS (EOPNOTSUPP)");
+            return Err(Errno::EOPNOTSUPP.into());
+        }
+        return getaddrinfo_sa(service, be).map_err(GaiError::Sys);
+    }
+
+    let mut rai = if node.is_some() || service.is_some() {
+        let ai = libc_getaddrinfo(node, service, h).map_err(GaiError::Eai)?;
+        from_libc(h, ai)
+    } else {
+        let mut r = Rai {
+            flags: h.flags,
+            family: h.family,
+            qp_type: h.qp_type,
+            port_space: h.port_space,
+            ..Default::default()
+        };
+        if h.bad_dst {
+            log::debug!(target: "rdmacm", "rdma_getaddrinfo: hints ai_dst_len without ai_dst_addr (EINVAL)");
+            return Err(Errno::EINVAL.into());
+        }
+        r.dst = h.dst.clone();
+        r
+    };
+
+    if rai.src_len() == 0 {
+        if h.bad_src {
+            log::debug!(target: "rdmacm", "rdma_getaddrinfo: hints ai_src_len without ai_src_addr (EINVAL)");
+            return Err(Errno::EINVAL.into());
+        }
+        if h.src.is_some() {
+            rai.src = h.src.clone();
+        }
+    }
+
+    let mut list = vec![rai];
+    if list[0].flags & RAI_PASSIVE == 0 {
+        match acm_target {
+            AcmTarget::Global => acm::resolve_global(&mut list, h, || be.af_ib_supported()),
+            AcmTarget::Fd(fd) => acm::resolve_on_fd(fd, &mut list, h, be.af_ib_supported()),
+            AcmTarget::Off => {}
+        }
+    }
+    Ok(list)
+}
+
+/// RAI_SA: the IB service lookup through the kernel.
+pub fn getaddrinfo_sa(service: Option<&CStr>, be: &dyn CmBackend) -> Result<Vec<Rai>, Errno> {
+    let Some(service) = service else {
+        log::debug!(target: "rdmacm", "rdma_getaddrinfo: RAI_SA without a service (EINVAL)");
+        return Err(Errno::EINVAL);
+    };
+    be.check_event_channel()?;
+    for gid in be.ib_sa_gids() {
+        match be.resolve_ib_service(&gid, service) {
+            Ok(mut list) => {
+                for r in list.iter_mut() {
+                    let mut s = sockaddr_ib { sib_family: AF_IB as u16, ..Default::default() };
+                    s.sib_addr.sib_raw = gid;
+                    let (sid, mask) = sid_for(RDMA_PS_IB as c_int, None);
+                    s.sib_sid = sid;
+                    s.sib_sid_mask = mask;
+                    s.sib_pkey = r
+                        .dst
+                        .as_deref()
+                        .filter(|d| d.len() >= 4)
+                        .map_or(0, |d| u16::from_ne_bytes([d[2], d[3]]));
+                    r.src = Some(sib_bytes(&s));
+                }
+                return Ok(list);
+            }
+            Err(e) => log::debug!(target: "rdmacm", "rdma_getaddrinfo: RAI_SA on a port failed: {e}"),
+        }
+    }
+    log::debug!(target: "rdmacm", "rdma_getaddrinfo: RAI_SA: no active InfiniBand port resolved the service (ENOENT)");
+    Err(Errno::ENOENT)
+}
+
+fn malloc_copy(b: &[u8]) -> Result<*mut c_void, Errno> {
+    // SAFETY: malloc of at least one byte; the copy stays within b.len().
+    unsafe {
+        let p = libc::malloc(b.len().max(1));
+        if p.is_null() {
+            return Err(Errno::ENOMEM);
+        }
+        std::ptr::copy_nonoverlapping(b.as_ptr(), p.cast::<u8>(), b.len());
+        Ok(p)
+    }
+}
+
+fn strdup(s: &CStr) -> Result<*mut c_char, Errno> {
+    // SAFETY: s is NUL-terminated.
+    let p = unsafe { libc::strdup(s.as_ptr()) };
+    if p.is_null() {
+        Err(Errno::ENOMEM)
+    } else {
+        Ok(p)
+    }
+}
+
+/// Builds a C chain from the values, every piece from libc malloc.
+pub fn to_c_list(list: &[Rai]) -> Result<*mut rdma_addrinfo, Errno> {
+    let mut head: *mut rdma_addrinfo = std::ptr::null_mut();
+    for r in list.iter().rev() {
+        match to_c_node(r) {
+            Ok(n) => {
+                // SAFETY: n is a fresh node from to_c_node.
+                unsafe { (*n).ai_next = head };
+                head = n;
+            }
+            Err(e) => {
+                // SAFETY: head is a chain built here.
+                unsafe { free_list(head) };
+                return Err(e);
+            }
+        }
+    }
+    Ok(head)
+}
+
+fn to_c_node(r: &Rai) -> Result<*mut rdma_addrinfo, Errno> {
+    // SAFETY: calloc of one zeroed rdma_addrinfo (all-zero is valid).
+    let n = unsafe { libc::calloc(1, std::mem::size_of::<rdma_addrinfo>()) }.cast::<rdma_addrinfo>();
+    if n.is_null() {
+        return Err(Errno::ENOMEM);
+    }
+    let fill = || -> Result<(), Errno> {
+        // SAFETY: n is a live, zeroed node owned here.
+        let node = unsafe { &mut *n };
+        node.ai_flags = r.flags;
+        node.ai_family = r.family;
+        node.ai_qp_type = r.qp_type;
+        node.ai_port_space = r.port_space;
+        if let Some(s) = &r.src {
+            node.ai_src_addr = malloc_copy(s)?.cast::<sockaddr>();
+            node.ai_src_len = s.len() as libc::socklen_t;
+        }
+        if let Some(d) = &r.dst {
+            node.ai_dst_addr = malloc_copy(d)?.cast::<sockaddr>();
+            node.ai_dst_len = d.len() as libc::socklen_t;
+        }
+        if let Some(c) = &r.src_canonname {
+            node.ai_src_canonname = strdup(c)?;
+        }
+        if let Some(c) = &r.dst_canonname {
+            node.ai_dst_canonname = strdup(c)?;
+        }
+        if let Some(rt) = &r.route {
+            node.ai_route = malloc_copy(rt)?;
+            node.ai_route_len = rt.len();
+        }
+        if let Some(c) = &r.connect {
+            node.ai_connect = malloc_copy(c)?;
+            node.ai_connect_len = c.len();
+        }
+        Ok(())
+    };
+    if let Err(e) = fill() {
+        // SAFETY: n is a single node built here; its members are malloc'd.
+        unsafe { free_list(n) };
+        return Err(e);
+    }
+    Ok(n)
+}
+
+/// Frees a whole `rdma_addrinfo` chain and every member, with libc `free`.
+///
+/// # Safety
+/// `res` must be NULL or the head of a chain whose nodes and members were
+/// all allocated with libc malloc (as this library and upstream's do) and
+/// are not used afterwards.
+pub unsafe fn free_list(mut res: *mut rdma_addrinfo) {
+    while !res.is_null() {
+        // SAFETY: per the contract, res is a live malloc'd node; we read its
+        // members, free them (free(NULL) is a no-op) and then the node.
+        unsafe {
+            let node = res;
+            res = (*node).ai_next;
+            libc::free((*node).ai_connect);
+            libc::free((*node).ai_route);
+            libc::free((*node).ai_src_canonname.cast());
+            libc::free((*node).ai_dst_canonname.cast());
+            libc::free((*node).ai_src_addr.cast());
+            libc::free((*node).ai_dst_addr.cast());
+            libc::free(node.cast());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(s: &str) -> CString {
+        CString::new(s).unwrap()
+    }
+
+    /// The connection manager of a host without RDMA devices: no AF_IB, no
+    /// InfiniBand port.
+    struct NoCm;
+    impl CmBackend for NoCm {
+        fn af_ib_supported(&self) -> bool {
+            false
+        }
+        fn ib_sa_gids(&self) -> Vec<[u8; 16]> {
+            Vec::new()
+        }
+        fn resolve_ib_service(&self, _: &[u8; 16], _: &CStr) -> Result<Vec<Rai>, Errno> {
+            Err(Errno::ENOENT)
+        }
+    }
+
+    fn getaddrinfo(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) -> Result<Vec<Rai>, GaiError> {
+        super::getaddrinfo(node, service, h, &NoCm)
+    }
+
+    fn hints(flags: c_int, family: c_int, qp: u32, ps: u32) -> Hints {
+        Hints { flags, family, qp_type: qp as c_int, port_space: ps as c_int, ..Default::default() }
+    }
+
+    #[test]
+    fn all_null_is_einval() {
+        assert_eq!(getaddrinfo(None, None, &Hints::none()), Err(GaiError::Sys(Errno::EINVAL)));
+    }
+
+    #[test]
+    fn numeric_ipv4_active() {
+        let h = hints(RAI_NUMERICHOST, AF_INET, IBV_QPT_RC, 0);
+        let l = getaddrinfo(Some(&c("192.0.2.1")), Some(&c("7471")), &h).unwrap();
+        assert_eq!(l.len(), 1);
+        let r = &l[0];
+        assert_eq!((r.flags, r.family, r.qp_type, r.port_space), (0, AF_INET, 2, RDMA_PS_TCP as c_int));
+        let d = r.dst.as_ref().unwrap();
+        assert_eq!(d.len(), 16);
+        assert_eq!(&d[2..8], &[0x1d, 0x2f, 192, 0, 2, 1]);
+        assert!(r.src.is_none());
+    }
+
+    #[test]
+    fn passive_goes_to_src() {
+        let h = hints(RAI_PASSIVE, AF_INET, 0, RDMA_PS_UDP);
+        let l = getaddrinfo(None, Some(&c("7471")), &h).unwrap();
+        let r = &l[0];
+        assert_eq!(r.flags, RAI_PASSIVE);
+        assert_eq!(r.qp_type, IBV_QPT_UD as c_int);
+        assert_eq!(r.port_space, RDMA_PS_UDP as c_int);
+        assert!(r.dst.is_none());
+        assert_eq!(r.src.as_ref().unwrap()[4..8], [0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn ipv6_to_ib() {
+        let h = hints(RAI_FAMILY | RAI_NUMERICHOST, AF_IB, 0, RDMA_PS_TCP);
+        let l = getaddrinfo(Some(&c("fe80::2%1")), Some(&c("4660")), &h).unwrap();
+        let r = &l[0];
+        assert_eq!(r.family, AF_IB);
+        let d = r.dst.as_ref().unwrap();
+        assert_eq!(d.len(), 48);
+        // SAFETY: 48 bytes read as a sockaddr_ib (unaligned read).
+        let s: sockaddr_ib = unsafe { std::ptr::read_unaligned(d.as_ptr().cast()) };
+        assert_eq!(s.sib_pkey, 0xffffu16.to_be());
+        assert_eq!(u64::from_be(s.sib_sid), 0x0106_1234);
+        assert_eq!(u64::from_be(s.sib_sid_mask), 0xffff_ffff_ffff_ffff);
+        assert_eq!(s.sib_scope_id, 1);
+        assert_eq!(s.sib_addr.sib_raw[0], 0xfe);
+    }
+
+    #[test]
+    fn ipv4_to_ib_is_mapped() {
+        let h = hints(RAI_FAMILY | RAI_NUMERICHOST, AF_IB, 0, 0);
+        let l = getaddrinfo(Some(&c("192.0.2.1")), None, &h).unwrap();
+        let d = l[0].dst.as_ref().unwrap();
+        // SAFETY: 48 bytes read as a sockaddr_ib (unaligned read).
+        let s: sockaddr_ib = unsafe { std::ptr::read_unaligned(d.as_ptr().cast()) };
+        assert_eq!(s.sib_addr.sib_raw, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1]);
+        // Port space TCP from libc's first result (SOCK_STREAM/TCP), no port.
+        assert_eq!(s.sib_sid_mask, RDMA_IB_IP_PS_MASK.to_be());
+        assert_eq!(s.sib_flowinfo, 0);
+    }
+
+    #[test]
+    fn eai_passthrough() {
+        let h = hints(RAI_NUMERICHOST, 0, 0, 0);
+        assert_eq!(getaddrinfo(Some(&c("not-a-number")), None, &h), Err(GaiError::Eai(libc::EAI_NONAME)));
+        let h = hints(0, 0, 0, 0);
+        assert!(matches!(getaddrinfo(None, Some(&c("no-such-service-x")), &h), Err(GaiError::Eai(_))));
+    }
+
+    #[test]
+    fn hints_only() {
+        let dst = vec![2u8, 0, 0, 1, 192, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+        let src = vec![2u8, 0, 0, 0, 192, 0, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0];
+        let h = Hints {
+            flags: RAI_NOROUTE | 0x4000,
+            family: AF_INET,
+            qp_type: 99,
+            port_space: 1234,
+            dst: Some(dst.clone()),
+            src: Some(src.clone()),
+            ..Default::default()
+        };
+        let l = getaddrinfo(None, None, &h).unwrap();
+        assert_eq!(l[0].flags, RAI_NOROUTE | 0x4000);
+        assert_eq!((l[0].qp_type, l[0].port_space), (99, 1234));
+        assert_eq!(l[0].dst.as_ref(), Some(&dst));
+        assert_eq!(l[0].src.as_ref(), Some(&src));
+    }
+
+    #[test]
+    fn sa_checks() {
+        let h = hints(RAI_SA, 0, 0, 0);
+        assert_eq!(getaddrinfo(Some(&c("x")), None, &h), Err(GaiError::Sys(Errno::EOPNOTSUPP)));
+        let h = hints(RAI_SA | RAI_DNS, 0, 0, 0);
+        assert_eq!(getaddrinfo(None, Some(&c("1")), &h), Err(GaiError::Sys(Errno::EOPNOTSUPP)));
+        let h = hints(RAI_SA, 0, 0, 0);
+        assert_eq!(getaddrinfo(None, None, &h), Err(GaiError::Sys(Errno::EINVAL)));
+    }
+
+    struct FakeSa;
+    impl CmBackend for FakeSa {
+        fn af_ib_supported(&self) -> bool {
+            true
+        }
+        fn check_event_channel(&self) -> Result<(), Errno> {
+            Ok(())
+        }
+        fn ib_sa_gids(&self) -> Vec<[u8; 16]> {
+            vec![[1; 16], [2; 16]]
+        }
+        fn resolve_ib_service(&self, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
+            if gid[0] == 1 {
+                return Err(Errno::ETIMEDOUT);
+            }
+            assert_eq!(service.to_bytes(), b"42");
+            let dst = sockaddr_ib { sib_family: AF_IB as u16, sib_pkey: 0x8001u16.to_be(), ..Default::default() };
+            Ok(vec![Rai {
+                flags: RAI_SA,
+                family: AF_IB,
+                port_space: RDMA_PS_IB as c_int,
+                dst: Some(sib_bytes(&dst)),
+                route: Some(vec![0; 72]),
+                ..Default::default()
+            }])
+        }
+    }
+
+    #[test]
+    fn sa_with_backend() {
+        let h = hints(RAI_SA, 0, 0, 0);
+        let l = getaddrinfo_with(None, Some(&c("42")), &h, &FakeSa, AcmTarget::Off).unwrap();
+        assert_eq!(l.len(), 1);
+        let src = l[0].src.as_ref().unwrap();
+        // SAFETY: 48 bytes read unaligned as sockaddr_ib.
+        let s: sockaddr_ib = unsafe { std::ptr::read_unaligned(src.as_ptr().cast()) };
+        assert_eq!(s.sib_addr.sib_raw, [2; 16], "first port that succeeds");
+        assert_eq!(s.sib_pkey, 0x8001u16.to_be(), "pkey of the destination");
+        assert_eq!(u64::from_be(s.sib_sid), RDMA_IB_PS_IB);
+        assert_eq!(s.sib_sid_mask, RDMA_IB_IP_PS_MASK.to_be());
+    }
+
+    #[test]
+    fn sid() {
+        let a = [10u8, 0, 0x12, 0x34];
+        assert_eq!(sid_for(RDMA_PS_TCP as c_int, Some(&a)), (0x0106_1234u64.to_be(), u64::MAX.to_be()));
+        assert_eq!(sid_for(0, None), (0, 0));
+        assert_eq!(sid_for(RDMA_PS_IB as c_int, None), (0x013f_0000u64.to_be(), RDMA_IB_IP_PS_MASK.to_be()));
+    }
+
+    #[test]
+    fn c_roundtrip() {
+        let r = Rai {
+            flags: 1,
+            family: AF_INET,
+            src: Some(vec![1, 2, 3]),
+            route: Some(vec![]),
+            connect: Some(vec![9; 36]),
+            dst_canonname: Some(c("x")),
+            ..Default::default()
+        };
+        let p = to_c_list(&[r.clone(), r]).unwrap();
+        // SAFETY: p is a chain just built.
+        unsafe {
+            assert_eq!((*p).ai_src_len, 3);
+            assert!(!(*p).ai_route.is_null());
+            assert_eq!((*p).ai_route_len, 0);
+            assert!(!(*p).ai_next.is_null());
+            free_list(p);
+        }
+    }
+
+    #[test]
+    fn abi_parse() {
+        assert_eq!(parse_leading_int("4\n"), 4);
+        assert_eq!(parse_leading_int(" 12x"), 12);
+        assert_eq!(parse_leading_int(""), 0);
+    }
+}

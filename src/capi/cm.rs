@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! Event channels, ids, devices, options, bind, address and route resolution, events.
+
+use crate::abi::cma::*;
+use super::{entry, nonnull, Errno};
+use crate::cma::{self as cm, Channel, Cm, EventPriv, IdPriv};
+use crate::symver;
+use libc::sockaddr;
+use std::ffi::{c_char, c_int, c_void};
+
+/// Opens a new event channel.  Its `fd` may be polled for events.
+///
+/// # Safety
+/// No pointer arguments; always safe to call from C.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_create_event_channel() -> *mut rdma_event_channel {
+    entry(|| Ok(cm::global().create_channel()? as *mut rdma_event_channel))
+}
+symver!(rdma_create_event_channel, "RDMACM_1.0");
+
+/// Closes an event channel.  All ids using it must have been destroyed.
+///
+/// # Safety
+/// Pointer arguments must be NULL or what the C API promises: ids from
+/// `rdma_create_id` not yet destroyed, channels from
+/// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
+/// socket addresses as large as their family's structure.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_destroy_event_channel(channel: *mut rdma_event_channel) {
+    entry(|| {
+        let ch = live_channel(channel)?;
+        // SAFETY: ch is a live channel of ours (struct Channel, whose first
+        // field is the public struct).
+        unsafe { Cm::destroy_channel(ch) };
+        Ok(())
+    })
+}
+symver!(rdma_destroy_event_channel, "RDMACM_1.0");
+
+/// Creates a communication identifier.  A NULL channel makes the id
+/// synchronous: each call waits for its own event.
+///
+/// # Safety
+/// Pointer arguments must be NULL or what the C API promises: ids from
+/// `rdma_create_id` not yet destroyed, channels from
+/// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
+/// socket addresses as large as their family's structure.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_create_id(channel: *mut rdma_event_channel, id: *mut *mut rdma_cm_id, context: *mut c_void, ps: rdma_port_space) -> c_int {
+    entry(|| {
+        let out = nonnull(id)?;
+        let ch = if channel.is_null() { std::ptr::null_mut() } else { live_channel(channel)? };
+        // SAFETY: ch is NULL or a live channel.
+        let p = unsafe { cm::global().create_id(ch, context, ps)? };
+        // SAFETY: out is a writable pointer slot (checked non-NULL).
+        unsafe { *out.as_ptr() = IdPriv::raw(p) };
+        Ok(0)
+    })
+}
+symver!(rdma_create_id, "RDMACM_1.0");
+
+/// The private state behind a C id: EINVAL for NULL and for pointers that
+/// are not live ids of the library (never dereferenced then).
+///
+/// # Safety
+/// A live id must not be destroyed concurrently.
+pub(super) unsafe fn id_of(id: *mut rdma_cm_id) -> Result<(*mut IdPriv, &'static Cm), Errno> {
+    let id = nonnull(id)?;
+    // SAFETY: only a cast (container_of); checked before any use.
+    let p = unsafe { IdPriv::from_id(id.as_ptr()) };
+    let cm = cm::global();
+    if !cm.id_is_live(p) {
+        return Err(Errno::EINVAL);
+    }
+    Ok((p, cm))
+}
+
+/// A live channel of the library, or EINVAL.
+fn live_channel(channel: *mut rdma_event_channel) -> Result<*mut Channel, Errno> {
+    let ch = nonnull(channel)?.as_ptr() as *mut Channel;
+    if !cm::global().channel_is_live(ch) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(ch)
+}
+
+/// Destroys a communication identifier, after every event reported for it
+/// has been acknowledged.
+///
+/// # Safety
+/// Pointer arguments must be NULL or what the C API promises: ids from
+/// `rdma_create_id` not yet destroyed, channels from
+/// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
+/// socket addresses as large as their family's structure.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_destroy_id(id: *mut rdma_cm_id) -> c_int {
+    entry(|| {
+        // SAFETY: the caller passes a live id.
+        let (p, cm) = unsafe { id_of(id)? };
+        // SAFETY: p is live; it is freed on success.
+        unsafe { cm.destroy_id(p)? };
+        Ok(0)
+    })
+}
+symver!(rdma_destroy_id, "RDMACM_1.0");
+
+/// Moves an identifier to another event channel (NULL: a new private
+/// channel, making the id synchronous).
+///
+/// # Safety
+/// Pointer arguments must be NULL or what the C API promises: ids from
+/// `rdma_create_id` not yet destroyed, channels from
+/// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
+/// socket addresses as large as their family's structure.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_migrate_id(id: *mut rdma_cm_id, channel: *mut rdma_event_channel) -> c_int {
+    entry(|| {
+        // SAFETY: the caller passes a live id.
+        let (p, cm) = unsafe { id_of(id)? };
+        let ch = if channel.is_null() { std::ptr::null_mut() } else { live_channel(channel)? };
+        // SAFETY: p is live; ch is NULL or live.
+        unsafe { cm.migrate_id(p, ch)? };
+        Ok(0)
+    })
+}
+symver!(rdma_migrate_id, "RDMACM_1.0");
+
+/// Waits for the next event on a channel.
+///
+/// # Safety
+/// Pointer arguments must be NULL or what the C API promises: ids from
+/// `rdma_create_id` not yet destroyed, channels from
+/// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
+/// socket addresses as large as their family's structure.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_get_cm_event(channel: *mut rdma_event_channel, event: *mut *mut rdma_cm_event) -> c_int {
+    entry(|| {
+        let ch = live_channel(channel)?;
+        cm::global().init()?;
+        let out = nonnull(event)?;
+        // SAFETY: ch is a live channel.
+        let ev = unsafe { cm::get_event(ch)? };
+        // SAFETY: out is a writable pointer slot.
+        unsafe { *out.as_ptr() = ev as *mut rdma_cm_event };
+        Ok(0)
+    })
+}
+symver!(rdma_get_cm_event, "RDMACM_1.0");
+
+/// Releases an event returned by rdma_get_cm_event.
+///
+/// # Safety
+/// Pointer arguments must be NULL or what the C API promises: ids from
+/// `rdma_create_id` not yet destroyed, channels from
+/// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
+/// socket addresses as large as their family's structure.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_ack_cm_event(event: *mut rdma_cm_event) -> c_int {
+    entry(|| {
+        let ev = nonnull(event)?.as_ptr() as *mut EventPriv;
+        // A pointer that is not an unacked event (a double ack, say) is
+        // refused rather than freed.
+        // SAFETY: ack_event dereferences ev only if it is registered.
+        if !unsafe { cm::ack_event(cm::global(), ev) } {
+            return Err(Errno::EINVAL);
+        }
+        Ok(0)
+    })
+}
+symver!(rdma_ack_cm_event, "RDMACM_1.0");
+
+/// Sets an option on an identifier (level RDMA_OPTION_ID or RDMA_OPTION_IB).
+///
+/// # Safety
+/// Pointer arguments must be NULL or what the C API promises: ids from
+/// `rdma_create_id` not yet destroyed, channels from
+/// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
+/// socket addresses as large as their family's structure.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_set_option(id: *mut rdma_cm_id, level: c_int, optname: c_int, optval: *mut c_void, optlen: usize) -> c_int {
+    entry(|| {
+        // SAFETY: the caller passes a live id.
+        let (p, cm) = unsafe { id_of(id)? };
+        // SAFETY: p is live; the kernel validates optval/optlen.
+        unsafe { cm.set_option(p, level, optname, optval, optlen)? };
+        Ok(0)
+    })
+}
+symver!(rdma_set_option, "RDMACM_1.0");
+
+/// Returns the opened RDMA devices as a NULL-terminated array; release it
+/// with rdma_free_devices.
+///
+/// # Safety
+/// Pointer arguments must be NULL or what the C API promises: ids from
+/// `rdma_create_id` not yet destroyed, channels from
+/// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
+/// socket addresses as large as their family's structure.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_get_devices(num_devices: *mut c_int) -> *mut *mut ibv_context {
+    entry(|| {
+        let r = cm::get_devices(cm::global());
+        if !num_devices.is_null() {
+            let n = r.as_ref().map(|(_, n)| *n as c_int).unwrap_or(0);
+            // SAFETY: num_devices is a writable int (checked non-NULL).
+            unsafe { *num_devices = n };
+        }
+        Ok(r?.0)
+    })
+}
+symver!(rdma_get_devices, "RDMACM_1.0");
+
+/// Releases a list from rdma_get_devices.
+///
+/// # Safety
+/// Pointer arguments must be NULL or what the C API promises: ids from
+/// `rdma_create_id` not yet destroyed, channels from
+/// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
+/// socket addresses as large as their family's structure.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_free_devices(list: *mut *mut ibv_context) {
+    entry(|| {
+        let list = nonnull(list)?;
+        // SAFETY: the caller passes a list from rdma_get_devices.
+        unsafe { cm::free_devices(cm::global(), list.as_ptr()) };
+        Ok(())
+    })
+}
+symver!(rdma_free_devices, "RDMACM_1.0");
+
+/// Binds an identifier to a source address (and, for a specific address,
+/// to the RDMA device that owns it).
+///
+/// # Safety
+/// Pointer arguments must be NULL or what the C API promises: ids from
+/// `rdma_create_id` not yet destroyed, channels from
+/// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
+/// socket addresses as large as their family's structure.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_bind_addr(id: *mut rdma_cm_id, addr: *mut sockaddr) -> c_int {
+    entry(|| {
+        // SAFETY: the caller passes a live id.
+        let (p, cm) = unsafe { id_of(id)? };
+        // SAFETY: addr is NULL or a socket address of its family's size.
+        let a = unsafe { cm.read_addr(addr) };
+        // SAFETY: p is live.
+        unsafe { cm.bind(p, a)? };
+        Ok(0)
+    })
+}
+symver!(rdma_bind_addr, "RDMACM_1.0");
+
+/// Resolves a destination (and optional source) address to an RDMA address.
+///
+/// # Safety
+/// Pointer arguments must be NULL or what the C API promises: ids from
+/// `rdma_create_id` not yet destroyed, channels from
+/// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
+/// socket addresses as large as their family's structure.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_resolve_addr(id: *mut rdma_cm_id, src_addr: *mut sockaddr, dst_addr: *mut sockaddr, timeout_ms: c_int) -> c_int {
+    entry(|| {
+        // SAFETY: the caller passes a live id.
+        let (p, cm) = unsafe { id_of(id)? };
+        // SAFETY: the addresses are NULL or socket addresses of their
+        // family's size.
+        let (src, dst) = unsafe { (cm.read_addr(src_addr), cm.read_addr(dst_addr)) };
+        // SAFETY: p is live.
+        unsafe { cm.resolve_addr(p, src, dst, timeout_ms)? };
+        Ok(0)
+    })
+}
+symver!(rdma_resolve_addr, "RDMACM_1.0");
+
+/// Resolves the route to the destination.
+///
+/// # Safety
+/// Pointer arguments must be NULL or what the C API promises: ids from
+/// `rdma_create_id` not yet destroyed, channels from
+/// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
+/// socket addresses as large as their family's structure.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_resolve_route(id: *mut rdma_cm_id, timeout_ms: c_int) -> c_int {
+    entry(|| {
+        // SAFETY: the caller passes a live id.
+        let (p, cm) = unsafe { id_of(id)? };
+        // SAFETY: p is live.
+        unsafe { cm.resolve_route(p, timeout_ms)? };
+        Ok(0)
+    })
+}
+symver!(rdma_resolve_route, "RDMACM_1.0");
+
+/// Queues a user event (RDMA_CM_EVENT_USER only) on an identifier's channel.
+///
+/// # Safety
+/// Pointer arguments must be NULL or what the C API promises: ids from
+/// `rdma_create_id` not yet destroyed, channels from
+/// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
+/// socket addresses as large as their family's structure.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_write_cm_event(id: *mut rdma_cm_id, event: rdma_cm_event_type, status: c_int, arg: u64) -> c_int {
+    entry(|| {
+        // SAFETY: the caller passes a live id.
+        let (p, cm) = unsafe { id_of(id)? };
+        // SAFETY: p is live.
+        unsafe { cm.write_cm_event(p, event, status, arg)? };
+        Ok(0)
+    })
+}
+symver!(rdma_write_cm_event, "RDMACM_1.4");
+
+/// Returns the name of an event type ("RDMA_CM_EVENT_ADDR_RESOLVED", ...),
+/// or "UNKNOWN EVENT" for a value outside the enumeration and, as
+/// upstream, for RDMA_CM_EVENT_USER and RDMA_CM_EVENT_INTERNAL.
+///
+/// # Safety
+/// No pointer arguments; always safe to call from C.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_event_str(event: rdma_cm_event_type) -> *const c_char {
+    entry(|| Ok(crate::cma::events::event_name(event).as_ptr()))
+}
+symver!(rdma_event_str, "RDMACM_1.0");
+
+/// Returns the source port of an identifier (network byte order), or 0.
+///
+/// # Safety
+/// `id` must be NULL or a readable `struct rdma_cm_id`.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_get_src_port(id: *mut rdma_cm_id) -> u16 {
+    entry(|| {
+        let id = super::nonnull(id)?;
+        // SAFETY: the caller passes an id created by rdma_create_id (or at
+        // least a readable struct rdma_cm_id); we read the source address
+        // union, which is always fully initialised (zeroed at creation).
+        let src = unsafe { &(*id.as_ptr()).route.addr.src };
+        Ok(crate::abi::sockaddr::port_of(&crate::abi::sockaddr::SockAddr::from_storage(src)))
+    })
+}
+symver!(rdma_get_src_port, "RDMACM_1.0");
+
+/// Returns the destination port of an identifier (network byte order), or 0.
+///
+/// # Safety
+/// `id` must be NULL or a readable `struct rdma_cm_id`.
+#[no_mangle]
+pub unsafe extern "C" fn rdma_get_dst_port(id: *mut rdma_cm_id) -> u16 {
+    entry(|| {
+        let id = super::nonnull(id)?;
+        // SAFETY: as in rdma_get_src_port, for the destination union.
+        let dst = unsafe { &(*id.as_ptr()).route.addr.dst };
+        Ok(crate::abi::sockaddr::port_of(&crate::abi::sockaddr::SockAddr::from_storage(dst)))
+    })
+}
+symver!(rdma_get_dst_port, "RDMACM_1.0");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn foreign_pointers_are_einval_and_untouched() {
+        // SAFETY: zeroed bytes are a valid rdma_cm_id / event / channel; the
+        // library must refuse them without reading or freeing them.
+        let mut id: rdma_cm_id = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut ev: rdma_cm_event = unsafe { std::mem::zeroed() };
+        let mut ch = rdma_event_channel { fd: -1 };
+        // SAFETY: the calls are made on pointers to live locals.
+        unsafe {
+            assert_eq!(rdma_destroy_id(&mut id), -1);
+            assert_eq!(Errno::last(), Errno::EINVAL);
+            assert_eq!(rdma_ack_cm_event(&mut ev), -1);
+            assert_eq!(Errno::last(), Errno::EINVAL);
+            assert_eq!(rdma_resolve_route(&mut id, 1000), -1);
+            assert_eq!(Errno::last(), Errno::EINVAL);
+            assert_eq!(rdma_set_option(&mut id, 0, 0, std::ptr::null_mut(), 0), -1);
+            assert_eq!(rdma_migrate_id(std::ptr::null_mut(), &mut ch), -1);
+            assert_eq!(Errno::last(), Errno::EINVAL);
+            let mut e: *mut rdma_cm_event = std::ptr::null_mut();
+            assert_eq!(rdma_get_cm_event(&mut ch, &mut e), -1);
+            assert_eq!(Errno::last(), Errno::EINVAL);
+            rdma_destroy_event_channel(&mut ch);
+            rdma_free_devices(std::ptr::null_mut());
+            assert_eq!(rdma_write_cm_event(std::ptr::null_mut(), RDMA_CM_EVENT_USER, 0, 0), -1);
+        }
+        assert_eq!(ch.fd, -1);
+    }
+
+    #[test]
+    fn event_names_as_upstream() {
+        // SAFETY: rdma_event_str returns static NUL-terminated strings.
+        let name = |e| unsafe { std::ffi::CStr::from_ptr(rdma_event_str(e)) }.to_str().unwrap();
+        assert_eq!(name(RDMA_CM_EVENT_ADDR_RESOLVED), "RDMA_CM_EVENT_ADDR_RESOLVED");
+        assert_eq!(name(RDMA_CM_EVENT_ADDRINFO_ERROR), "RDMA_CM_EVENT_ADDRINFO_ERROR");
+        assert_eq!(name(RDMA_CM_EVENT_USER), "UNKNOWN EVENT");
+        assert_eq!(name(RDMA_CM_EVENT_INTERNAL), "UNKNOWN EVENT");
+        assert_eq!(name(20), "UNKNOWN EVENT");
+    }
+}

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! The C boundary.
+//!
+//! Every exported function follows one pattern:
+//!
+//! ```ignore
+//! /// What it does (this text ends up in the generated header).
+//! #[no_mangle]
+//! pub unsafe extern "C" fn rdma_example(id: *mut rdma_cm_id) -> c_int {
+//!     ffi::entry(|| {
+//!         let id = ffi::nonnull(id)?;           // NULL -> EINVAL
+//!         core::something(id)                   // Result<c_int, Errno>
+//!     })
+//! }
+//! symver!(rdma_example, "RDMACM_1.0");
+//! ```
+//!
+//! * The function is written out in full (no macro around it) so that
+//!   cbindgen can read its signature.
+//! * [`symver!`] binds it to its upstream version node.
+//! * [`entry`] is the panic boundary and the errno convention: the body
+//!   returns `Result<R, Errno>`; `Err(e)` sets `errno = e` and returns the
+//!   C error value of `R` (-1, NULL, 0 or nothing); a panic never unwinds
+//!   into C: it is caught, logged (when logging is on) and reported as
+//!   `EIO`.
+//! * Functions not implemented yet call [`not_implemented`] (errno
+//!   `ENOSYS`); the README's compatibility table lists exactly those.
+
+use std::ffi::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
+
+pub use nix::errno::Errno;
+
+// The stubs of not-yet-implemented functions name their parameters without
+// using them; each module drops this allow once it is complete.
+pub mod addrinfo;
+pub mod cm;
+pub mod conn;
+pub mod gid;
+pub mod mcast;
+pub mod qp;
+#[allow(unused_variables)]
+pub mod rsocket;
+
+
+/// Binds an exported function to a symbol version node.
+///
+/// `symver!(f, "RDMACM_1.0")` makes `f@@RDMACM_1.0` the default version of
+/// `f`.  Only applied when building the shared library with the `symver`
+/// feature (unit tests and fuzz targets link the rlib without nodes).
+#[macro_export]
+macro_rules! symver {
+    ($name:ident, $ver:literal) => {
+        #[cfg(all(feature = "symver", not(test)))]
+        ::std::arch::global_asm!(concat!(
+            ".symver ",
+            stringify!($name),
+            ", ",
+            stringify!($name),
+            "@@",
+            $ver
+        ));
+    };
+}
+
+/// The value a C function returns on failure.
+pub trait FfiError {
+    /// -1 for `int`/`ssize_t`/`off_t`, NULL for pointers, nothing for void.
+    fn error_value() -> Self;
+}
+
+macro_rules! minus_one {
+    ($($t:ty),*) => { $(impl FfiError for $t { fn error_value() -> Self { -1 } })* };
+}
+minus_one!(i32, i64, isize);
+
+impl FfiError for usize {
+    /// `riowrite` returns `size_t`; upstream returns `(size_t) -1` on error.
+    fn error_value() -> Self {
+        usize::MAX
+    }
+}
+impl FfiError for u16 {
+    /// `rdma_get_src_port`/`rdma_get_dst_port` return port 0 on error.
+    fn error_value() -> Self {
+        0
+    }
+}
+impl FfiError for () {
+    fn error_value() -> Self {}
+}
+impl<T> FfiError for *mut T {
+    fn error_value() -> Self {
+        std::ptr::null_mut()
+    }
+}
+impl<T> FfiError for *const T {
+    fn error_value() -> Self {
+        std::ptr::null()
+    }
+}
+
+/// Sets the calling thread's `errno`.
+pub fn set_errno(e: Errno) {
+    Errno::set_raw(e as i32);
+}
+
+/// Whether `p` points into this shared object (its code or read-only data).
+#[cfg_attr(test, allow(dead_code))]
+fn in_this_object(p: *const u8) -> bool {
+    // SAFETY: dladdr only reads the loader's tables; both pointers are
+    // plain addresses and Dl_info is a plain output struct.
+    unsafe {
+        let mut ours: libc::Dl_info = std::mem::zeroed();
+        let mut theirs: libc::Dl_info = std::mem::zeroed();
+        libc::dladdr(in_this_object as *const libc::c_void, &mut ours) != 0
+            && libc::dladdr(p.cast(), &mut theirs) != 0
+            && ours.dli_fbase == theirs.dli_fbase
+    }
+}
+
+/// One-time set-up shared by every export: the logger (if RDMACM_RS_LOG
+/// asks for one) and a panic hook that keeps panics raised by our code off
+/// stderr (they are reported through errno and, when logging is on, the
+/// log).  A panic's location string lives in the object whose code
+/// panicked (std included, as it is linked into this library), which tells
+/// ours from the host program's: those go to the previous hook.  Nothing of
+/// this runs on the normal path but one atomic load.
+fn init_once() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        crate::logging::init();
+        // Unit tests link everything into one object: keep their panic
+        // messages (test failures) visible.
+        #[cfg(not(test))]
+        install_panic_hook();
+    });
+}
+
+#[cfg(not(test))]
+fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if info.location().is_some_and(|l| in_this_object(l.file().as_ptr())) {
+            log::error!(target: "rdmacm", "panic inside librdmacm: {info}");
+        } else {
+            previous(info);
+        }
+    }));
+}
+
+/// The panic boundary and errno convention shared by every export.
+#[inline]
+pub fn entry<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
+    init_once();
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            set_errno(e);
+            R::error_value()
+        }
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            log::error!(target: "rdmacm", "internal error (panic caught at the C boundary): {msg}");
+            set_errno(Errno::EIO);
+            R::error_value()
+        }
+    }
+}
+
+/// Checks a pointer argument: NULL becomes `EINVAL`.
+#[inline]
+pub fn nonnull<T>(p: *mut T) -> Result<NonNull<T>, Errno> {
+    NonNull::new(p).ok_or(Errno::EINVAL)
+}
+
+/// Checks a const pointer argument: NULL becomes `EINVAL`.
+#[inline]
+pub fn nonnull_const<T>(p: *const T) -> Result<NonNull<T>, Errno> {
+    NonNull::new(p as *mut T).ok_or(Errno::EINVAL)
+}
+
+/// The body of a function that is not implemented yet.
+///
+/// The README's compatibility table lists every function that calls this;
+/// `ctest/check-compat-table.sh` keeps the two in agreement.
+#[cold]
+pub fn not_implemented<R>(name: &'static str) -> Result<R, Errno> {
+    log::debug!(target: "rdmacm", "{name}: not implemented yet (ENOSYS)");
+    Err(Errno::ENOSYS)
+}
+
+#[allow(dead_code)]
+pub(crate) type CInt = c_int;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_map_to_c_values() {
+        let r: c_int = entry(|| Err(Errno::EINVAL));
+        assert_eq!(r, -1);
+        assert_eq!(Errno::last(), Errno::EINVAL);
+        let p: *mut u8 = entry(|| Err(Errno::ENOMEM));
+        assert!(p.is_null());
+        assert_eq!(Errno::last(), Errno::ENOMEM);
+        let port: u16 = entry(|| Err(Errno::EINVAL));
+        assert_eq!(port, 0);
+    }
+
+    #[test]
+    fn panics_do_not_escape() {
+        let r: c_int = entry(|| panic!("boom"));
+        assert_eq!(r, -1);
+        assert_eq!(Errno::last(), Errno::EIO);
+        let p: *mut u8 = entry(|| panic!("{}", String::from("boom")));
+        assert!(p.is_null());
+    }
+
+    #[test]
+    fn panic_locations_are_told_apart_by_object() {
+        assert!(in_this_object(file!().as_ptr()), "our own strings are ours");
+        assert!(!in_this_object(libc::strlen as *const u8), "libc's code is not");
+    }
+
+    #[test]
+    fn null_is_einval() {
+        assert_eq!(nonnull::<u8>(std::ptr::null_mut()).unwrap_err(), Errno::EINVAL);
+    }
+}

@@ -1,0 +1,823 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! rsockets: the socket-like API over RDMA, and repoll.
+
+use super::{entry, nonnull, nonnull_const};
+use crate::rsocket as rs;
+use nix::errno::Errno;
+use crate::symver;
+use libc::{epoll_event, fd_set, iovec, msghdr, nfds_t, off_t, pollfd, sockaddr, socklen_t, timeval};
+use std::ffi::{c_int, c_long, c_void};
+
+/// Creates an rsocket.
+///
+/// # Safety
+/// No pointer arguments; always safe to call.
+#[no_mangle]
+pub unsafe extern "C" fn rsocket(domain: c_int, type_: c_int, protocol: c_int) -> c_int {
+    entry(|| rs::create(domain, type_, protocol))
+}
+symver!(rsocket, "RDMACM_1.0");
+
+/// Binds an rsocket.
+///
+/// # Safety
+/// `addr` must point to a readable socket address of its family.
+#[no_mangle]
+pub unsafe extern "C" fn rbind(socket: c_int, addr: *const sockaddr, addrlen: socklen_t) -> c_int {
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let a = nonnull_const(addr)?;
+        let _ = addrlen;
+        let mut s = rs::lock(&h);
+        s.bind(a.as_ptr())?;
+        Ok(0)
+    })
+}
+symver!(rbind, "RDMACM_1.0");
+
+/// Listens on an rsocket.
+///
+/// # Safety
+/// No pointer arguments; always safe to call.
+#[no_mangle]
+pub unsafe extern "C" fn rlisten(socket: c_int, backlog: c_int) -> c_int {
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let mut s = rs::lock(&h);
+        s.listen(backlog)?;
+        Ok(0)
+    })
+}
+symver!(rlisten, "RDMACM_1.0");
+
+/// Accepts on an rsocket.
+///
+/// # Safety
+/// `addr` and `addrlen` must both be NULL, or `addrlen` writable and `addr` writable for `*addrlen` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn raccept(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let fd = rs::accept(&h)?;
+        if !addr.is_null() && !addrlen.is_null() {
+            let n = rs::lookup(fd)?;
+            let a = rs::lock(&n).peer_addr();
+            // SAFETY: addr/addrlen are the caller's buffer and its size.
+            unsafe { copy_addr(&a, addr, addrlen) };
+        }
+        Ok(fd)
+    })
+}
+symver!(raccept, "RDMACM_1.0");
+
+/// Connects an rsocket.
+///
+/// # Safety
+/// `addr` must point to a readable socket address of its family.
+#[no_mangle]
+pub unsafe extern "C" fn rconnect(socket: c_int, addr: *const sockaddr, addrlen: socklen_t) -> c_int {
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let a = nonnull_const(addr)?;
+        let _ = addrlen;
+        let mut s = rs::lock(&h);
+        s.connect(a.as_ptr())?;
+        Ok(0)
+    })
+}
+symver!(rconnect, "RDMACM_1.0");
+
+/// Shuts an rsocket down.
+///
+/// # Safety
+/// No pointer arguments; always safe to call.
+#[no_mangle]
+pub unsafe extern "C" fn rshutdown(socket: c_int, how: c_int) -> c_int {
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let mut s = rs::lock(&h);
+        s.shutdown(how)?;
+        Ok(0)
+    })
+}
+symver!(rshutdown, "RDMACM_1.0");
+
+/// Closes an rsocket.
+///
+/// # Safety
+/// No pointer arguments; always safe to call.
+#[no_mangle]
+pub unsafe extern "C" fn rclose(socket: c_int) -> c_int {
+    entry(|| {
+        if let Some(r) = repoll_close(socket) {
+            return Ok(r);
+        }
+        rs::close(socket)?;
+        Ok(0)
+    })
+}
+symver!(rclose, "RDMACM_1.0");
+
+/// Receives from an rsocket.
+///
+/// # Safety
+/// `buf` must be writable for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rrecv(socket: c_int, buf: *mut c_void, len: usize, flags: c_int) -> isize {
+    entry(|| {
+        // SAFETY: buf holds len writable bytes (caller's contract).
+        let b = unsafe { buf_mut(buf, len)? };
+        recv_on(socket, b, flags)
+    })
+}
+symver!(rrecv, "RDMACM_1.0");
+
+/// Receives from an rsocket with the source address.
+///
+/// # Safety
+/// `buf` must be writable for `len` bytes; `src_addr`/`addrlen` NULL or as for `raccept`.
+#[no_mangle]
+pub unsafe extern "C" fn rrecvfrom(socket: c_int, buf: *mut c_void, len: usize, flags: c_int, src_addr: *mut sockaddr, addrlen: *mut socklen_t) -> isize {
+    entry(|| {
+        // SAFETY: as rrecv.
+        let b = unsafe { buf_mut(buf, len)? };
+        let n = recv_on(socket, b, flags)?;
+        if n > 0 && !src_addr.is_null() && !addrlen.is_null() {
+            let h = rs::lookup(socket)?;
+            let a = rs::lock(&h).peer_addr();
+            // SAFETY: the caller's address buffer and its size.
+            unsafe { copy_addr(&a, src_addr, addrlen) };
+        }
+        Ok(n)
+    })
+}
+symver!(rrecvfrom, "RDMACM_1.0");
+
+/// Receives a message from an rsocket.
+///
+/// # Safety
+/// `msg` must point to a readable `msghdr` whose first iovec is writable for its length.
+#[no_mangle]
+pub unsafe extern "C" fn rrecvmsg(socket: c_int, msg: *mut msghdr, flags: c_int) -> isize {
+    entry(|| {
+        let m = nonnull_const(msg)?;
+        // SAFETY: msg points to a msghdr (caller's contract).
+        let m = unsafe { &*m.as_ptr() };
+        if !m.msg_control.is_null() && m.msg_controllen != 0 {
+            return Err(Errno::ENOTSUP);
+        }
+        if m.msg_iovlen == 0 || m.msg_iov.is_null() {
+            return Ok(0);
+        }
+        // SAFETY: msg_iov has msg_iovlen entries; only the first is filled, as upstream.
+        let v = unsafe { *m.msg_iov };
+        // SAFETY: the iovec describes writable memory.
+        let b = unsafe { buf_mut(v.iov_base, v.iov_len)? };
+        recv_on(socket, b, flags)
+    })
+}
+symver!(rrecvmsg, "RDMACM_1.0");
+
+/// Sends on an rsocket.
+///
+/// # Safety
+/// `buf` must be readable for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rsend(socket: c_int, buf: *const c_void, len: usize, flags: c_int) -> isize {
+    entry(|| {
+        // SAFETY: buf holds len readable bytes (caller's contract).
+        let b = unsafe { buf_ref(buf, len)? };
+        send_on(socket, b, flags)
+    })
+}
+symver!(rsend, "RDMACM_1.0");
+
+/// Sends on an rsocket to an address.
+///
+/// # Safety
+/// `buf` must be readable for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rsendto(socket: c_int, buf: *const c_void, len: usize, flags: c_int, dest_addr: *const sockaddr, addrlen: socklen_t) -> isize {
+    entry(|| {
+        if !dest_addr.is_null() || addrlen != 0 {
+            rs::lookup(socket)?;
+            return Err(Errno::EISCONN);
+        }
+        // SAFETY: as rsend.
+        let b = unsafe { buf_ref(buf, len)? };
+        send_on(socket, b, flags)
+    })
+}
+symver!(rsendto, "RDMACM_1.0");
+
+/// Sends a message on an rsocket.
+///
+/// # Safety
+/// `msg` must point to a readable `msghdr` whose `msg_iovlen` iovecs are readable.
+#[no_mangle]
+pub unsafe extern "C" fn rsendmsg(socket: c_int, msg: *const msghdr, flags: c_int) -> isize {
+    entry(|| {
+        let m = nonnull_const(msg)?;
+        // SAFETY: msg points to a msghdr (caller's contract).
+        let m = unsafe { &*m.as_ptr() };
+        if !m.msg_control.is_null() && m.msg_controllen != 0 {
+            return Err(Errno::ENOTSUP);
+        }
+        // SAFETY: msg_iov has msg_iovlen entries.
+        unsafe { sendv_on(socket, m.msg_iov, m.msg_iovlen as c_int, flags) }
+    })
+}
+symver!(rsendmsg, "RDMACM_1.0");
+
+/// Reads from an rsocket.
+///
+/// # Safety
+/// `buf` must be writable for `count` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rread(socket: c_int, buf: *mut c_void, count: usize) -> isize {
+    entry(|| {
+        // SAFETY: as rrecv.
+        let b = unsafe { buf_mut(buf, count)? };
+        recv_on(socket, b, 0)
+    })
+}
+symver!(rread, "RDMACM_1.0");
+
+/// Reads into a vector from an rsocket.
+///
+/// # Safety
+/// `iov` must hold `iovcnt` iovecs; the first must be writable for its length.
+#[no_mangle]
+pub unsafe extern "C" fn rreadv(socket: c_int, iov: *const iovec, iovcnt: c_int) -> isize {
+    entry(|| {
+        if iovcnt <= 0 || iov.is_null() {
+            rs::lookup(socket)?;
+            return Err(Errno::EINVAL);
+        }
+        // SAFETY: iov has iovcnt >= 1 entries; only the first is filled, as upstream.
+        let v = unsafe { *iov };
+        // SAFETY: the iovec describes writable memory.
+        let b = unsafe { buf_mut(v.iov_base, v.iov_len)? };
+        recv_on(socket, b, 0)
+    })
+}
+symver!(rreadv, "RDMACM_1.0");
+
+/// Writes to an rsocket.
+///
+/// # Safety
+/// `buf` must be readable for `count` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rwrite(socket: c_int, buf: *const c_void, count: usize) -> isize {
+    entry(|| {
+        // SAFETY: as rsend.
+        let b = unsafe { buf_ref(buf, count)? };
+        send_on(socket, b, 0)
+    })
+}
+symver!(rwrite, "RDMACM_1.0");
+
+/// Writes a vector to an rsocket.
+///
+/// # Safety
+/// `iov` must hold `iovcnt` readable iovecs, each readable for its length.
+#[no_mangle]
+pub unsafe extern "C" fn rwritev(socket: c_int, iov: *const iovec, iovcnt: c_int) -> isize {
+    entry(|| {
+        // SAFETY: iov has iovcnt entries (caller's contract).
+        unsafe { sendv_on(socket, iov, iovcnt, 0) }
+    })
+}
+symver!(rwritev, "RDMACM_1.0");
+
+/// Polls rsockets.
+///
+/// # Safety
+/// `fds` must hold `nfds` writable `pollfd` entries.
+#[no_mangle]
+pub unsafe extern "C" fn rpoll(fds: *mut pollfd, nfds: nfds_t, timeout: c_int) -> c_int {
+    entry(|| {
+        if nfds == 0 {
+            return rs::poll(&mut [], timeout);
+        }
+        let f = nonnull(fds)?;
+        // SAFETY: fds has nfds entries (caller's contract).
+        let f = unsafe { std::slice::from_raw_parts_mut(f.as_ptr(), nfds as usize) };
+        rs::poll(f, timeout)
+    })
+}
+symver!(rpoll, "RDMACM_1.0");
+
+/// Selects on rsockets.
+///
+/// # Safety
+/// Each set must be NULL or a writable `fd_set`; `timeout` NULL or readable.
+#[no_mangle]
+pub unsafe extern "C" fn rselect(nfds: c_int, readfds: *mut fd_set, writefds: *mut fd_set, exceptfds: *mut fd_set, timeout: *mut timeval) -> c_int {
+    entry(|| {
+        if !(0..=libc::FD_SETSIZE as c_int).contains(&nfds) {
+            return Err(Errno::EINVAL);
+        }
+        let mut pfds: Vec<pollfd> = Vec::new();
+        for fd in 0..nfds {
+            let mut ev = 0i16;
+            // SAFETY: the sets, when given, are fd_sets and fd < FD_SETSIZE.
+            unsafe {
+                if !readfds.is_null() && libc::FD_ISSET(fd, readfds) {
+                    ev |= libc::POLLIN;
+                }
+                if !writefds.is_null() && libc::FD_ISSET(fd, writefds) {
+                    ev |= libc::POLLOUT;
+                }
+                if !exceptfds.is_null() && libc::FD_ISSET(fd, exceptfds) {
+                    ev |= libc::POLLPRI;
+                }
+            }
+            if ev != 0 {
+                pfds.push(pollfd { fd, events: ev, revents: 0 });
+            }
+        }
+        let to = if timeout.is_null() {
+            -1
+        } else {
+            // SAFETY: timeout points to a timeval.
+            let t = unsafe { *timeout };
+            t.tv_sec.saturating_mul(1000).saturating_add(t.tv_usec / 1000).clamp(0, c_int::MAX as i64) as c_int
+        };
+        rs::poll(&mut pfds, to)?;
+        let mut n = 0;
+        // SAFETY: as above.
+        unsafe {
+            for set in [readfds, writefds, exceptfds] {
+                if !set.is_null() {
+                    libc::FD_ZERO(set);
+                }
+            }
+            for p in &pfds {
+                if !readfds.is_null() && p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 && p.events & libc::POLLIN != 0 {
+                    libc::FD_SET(p.fd, readfds);
+                    n += 1;
+                }
+                if !writefds.is_null() && p.revents & libc::POLLOUT != 0 {
+                    libc::FD_SET(p.fd, writefds);
+                    n += 1;
+                }
+                if !exceptfds.is_null() && p.revents & libc::POLLPRI != 0 {
+                    libc::FD_SET(p.fd, exceptfds);
+                    n += 1;
+                }
+            }
+        }
+        Ok(n)
+    })
+}
+symver!(rselect, "RDMACM_1.0");
+
+/// Returns an rsocket's peer address.
+///
+/// # Safety
+/// `addrlen` must be writable and `addr` writable for `*addrlen` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rgetpeername(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        nonnull(addr)?;
+        nonnull(addrlen)?;
+        let a = rs::lock(&h).peer_addr();
+        // SAFETY: the caller's address buffer and its size.
+        unsafe { copy_addr(&a, addr, addrlen) };
+        Ok(0)
+    })
+}
+symver!(rgetpeername, "RDMACM_1.0");
+
+/// Returns an rsocket's local address.
+///
+/// # Safety
+/// `addrlen` must be writable and `addr` writable for `*addrlen` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rgetsockname(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        nonnull(addr)?;
+        nonnull(addrlen)?;
+        let a = rs::lock(&h).local_addr();
+        // SAFETY: the caller's address buffer and its size.
+        unsafe { copy_addr(&a, addr, addrlen) };
+        Ok(0)
+    })
+}
+symver!(rgetsockname, "RDMACM_1.0");
+
+/// Sets an rsocket option.
+///
+/// # Safety
+/// `optval` must be readable for `optlen` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rsetsockopt(socket: c_int, level: c_int, optname: c_int, optval: *const c_void, optlen: socklen_t) -> c_int {
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let val = if !optval.is_null() && optlen as usize >= std::mem::size_of::<c_int>() {
+            // SAFETY: optval has at least an int's worth of bytes.
+            Some(unsafe { std::ptr::read_unaligned(optval as *const c_int) })
+        } else {
+            None
+        };
+        rs::setsockopt(&h, level, optname, val, optval, optlen)?;
+        Ok(0)
+    })
+}
+symver!(rsetsockopt, "RDMACM_1.0");
+
+/// Reads an rsocket option.
+///
+/// # Safety
+/// `optlen` must be writable and `optval` writable for `*optlen` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rgetsockopt(socket: c_int, level: c_int, optname: c_int, optval: *mut c_void, optlen: *mut socklen_t) -> c_int {
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let v = nonnull(optval)?;
+        let l = nonnull(optlen)?;
+        let val = rs::getsockopt(&h, level, optname)?;
+        // SAFETY: optlen points to the buffer size; optval to that many bytes.
+        unsafe {
+            let n = (*l.as_ptr() as usize).min(std::mem::size_of::<c_int>());
+            std::ptr::copy_nonoverlapping(&val as *const c_int as *const u8, v.as_ptr() as *mut u8, n);
+            *l.as_ptr() = std::mem::size_of::<c_int>() as socklen_t;
+        }
+        Ok(0)
+    })
+}
+symver!(rgetsockopt, "RDMACM_1.0");
+
+/// fcntl for rsockets (variadic in C: the optional third argument is read as a long).
+///
+/// # Safety
+/// No pointer arguments; always safe to call.
+#[no_mangle]
+pub unsafe extern "C" fn rfcntl(socket: c_int, cmd: c_int, arg: c_long) -> c_int {
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let mut s = rs::lock(&h);
+        match cmd {
+            libc::F_GETFL => Ok(if s.nonblocking() { libc::O_NONBLOCK } else { 0 }),
+            libc::F_SETFL => {
+                s.set_nonblocking(arg as c_int & libc::O_NONBLOCK != 0);
+                Ok(0)
+            }
+            _ => Err(Errno::ENOTSUP),
+        }
+    })
+}
+symver!(rfcntl, "RDMACM_1.0");
+
+/// Registers a buffer for remote direct writes.
+///
+/// # Safety
+/// `buf` must stay valid for `len` bytes until riounmap or rclose; the peer may write into it.
+#[no_mangle]
+pub unsafe extern "C" fn riomap(socket: c_int, buf: *mut c_void, len: usize, prot: c_int, flags: c_int, offset: off_t) -> off_t {
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let _ = flags;
+        let mut s = rs::lock(&h);
+        // SAFETY: the caller keeps buf valid for len bytes until riounmap or rclose.
+        unsafe { s.iomap(buf as *mut u8, len, prot, offset) }
+    })
+}
+symver!(riomap, "RDMACM_1.0");
+
+/// Removes a mapping made by riomap.
+///
+/// # Safety
+/// `buf`/`len` name a mapping made by riomap (no memory is accessed).
+#[no_mangle]
+pub unsafe extern "C" fn riounmap(socket: c_int, buf: *mut c_void, len: usize) -> c_int {
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        let mut s = rs::lock(&h);
+        s.iounmap(buf as *mut u8, len)?;
+        Ok(0)
+    })
+}
+symver!(riounmap, "RDMACM_1.0");
+
+/// Writes directly into a peer's riomap'ed buffer.
+///
+/// # Safety
+/// `buf` must be readable for `count` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn riowrite(socket: c_int, buf: *const c_void, count: usize, offset: off_t, flags: c_int) -> usize {
+    entry(|| {
+        let h = rs::lookup(socket)?;
+        // SAFETY: buf holds count readable bytes (caller's contract).
+        let b = unsafe { buf_ref(buf, count)? };
+        rs::iowrite(&h, b, offset as u64, flags)
+    })
+}
+symver!(riowrite, "RDMACM_1.0");
+
+// --- repoll: epoll-like sets over rsockets and ordinary descriptors ---
+//
+// A set is named by the read end of a pipe (so its number is a real descriptor no one else can
+// get) and kept in a table. Members stay in insertion order; deleting one moves the last member
+// into its place, and ready members are reported in that order. repoll_ctl and repoll_wait
+// report failures by returning the error number itself, as upstream does; rclose on a set's
+// number frees it (EBUSY while it still has members).
+
+/// The epoll bits a set passes on to rpoll (same values as the poll bits).
+const REPOLL_BITS: u32 = (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLERR | libc::EPOLLHUP) as u32;
+
+struct RepollSet {
+    /// Write end of the pipe whose read end names the set.
+    peer: c_int,
+    /// Members: the descriptor and poll events to watch, and the caller's data.
+    members: parking_lot::Mutex<Vec<(pollfd, u64)>>,
+}
+
+static REPOLL_SETS: parking_lot::Mutex<std::collections::BTreeMap<c_int, std::sync::Arc<RepollSet>>> =
+    parking_lot::Mutex::new(std::collections::BTreeMap::new());
+
+fn repoll_find(epfd: c_int) -> Option<std::sync::Arc<RepollSet>> {
+    REPOLL_SETS.lock().get(&epfd).cloned()
+}
+
+/// rclose on a set's number: Some(result) when `fd` names a set.
+fn repoll_close(fd: c_int) -> Option<c_int> {
+    let mut sets = REPOLL_SETS.lock();
+    let set = sets.get(&fd)?.clone();
+    if !set.members.lock().is_empty() {
+        return Some(libc::EBUSY);
+    }
+    sets.remove(&fd);
+    drop(sets);
+    // SAFETY: both ends of the pipe belong to the set, which is now out of the table.
+    unsafe {
+        libc::close(set.peer);
+        libc::close(fd);
+    }
+    Some(0)
+}
+
+/// Creates an epoll-like set for rsockets.
+///
+/// # Safety
+/// No pointer arguments; always safe to call.
+#[no_mangle]
+pub unsafe extern "C" fn repoll_create(size: c_int) -> c_int {
+    entry(|| {
+        let mut p = [0 as c_int; 2];
+        let flags = libc::O_DIRECT | (size & (libc::O_CLOEXEC | libc::O_NONBLOCK));
+        // SAFETY: p has room for the two descriptors.
+        if unsafe { libc::pipe2(p.as_mut_ptr(), flags) } != 0 {
+            return Err(Errno::last());
+        }
+        let set = std::sync::Arc::new(RepollSet { peer: p[1], members: parking_lot::Mutex::new(Vec::new()) });
+        REPOLL_SETS.lock().insert(p[0], set);
+        Ok(p[0])
+    })
+}
+symver!(repoll_create, "RDMACM_1.5");
+
+/// Controls an repoll set.
+///
+/// # Safety
+/// `event` must be NULL or point to a readable `epoll_event`.
+#[no_mangle]
+pub unsafe extern "C" fn repoll_ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> c_int {
+    entry(|| {
+        if fd < 0 {
+            return Ok(libc::EBADF);
+        }
+        if fd == epfd {
+            return Ok(libc::EINVAL);
+        }
+        let Some(set) = repoll_find(epfd) else { return Ok(libc::EINVAL) };
+        let ev = if op == libc::EPOLL_CTL_DEL {
+            None
+        } else if event.is_null() {
+            return Ok(libc::EFAULT);
+        } else {
+            // SAFETY: event is non-NULL and readable (caller's contract); it may be unaligned.
+            Some(unsafe { std::ptr::read_unaligned(event) })
+        };
+        let mut m = set.members.lock();
+        let pos = m.iter().position(|(p, _)| p.fd == fd);
+        let entry_of = |e: epoll_event| {
+            let events = e.events;
+            let data = e.u64;
+            (pollfd { fd, events: (events & REPOLL_BITS) as i16, revents: 0 }, data)
+        };
+        match (op, pos, ev) {
+            (libc::EPOLL_CTL_ADD, Some(_), _) => Ok(libc::EEXIST),
+            (libc::EPOLL_CTL_ADD, None, Some(e)) => {
+                m.push(entry_of(e));
+                Ok(0)
+            }
+            (libc::EPOLL_CTL_MOD | libc::EPOLL_CTL_DEL, None, _) => Ok(libc::ENOENT),
+            (libc::EPOLL_CTL_MOD, Some(i), Some(e)) => {
+                m[i] = entry_of(e);
+                Ok(0)
+            }
+            (libc::EPOLL_CTL_DEL, Some(i), _) => {
+                m.swap_remove(i);
+                Ok(0)
+            }
+            _ => Ok(libc::EINVAL),
+        }
+    })
+}
+symver!(repoll_ctl, "RDMACM_1.5");
+
+/// Waits on an repoll set.
+///
+/// # Safety
+/// `events` must hold `maxevents` writable entries.
+#[no_mangle]
+pub unsafe extern "C" fn repoll_wait(epfd: c_int, events: *mut epoll_event, maxevents: c_int, timeout: c_int) -> c_int {
+    entry(|| {
+        let Some(set) = repoll_find(epfd) else { return Ok(libc::EINVAL) };
+        if maxevents <= 0 {
+            return Ok(libc::EINVAL);
+        }
+        let out = nonnull(events)?;
+        let start = std::time::Instant::now();
+        loop {
+            // Poll a copy of the members, a short slice at a time, so that repoll_ctl calls
+            // from other threads take effect while this one waits.
+            let mut fds: Vec<pollfd> = set.members.lock().iter().map(|(p, _)| *p).collect();
+            let slice = if timeout == 0 {
+                0
+            } else {
+                let left = if timeout < 0 { 100 } else { timeout as i64 - start.elapsed().as_millis() as i64 };
+                if left <= 0 {
+                    return Ok(0);
+                }
+                left.min(100) as c_int
+            };
+            let n = if fds.is_empty() {
+                if slice > 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(slice as u64));
+                }
+                0
+            } else {
+                rs::poll(&mut fds, slice)?
+            };
+            if n > 0 {
+                let m = set.members.lock();
+                let mut cnt = 0usize;
+                for f in fds.iter().filter(|f| f.revents != 0) {
+                    // Report only members still in the set with the same descriptor.
+                    let Some((_, data)) = m.iter().find(|(p, _)| p.fd == f.fd) else { continue };
+                    let ev = epoll_event { events: (f.revents as u16 as u32) & REPOLL_BITS, u64: *data };
+                    // SAFETY: out has maxevents writable entries and cnt < maxevents.
+                    unsafe { std::ptr::write_unaligned(out.as_ptr().add(cnt), ev) };
+                    cnt += 1;
+                    if cnt >= maxevents as usize {
+                        break;
+                    }
+                }
+                if cnt > 0 {
+                    return Ok(cnt as c_int);
+                }
+            }
+            if timeout == 0 {
+                return Ok(0);
+            }
+        }
+    })
+}
+symver!(repoll_wait, "RDMACM_1.5");
+
+/// A caller's read buffer as a slice (NULL with a length is EINVAL).
+///
+/// # Safety
+/// `p` points to `len` readable bytes or `len` is 0.
+unsafe fn buf_ref<'a>(p: *const c_void, len: usize) -> Result<&'a [u8], Errno> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    let p = nonnull_const(p)?;
+    // SAFETY: the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p.as_ptr() as *const u8, len) })
+}
+
+/// A caller's write buffer as a slice (NULL with a length is EINVAL).
+///
+/// # Safety
+/// `p` points to `len` writable bytes or `len` is 0.
+unsafe fn buf_mut<'a>(p: *mut c_void, len: usize) -> Result<&'a mut [u8], Errno> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    let p = nonnull(p)?;
+    // SAFETY: the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p.as_ptr() as *mut u8, len) })
+}
+
+fn recv_on(socket: c_int, b: &mut [u8], flags: c_int) -> Result<isize, Errno> {
+    let h = rs::lookup(socket)?;
+    Ok(rs::recv(&h, b, flags)? as isize)
+}
+
+fn send_on(socket: c_int, b: &[u8], flags: c_int) -> Result<isize, Errno> {
+    let h = rs::lookup(socket)?;
+    Ok(rs::send(&h, b, flags)? as isize)
+}
+
+/// Sends the iovecs in order; stops at the first short send.
+///
+/// # Safety
+/// `iov` has `cnt` entries, each describing readable memory.
+unsafe fn sendv_on(socket: c_int, iov: *const iovec, cnt: c_int, flags: c_int) -> Result<isize, Errno> {
+    let h = rs::lookup(socket)?;
+    if cnt < 0 || (cnt > 0 && iov.is_null()) {
+        return Err(Errno::EINVAL);
+    }
+    let mut total = 0usize;
+    for i in 0..cnt as usize {
+        // SAFETY: i < cnt.
+        let v = unsafe { *iov.add(i) };
+        // SAFETY: the iovec describes readable memory.
+        let b = unsafe { buf_ref(v.iov_base, v.iov_len)? };
+        match rs::send(&h, b, flags) {
+            Ok(n) => {
+                total += n;
+                if n < b.len() {
+                    break;
+                }
+            }
+            Err(e) if total == 0 => return Err(e),
+            Err(_) => break,
+        }
+    }
+    Ok(total as isize)
+}
+
+/// Copies an address out like getsockname: truncated to the buffer, the full length reported.
+///
+/// # Safety
+/// `addr` has `*len` writable bytes; `len` is valid.
+unsafe fn copy_addr(a: &libc::sockaddr_storage, addr: *mut sockaddr, len: *mut socklen_t) {
+    let full = match a.ss_family as c_int {
+        libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
+        _ => std::mem::size_of::<libc::sockaddr_in6>(),
+    };
+    // SAFETY: the caller's contract.
+    unsafe {
+        let n = (*len as usize).min(full);
+        std::ptr::copy_nonoverlapping(a as *const _ as *const u8, addr as *mut u8, n);
+        *len = full as socklen_t;
+    }
+}
+
+#[cfg(test)]
+mod repoll_tests {
+    use super::*;
+
+    fn ctl(ep: c_int, op: c_int, fd: c_int, events: u32, data: u64) -> c_int {
+        let mut ev = epoll_event { events, u64: data };
+        // SAFETY: ev is a valid event.
+        unsafe { repoll_ctl(ep, op, fd, &mut ev) }
+    }
+
+    #[test]
+    fn repoll_on_a_pipe() {
+        let mut p = [0 as c_int; 2];
+        // SAFETY: p has room for two descriptors.
+        assert_eq!(unsafe { libc::pipe(p.as_mut_ptr()) }, 0);
+        // SAFETY: no pointers.
+        let ep = unsafe { repoll_create(0) };
+        assert!(ep >= 0);
+        let mut evs = [epoll_event { events: 0, u64: 0 }; 4];
+        // SAFETY: evs has 4 entries.
+        let wait = |evs: &mut [epoll_event; 4], t| unsafe { repoll_wait(ep, evs.as_mut_ptr(), 4, t) };
+        assert_eq!(wait(&mut evs, 0), 0);
+        assert_eq!(ctl(ep, libc::EPOLL_CTL_ADD, p[0], libc::EPOLLIN as u32, 7), 0);
+        assert_eq!(ctl(ep, libc::EPOLL_CTL_ADD, p[0], libc::EPOLLIN as u32, 7), libc::EEXIST);
+        assert_eq!(ctl(ep, libc::EPOLL_CTL_MOD, p[1], libc::EPOLLIN as u32, 7), libc::ENOENT);
+        assert_eq!(ctl(ep, libc::EPOLL_CTL_ADD, -1, 0, 0), libc::EBADF);
+        assert_eq!(ctl(ep, libc::EPOLL_CTL_ADD, ep, 0, 0), libc::EINVAL);
+        assert_eq!(ctl(p[1], libc::EPOLL_CTL_ADD, p[0], 0, 0), libc::EINVAL);
+        let t = std::time::Instant::now();
+        assert_eq!(wait(&mut evs, 50), 0);
+        assert!(t.elapsed().as_millis() >= 45);
+        // SAFETY: writes one byte from a valid buffer.
+        assert_eq!(unsafe { libc::write(p[1], b"x".as_ptr().cast(), 1) }, 1);
+        assert_eq!(wait(&mut evs, -1), 1);
+        let (e, d) = (evs[0].events, evs[0].u64);
+        assert_eq!((e, d), (libc::EPOLLIN as u32, 7));
+        // SAFETY: no pointers.
+        assert_eq!(unsafe { rclose(ep) }, libc::EBUSY);
+        assert_eq!(ctl(ep, libc::EPOLL_CTL_DEL, p[0], 0, 0), 0);
+        assert_eq!(ctl(ep, libc::EPOLL_CTL_DEL, p[0], 0, 0), libc::ENOENT);
+        // SAFETY: no pointers.
+        assert_eq!(unsafe { rclose(ep) }, 0);
+        // SAFETY: the test's own descriptors.
+        unsafe {
+            libc::close(p[0]);
+            libc::close(p[1]);
+        }
+    }
+}

@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! Address translation on an identifier: `rdma_resolve_addrinfo` and
+//! `rdma_query_addrinfo`.
+//!
+//! Two ways, as upstream:
+//! * **DNS** (the default, or `RAI_DNS`): the translation is
+//!   `rdma_getaddrinfo`'s, run in the caller's thread; its result is kept
+//!   on the id and announced by an `RDMA_CM_EVENT_ADDRINFO_RESOLVED` event
+//!   that the library queues through the kernel (an INTERNAL event it
+//!   rewrites when it reads it).  A failed translation fails the call.
+//! * **SA** (`RAI_SA`): the kernel resolves an InfiniBand service
+//!   (`RESOLVE_IB_SERVICE`); on its ADDRINFO_RESOLVED the library reads the
+//!   service records and turns them into AF_IB entries, or reports
+//!   `RDMA_CM_EVENT_ADDRINFO_ERROR` with the errno as status.
+//!
+//! One difference, on purpose: upstream returns -1 with `errno == -1` (or
+//! with errno set to a negative `EAI_*` code) for most failures; we set a
+//! real errno ([`eai_errno`]).
+
+use super::{Cm, EventPriv, IdPriv};
+use crate::addrinfo::{self as gai, GaiError, Hints, Rai};
+use crate::abi::cma::*;
+use crate::abi::ucma as kabi;
+use nix::errno::Errno;
+use std::ffi::{c_int, CStr};
+
+/// Per-id state of an address translation.
+#[derive(Default)]
+pub struct AiSlot {
+    /// A translation was started and not yet handed over (or failed).
+    pub resolving: bool,
+    /// The finished translation, until `rdma_query_addrinfo` takes it.
+    pub resolved: Option<Vec<Rai>>,
+}
+
+/// The errno for a libc `getaddrinfo` failure (`EAI_*`).
+pub fn eai_errno(code: c_int) -> Errno {
+    match code {
+        // (glibc: EAI_ADDRFAMILY is -9, not in the libc crate.)
+        libc::EAI_NONAME | libc::EAI_NODATA | libc::EAI_SERVICE | -9 => Errno::ENOENT,
+        libc::EAI_AGAIN => Errno::EAGAIN,
+        libc::EAI_MEMORY => Errno::ENOMEM,
+        libc::EAI_BADFLAGS => Errno::EINVAL,
+        libc::EAI_FAMILY => Errno::EAFNOSUPPORT,
+        libc::EAI_SOCKTYPE => Errno::ESOCKTNOSUPPORT,
+        libc::EAI_OVERFLOW => Errno::EOVERFLOW,
+        libc::EAI_SYSTEM => match Errno::last() {
+            Errno::UnknownErrno => Errno::EIO,
+            e => e,
+        },
+        _ => Errno::EIO,
+    }
+}
+
+/// The kernel's service description for `service`: a number (C `strtoull`
+/// with base 0: decimal, 0x hex or 0 octal) is a service id, anything else
+/// a service name of at most 63 bytes.
+pub fn ib_service_of(service: &CStr) -> kabi::IbService {
+    let mut ibs = kabi::IbService::default();
+    let s = service.to_bytes();
+    let txt = std::str::from_utf8(s).ok().map(str::trim_start);
+    let num = txt.and_then(|t| {
+        let t = t.strip_prefix('+').unwrap_or(t);
+        if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+            u64::from_str_radix(h, 16).ok()
+        } else if t.len() > 1 && t.starts_with('0') {
+            u64::from_str_radix(&t[1..], 8).ok()
+        } else {
+            t.parse::<u64>().ok()
+        }
+    });
+    match num {
+        Some(id) => {
+            ibs.service_id = id;
+            ibs.flags = kabi::IB_SERVICE_FLAG_ID;
+        }
+        None => {
+            let n = s.len().min(ibs.service_name.len() - 1);
+            ibs.service_name[..n].copy_from_slice(&s[..n]);
+            ibs.flags = kabi::IB_SERVICE_FLAG_NAME;
+        }
+    }
+    ibs
+}
+
+/// AF_IB entries for the service records the kernel found.
+pub fn rai_of_service_recs(recs: &[kabi::ServiceRec]) -> Vec<Rai> {
+    recs.iter()
+        .map(|r| {
+            let sib = sockaddr_ib {
+                sib_family: AF_IB as u16,
+                sib_pkey: r.pkey,
+                sib_addr: ib_addr { sib_raw: r.gid },
+                sib_sid: r.id,
+                sib_sid_mask: u64::MAX,
+                ..Default::default()
+            };
+            Rai {
+                flags: RAI_SA,
+                family: AF_IB,
+                qp_type: 0,
+                port_space: RDMA_PS_IB as c_int,
+                src: None,
+                dst: Some(gai::sib_bytes(&sib)),
+                src_canonname: None,
+                dst_canonname: None,
+                route: None,
+                connect: None,
+            }
+        })
+        .collect()
+}
+
+impl Cm {
+    /// `rdma_resolve_addrinfo`.
+    ///
+    /// # Safety
+    /// `p` must be a live id.
+    pub unsafe fn resolve_addrinfo(
+        &'static self,
+        p: *mut IdPriv,
+        node: Option<&CStr>,
+        service: Option<&CStr>,
+        hints: &Hints,
+    ) -> Result<(), Errno> {
+        {
+            // SAFETY: p is live.
+            let mut ai = unsafe { (*p).ai.lock() };
+            if ai.resolving {
+                return Err(Errno::EBUSY);
+            }
+            ai.resolving = true;
+        }
+        // SAFETY: p is live.
+        let r = unsafe { self.start_addrinfo(p, node, service, hints) };
+        if let Err(e) = r {
+            log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: {e}");
+            // SAFETY: p is live.
+            unsafe { (*p).ai.lock().resolving = false };
+        }
+        r
+    }
+
+    unsafe fn start_addrinfo(
+        &'static self,
+        p: *mut IdPriv,
+        node: Option<&CStr>,
+        service: Option<&CStr>,
+        hints: &Hints,
+    ) -> Result<(), Errno> {
+        let flags = if hints.null { 0 } else { hints.flags };
+        if flags & RAI_SA != 0 {
+            if flags & RAI_DNS != 0 || node.is_some() {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            let service = service.ok_or(Errno::EINVAL)?;
+            // SAFETY: p is live.
+            let (fd, h) = unsafe { (IdPriv::fd(p), (*p).handle) };
+            self.ucma.resolve_ib_service(fd, h, &ib_service_of(service))?;
+            // SAFETY: p is live.
+            return unsafe { self.complete(p) };
+        }
+        let list = gai::getaddrinfo(node, service, hints, &CmaBackend).map_err(|e| match e {
+            GaiError::Sys(e) => e,
+            GaiError::Eai(code) => {
+                // SAFETY: gai_strerror returns a static string.
+                let why = unsafe { CStr::from_ptr(libc::gai_strerror(code)) };
+                log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: getaddrinfo: {}", why.to_string_lossy());
+                eai_errno(code)
+            }
+        })?;
+        // SAFETY: p is live.
+        unsafe { (*p).ai.lock().resolved = Some(list) };
+        // SAFETY: p is live.
+        let (fd, h) = unsafe { (IdPriv::fd(p), (*p).handle) };
+        if let Err(e) = self.ucma.write_cm_event(fd, h, RDMA_CM_EVENT_INTERNAL, 0, u64::from(RDMA_CM_EVENT_ADDRINFO_RESOLVED)) {
+            // SAFETY: p is live.
+            unsafe { (*p).ai.lock().resolved = None };
+            return Err(e);
+        }
+        // SAFETY: p is live.
+        unsafe { self.complete(p) }
+    }
+
+    /// `rdma_query_addrinfo`: hands over the finished translation.
+    ///
+    /// # Safety
+    /// `p` must be a live id.
+    pub unsafe fn query_addrinfo(&self, p: *mut IdPriv) -> Result<Vec<Rai>, Errno> {
+        // SAFETY: p is live.
+        let mut ai = unsafe { (*p).ai.lock() };
+        if !ai.resolving || ai.resolved.is_none() {
+            return Err(Errno::ENOENT);
+        }
+        ai.resolving = false;
+        ai.resolved.take().ok_or(Errno::ENOENT)
+    }
+
+    /// The library's part of an ADDRINFO_RESOLVED event: nothing for a DNS
+    /// translation (its result is already kept); for an SA one, read the
+    /// service records, or turn the event into ADDRINFO_ERROR.
+    ///
+    /// # Safety
+    /// `p` must be a live id with this event outstanding.
+    pub(super) unsafe fn process_addrinfo_resolved(&self, p: *mut IdPriv, evt: &mut EventPriv) {
+        // SAFETY: p is live.
+        if unsafe { (*p).ai.lock().resolved.is_some() } {
+            return;
+        }
+        // SAFETY: p is live.
+        let (fd, h) = unsafe { (IdPriv::fd(p), (*p).handle) };
+        let got = self.ucma.query_ib_service(fd, h).and_then(|recs| {
+            // SAFETY: p is live.
+            unsafe { self.query_addr(p) }?;
+            Ok(rai_of_service_recs(&recs))
+        });
+        // SAFETY: p is live.
+        let mut ai = unsafe { (*p).ai.lock() };
+        match got {
+            Ok(list) => ai.resolved = Some(list),
+            Err(e) => {
+                log::debug!(target: "rdmacm", "IB service resolved, but reading the records failed: {e}");
+                evt.event.event = RDMA_CM_EVENT_ADDRINFO_ERROR;
+                evt.event.status = e as i32;
+                ai.resolving = false;
+            }
+        }
+    }
+
+    /// The library's part of an ADDRINFO_ERROR event.
+    ///
+    /// # Safety
+    /// `p` must be a live id.
+    pub(super) unsafe fn process_addrinfo_error(&self, p: *mut IdPriv) {
+        // SAFETY: p is live.
+        unsafe { (*p).ai.lock().resolving = false };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn service_numbers_and_names() {
+        let ibs = ib_service_of(c"0x1234");
+        assert_eq!((ibs.flags, ibs.service_id), (kabi::IB_SERVICE_FLAG_ID, 0x1234));
+        let ibs = ib_service_of(c"4660");
+        assert_eq!((ibs.flags, ibs.service_id), (kabi::IB_SERVICE_FLAG_ID, 4660));
+        let ibs = ib_service_of(c"010");
+        assert_eq!((ibs.flags, ibs.service_id), (kabi::IB_SERVICE_FLAG_ID, 8));
+        let ibs = ib_service_of(c"my-service");
+        assert_eq!(ibs.flags, kabi::IB_SERVICE_FLAG_NAME);
+        assert_eq!(&ibs.service_name[..11], b"my-service\0");
+        let long = std::ffi::CString::new("x".repeat(100)).unwrap();
+        let ibs = ib_service_of(&long);
+        assert_eq!(ibs.service_name[62], b'x');
+        assert_eq!(ibs.service_name[63], 0, "names are cut to 63 bytes");
+        // "12abc" is not a number for strtoull's full-string test.
+        assert_eq!(ib_service_of(c"12abc").flags, kabi::IB_SERVICE_FLAG_NAME);
+    }
+
+    /// The real backend on a host without InfiniBand ports: ENOENT (or the
+    /// event-channel open error, ENOENT too when there is no rdma_cm).
+    #[test]
+    fn sa_without_ib_ports() {
+        let h = Hints { flags: RAI_SA, ..Default::default() };
+        let e = gai::getaddrinfo_with(None, Some(c"42"), &h, &CmaBackend, gai::AcmTarget::Off).unwrap_err();
+        assert!(matches!(e, GaiError::Sys(Errno::ENOENT | Errno::EACCES | Errno::EPERM)), "{e:?}");
+    }
+
+    #[test]
+    fn eai_codes_become_errnos() {
+        assert_eq!(eai_errno(libc::EAI_NONAME), Errno::ENOENT);
+        assert_eq!(eai_errno(libc::EAI_AGAIN), Errno::EAGAIN);
+        assert_eq!(eai_errno(libc::EAI_MEMORY), Errno::ENOMEM);
+        assert_eq!(eai_errno(libc::EAI_FAMILY), Errno::EAFNOSUPPORT);
+        assert_eq!(eai_errno(-12345), Errno::EIO);
+    }
+
+    #[test]
+    fn service_records_become_af_ib_entries() {
+        // SAFETY: all-zero is a valid ServiceRec (integers and arrays).
+        let mut r: kabi::ServiceRec = unsafe { std::mem::zeroed() };
+        r.id = 0x1122u64.to_be();
+        r.pkey = 0xffffu16.to_be();
+        r.gid[15] = 7;
+        let list = rai_of_service_recs(&[r, r]);
+        assert_eq!(list.len(), 2);
+        assert_eq!((list[0].flags, list[0].family, list[0].port_space), (RAI_SA, AF_IB, RDMA_PS_IB as c_int));
+        let dst = list[0].dst.as_ref().unwrap();
+        assert_eq!(dst.len(), std::mem::size_of::<sockaddr_ib>());
+        // SAFETY: dst holds a complete sockaddr_ib.
+        let sib: sockaddr_ib = unsafe { std::ptr::read_unaligned(dst.as_ptr().cast()) };
+        assert_eq!((sib.sib_sid, sib.sib_sid_mask, sib.sib_addr.sib_raw[15]), (r.id, u64::MAX, 7));
+    }
+}
+
+/// The connection manager's side of `rdma_getaddrinfo`: the
+/// [`gai::CmBackend`] that the address-translation pipeline asks for the
+/// AF_IB probe, the InfiniBand ports and the kernel's service resolution.
+/// The pipeline knows only the trait, so it never imports the connection
+/// manager.
+pub struct CmaBackend;
+
+impl gai::CmBackend for CmaBackend {
+    fn af_ib_supported(&self) -> bool {
+        super::af_ib_supported()
+    }
+
+    fn ib_sa_gids(&self) -> Vec<[u8; 16]> {
+        crate::sys::verbs::ib_active_port_gids()
+    }
+
+    fn resolve_ib_service(&self, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
+        resolve_ib_service(gid, service)
+    }
+}
+
+/// `rdma_getaddrinfo`'s RAI_SA lookup on one port: an AF_IB id bound to
+/// the port's GID asks the kernel to resolve `service` through the SA, as
+/// upstream does.  Returns the AF_IB entries (without source addresses).
+pub fn resolve_ib_service(gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
+    let cm = super::global();
+    let ch = cm.create_channel()?;
+    // SAFETY: ch is the live channel just created; the id lives on it and
+    // is destroyed before the channel.
+    let r = unsafe {
+        match cm.create_id(ch, std::ptr::null_mut(), RDMA_PS_IB) {
+            Ok(p) => {
+                let r = cm.resolve_service_on(p, ch, gid, service);
+                let _ = cm.destroy_id(p);
+                r
+            }
+            Err(e) => Err(e),
+        }
+    };
+    // SAFETY: ch is live and no id uses it any more.
+    unsafe { Cm::destroy_channel(ch) };
+    r
+}
+
+impl Cm {
+    /// Binds `p` to `gid`, resolves `service` through the SA and waits for
+    /// the answer on `ch`.
+    ///
+    /// # Safety
+    /// `p` must be a live id on the live channel `ch`.
+    unsafe fn resolve_service_on(&'static self, p: *mut IdPriv, ch: *mut super::Channel, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
+        let sib = sockaddr_ib { sib_family: AF_IB as u16, sib_addr: ib_addr { sib_raw: *gid }, ..Default::default() };
+        // SAFETY: p is live.
+        unsafe { self.bind(p, Some(crate::sys::ucma::RawAddr::from_slice(&gai::sib_bytes(&sib))))? };
+        // SAFETY: p is live.
+        unsafe { (*p).ai.lock().resolving = true };
+        // SAFETY: p is live.
+        let (fd, h) = unsafe { (IdPriv::fd(p), (*p).handle) };
+        self.ucma.resolve_ib_service(fd, h, &ib_service_of(service))?;
+        // SAFETY: ch is live; the event is acked right away.
+        let ev = unsafe { super::get_event(ch)? };
+        // SAFETY: ev is a live event of this channel.
+        let kind = unsafe { (*ev).event.event };
+        // SAFETY: ev came from get_event on this CM and is acked once.
+        unsafe { super::ack_event(self, ev) };
+        if kind != RDMA_CM_EVENT_ADDRINFO_RESOLVED {
+            return Err(Errno::ENOENT);
+        }
+        // SAFETY: p is live.
+        unsafe { self.query_addrinfo(p) }
+    }
+}

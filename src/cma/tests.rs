@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! The CM core against test doubles of the kernel and of libibverbs.
+
+use super::device::fake::FakeVerbs;
+use super::device::DevEntry;
+use crate::sys::ucma::{AddrInfo, RawAddr, RouteInfo, Ucma};
+use super::*;
+use std::collections::VecDeque;
+
+/// A scripted ucma: ids, per-channel event queues and a command log.
+#[derive(Default)]
+struct FakeUcma {
+    st: Mutex<FakeState>,
+    /// GUID QUERY ADDR reports (default: the fake device's).
+    guid: Mutex<Option<u64>>,
+    cv: Condvar,
+    af_ib: bool,
+    abi: Option<i32>,
+}
+
+#[derive(Default)]
+struct FakeState {
+    next_fd: i32,
+    next_id: u32,
+    /// handle -> (uid, fd, events reported)
+    ids: HashMap<u32, (u64, i32, u32)>,
+    queues: HashMap<i32, VecDeque<(u32, kabi::EventResp)>>,
+    log: Vec<&'static str>,
+}
+
+const GUID: u64 = 0x1122_3344_5566_7788;
+
+impl FakeUcma {
+    fn push(&self, handle: u32, event: u32, status: i32) {
+        let mut st = self.st.lock();
+        let (uid, fd, _) = st.ids[&handle];
+        let r = kabi::EventResp { uid, id: handle, event, status: status as u32, ..Default::default() };
+        st.queues.entry(fd).or_default().push_back((handle, r));
+        self.cv.notify_all();
+    }
+    fn log(&self) -> Vec<&'static str> {
+        self.st.lock().log.clone()
+    }
+}
+
+fn addr_v4(last: u8) -> RawAddr {
+    let mut b = [0u8; 16];
+    b[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+    b[4..8].copy_from_slice(&[192, 0, 2, last]);
+    RawAddr::from_slice(&b)
+}
+
+impl Ucma for FakeUcma {
+    fn open(&self) -> Result<i32, Errno> {
+        let mut st = self.st.lock();
+        st.next_fd += 1;
+        Ok(100 + st.next_fd)
+    }
+    fn close(&self, fd: i32) {
+        self.st.lock().queues.remove(&fd);
+    }
+    fn abi_version(&self) -> Option<i32> {
+        self.abi
+    }
+    fn create_id(&self, fd: i32, uid: u64, ps: u16, _qp_type: u8) -> Result<u32, Errno> {
+        if ![0x2, 0x106, 0x111, 0x13f].contains(&ps) {
+            return Err(Errno::EINVAL);
+        }
+        let mut st = self.st.lock();
+        st.next_id += 1;
+        let h = st.next_id;
+        st.ids.insert(h, (uid, fd, 0));
+        Ok(h)
+    }
+    fn destroy_id(&self, _fd: i32, id: u32) -> Result<u32, Errno> {
+        let mut st = self.st.lock();
+        let (_, fd, reported) = st.ids.remove(&id).ok_or(Errno::EINVAL)?;
+        if let Some(q) = st.queues.get_mut(&fd) {
+            q.retain(|(h, _)| *h != id);
+        }
+        Ok(reported)
+    }
+    fn bind(&self, _fd: i32, _id: u32, addr: &RawAddr) -> Result<(), Errno> {
+        self.st.lock().log.push("bind");
+        if addr.family() == AF_IB && !self.af_ib {
+            return Err(Errno::EAFNOSUPPORT);
+        }
+        Ok(())
+    }
+    fn bind_ip(&self, _fd: i32, _id: u32, _addr: &RawAddr) -> Result<(), Errno> {
+        self.st.lock().log.push("bind_ip");
+        Ok(())
+    }
+    fn resolve_addr(&self, _fd: i32, id: u32, _src: Option<&RawAddr>, dst: &RawAddr, _t: u32) -> Result<(), Errno> {
+        self.st.lock().log.push("resolve_addr");
+        if dst.bytes[7] == 99 {
+            self.push(id, RDMA_CM_EVENT_ADDR_ERROR, -(libc::ETIMEDOUT));
+        } else {
+            self.push(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+        }
+        Ok(())
+    }
+    fn resolve_ip(&self, fd: i32, id: u32, src: Option<&RawAddr>, dst: &RawAddr, t: u32) -> Result<(), Errno> {
+        self.resolve_addr(fd, id, src, dst, t)?;
+        let mut st = self.st.lock();
+        st.log.pop();
+        st.log.push("resolve_ip");
+        Ok(())
+    }
+    fn resolve_route(&self, _fd: i32, id: u32, _t: u32) -> Result<(), Errno> {
+        self.st.lock().log.push("resolve_route");
+        self.push(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+        Ok(())
+    }
+    fn query_addr(&self, _fd: i32, _id: u32) -> Result<AddrInfo, Errno> {
+        self.st.lock().log.push("query_addr");
+        let guid = self.guid.lock().unwrap_or(GUID);
+        Ok(AddrInfo { node_guid: guid.to_be(), port_num: 1, pkey: 0xffffu16.to_be(), src: addr_v4(1), dst: addr_v4(2), ibdev_index: Some(0) })
+    }
+    fn query_gid(&self, _fd: i32, _id: u32) -> Result<AddrInfo, Errno> {
+        self.st.lock().log.push("query_gid");
+        let mut a = AddrInfo::default();
+        a.src.bytes[8] = 0xfe;
+        a.dst.bytes[8] = 0xfd;
+        Ok(a)
+    }
+    fn query_path(&self, _fd: i32, _id: u32) -> Result<Vec<ibv_path_data>, Errno> {
+        self.st.lock().log.push("query_path");
+        // SAFETY: plain data; all-zero is valid.
+        let mut d: ibv_path_data = unsafe { std::mem::zeroed() };
+        d.path.dlid = 0x1234u16.to_be();
+        d.path.mtu = 0x84;
+        d.flags = 1;
+        Ok(vec![d, d])
+    }
+    fn query_route(&self, _fd: i32, _id: u32) -> Result<RouteInfo, Errno> {
+        self.st.lock().log.push("query_route");
+        let mut r = RouteInfo { node_guid: GUID.to_be(), port_num: 1, ibdev_index: Some(0), num_paths: 1, ..Default::default() };
+        r.paths[0].sgid[0] = 0xfe;
+        r.src = addr_v4(1);
+        Ok(r)
+    }
+    fn get_event(&self, fd: i32) -> Result<kabi::EventResp, Errno> {
+        let mut st = self.st.lock();
+        let (h, r) = st.queues.get_mut(&fd).and_then(|q| q.pop_front()).ok_or(Errno::EAGAIN)?;
+        if let Some(e) = st.ids.get_mut(&h) {
+            e.2 += 1;
+        }
+        Ok(r)
+    }
+    fn set_option(&self, _fd: i32, _id: u32, level: u32, _n: u32, _v: *mut c_void, _l: u32) -> Result<(), Errno> {
+        if level > 1 {
+            return Err(Errno::ENOSYS);
+        }
+        Ok(())
+    }
+    fn migrate_id(&self, new_fd: i32, id: u32, _old: i32) -> Result<u32, Errno> {
+        let mut st = self.st.lock();
+        let e = st.ids.get_mut(&id).ok_or(Errno::EINVAL)?;
+        e.1 = new_fd;
+        Ok(e.2)
+    }
+    fn write_cm_event(&self, _fd: i32, id: u32, event: u32, status: i32, arg: u64) -> Result<(), Errno> {
+        self.push(id, event, status);
+        let mut st = self.st.lock();
+        let fd = st.ids[&id].1;
+        let q = st.queues.get_mut(&fd).unwrap();
+        q.back_mut().unwrap().1.param.arg32 = [arg as u32, (arg >> 32) as u32];
+        Ok(())
+    }
+}
+
+fn make(af_ib: bool, ib: bool) -> (&'static Cm, &'static FakeUcma) {
+    let u: &'static FakeUcma = Box::leak(Box::new(FakeUcma { af_ib, ..Default::default() }));
+    struct Fwd(&'static FakeUcma);
+    macro_rules! fwd {
+        ($($f:ident ( $($a:ident : $t:ty),* ) -> $r:ty;)*) => {
+            impl Ucma for Fwd { $( fn $f(&self, $($a: $t),*) -> $r { self.0.$f($($a),*) } )* }
+        };
+    }
+    fwd! {
+        open() -> Result<i32, Errno>;
+        close(fd: i32) -> ();
+        abi_version() -> Option<i32>;
+        create_id(fd: i32, uid: u64, ps: u16, q: u8) -> Result<u32, Errno>;
+        destroy_id(fd: i32, id: u32) -> Result<u32, Errno>;
+        bind(fd: i32, id: u32, a: &RawAddr) -> Result<(), Errno>;
+        bind_ip(fd: i32, id: u32, a: &RawAddr) -> Result<(), Errno>;
+        resolve_addr(fd: i32, id: u32, s: Option<&RawAddr>, d: &RawAddr, t: u32) -> Result<(), Errno>;
+        resolve_ip(fd: i32, id: u32, s: Option<&RawAddr>, d: &RawAddr, t: u32) -> Result<(), Errno>;
+        resolve_route(fd: i32, id: u32, t: u32) -> Result<(), Errno>;
+        query_addr(fd: i32, id: u32) -> Result<AddrInfo, Errno>;
+        query_gid(fd: i32, id: u32) -> Result<AddrInfo, Errno>;
+        query_path(fd: i32, id: u32) -> Result<Vec<ibv_path_data>, Errno>;
+        query_route(fd: i32, id: u32) -> Result<RouteInfo, Errno>;
+        get_event(fd: i32) -> Result<kabi::EventResp, Errno>;
+        set_option(fd: i32, id: u32, l: u32, n: u32, v: *mut c_void, len: u32) -> Result<(), Errno>;
+        migrate_id(n: i32, id: u32, o: i32) -> Result<u32, Errno>;
+        write_cm_event(fd: i32, id: u32, e: u32, s: i32, a: u64) -> Result<(), Errno>;
+    }
+    let v = FakeVerbs { ib, ..Default::default() };
+    *v.devs.lock() = vec![DevEntry { dev: 7, guid: GUID.to_be(), index: 0 }];
+    let cm: &'static Cm = Box::leak(Box::new(Cm::new(Box::new(Fwd(u)), Box::new(v))));
+    (cm, u)
+}
+
+#[test]
+fn init_probes_af_ib_and_picks_the_command_family() {
+    let (cm, u) = make(true, false);
+    cm.init().unwrap();
+    assert!(cm.af_ib());
+    assert_eq!(u.log(), ["bind", "query_addr", "query_gid"]);
+    let (cm, u) = make(false, false);
+    cm.init().unwrap();
+    assert!(!cm.af_ib());
+    // SAFETY: ids are created and destroyed within the test.
+    unsafe {
+        let p = cm.create_id(null_mut(), null_mut(), RDMA_PS_TCP).unwrap();
+        cm.bind(p, Some(addr_v4(1))).unwrap();
+        cm.resolve_addr(p, None, Some(addr_v4(2)), 100).unwrap();
+        cm.destroy_id(p).unwrap();
+    }
+    assert_eq!(u.log()[1..], ["bind_ip", "query_route", "resolve_ip", "query_route"]);
+}
+
+#[test]
+fn abi_version_outside_range_is_eperm() {
+    let (cm, u) = make(true, false);
+    // SAFETY: the fake is only shared with cm, which has not used it yet.
+    unsafe { (*(u as *const FakeUcma as *mut FakeUcma)).abi = Some(5) };
+    assert_eq!(cm.init().unwrap_err(), Errno::EPERM);
+    assert_eq!(cm.create_channel().unwrap_err(), Errno::EPERM);
+}
+
+#[test]
+fn sync_resolution_fills_the_id() {
+    let (cm, _u) = make(true, true);
+    // SAFETY: ids are created and destroyed within the test.
+    unsafe {
+        let p = cm.create_id(null_mut(), 0x55 as *mut c_void, RDMA_PS_UDP).unwrap();
+        let id = IdPriv::raw(p);
+        assert_eq!((*id).qp_type, IBV_QPT_UD);
+        assert_eq!((*id).ps, RDMA_PS_UDP);
+        assert_eq!((*id).context as usize, 0x55);
+        assert!(!(*id).channel.is_null());
+        cm.resolve_addr(p, None, Some(addr_v4(2)), 100).unwrap();
+        assert!(!(*id).verbs.is_null());
+        assert!(!(*id).pd.is_null());
+        assert_eq!((*id).port_num, 1);
+        assert_eq!((*id).route.addr.addr.ibaddr.pkey, 0xffffu16.to_be());
+        assert_eq!((*id).route.addr.addr.ibaddr.sgid.raw[0], 0xfe, "IB transport queries the GIDs");
+        let ev = (*id).event;
+        assert_eq!((*ev).event, RDMA_CM_EVENT_ADDR_RESOLVED);
+        cm.resolve_route(p, 100).unwrap();
+        assert_eq!((*id).route.num_paths, 2);
+        assert_eq!((*(*id).route.path_rec).dlid, 0x1234u16.to_be());
+        assert_eq!((*(*id).route.path_rec).mtu, 4);
+        assert_eq!((*(*id).event).event, RDMA_CM_EVENT_ROUTE_RESOLVED);
+        cm.destroy_id(p).unwrap();
+    }
+    assert!(cm.devices.lock().list.iter().all(|d| d.refcnt == 0 && d.pd.is_null()), "device released");
+}
+
+#[test]
+fn sync_errors_map_status_to_errno() {
+    let (cm, _u) = make(true, false);
+    // SAFETY: ids are created and destroyed within the test.
+    unsafe {
+        let p = cm.create_id(null_mut(), null_mut(), RDMA_PS_TCP).unwrap();
+        assert_eq!(cm.resolve_addr(p, None, Some(addr_v4(99)), 100).unwrap_err(), Errno::ETIMEDOUT);
+        assert_eq!((*(*IdPriv::raw(p)).event).event, RDMA_CM_EVENT_ADDR_ERROR);
+        assert_eq!(cm.resolve_addr(p, None, None, 100).unwrap_err(), Errno::EINVAL);
+        assert_eq!(cm.resolve_addr(p, Some(RawAddr::default()), Some(addr_v4(2)), 100).unwrap_err(), Errno::EINVAL);
+        assert_eq!(cm.bind(p, Some(RawAddr::default())).unwrap_err(), Errno::EINVAL);
+        assert_eq!(cm.set_option(p, 7, 0, null_mut(), 0).unwrap_err(), Errno::ENOSYS);
+        assert_eq!(cm.write_cm_event(p, RDMA_CM_EVENT_ADDR_ERROR, 0, 0).unwrap_err(), Errno::EINVAL);
+        cm.destroy_id(p).unwrap();
+    }
+    // SAFETY: as above.
+    assert_eq!(unsafe { cm.create_id(null_mut(), null_mut(), 0x9999) }.unwrap_err(), Errno::EINVAL);
+}
+
+#[test]
+fn device_found_again_by_resync() {
+    let (cm, _u) = make(true, false);
+    cm.init().unwrap();
+    // The device disappears before the address resolves.
+    cm.devices.lock().list.clear();
+    // SAFETY: ids are created and destroyed within the test.
+    unsafe {
+        let ch = cm.create_channel().unwrap();
+        let p = cm.create_id(ch, null_mut(), RDMA_PS_TCP).unwrap();
+        // The fake verbs still list the device with another index.
+        cm.resolve_addr(p, None, Some(addr_v4(2)), 100).unwrap();
+        let ev = get_event(ch).unwrap();
+        assert_eq!((*ev).event.event, RDMA_CM_EVENT_ADDR_RESOLVED, "resync finds the device again");
+        assert!(ack_event(cm, ev));
+        cm.destroy_id(p).unwrap();
+        Cm::destroy_channel(ch);
+    }
+}
+
+#[test]
+fn destroy_waits_for_acks() {
+    let (cm, _u) = make(true, false);
+    // SAFETY: ids and events are used within the test; the id outlives the
+    // event it waits for.
+    unsafe {
+        let ch = cm.create_channel().unwrap();
+        let p = cm.create_id(ch, null_mut(), RDMA_PS_TCP).unwrap();
+        cm.write_cm_event(p, RDMA_CM_EVENT_USER, 3, 0x1_0000_0002).unwrap();
+        let ev = get_event(ch).unwrap();
+        assert_eq!((*ev).event.event, RDMA_CM_EVENT_USER);
+        assert_eq!((*ev).event.status, 3);
+        assert_eq!((*ev).event.param.arg, 0x1_0000_0002);
+        assert_eq!((*ev).event.id, IdPriv::raw(p));
+        let done = std::sync::Arc::new(AtomicBool::new(false));
+        let d2 = done.clone();
+        let pa = p as usize;
+        let t = std::thread::spawn(move || {
+            cm.destroy_id(pa as *mut IdPriv).unwrap();
+            d2.store(true, Ordering::SeqCst);
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!done.load(Ordering::SeqCst), "destroy must wait for the ack");
+        assert!(ack_event(cm, ev));
+        t.join().unwrap();
+        assert!(done.load(Ordering::SeqCst));
+        assert!(!ack_event(cm, ev), "a second ack is refused");
+        // Unretrieved events are dropped by the kernel: no wait.
+        let p = cm.create_id(ch, null_mut(), RDMA_PS_TCP).unwrap();
+        cm.resolve_addr(p, None, Some(addr_v4(2)), 100).unwrap();
+        cm.destroy_id(p).unwrap();
+        Cm::destroy_channel(ch);
+    }
+}
+
+#[test]
+fn migrate_between_sync_and_async() {
+    let (cm, _u) = make(true, false);
+    // SAFETY: ids and channels are used within the test.
+    unsafe {
+        let p = cm.create_id(null_mut(), null_mut(), RDMA_PS_TCP).unwrap();
+        assert_eq!(cm.migrate_id(p, null_mut()).unwrap_err(), Errno::EINVAL);
+        cm.resolve_addr(p, None, Some(addr_v4(2)), 100).unwrap();
+        let ch = cm.create_channel().unwrap();
+        cm.migrate_id(p, ch).unwrap();
+        assert!(!(*p).sync.load(Ordering::SeqCst));
+        assert_eq!((*IdPriv::raw(p)).channel, ch as *mut rdma_event_channel);
+        assert!((*IdPriv::raw(p)).event.is_null(), "parked event acked");
+        cm.migrate_id(p, null_mut()).unwrap();
+        assert!((*p).sync.load(Ordering::SeqCst));
+        cm.destroy_id(p).unwrap();
+        Cm::destroy_channel(ch);
+    }
+}
+
+#[test]
+fn device_list_for_c() {
+    let (cm, _u) = make(true, false);
+    let (arr, n) = get_devices(cm).unwrap();
+    assert_eq!(n, 1);
+    // SAFETY: arr is a NULL-terminated array of n entries.
+    unsafe {
+        assert!(!(*arr).is_null());
+        assert!((*arr.add(1)).is_null());
+        assert_eq!(cm.devices.lock().list[0].refcnt, 1);
+        free_devices(cm, arr);
+    }
+    assert_eq!(cm.devices.lock().list[0].refcnt, 0);
+}
+
+#[test]
+fn unknown_device_is_addr_error_with_status_minus_one() {
+    let (cm, u) = make(true, false);
+    cm.init().unwrap();
+    assert!(cm.af_ib());
+    *u.guid.lock() = Some(0xdead);
+    // SAFETY: ids, channels and events are used within the test.
+    unsafe {
+        let ch = cm.create_channel().unwrap();
+        let p = cm.create_id(ch, null_mut(), RDMA_PS_TCP).unwrap();
+        cm.resolve_addr(p, None, Some(addr_v4(2)), 100).unwrap();
+        let ev = get_event(ch).unwrap();
+        assert_eq!((*ev).event.event, RDMA_CM_EVENT_ADDR_ERROR);
+        assert_eq!((*ev).event.status, -1, "upstream reports its helpers' -1");
+        assert!((*IdPriv::raw(p)).verbs.is_null());
+        assert!(ack_event(cm, ev));
+        cm.destroy_id(p).unwrap();
+        // A synchronous caller sees status -1 as EPERM, as upstream.
+        let p = cm.create_id(null_mut(), null_mut(), RDMA_PS_TCP).unwrap();
+        assert_eq!(cm.resolve_addr(p, None, Some(addr_v4(2)), 100).unwrap_err(), Errno::EPERM);
+        cm.destroy_id(p).unwrap();
+        Cm::destroy_channel(ch);
+    }
+}
+
+#[test]
+fn device_removal_event_reaches_the_id() {
+    let (cm, u) = make(true, false);
+    // SAFETY: ids, channels and events are used within the test.
+    unsafe {
+        let ch = cm.create_channel().unwrap();
+        let p = cm.create_id(ch, 0x42 as *mut c_void, RDMA_PS_UDP).unwrap();
+        cm.bind(p, Some(addr_v4(1))).unwrap();
+        u.push((*p).handle, RDMA_CM_EVENT_DEVICE_REMOVAL, 0);
+        let ev = get_event(ch).unwrap();
+        assert_eq!((*ev).event.event, RDMA_CM_EVENT_DEVICE_REMOVAL);
+        assert_eq!((*ev).event.id, IdPriv::raw(p));
+        assert_eq!((*(*ev).event.id).context as usize, 0x42);
+        assert!((*ev).event.param.ud.private_data.is_null());
+        assert!(ack_event(cm, ev));
+        cm.destroy_id(p).unwrap();
+        Cm::destroy_channel(ch);
+    }
+    assert!(cm.devices.lock().list.iter().all(|d| d.refcnt == 0), "device reference dropped");
+}

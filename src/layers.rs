@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! The layering rule, checked on the sources (`cargo test --lib`).
+//!
+//! Every file under `src/` is a module; its layer is that of its top-level
+//! module ([`LAYERS`]).  A module may name (`crate::x`, `super::x`) only
+//! modules of its own layer or below.  Within one layer, and between the
+//! submodules of any module, references must not go round in a circle: the
+//! check reduces every reference to the two sibling modules it connects
+//! (the children of the nearest common parent) and looks for a cycle among
+//! siblings.  A module and its own submodules may refer to each other
+//! (a submodule is part of its parent); `tests` modules are test code and
+//! not checked.  Domain modules named in [`SAFE`] must carry
+//! `#![deny(unsafe_code)]`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Top-level modules and their layer (0 = lowest).  `logging` is
+/// infrastructure: any layer may use it, it uses none of them.
+const LAYERS: &[(&str, u8)] = &[
+    ("abi", 0),
+    ("logging", 0),
+    ("sys", 1),
+    ("cma", 2),
+    ("addrinfo", 2),
+    ("rsocket", 2),
+    ("gid", 2),
+    ("capi", 3),
+];
+
+/// Upward imports still being removed: (importing module, imported module).
+/// This list may only shrink.
+const PENDING: &[(&str, &str)] = &[("rsocket", "capi::cm"), ("rsocket", "capi::conn"), ("rsocket", "capi::qp")];
+
+/// Domain modules (top-level or deeper) whose files must deny unsafe code.
+const SAFE: &[&str] = &["gid"];
+
+fn layer_of(module: &[String]) -> Option<u8> {
+    let top = module.first()?;
+    LAYERS.iter().find(|(n, _)| n == top).map(|&(_, l)| l)
+}
+
+/// `src/cma/conn/mod.rs` -> `["cma", "conn"]`; `src/lib.rs` -> `[]`.
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap();
+    let mut parts: Vec<String> = rel.iter().map(|c| c.to_string_lossy().into_owned()).collect();
+    let last = parts.pop().unwrap();
+    let stem = last.trim_end_matches(".rs");
+    if stem != "mod" && stem != "lib" {
+        parts.push(stem.to_string());
+    }
+    parts
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Code without `//` comments (line and doc comments), so that prose
+/// naming a module does not count as a reference, and without inline
+/// `#[cfg(test)] mod tests { ... }` blocks (test code, like `tests.rs`).
+fn code_of(text: &str) -> String {
+    let mut out = Vec::new();
+    let mut skip_depth: Option<i32> = None;
+    let mut armed = false;
+    for l in text.lines() {
+        let l = match l.find("//") {
+            Some(i) if !l[..i].contains('"') => &l[..i],
+            _ => l,
+        };
+        if let Some(d) = skip_depth.as_mut() {
+            *d += l.matches('{').count() as i32 - l.matches('}').count() as i32;
+            if *d <= 0 {
+                skip_depth = None;
+            }
+            continue;
+        }
+        if armed && l.trim_start().starts_with("mod tests") && l.contains('{') {
+            armed = false;
+            skip_depth = Some(l.matches('{').count() as i32 - l.matches('}').count() as i32);
+            continue;
+        }
+        armed = l.trim() == "#[cfg(test)]" || (armed && l.trim().is_empty());
+        out.push(l);
+    }
+    out.join("\n")
+}
+
+fn ident_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// The module paths a file's code names: `crate::a::b...` and
+/// `super::...` (resolved against `module`), cut to the longest prefix that
+/// is a module of the crate.
+fn references(code: &str, module: &[String], modules: &BTreeSet<Vec<String>>) -> BTreeSet<Vec<String>> {
+    let mut out = BTreeSet::new();
+    let b = code.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let rest = &code[i..];
+        let start_ok = i == 0 || !ident_char(code[..i].chars().next_back().unwrap()) || code[..i].ends_with('$');
+        let (mut path, mut j) = if start_ok && rest.starts_with("crate::") && !code[..i].ends_with('$') {
+            (Vec::new(), i + "crate::".len())
+        } else if start_ok && rest.starts_with("super::") {
+            // Each `super` is one module up, in `a/foo.rs` as in `a/mod.rs`.
+            let mut base = module.to_vec();
+            let mut k = i;
+            while code[k..].starts_with("super::") {
+                base.pop();
+                k += "super::".len();
+            }
+            (base, k)
+        } else {
+            i += 1;
+            continue;
+        };
+        loop {
+            let seg: String = code[j..].chars().take_while(|&c| ident_char(c)).collect();
+            if seg.is_empty() || seg.chars().next().unwrap().is_ascii_uppercase() {
+                break;
+            }
+            path.push(seg.clone());
+            j += seg.len();
+            if code[j..].starts_with("::") {
+                j += 2;
+            } else {
+                break;
+            }
+        }
+        while !path.is_empty() && !modules.contains(&path) {
+            path.pop();
+        }
+        if !path.is_empty() {
+            out.insert(path);
+        }
+        i = j.max(i + 1);
+    }
+    out
+}
+
+fn has_cycle(edges: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Option<Vec<Vec<String>>> {
+    // Depth-first search with colours; returns one cycle.
+    fn visit(
+        n: &Vec<String>,
+        edges: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+        state: &mut BTreeMap<Vec<String>, u8>,
+        stack: &mut Vec<Vec<String>>,
+    ) -> Option<Vec<Vec<String>>> {
+        state.insert(n.clone(), 1);
+        stack.push(n.clone());
+        for m in edges.get(n).into_iter().flatten() {
+            match state.get(m).copied().unwrap_or(0) {
+                1 => {
+                    let at = stack.iter().position(|x| x == m).unwrap();
+                    let mut c = stack[at..].to_vec();
+                    c.push(m.clone());
+                    return Some(c);
+                }
+                0 => {
+                    if let Some(c) = visit(m, edges, state, stack) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        stack.pop();
+        state.insert(n.clone(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for n in edges.keys() {
+        if state.get(n).copied().unwrap_or(0) == 0 {
+            if let Some(c) = visit(n, edges, &mut state, &mut Vec::new()) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+/// Problems found in the tree under `src`.
+fn check(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.sort();
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(src, f)).collect();
+    let mut problems = Vec::new();
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for f in &files {
+        let module = module_of(src, f);
+        if module.is_empty() || module.iter().any(|m| m == "tests") || module == ["layers"] {
+            continue;
+        }
+        let Some(layer) = layer_of(&module) else {
+            problems.push(format!("{}: top-level module `{}` has no layer (add it to LAYERS)", f.display(), module[0]));
+            continue;
+        };
+        let text = std::fs::read_to_string(f).unwrap();
+        let code = code_of(&text);
+        if SAFE.iter().any(|s| module.join("::") == *s) && !text.contains("#![deny(unsafe_code)]") {
+            problems.push(format!("{}: domain module without #![deny(unsafe_code)]", f.display()));
+        }
+        for r in references(&code, &module, &modules) {
+            if let Some(l) = layer_of(&r) {
+                let pending = PENDING.iter().any(|&(a, b)| module.join("::") == a && r.join("::") == b);
+                if pending {
+                    continue;
+                }
+                if l > layer && r[0] != "logging" {
+                    problems.push(format!("{}: upward import of `{}` (layer {l} from layer {layer})", f.display(), r.join("::")));
+                }
+            }
+            // The two siblings this reference connects.
+            let common = module.iter().zip(&r).take_while(|(a, b)| a == b).count();
+            if common == module.len() || common == r.len() {
+                continue; // a module and its own ancestor or descendant
+            }
+            edges.entry(module[..=common].to_vec()).or_default().insert(r[..=common].to_vec());
+        }
+    }
+    if let Some(c) = has_cycle(&edges) {
+        let names: Vec<String> = c.iter().map(|m| m.join("::")).collect();
+        problems.push(format!("import circle: {}", names.join(" -> ")));
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_hold() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let problems = check(&src);
+        assert!(problems.is_empty(), "layering rule broken:\n{}", problems.join("\n"));
+    }
+
+    /// The check can fail: an upward import, a circle between siblings and
+    /// a missing deny are each reported.
+    #[test]
+    fn layers_check_catches_breakage() {
+        let dir = std::env::temp_dir().join(format!("rdmacm-layers-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for d in ["abi", "sys", "cma", "addrinfo", "gid", "capi"] {
+            std::fs::create_dir_all(dir.join(d)).unwrap();
+        }
+        let w = |p: &str, s: &str| std::fs::write(dir.join(p), s).unwrap();
+        w("lib.rs", "pub mod abi; pub mod sys; pub mod cma; pub mod addrinfo; pub mod gid; pub mod capi;");
+        w("abi/mod.rs", "// crate::capi in a comment is no import\n");
+        w("sys/mod.rs", "use crate::cma::Thing;\n");
+        w("cma/mod.rs", "pub mod conn; use crate::addrinfo::x;\n");
+        w("cma/conn.rs", "use super::Id; use crate::sys::V;\n#[cfg(test)]\nmod tests {\n    use crate::capi::T;\n}\n");
+        w("addrinfo/mod.rs", "fn f() { crate::cma::go(); }\n");
+        w("gid/mod.rs", "use crate::abi::X;\n");
+        w("capi/mod.rs", "use crate::cma::conn::Y;\n");
+        let p = check(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        let all = p.join("\n");
+        assert!(all.contains("sys/mod.rs: upward import of `cma`"), "{all}");
+        assert!(all.contains("import circle"), "{all}");
+        assert!(all.contains("gid/mod.rs: domain module without"), "{all}");
+        assert!(!all.contains("abi/mod.rs"), "{all}");
+        assert!(!all.contains("capi/mod.rs"), "{all}");
+        assert!(!all.contains("conn.rs"), "{all}");
+        assert_eq!(p.len(), 3, "{all}");
+    }
+}

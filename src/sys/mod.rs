@@ -1,0 +1,8 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! System calls: every foreign call of the library.  The ucma device (its
+//! typed command protocol and the kernel transport behind the [`ucma::Ucma`]
+//! trait) and libibverbs (with the C shim for its `static inline`
+//! functions).  Imports only [`crate::abi`].
+
+pub mod ucma;
+pub mod verbs;

@@ -1,0 +1,852 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! The typed kernel protocol: every ucma command this library sends is
+//! encoded here and every response and event decoded here.
+//!
+//! [`Ucma`] is the interface the CM core uses; [`Kernel`] implements it
+//! with `write()` on `/dev/infiniband/rdma_cm`.  Unit tests (and paths the
+//! VM cannot reach, such as InfiniBand path queries) use a test double.
+
+use crate::abi::ucma::{self as kabi, cmd, Cmd, CmdHdr};
+use nix::errno::Errno;
+use std::ffi::c_void;
+use std::os::fd::RawFd;
+
+/// A socket address as raw bytes (what the kernel copies), with its length.
+#[derive(Clone, Copy)]
+pub struct RawAddr {
+    pub len: usize,
+    pub bytes: [u8; 128],
+}
+
+impl Default for RawAddr {
+    fn default() -> Self {
+        RawAddr { len: 0, bytes: [0; 128] }
+    }
+}
+
+impl std::fmt::Debug for RawAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RawAddr({:02x?})", &self.bytes[..self.len])
+    }
+}
+
+impl RawAddr {
+    /// Copies `len` bytes (at most 128).
+    pub fn from_slice(b: &[u8]) -> RawAddr {
+        let mut a = RawAddr::default();
+        let n = b.len().min(128);
+        a.bytes[..n].copy_from_slice(&b[..n]);
+        a.len = n;
+        a
+    }
+    /// The address family (first two bytes, host order), 0 when empty.
+    pub fn family(&self) -> i32 {
+        if self.len < 2 {
+            0
+        } else {
+            u16::from_ne_bytes([self.bytes[0], self.bytes[1]]) as i32
+        }
+    }
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// The decoded answer of QUERY ADDR / QUERY GID.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AddrInfo {
+    /// Big-endian, as the kernel reports it.
+    pub node_guid: u64,
+    pub port_num: u8,
+    /// Big-endian.
+    pub pkey: u16,
+    pub src: RawAddr,
+    pub dst: RawAddr,
+    /// `None` when the kernel does not report the device index.
+    pub ibdev_index: Option<u32>,
+}
+
+/// The decoded answer of the legacy QUERY ROUTE.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RouteInfo {
+    pub node_guid: u64,
+    pub paths: [kabi::UserPathRec; 2],
+    pub num_paths: u32,
+    /// Both are `sockaddr_in6`-sized (28 bytes), as the kernel fills them.
+    pub src: RawAddr,
+    pub dst: RawAddr,
+    pub port_num: u8,
+    pub ibdev_index: Option<u32>,
+}
+
+/// The device index value meaning "not reported".
+const INVALID_INDEX: u32 = u32::MAX;
+
+/// The ucma protocol, one method per command.
+pub trait Ucma: Send + Sync {
+    /// Opens a new channel (a file descriptor of the ucma device).
+    fn open(&self) -> Result<RawFd, Errno>;
+    /// Closes a channel.
+    fn close(&self, fd: RawFd);
+    /// The kernel's ucma ABI version, `None` when it cannot be read.
+    fn abi_version(&self) -> Option<i32>;
+    fn create_id(&self, fd: RawFd, uid: u64, ps: u16, qp_type: u8) -> Result<u32, Errno>;
+    /// Returns the number of events the kernel reported for the id.
+    fn destroy_id(&self, fd: RawFd, id: u32) -> Result<u32, Errno>;
+    /// BIND (AF_IB-capable family).
+    fn bind(&self, fd: RawFd, id: u32, addr: &RawAddr) -> Result<(), Errno>;
+    /// BIND_IP (legacy family; IPv4/IPv6 only).
+    fn bind_ip(&self, fd: RawFd, id: u32, addr: &RawAddr) -> Result<(), Errno>;
+    /// RESOLVE_ADDR (AF_IB-capable family).
+    fn resolve_addr(&self, fd: RawFd, id: u32, src: Option<&RawAddr>, dst: &RawAddr, timeout_ms: u32) -> Result<(), Errno>;
+    /// RESOLVE_IP (legacy family).
+    fn resolve_ip(&self, fd: RawFd, id: u32, src: Option<&RawAddr>, dst: &RawAddr, timeout_ms: u32) -> Result<(), Errno>;
+    fn resolve_route(&self, fd: RawFd, id: u32, timeout_ms: u32) -> Result<(), Errno>;
+    fn query_addr(&self, fd: RawFd, id: u32) -> Result<AddrInfo, Errno>;
+    fn query_gid(&self, fd: RawFd, id: u32) -> Result<AddrInfo, Errno>;
+    fn query_path(&self, fd: RawFd, id: u32) -> Result<Vec<crate::abi::cma::ibv_path_data>, Errno>;
+    fn query_route(&self, fd: RawFd, id: u32) -> Result<RouteInfo, Errno>;
+    /// Blocks until the channel has an event.
+    fn get_event(&self, fd: RawFd) -> Result<kabi::EventResp, Errno>;
+    /// `optval` is handed to the kernel as a user address.
+    fn set_option(&self, fd: RawFd, id: u32, level: u32, optname: u32, optval: *mut c_void, optlen: u32) -> Result<(), Errno>;
+    /// Moves `id` from the channel `old_fd` to `new_fd`; returns the events
+    /// reported on the old channel.
+    fn migrate_id(&self, new_fd: RawFd, id: u32, old_fd: RawFd) -> Result<u32, Errno>;
+    fn write_cm_event(&self, fd: RawFd, id: u32, event: u32, status: i32, arg: u64) -> Result<(), Errno>;
+
+    // Commands of the connection, multicast and addrinfo code.  The
+    // defaults (ENOSYS) let test doubles implement only what they need.
+    fn connect(&self, _fd: RawFd, _id: u32, _conn: &kabi::ConnParam, _ece: kabi::Ece) -> Result<(), Errno> {
+        Err(Errno::ENOSYS)
+    }
+    fn listen(&self, _fd: RawFd, _id: u32, _backlog: u32) -> Result<(), Errno> {
+        Err(Errno::ENOSYS)
+    }
+    /// `uid` is the user value of the new connection's id (0: keep).
+    fn accept(&self, _fd: RawFd, _id: u32, _uid: u64, _conn: &kabi::ConnParam, _ece: kabi::Ece) -> Result<(), Errno> {
+        Err(Errno::ENOSYS)
+    }
+    fn reject(&self, _fd: RawFd, _id: u32, _reason: u8, _private_data: &[u8]) -> Result<(), Errno> {
+        Err(Errno::ENOSYS)
+    }
+    fn disconnect(&self, _fd: RawFd, _id: u32) -> Result<(), Errno> {
+        Err(Errno::ENOSYS)
+    }
+    fn init_qp_attr(&self, _fd: RawFd, _id: u32, _qp_state: u32) -> Result<kabi::UverbsQpAttr, Errno> {
+        Err(Errno::ENOSYS)
+    }
+    fn notify(&self, _fd: RawFd, _id: u32, _event: u32) -> Result<(), Errno> {
+        Err(Errno::ENOSYS)
+    }
+    /// JOIN_MCAST (`addr` of any family) or, with `legacy`, JOIN_IP_MCAST;
+    /// returns the kernel's handle of the membership.
+    fn join_mcast(&self, _fd: RawFd, _id: u32, _uid: u64, _addr: &RawAddr, _join_flags: u16, _legacy: bool) -> Result<u32, Errno> {
+        Err(Errno::ENOSYS)
+    }
+    /// Returns the events reported for the membership.
+    fn leave_mcast(&self, _fd: RawFd, _mc: u32) -> Result<u32, Errno> {
+        Err(Errno::ENOSYS)
+    }
+    fn resolve_ib_service(&self, _fd: RawFd, _id: u32, _ibs: &kabi::IbService) -> Result<(), Errno> {
+        Err(Errno::ENOSYS)
+    }
+    /// QUERY with option IB_SERVICE: the service records of a resolved
+    /// RESOLVE_IB_SERVICE (ENOENT when there are none).
+    fn query_ib_service(&self, _fd: RawFd, _id: u32) -> Result<Vec<kabi::ServiceRec>, Errno> {
+        Err(Errno::ENOSYS)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Encoding (pure functions, unit-tested)
+// ---------------------------------------------------------------------------
+
+/// Builds a command: header with `in` = body size and `out` = `out`.
+pub fn command<T: Copy>(op: u32, out: usize, body: T) -> Cmd<T> {
+    Cmd { hdr: CmdHdr { cmd: op, in_: std::mem::size_of::<T>() as u16, out: out as u16 }, body }
+}
+
+/// The bytes of a command as written to the device.
+pub fn bytes_of<T: Copy>(c: &Cmd<T>) -> &[u8] {
+    // SAFETY: Cmd<T> is repr(C) plain data with no padding that matters to
+    // the kernel (every kabi body is fully laid out); reading it as bytes
+    // stays within the value.
+    unsafe { std::slice::from_raw_parts(c as *const Cmd<T> as *const u8, std::mem::size_of::<Cmd<T>>()) }
+}
+
+fn storage_of(a: &RawAddr) -> kabi::KSockaddrStorage {
+    let mut s = kabi::KSockaddrStorage::default();
+    s.bytes[..a.len].copy_from_slice(a.as_slice());
+    s
+}
+
+fn in6_of(a: &RawAddr) -> kabi::KSockaddrIn6 {
+    let mut s = kabi::KSockaddrIn6::default();
+    let n = a.len.min(28);
+    s.bytes[..n].copy_from_slice(&a.bytes[..n]);
+    s
+}
+
+pub fn enc_create_id(uid: u64, resp: u64, ps: u16, qp_type: u8) -> Cmd<kabi::CreateId> {
+    command(cmd::CREATE_ID, std::mem::size_of::<kabi::CreateIdResp>(), kabi::CreateId { uid, response: resp, ps, qp_type, reserved: [0; 5] })
+}
+
+pub fn enc_destroy_id(id: u32, resp: u64) -> Cmd<kabi::DestroyId> {
+    command(cmd::DESTROY_ID, 4, kabi::DestroyId { response: resp, id, reserved: 0 })
+}
+
+pub fn enc_bind(id: u32, addr: &RawAddr) -> Cmd<kabi::Bind> {
+    command(cmd::BIND, 0, kabi::Bind { id, addr_size: addr.len as u16, reserved: 0, addr: storage_of(addr) })
+}
+
+pub fn enc_bind_ip(id: u32, addr: &RawAddr) -> Cmd<kabi::BindIp> {
+    command(cmd::BIND_IP, 0, kabi::BindIp { response: 0, addr: in6_of(addr), id })
+}
+
+pub fn enc_resolve_addr(id: u32, src: Option<&RawAddr>, dst: &RawAddr, timeout_ms: u32) -> Cmd<kabi::ResolveAddr> {
+    let empty = RawAddr::default();
+    let src = src.unwrap_or(&empty);
+    command(
+        cmd::RESOLVE_ADDR,
+        0,
+        kabi::ResolveAddr {
+            id,
+            timeout_ms,
+            src_size: src.len as u16,
+            dst_size: dst.len as u16,
+            reserved: 0,
+            src_addr: storage_of(src),
+            dst_addr: storage_of(dst),
+        },
+    )
+}
+
+pub fn enc_resolve_ip(id: u32, src: Option<&RawAddr>, dst: &RawAddr, timeout_ms: u32) -> Cmd<kabi::ResolveIp> {
+    let empty = RawAddr::default();
+    command(cmd::RESOLVE_IP, 0, kabi::ResolveIp { src_addr: in6_of(src.unwrap_or(&empty)), dst_addr: in6_of(dst), id, timeout_ms })
+}
+
+pub fn enc_resolve_route(id: u32, timeout_ms: u32) -> Cmd<kabi::ResolveRoute> {
+    command(cmd::RESOLVE_ROUTE, 0, kabi::ResolveRoute { id, timeout_ms })
+}
+
+pub fn enc_query(op: u32, id: u32, option: u32, resp: u64, out: usize) -> Cmd<kabi::Query> {
+    command(op, out, kabi::Query { response: resp, id, option })
+}
+
+pub fn enc_get_event(resp: u64) -> Cmd<kabi::GetEvent> {
+    command(cmd::GET_EVENT, std::mem::size_of::<kabi::EventResp>(), kabi::GetEvent { response: resp })
+}
+
+pub fn enc_set_option(id: u32, level: u32, optname: u32, optval: u64, optlen: u32) -> Cmd<kabi::SetOption> {
+    command(cmd::SET_OPTION, 0, kabi::SetOption { optval, id, level, optname, optlen })
+}
+
+pub fn enc_migrate_id(id: u32, old_fd: RawFd, resp: u64) -> Cmd<kabi::MigrateId> {
+    command(cmd::MIGRATE_ID, 4, kabi::MigrateId { response: resp, id, fd: old_fd as u32 })
+}
+
+pub fn enc_write_cm_event(id: u32, event: u32, status: i32, arg: u64) -> Cmd<kabi::WriteCmEvent> {
+    let mut body = kabi::WriteCmEvent { id, event, status: status as u32, ..Default::default() };
+    body.param.arg = arg;
+    command(cmd::WRITE_CM_EVENT, 0, body)
+}
+
+pub fn enc_connect(id: u32, conn: &kabi::ConnParam, ece: kabi::Ece) -> Cmd<kabi::Connect> {
+    command(cmd::CONNECT, 0, kabi::Connect { conn_param: *conn, id, reserved: 0, ece })
+}
+
+pub fn enc_listen(id: u32, backlog: u32) -> Cmd<kabi::Listen> {
+    command(cmd::LISTEN, 0, kabi::Listen { id, backlog })
+}
+
+pub fn enc_accept(id: u32, uid: u64, conn: &kabi::ConnParam, ece: kabi::Ece) -> Cmd<kabi::Accept> {
+    command(cmd::ACCEPT, 0, kabi::Accept { uid, conn_param: *conn, id, reserved: 0, ece })
+}
+
+pub fn enc_reject(id: u32, reason: u8, private_data: &[u8]) -> Cmd<kabi::Reject> {
+    // The length travels in a u8: at most 255 bytes.
+    let n = private_data.len().min(u8::MAX as usize);
+    let mut body = kabi::Reject { id, private_data_len: n as u8, reason, ..Default::default() };
+    body.private_data[..n].copy_from_slice(&private_data[..n]);
+    command(cmd::REJECT, 0, body)
+}
+
+pub fn enc_disconnect(id: u32) -> Cmd<kabi::Disconnect> {
+    command(cmd::DISCONNECT, 0, kabi::Disconnect { id })
+}
+
+pub fn enc_init_qp_attr(id: u32, qp_state: u32, resp: u64) -> Cmd<kabi::InitQpAttr> {
+    command(cmd::INIT_QP_ATTR, std::mem::size_of::<kabi::UverbsQpAttr>(), kabi::InitQpAttr { response: resp, id, qp_state })
+}
+
+pub fn enc_notify(id: u32, event: u32) -> Cmd<kabi::Notify> {
+    command(cmd::NOTIFY, 0, kabi::Notify { id, event })
+}
+
+pub fn enc_join_mcast(id: u32, uid: u64, addr: &RawAddr, join_flags: u16, resp: u64) -> Cmd<kabi::JoinMcast> {
+    command(
+        cmd::JOIN_MCAST,
+        std::mem::size_of::<kabi::CreateIdResp>(),
+        kabi::JoinMcast { response: resp, uid, id, addr_size: addr.len as u16, join_flags, addr: storage_of(addr) },
+    )
+}
+
+pub fn enc_join_ip_mcast(id: u32, uid: u64, addr: &RawAddr, resp: u64) -> Cmd<kabi::JoinIpMcast> {
+    command(cmd::JOIN_IP_MCAST, std::mem::size_of::<kabi::CreateIdResp>(), kabi::JoinIpMcast { response: resp, uid, addr: in6_of(addr), id })
+}
+
+pub fn enc_leave_mcast(mc: u32, resp: u64) -> Cmd<kabi::DestroyId> {
+    command(cmd::LEAVE_MCAST, 4, kabi::DestroyId { response: resp, id: mc, reserved: 0 })
+}
+
+pub fn enc_resolve_ib_service(id: u32, ibs: &kabi::IbService) -> Cmd<kabi::ResolveIbService> {
+    command(cmd::RESOLVE_IB_SERVICE, 0, kabi::ResolveIbService { id, reserved: 0, ibs: *ibs })
+}
+
+// ---------------------------------------------------------------------------
+// Decoding
+// ---------------------------------------------------------------------------
+
+fn index_of(v: u32) -> Option<u32> {
+    (v != INVALID_INDEX).then_some(v)
+}
+
+pub fn dec_addr(r: &kabi::QueryAddrResp) -> AddrInfo {
+    let src_len = (r.src_size as usize).min(128);
+    let dst_len = (r.dst_size as usize).min(128);
+    AddrInfo {
+        node_guid: r.node_guid,
+        port_num: r.port_num,
+        pkey: r.pkey,
+        // The whole storage is kept (QUERY GID readers look past the
+        // reported size, as upstream does); `len` is the reported size.
+        src: RawAddr { len: src_len, bytes: r.src_addr.bytes },
+        dst: RawAddr { len: dst_len, bytes: r.dst_addr.bytes },
+        ibdev_index: index_of(r.ibdev_index),
+    }
+}
+
+pub fn dec_route(r: &kabi::QueryRouteResp) -> RouteInfo {
+    RouteInfo {
+        node_guid: r.node_guid,
+        paths: r.ib_route,
+        num_paths: r.num_paths.min(2),
+        src: RawAddr::from_slice(&r.src_addr.bytes),
+        dst: RawAddr::from_slice(&r.dst_addr.bytes),
+        port_num: r.port_num,
+        ibdev_index: index_of(r.ibdev_index),
+    }
+}
+
+pub fn dec_paths(r: &kabi::QueryPathResp) -> Vec<crate::abi::cma::ibv_path_data> {
+    let n = (r.hdr.num_paths as usize).min(kabi::MAX_PATHS);
+    r.path_data[..n]
+        .iter()
+        .map(|p| {
+            // SAFETY: PathRecData is 72 bytes of plain data with the same
+            // layout as struct ibv_path_data (flags, reserved, 64-byte record).
+            unsafe { std::mem::transmute::<kabi::PathRecData, crate::abi::cma::ibv_path_data>(*p) }
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// The kernel
+// ---------------------------------------------------------------------------
+
+/// The real transport: `/dev/infiniband/rdma_cm`.
+pub struct Kernel {
+    pub dev_path: &'static str,
+}
+
+impl Default for Kernel {
+    fn default() -> Self {
+        Kernel { dev_path: "/dev/infiniband/rdma_cm" }
+    }
+}
+
+/// Writes one command.  A short write is `ENODATA`, as upstream.
+fn send<T: Copy>(fd: RawFd, c: &Cmd<T>) -> Result<(), Errno> {
+    let b = bytes_of(c);
+    // SAFETY: b is a valid buffer of b.len() bytes; the kernel writes any
+    // response through the user address embedded in the command, which the
+    // caller keeps alive for the duration of this call.
+    let n = unsafe { libc::write(fd, b.as_ptr() as *const c_void, b.len()) };
+    if n < 0 {
+        Err(Errno::last())
+    } else if n as usize != b.len() {
+        Err(Errno::ENODATA)
+    } else {
+        Ok(())
+    }
+}
+
+fn addr_of_mut<T>(r: &mut T) -> u64 {
+    r as *mut T as usize as u64
+}
+
+impl Ucma for Kernel {
+    fn open(&self) -> Result<RawFd, Errno> {
+        let path = std::ffi::CString::new(self.dev_path).map_err(|_| Errno::EINVAL)?;
+        // SAFETY: path is a valid NUL-terminated string.
+        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(Errno::last());
+        }
+        // SAFETY: an all-zero stat is a valid output buffer for fstat.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fd is open; st is a valid output buffer.
+        let r = unsafe { libc::fstat(fd, &mut st) };
+        if r != 0 || (st.st_mode & libc::S_IFMT) != libc::S_IFCHR {
+            // SAFETY: fd is ours.
+            unsafe { libc::close(fd) };
+            return Err(Errno::ENODEV);
+        }
+        Ok(fd)
+    }
+
+    fn close(&self, fd: RawFd) {
+        // SAFETY: the caller owns fd.
+        unsafe { libc::close(fd) };
+    }
+
+    fn abi_version(&self) -> Option<i32> {
+        for p in ["/sys/class/misc/rdma_cm/abi_version", "/sys/class/infiniband_ucma/abi_version"] {
+            if let Ok(s) = std::fs::read_to_string(p) {
+                // Like strtol: leading digits, 0 when none.
+                let t = s.trim_start();
+                let digits: String = t.chars().take_while(|c| c.is_ascii_digit()).collect();
+                return Some(digits.parse().unwrap_or(0));
+            }
+        }
+        None
+    }
+
+    fn create_id(&self, fd: RawFd, uid: u64, ps: u16, qp_type: u8) -> Result<u32, Errno> {
+        let mut resp = kabi::CreateIdResp::default();
+        send(fd, &enc_create_id(uid, addr_of_mut(&mut resp), ps, qp_type))?;
+        Ok(resp.id)
+    }
+
+    fn destroy_id(&self, fd: RawFd, id: u32) -> Result<u32, Errno> {
+        let mut resp = kabi::EventsReportedResp::default();
+        send(fd, &enc_destroy_id(id, addr_of_mut(&mut resp)))?;
+        Ok(resp.events_reported)
+    }
+
+    fn bind(&self, fd: RawFd, id: u32, addr: &RawAddr) -> Result<(), Errno> {
+        send(fd, &enc_bind(id, addr))
+    }
+
+    fn bind_ip(&self, fd: RawFd, id: u32, addr: &RawAddr) -> Result<(), Errno> {
+        send(fd, &enc_bind_ip(id, addr))
+    }
+
+    fn resolve_addr(&self, fd: RawFd, id: u32, src: Option<&RawAddr>, dst: &RawAddr, timeout_ms: u32) -> Result<(), Errno> {
+        send(fd, &enc_resolve_addr(id, src, dst, timeout_ms))
+    }
+
+    fn resolve_ip(&self, fd: RawFd, id: u32, src: Option<&RawAddr>, dst: &RawAddr, timeout_ms: u32) -> Result<(), Errno> {
+        send(fd, &enc_resolve_ip(id, src, dst, timeout_ms))
+    }
+
+    fn resolve_route(&self, fd: RawFd, id: u32, timeout_ms: u32) -> Result<(), Errno> {
+        send(fd, &enc_resolve_route(id, timeout_ms))
+    }
+
+    fn query_addr(&self, fd: RawFd, id: u32) -> Result<AddrInfo, Errno> {
+        let mut resp = kabi::QueryAddrResp { ibdev_index: INVALID_INDEX, ..Default::default() };
+        let out = std::mem::size_of_val(&resp);
+        send(fd, &enc_query(cmd::QUERY, id, kabi::QUERY_ADDR, addr_of_mut(&mut resp), out))?;
+        Ok(dec_addr(&resp))
+    }
+
+    fn query_gid(&self, fd: RawFd, id: u32) -> Result<AddrInfo, Errno> {
+        let mut resp = kabi::QueryAddrResp { ibdev_index: INVALID_INDEX, ..Default::default() };
+        let out = std::mem::size_of_val(&resp);
+        send(fd, &enc_query(cmd::QUERY, id, kabi::QUERY_GID, addr_of_mut(&mut resp), out))?;
+        Ok(dec_addr(&resp))
+    }
+
+    fn query_path(&self, fd: RawFd, id: u32) -> Result<Vec<crate::abi::cma::ibv_path_data>, Errno> {
+        let mut resp = kabi::QueryPathResp::default();
+        let out = std::mem::size_of_val(&resp);
+        send(fd, &enc_query(cmd::QUERY, id, kabi::QUERY_PATH, addr_of_mut(&mut resp), out))?;
+        Ok(dec_paths(&resp))
+    }
+
+    fn query_route(&self, fd: RawFd, id: u32) -> Result<RouteInfo, Errno> {
+        let mut resp = kabi::QueryRouteResp { ibdev_index: INVALID_INDEX, ..Default::default() };
+        let out = std::mem::size_of_val(&resp);
+        send(fd, &enc_query(cmd::QUERY_ROUTE, id, 0, addr_of_mut(&mut resp), out))?;
+        Ok(dec_route(&resp))
+    }
+
+    fn get_event(&self, fd: RawFd) -> Result<kabi::EventResp, Errno> {
+        let mut resp = kabi::EventResp::default();
+        send(fd, &enc_get_event(addr_of_mut(&mut resp)))?;
+        Ok(resp)
+    }
+
+    fn set_option(&self, fd: RawFd, id: u32, level: u32, optname: u32, optval: *mut c_void, optlen: u32) -> Result<(), Errno> {
+        send(fd, &enc_set_option(id, level, optname, optval as usize as u64, optlen))
+    }
+
+    fn migrate_id(&self, new_fd: RawFd, id: u32, old_fd: RawFd) -> Result<u32, Errno> {
+        let mut resp = kabi::EventsReportedResp::default();
+        send(new_fd, &enc_migrate_id(id, old_fd, addr_of_mut(&mut resp)))?;
+        Ok(resp.events_reported)
+    }
+
+    fn write_cm_event(&self, fd: RawFd, id: u32, event: u32, status: i32, arg: u64) -> Result<(), Errno> {
+        send(fd, &enc_write_cm_event(id, event, status, arg))
+    }
+
+    fn connect(&self, fd: RawFd, id: u32, conn: &kabi::ConnParam, ece: kabi::Ece) -> Result<(), Errno> {
+        send(fd, &enc_connect(id, conn, ece))
+    }
+
+    fn listen(&self, fd: RawFd, id: u32, backlog: u32) -> Result<(), Errno> {
+        send(fd, &enc_listen(id, backlog))
+    }
+
+    fn accept(&self, fd: RawFd, id: u32, uid: u64, conn: &kabi::ConnParam, ece: kabi::Ece) -> Result<(), Errno> {
+        send(fd, &enc_accept(id, uid, conn, ece))
+    }
+
+    fn reject(&self, fd: RawFd, id: u32, reason: u8, private_data: &[u8]) -> Result<(), Errno> {
+        send(fd, &enc_reject(id, reason, private_data))
+    }
+
+    fn disconnect(&self, fd: RawFd, id: u32) -> Result<(), Errno> {
+        send(fd, &enc_disconnect(id))
+    }
+
+    fn init_qp_attr(&self, fd: RawFd, id: u32, qp_state: u32) -> Result<kabi::UverbsQpAttr, Errno> {
+        let mut resp = kabi::UverbsQpAttr::default();
+        send(fd, &enc_init_qp_attr(id, qp_state, addr_of_mut(&mut resp)))?;
+        Ok(resp)
+    }
+
+    fn notify(&self, fd: RawFd, id: u32, event: u32) -> Result<(), Errno> {
+        send(fd, &enc_notify(id, event))
+    }
+
+    fn join_mcast(&self, fd: RawFd, id: u32, uid: u64, addr: &RawAddr, join_flags: u16, legacy: bool) -> Result<u32, Errno> {
+        let mut resp = kabi::CreateIdResp::default();
+        if legacy {
+            send(fd, &enc_join_ip_mcast(id, uid, addr, addr_of_mut(&mut resp)))?;
+        } else {
+            send(fd, &enc_join_mcast(id, uid, addr, join_flags, addr_of_mut(&mut resp)))?;
+        }
+        Ok(resp.id)
+    }
+
+    fn leave_mcast(&self, fd: RawFd, mc: u32) -> Result<u32, Errno> {
+        let mut resp = kabi::EventsReportedResp::default();
+        send(fd, &enc_leave_mcast(mc, addr_of_mut(&mut resp)))?;
+        Ok(resp.events_reported)
+    }
+
+    fn resolve_ib_service(&self, fd: RawFd, id: u32, ibs: &kabi::IbService) -> Result<(), Errno> {
+        send(fd, &enc_resolve_ib_service(id, ibs))
+    }
+
+    fn query_ib_service(&self, fd: RawFd, id: u32) -> Result<Vec<kabi::ServiceRec>, Errno> {
+        let head = std::mem::size_of::<kabi::QueryIbServiceResp>();
+        let rec = std::mem::size_of::<kabi::ServiceRec>();
+        // Room for 6 records first; the kernel says how many there are.
+        let mut room = 6usize;
+        loop {
+            // u64 words keep the buffer aligned for the records.
+            let mut buf = vec![0u64; (head + rec * room).div_ceil(8)];
+            let out = buf.len() * 8;
+            send(fd, &enc_query(cmd::QUERY, id, kabi::QUERY_IB_SERVICE, buf.as_mut_ptr() as usize as u64, out))?;
+            let n = (buf[0] & 0xffff_ffff) as usize;
+            if n == 0 {
+                return Err(Errno::ENOENT);
+            }
+            if n > room {
+                room = n;
+                continue;
+            }
+            let recs = buf.as_ptr() as usize + head;
+            return Ok((0..n)
+                .map(|i| {
+                    // SAFETY: the kernel wrote n <= room records after the
+                    // header; the buffer is 8-byte aligned and large enough.
+                    unsafe { std::ptr::read_unaligned((recs + i * rec) as *const kabi::ServiceRec) }
+                })
+                .collect());
+        }
+    }
+}
+
+/// Converts a legacy kernel path record to the library's `ibv_sa_path_rec`
+/// (field by field, as libibverbs' marshalling does).
+pub fn path_from_kern(k: &kabi::UserPathRec) -> crate::abi::cma::ibv_sa_path_rec {
+    use crate::abi::cma::{ibv_gid, ibv_sa_path_rec};
+    ibv_sa_path_rec {
+        dgid: ibv_gid { raw: k.dgid },
+        sgid: ibv_gid { raw: k.sgid },
+        dlid: k.dlid,
+        slid: k.slid,
+        raw_traffic: k.raw_traffic as i32,
+        flow_label: k.flow_label,
+        hop_limit: k.hop_limit,
+        traffic_class: k.traffic_class,
+        reversible: k.reversible as i32,
+        numb_path: k.numb_path,
+        pkey: k.pkey,
+        sl: k.sl,
+        mtu_selector: k.mtu_selector,
+        mtu: k.mtu as u8,
+        rate_selector: k.rate_selector,
+        rate: k.rate,
+        packet_life_time_selector: k.packet_life_time_selector,
+        packet_life_time: k.packet_life_time,
+        preference: k.preference,
+    }
+}
+
+/// Converts a wire path record (QUERY PATH) to an `ibv_sa_path_rec`.
+pub fn path_from_data(d: &crate::abi::cma::ibv_path_data) -> crate::abi::cma::ibv_sa_path_rec {
+    use crate::abi::cma::ibv_sa_path_rec;
+    let p = &d.path;
+    let fl_hop = u32::from_be(p.flowlabel_hoplimit);
+    ibv_sa_path_rec {
+        dgid: p.dgid,
+        sgid: p.sgid,
+        dlid: p.dlid,
+        slid: p.slid,
+        raw_traffic: 0,
+        flow_label: (fl_hop >> 8).to_be(),
+        hop_limit: fl_hop as u8,
+        traffic_class: p.tclass,
+        reversible: (p.reversible_numpath >> 7) as i32,
+        numb_path: 1,
+        pkey: p.pkey,
+        sl: (u16::from_be(p.qosclass_sl) & 0xF) as u8,
+        mtu_selector: 2,
+        mtu: p.mtu & 0x1F,
+        rate_selector: 2,
+        rate: p.rate & 0x1F,
+        packet_life_time_selector: 2,
+        packet_life_time: p.packetlifetime & 0x1F,
+        preference: d.flags as u8,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn u32_at(b: &[u8], off: usize) -> u32 {
+        u32::from_ne_bytes(b[off..off + 4].try_into().unwrap())
+    }
+    fn u16_at(b: &[u8], off: usize) -> u16 {
+        u16::from_ne_bytes(b[off..off + 2].try_into().unwrap())
+    }
+    fn u64_at(b: &[u8], off: usize) -> u64 {
+        u64::from_ne_bytes(b[off..off + 8].try_into().unwrap())
+    }
+
+    fn v4(a: [u8; 4], port: u16) -> RawAddr {
+        let mut b = [0u8; 16];
+        b[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+        b[2..4].copy_from_slice(&port.to_be_bytes());
+        b[4..8].copy_from_slice(&a);
+        RawAddr::from_slice(&b)
+    }
+
+    #[test]
+    fn header_sizes() {
+        let c = enc_create_id(0x1122, 0x3344, 0x0106, 2);
+        let b = bytes_of(&c);
+        assert_eq!(b.len(), 32);
+        assert_eq!(u32_at(b, 0), cmd::CREATE_ID);
+        assert_eq!(u16_at(b, 4), 24);
+        assert_eq!(u16_at(b, 6), 4);
+        assert_eq!(u64_at(b, 8), 0x1122);
+        assert_eq!(u64_at(b, 16), 0x3344);
+        assert_eq!(u16_at(b, 24), 0x0106);
+        assert_eq!(b[26], 2);
+    }
+
+    #[test]
+    fn destroy_and_migrate() {
+        let c = enc_destroy_id(7, 0x1000);
+        let b = bytes_of(&c);
+        assert_eq!((u32_at(b, 0), u16_at(b, 4), u16_at(b, 6)), (cmd::DESTROY_ID, 16, 4));
+        assert_eq!(u64_at(b, 8), 0x1000);
+        assert_eq!(u32_at(b, 16), 7);
+        let c = enc_migrate_id(9, 5, 0x2000);
+        let b = bytes_of(&c);
+        assert_eq!((u32_at(b, 0), u16_at(b, 4), u16_at(b, 6)), (cmd::MIGRATE_ID, 16, 4));
+        assert_eq!((u32_at(b, 16), u32_at(b, 20)), (9, 5));
+    }
+
+    #[test]
+    fn bind_families() {
+        let a = v4([192, 0, 2, 1], 7471);
+        let c = enc_bind(3, &a);
+        let b = bytes_of(&c);
+        assert_eq!((u32_at(b, 0), u16_at(b, 4), u16_at(b, 6)), (cmd::BIND, 136, 0));
+        assert_eq!(u32_at(b, 8), 3);
+        assert_eq!(u16_at(b, 12), 16);
+        assert_eq!(&b[16..32], a.as_slice());
+        let c = enc_bind_ip(3, &a);
+        let b = bytes_of(&c);
+        assert_eq!((u32_at(b, 0), u16_at(b, 4)), (cmd::BIND_IP, 40));
+        assert_eq!(&b[16..32], a.as_slice());
+        assert_eq!(u32_at(b, 44), 3);
+    }
+
+    #[test]
+    fn resolve_families() {
+        let d = v4([192, 0, 2, 2], 0);
+        let s = v4([192, 0, 2, 1], 0);
+        let c = enc_resolve_addr(4, Some(&s), &d, 2000);
+        let b = bytes_of(&c);
+        assert_eq!((u32_at(b, 0), u16_at(b, 4)), (cmd::RESOLVE_ADDR, 272));
+        assert_eq!((u32_at(b, 8), u32_at(b, 12)), (4, 2000));
+        assert_eq!((u16_at(b, 16), u16_at(b, 18)), (16, 16));
+        assert_eq!(&b[24..40], s.as_slice());
+        assert_eq!(&b[152..168], d.as_slice());
+        let c = enc_resolve_addr(4, None, &d, 1);
+        assert_eq!(u16_at(bytes_of(&c), 16), 0);
+        let c = enc_resolve_ip(4, None, &d, 500);
+        let b = bytes_of(&c);
+        assert_eq!((u32_at(b, 0), u16_at(b, 4)), (cmd::RESOLVE_IP, 64));
+        assert_eq!(&b[8..36], &[0u8; 28]);
+        assert_eq!(&b[36..52], d.as_slice());
+        assert_eq!((u32_at(b, 64), u32_at(b, 68)), (4, 500));
+        let c = enc_resolve_route(4, 2000);
+        let b = bytes_of(&c);
+        assert_eq!((u32_at(b, 0), u16_at(b, 4), u32_at(b, 8), u32_at(b, 12)), (cmd::RESOLVE_ROUTE, 8, 4, 2000));
+    }
+
+    #[test]
+    fn queries_and_events() {
+        let c = enc_query(cmd::QUERY, 2, kabi::QUERY_GID, 0xabc, 280);
+        let b = bytes_of(&c);
+        assert_eq!((u32_at(b, 0), u16_at(b, 4), u16_at(b, 6)), (cmd::QUERY, 16, 280));
+        assert_eq!((u64_at(b, 8), u32_at(b, 16), u32_at(b, 20)), (0xabc, 2, kabi::QUERY_GID));
+        let c = enc_get_event(0x55);
+        let b = bytes_of(&c);
+        assert_eq!((u32_at(b, 0), u16_at(b, 4), u16_at(b, 6)), (cmd::GET_EVENT, 8, 336));
+        let c = enc_set_option(1, 0, 3, 0x77, 1);
+        let b = bytes_of(&c);
+        assert_eq!((u32_at(b, 0), u16_at(b, 4)), (cmd::SET_OPTION, 24));
+        assert_eq!((u64_at(b, 8), u32_at(b, 16), u32_at(b, 20), u32_at(b, 24), u32_at(b, 28)), (0x77, 1, 0, 3, 1));
+        let c = enc_write_cm_event(6, 18, -5, 0xdead_beef_0000_0001);
+        let b = bytes_of(&c);
+        assert_eq!((u32_at(b, 0), u16_at(b, 4)), (cmd::WRITE_CM_EVENT, 320));
+        assert_eq!((u32_at(b, 8), u32_at(b, 16), u32_at(b, 20) as i32), (6, 18, -5));
+        assert_eq!(u64_at(b, 24), 0xdead_beef_0000_0001);
+    }
+
+    #[test]
+    fn connection_and_multicast_commands() {
+        let conn = kabi::ConnParam { qp_num: 0x11, private_data_len: 2, ..Default::default() };
+        let c = enc_connect(5, &conn, kabi::Ece { vendor_id: 7, attr_mod: 8 });
+        let b = bytes_of(&c);
+        assert_eq!((u32_at(b, 0), u16_at(b, 4), u16_at(b, 6)), (cmd::CONNECT, 288, 0));
+        assert_eq!(u32_at(b, 8), 0x11);
+        assert_eq!(b[8 + 264], 2);
+        assert_eq!((u32_at(b, 8 + 272), u32_at(b, 8 + 280), u32_at(b, 8 + 284)), (5, 7, 8));
+        let c = enc_accept(5, 0xabcd, &conn, kabi::Ece::default());
+        let b = bytes_of(&c);
+        assert_eq!((u32_at(b, 0), u16_at(b, 4)), (cmd::ACCEPT, 296));
+        assert_eq!((u64_at(b, 8), u32_at(b, 16), u32_at(b, 8 + 280)), (0xabcd, 0x11, 5));
+        let c = enc_reject(5, 28, &[1, 2, 3]);
+        let b = bytes_of(&c);
+        assert_eq!((u32_at(b, 0), u16_at(b, 4)), (cmd::REJECT, 264));
+        assert_eq!((u32_at(b, 8), b[12], b[13], &b[16..19]), (5, 3, 28, &[1u8, 2, 3][..]));
+        let c = enc_reject(5, 0, &[0u8; 400]);
+        assert_eq!(bytes_of(&c)[12], 255, "the length is a u8");
+        let b = bytes_of(&enc_listen(5, 10)).to_vec();
+        assert_eq!((u32_at(&b, 0), u16_at(&b, 4), u32_at(&b, 8), u32_at(&b, 12)), (cmd::LISTEN, 8, 5, 10));
+        let b = bytes_of(&enc_disconnect(5)).to_vec();
+        assert_eq!((u32_at(&b, 0), u16_at(&b, 4), u32_at(&b, 8)), (cmd::DISCONNECT, 4, 5));
+        let b = bytes_of(&enc_init_qp_attr(5, 3, 0x99)).to_vec();
+        assert_eq!((u32_at(&b, 0), u16_at(&b, 4), u16_at(&b, 6)), (cmd::INIT_QP_ATTR, 16, 144));
+        assert_eq!((u64_at(&b, 8), u32_at(&b, 16), u32_at(&b, 20)), (0x99, 5, 3));
+        let b = bytes_of(&enc_notify(5, 9)).to_vec();
+        assert_eq!((u32_at(&b, 0), u16_at(&b, 4), u32_at(&b, 12)), (cmd::NOTIFY, 8, 9));
+        let a = v4([239, 0, 0, 1], 0);
+        let b = bytes_of(&enc_join_mcast(5, 0x77, &a, 1, 0x88)).to_vec();
+        assert_eq!((u32_at(&b, 0), u16_at(&b, 4), u16_at(&b, 6)), (cmd::JOIN_MCAST, 152, 4));
+        assert_eq!((u64_at(&b, 8), u64_at(&b, 16), u32_at(&b, 24), u16_at(&b, 28), u16_at(&b, 30)), (0x88, 0x77, 5, 16, 1));
+        assert_eq!(&b[32..48], a.as_slice());
+        let b = bytes_of(&enc_join_ip_mcast(5, 0x77, &a, 0x88)).to_vec();
+        assert_eq!((u32_at(&b, 0), u16_at(&b, 4), u32_at(&b, 52)), (cmd::JOIN_IP_MCAST, 48, 5));
+        let b = bytes_of(&enc_leave_mcast(3, 0x88)).to_vec();
+        assert_eq!((u32_at(&b, 0), u16_at(&b, 4), u16_at(&b, 6), u32_at(&b, 16)), (cmd::LEAVE_MCAST, 16, 4, 3));
+        let ibs = kabi::IbService { service_id: 0x1234, flags: kabi::IB_SERVICE_FLAG_ID, ..Default::default() };
+        let b = bytes_of(&enc_resolve_ib_service(5, &ibs)).to_vec();
+        assert_eq!((u32_at(&b, 0), u16_at(&b, 4), u32_at(&b, 8), u64_at(&b, 16)), (cmd::RESOLVE_IB_SERVICE, 88, 5, 0x1234));
+        assert_eq!(u32_at(&b, 16 + 72), kabi::IB_SERVICE_FLAG_ID);
+    }
+
+    #[test]
+    fn decode_addr_and_index() {
+        let mut r = kabi::QueryAddrResp { node_guid: 0x1122, port_num: 1, pkey: 0xffff, src_size: 16, dst_size: 200, ibdev_index: 3, ..Default::default() };
+        r.src_addr.bytes[0] = 2;
+        let a = dec_addr(&r);
+        assert_eq!(a.src.len, 16);
+        assert_eq!(a.dst.len, 128, "sizes are clamped to the storage");
+        assert_eq!(a.ibdev_index, Some(3));
+        assert_eq!(a.src.family(), 2);
+        r.ibdev_index = u32::MAX;
+        assert_eq!(dec_addr(&r).ibdev_index, None);
+    }
+
+    #[test]
+    fn decode_paths() {
+        let mut r = kabi::QueryPathResp::default();
+        r.hdr.num_paths = 9;
+        r.path_data[0].flags = 0x3;
+        let p = dec_paths(&r);
+        assert_eq!(p.len(), kabi::MAX_PATHS, "clamped");
+        let mut d = p[0];
+        d.path.flowlabel_hoplimit = ((0x12345u32 << 8) | 0x40).to_be();
+        d.path.qosclass_sl = 0x0015u16.to_be();
+        d.path.mtu = 0xC4;
+        d.path.reversible_numpath = 0x81;
+        let s = path_from_data(&d);
+        assert_eq!(u32::from_be(s.flow_label), 0x12345);
+        assert_eq!(s.hop_limit, 0x40);
+        assert_eq!(s.sl, 5);
+        assert_eq!(s.mtu, 4);
+        assert_eq!(s.reversible, 1);
+        assert_eq!(s.preference, 3);
+        assert_eq!((s.mtu_selector, s.rate_selector, s.numb_path), (2, 2, 1));
+    }
+
+    #[test]
+    fn kernel_without_device_file() {
+        let k = Kernel { dev_path: "/nonexistent/rdma_cm" };
+        assert_eq!(k.open().unwrap_err(), Errno::ENOENT);
+        let k = Kernel { dev_path: "/etc/passwd" };
+        assert_eq!(k.open().unwrap_err(), Errno::ENODEV, "not a ucma character device");
+        // Writing to a closed descriptor reports the kernel's errno.
+        assert_eq!(k.resolve_route(-1, 1, 1).unwrap_err(), Errno::EBADF);
+    }
+
+    #[test]
+    fn event_resp_layout() {
+        let mut r = kabi::EventResp::default();
+        r.param.arg32 = [1, 2];
+        // SAFETY: reading back the union member just written.
+        assert_eq!(unsafe { r.param.arg32 }, [1, 2]);
+        let b = {
+            // SAFETY: plain data; reading its bytes stays within the value.
+            unsafe { std::slice::from_raw_parts(&r as *const _ as *const u8, 336) }
+        };
+        assert_eq!(u32_at(b, 20), 1);
+        assert_eq!(u32_at(b, 24), 2);
+    }
+}

@@ -1,0 +1,621 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! The libibverbs structures and calls the connection code needs: QP, SRQ,
+//! CQ and multicast attachment.
+//!
+//! The public types in `crate::abi::cma` keep these structures opaque
+//! (the generated header must not define them); here they are mirrored
+//! with the layout of `<infiniband/verbs.h>` on 64-bit Linux, and the
+//! unit tests compare every size and offset with what the C shim measures
+//! from the installed header.
+
+use crate::abi::cma::{ibv_comp_channel, ibv_context, ibv_cq, ibv_gid, ibv_pd, ibv_qp, ibv_srq};
+use crate::abi::ucma::UverbsQpAttr;
+use nix::errno::Errno;
+use std::ffi::{c_int, c_void};
+
+/// `IBV_QPS_*`.
+pub const IBV_QPS_INIT: u32 = 1;
+pub const IBV_QPS_RTR: u32 = 2;
+pub const IBV_QPS_RTS: u32 = 3;
+pub const IBV_QPS_SQD: u32 = 4;
+pub const IBV_QPS_ERR: u32 = 6;
+
+/// `IBV_QP_*` attribute mask bits.
+pub const IBV_QP_STATE: c_int = 1;
+pub const IBV_QP_ACCESS_FLAGS: c_int = 1 << 3;
+pub const IBV_QP_PKEY_INDEX: c_int = 1 << 4;
+pub const IBV_QP_PORT: c_int = 1 << 5;
+pub const IBV_QP_QKEY: c_int = 1 << 6;
+pub const IBV_QP_SQ_PSN: c_int = 1 << 16;
+
+/// `IBV_QP_INIT_ATTR_*`.
+pub const IBV_QP_INIT_ATTR_PD: u32 = 1;
+pub const IBV_QP_INIT_ATTR_XRCD: u32 = 2;
+
+/// `IBV_SRQ_INIT_ATTR_*` and `IBV_SRQT_*`.
+pub const IBV_SRQ_INIT_ATTR_TYPE: u32 = 1;
+pub const IBV_SRQ_INIT_ATTR_PD: u32 = 2;
+pub const IBV_SRQ_INIT_ATTR_XRCD: u32 = 4;
+pub const IBV_SRQ_INIT_ATTR_CQ: u32 = 8;
+pub const IBV_SRQT_BASIC: u32 = 0;
+pub const IBV_SRQT_XRC: u32 = 1;
+
+/// `IBV_TRANSPORT_*`.
+pub const IBV_TRANSPORT_IB: c_int = 0;
+pub const IBV_TRANSPORT_IWARP: c_int = 1;
+
+/// `IBV_LINK_LAYER_INFINIBAND`.
+pub const IBV_LINK_LAYER_INFINIBAND: u8 = 1;
+
+/// `struct ibv_qp_cap`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct QpCap {
+    pub max_send_wr: u32,
+    pub max_recv_wr: u32,
+    pub max_send_sge: u32,
+    pub max_recv_sge: u32,
+    pub max_inline_data: u32,
+}
+
+/// `struct ibv_qp_init_attr`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct QpInitAttr {
+    pub qp_context: *mut c_void,
+    pub send_cq: *mut ibv_cq,
+    pub recv_cq: *mut ibv_cq,
+    pub srq: *mut ibv_srq,
+    pub cap: QpCap,
+    pub qp_type: u32,
+    pub sq_sig_all: c_int,
+}
+
+/// `struct ibv_qp_init_attr_ex`.  Its first 60 bytes are the fields of a
+/// [`QpInitAttr`] (upstream's `rdma_create_qp` copies them across too).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct QpInitAttrEx {
+    pub qp_context: *mut c_void,
+    pub send_cq: *mut ibv_cq,
+    pub recv_cq: *mut ibv_cq,
+    pub srq: *mut ibv_srq,
+    pub cap: QpCap,
+    pub qp_type: u32,
+    pub sq_sig_all: c_int,
+    pub comp_mask: u32,
+    pub pd: *mut ibv_pd,
+    pub xrcd: *mut c_void,
+    pub create_flags: u32,
+    pub max_tso_header: u16,
+    pub rwq_ind_tbl: *mut c_void,
+    pub rx_hash_function: u8,
+    pub rx_hash_key_len: u8,
+    pub rx_hash_key: *mut u8,
+    pub rx_hash_fields_mask: u64,
+    pub source_qpn: u32,
+    pub send_ops_flags: u64,
+}
+
+/// `struct ibv_srq_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct SrqAttr {
+    pub max_wr: u32,
+    pub max_sge: u32,
+    pub srq_limit: u32,
+}
+
+/// `struct ibv_srq_init_attr`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct SrqInitAttr {
+    pub srq_context: *mut c_void,
+    pub attr: SrqAttr,
+}
+
+/// `struct ibv_srq_init_attr_ex`; its first 24 bytes are a [`SrqInitAttr`].
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct SrqInitAttrEx {
+    pub srq_context: *mut c_void,
+    pub attr: SrqAttr,
+    pub comp_mask: u32,
+    pub srq_type: u32,
+    pub pd: *mut ibv_pd,
+    pub xrcd: *mut c_void,
+    pub cq: *mut ibv_cq,
+    pub tm_max_num_tags: u32,
+    pub tm_max_ops: u32,
+}
+
+impl QpInitAttrEx {
+    /// The `ibv_qp_init_attr` part.
+    pub fn base(&self) -> QpInitAttr {
+        QpInitAttr { qp_context: self.qp_context, send_cq: self.send_cq, recv_cq: self.recv_cq, srq: self.srq, cap: self.cap, qp_type: self.qp_type, sq_sig_all: self.sq_sig_all }
+    }
+    /// Sets the `ibv_qp_init_attr` part.
+    pub fn set_base(&mut self, b: &QpInitAttr) {
+        self.qp_context = b.qp_context;
+        self.send_cq = b.send_cq;
+        self.recv_cq = b.recv_cq;
+        self.srq = b.srq;
+        self.cap = b.cap;
+        self.qp_type = b.qp_type;
+        self.sq_sig_all = b.sq_sig_all;
+    }
+}
+
+/// The leading, stable part of `struct ibv_qp` (the rest is private to
+/// libibverbs and never touched).
+#[repr(C)]
+pub struct QpHead {
+    pub context: *mut ibv_context,
+    pub qp_context: *mut c_void,
+    pub pd: *mut ibv_pd,
+    pub send_cq: *mut ibv_cq,
+    pub recv_cq: *mut ibv_cq,
+    pub srq: *mut ibv_srq,
+    pub handle: u32,
+    pub qp_num: u32,
+    pub state: u32,
+    pub qp_type: u32,
+}
+
+/// The leading part of `struct ibv_pd`.
+#[repr(C)]
+pub struct PdHead {
+    pub context: *mut ibv_context,
+}
+
+/// `struct ibv_ah_attr` as raw bytes (32).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct AhAttrBytes {
+    pub bytes: [u64; 4],
+}
+
+/// `struct ibv_qp_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct QpAttr {
+    pub qp_state: u32,
+    pub cur_qp_state: u32,
+    pub path_mtu: u32,
+    pub path_mig_state: u32,
+    pub qkey: u32,
+    pub rq_psn: u32,
+    pub sq_psn: u32,
+    pub dest_qp_num: u32,
+    pub qp_access_flags: u32,
+    pub cap: QpCap,
+    pub ah_attr: [u32; 8],
+    pub alt_ah_attr: [u32; 8],
+    pub pkey_index: u16,
+    pub alt_pkey_index: u16,
+    pub en_sqd_async_notify: u8,
+    pub sq_draining: u8,
+    pub max_rd_atomic: u8,
+    pub max_dest_rd_atomic: u8,
+    pub min_rnr_timer: u8,
+    pub port_num: u8,
+    pub timeout: u8,
+    pub retry_cnt: u8,
+    pub rnr_retry: u8,
+    pub alt_port_num: u8,
+    pub alt_timeout: u8,
+    pub rate_limit: u32,
+    /// Tail padding of the C structure (144 bytes in all).
+    pub reserved: u32,
+}
+
+/// `struct ibv_ece`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Ece {
+    pub vendor_id: u32,
+    pub options: u32,
+    pub comp_mask: u32,
+}
+
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<QpInitAttr>() == 64);
+    assert!(offset_of!(QpInitAttr, cap) == 32);
+    assert!(offset_of!(QpInitAttr, qp_type) == 52);
+    assert!(size_of::<QpInitAttrEx>() == 136);
+    assert!(offset_of!(QpInitAttrEx, comp_mask) == 60);
+    assert!(offset_of!(QpInitAttrEx, pd) == 64);
+    assert!(offset_of!(QpInitAttrEx, xrcd) == 72);
+    assert!(offset_of!(QpInitAttrEx, rwq_ind_tbl) == 88);
+    assert!(offset_of!(QpInitAttrEx, source_qpn) == 120);
+    assert!(offset_of!(QpInitAttrEx, send_ops_flags) == 128);
+    assert!(size_of::<SrqInitAttr>() == 24);
+    assert!(size_of::<SrqInitAttrEx>() == 64);
+    assert!(offset_of!(SrqInitAttrEx, comp_mask) == 20);
+    assert!(offset_of!(SrqInitAttrEx, pd) == 32);
+    assert!(offset_of!(SrqInitAttrEx, cq) == 48);
+    assert!(offset_of!(QpHead, pd) == 16);
+    assert!(offset_of!(QpHead, srq) == 40);
+    assert!(offset_of!(QpHead, qp_num) == 52);
+    assert!(size_of::<QpAttr>() == 144);
+    assert!(offset_of!(QpAttr, cap) == 36);
+    assert!(offset_of!(QpAttr, ah_attr) == 56);
+    assert!(offset_of!(QpAttr, pkey_index) == 120);
+    assert!(offset_of!(QpAttr, max_rd_atomic) == 126);
+    assert!(offset_of!(QpAttr, max_dest_rd_atomic) == 127);
+    assert!(offset_of!(QpAttr, port_num) == 129);
+    assert!(offset_of!(QpAttr, rate_limit) == 136);
+    assert!(size_of::<Ece>() == 12);
+};
+
+/// Declarations of libibverbs and of the C shim; kept out of the
+/// generated header.
+/// cbindgen:ignore
+mod sys {
+    use super::{Ece, QpAttr, QpInitAttrEx, SrqInitAttrEx};
+    use crate::abi::cma::{ibv_comp_channel, ibv_context, ibv_cq, ibv_gid, ibv_qp, ibv_srq};
+    use crate::abi::ucma::UverbsQpAttr;
+    use std::ffi::{c_int, c_void};
+    extern "C" {
+        pub fn ibv_modify_qp(qp: *mut ibv_qp, attr: *mut QpAttr, mask: c_int) -> c_int;
+        pub fn ibv_destroy_qp(qp: *mut ibv_qp) -> c_int;
+        pub fn ibv_create_cq(ctx: *mut ibv_context, cqe: c_int, cq_context: *mut c_void, channel: *mut ibv_comp_channel, comp_vector: c_int) -> *mut ibv_cq;
+        pub fn ibv_destroy_cq(cq: *mut ibv_cq) -> c_int;
+        pub fn ibv_create_comp_channel(ctx: *mut ibv_context) -> *mut ibv_comp_channel;
+        pub fn ibv_destroy_comp_channel(ch: *mut ibv_comp_channel) -> c_int;
+        pub fn ibv_destroy_srq(srq: *mut ibv_srq) -> c_int;
+        pub fn ibv_copy_qp_attr_from_kern(dst: *mut QpAttr, src: *const UverbsQpAttr);
+        pub fn ibv_query_ece(qp: *mut ibv_qp, ece: *mut Ece) -> c_int;
+        pub fn ibv_set_ece(qp: *mut ibv_qp, ece: *mut Ece) -> c_int;
+        pub fn ibv_get_pkey_index(ctx: *mut ibv_context, port: u8, pkey: u16) -> c_int;
+        pub fn ibv_attach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int;
+        pub fn ibv_detach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int;
+        pub fn rdmacm_shim_create_qp_ex(ctx: *mut ibv_context, attr: *mut QpInitAttrEx) -> *mut ibv_qp;
+        pub fn rdmacm_shim_create_srq_ex(ctx: *mut ibv_context, attr: *mut SrqInitAttrEx) -> *mut ibv_srq;
+        pub fn rdmacm_shim_open_xrcd(ctx: *mut ibv_context) -> *mut c_void;
+        pub fn rdmacm_shim_cm_transport_type(ctx: *mut ibv_context) -> c_int;
+        pub fn rdmacm_shim_conn_layout(out: *mut usize, n: usize) -> usize;
+    }
+}
+
+/// libibverbs' convention: 0 or a positive errno.
+pub fn check(ret: c_int) -> Result<(), Errno> {
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(Errno::from_raw(ret))
+    }
+}
+
+/// Like [`check`], but EOPNOTSUPP counts as success (ECE calls on
+/// providers without ECE).
+fn check_ece(ret: c_int) -> Result<(), Errno> {
+    if ret == libc::EOPNOTSUPP {
+        Ok(())
+    } else {
+        check(ret)
+    }
+}
+
+/// A NULL result of a libibverbs constructor: its errno.
+fn null_err() -> Errno {
+    Errno::last()
+}
+
+/// # Safety
+/// `qp` must be a live QP.
+pub unsafe fn modify_qp(qp: *mut ibv_qp, attr: &mut QpAttr, mask: c_int) -> Result<(), Errno> {
+    // SAFETY: qp is live; attr is a full ibv_qp_attr.
+    check(unsafe { sys::ibv_modify_qp(qp, attr, mask) })
+}
+
+/// Moves a QP to `state` with only the state in the mask.
+///
+/// # Safety
+/// `qp` must be a live QP.
+pub unsafe fn modify_state(qp: *mut ibv_qp, state: u32) -> Result<(), Errno> {
+    let mut a = QpAttr { qp_state: state, ..Default::default() };
+    // SAFETY: forwarded contract.
+    unsafe { modify_qp(qp, &mut a, IBV_QP_STATE) }
+}
+
+/// # Safety
+/// `qp` must be a live QP; it is destroyed.
+pub unsafe fn destroy_qp(qp: *mut ibv_qp) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { sys::ibv_destroy_qp(qp) }
+}
+
+/// # Safety
+/// `ctx` must be an open device; `attr` a valid attribute set.
+pub unsafe fn create_qp_ex(ctx: *mut ibv_context, attr: &mut QpInitAttrEx) -> Result<*mut ibv_qp, Errno> {
+    // SAFETY: forwarded contract.
+    let qp = unsafe { sys::rdmacm_shim_create_qp_ex(ctx, attr) };
+    if qp.is_null() {
+        Err(null_err())
+    } else {
+        Ok(qp)
+    }
+}
+
+/// # Safety
+/// `ctx` must be an open device; `attr` a valid attribute set.
+pub unsafe fn create_srq_ex(ctx: *mut ibv_context, attr: &mut SrqInitAttrEx) -> Result<*mut ibv_srq, Errno> {
+    // SAFETY: forwarded contract.
+    let srq = unsafe { sys::rdmacm_shim_create_srq_ex(ctx, attr) };
+    if srq.is_null() {
+        Err(null_err())
+    } else {
+        Ok(srq)
+    }
+}
+
+/// # Safety
+/// `srq` must be a live SRQ (or NULL, which libibverbs rejects).
+pub unsafe fn destroy_srq(srq: *mut ibv_srq) {
+    if !srq.is_null() {
+        // SAFETY: forwarded contract.
+        unsafe { sys::ibv_destroy_srq(srq) };
+    }
+}
+
+/// # Safety
+/// `ctx` must be an open device.
+pub unsafe fn create_comp_channel(ctx: *mut ibv_context) -> Result<*mut ibv_comp_channel, Errno> {
+    // SAFETY: forwarded contract.
+    let ch = unsafe { sys::ibv_create_comp_channel(ctx) };
+    if ch.is_null() {
+        Err(null_err())
+    } else {
+        Ok(ch)
+    }
+}
+
+/// # Safety
+/// `ch` must be a live completion channel without CQs.
+pub unsafe fn destroy_comp_channel(ch: *mut ibv_comp_channel) {
+    // SAFETY: forwarded contract.
+    unsafe { sys::ibv_destroy_comp_channel(ch) };
+}
+
+/// # Safety
+/// `ctx` must be an open device, `ch` a completion channel of it.
+pub unsafe fn create_cq(ctx: *mut ibv_context, cqe: u32, cq_context: *mut c_void, ch: *mut ibv_comp_channel) -> Result<*mut ibv_cq, Errno> {
+    // SAFETY: forwarded contract.
+    let cq = unsafe { sys::ibv_create_cq(ctx, cqe.min(i32::MAX as u32) as c_int, cq_context, ch, 0) };
+    if cq.is_null() {
+        Err(null_err())
+    } else {
+        Ok(cq)
+    }
+}
+
+/// # Safety
+/// `cq` must be a live CQ no QP uses.
+pub unsafe fn destroy_cq(cq: *mut ibv_cq) {
+    // SAFETY: forwarded contract.
+    unsafe { sys::ibv_destroy_cq(cq) };
+}
+
+/// Converts the kernel's answer to INIT_QP_ATTR into `dst` (fields the
+/// kernel does not report are left as they are).
+pub fn copy_qp_attr_from_kern(dst: &mut QpAttr, k: &UverbsQpAttr) {
+    // SAFETY: both are valid, distinct, fully initialised structures.
+    unsafe { sys::ibv_copy_qp_attr_from_kern(dst, k) };
+}
+
+/// # Safety
+/// `qp` must be a live QP.
+pub unsafe fn query_ece(qp: *mut ibv_qp) -> Result<(Ece, bool), Errno> {
+    let mut e = Ece::default();
+    // SAFETY: qp is live; e is writable.
+    let r = unsafe { sys::ibv_query_ece(qp, &mut e) };
+    check_ece(r)?;
+    Ok((e, r == libc::EOPNOTSUPP))
+}
+
+/// # Safety
+/// `qp` must be a live QP.
+pub unsafe fn set_ece(qp: *mut ibv_qp, mut e: Ece) -> Result<(), Errno> {
+    // SAFETY: qp is live; e is readable.
+    check_ece(unsafe { sys::ibv_set_ece(qp, &mut e) })
+}
+
+/// # Safety
+/// `ctx` must be an open device.
+pub unsafe fn pkey_index(ctx: *mut ibv_context, port: u8, pkey_be: u16) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { sys::ibv_get_pkey_index(ctx, port, pkey_be) }
+}
+
+/// # Safety
+/// `qp` must be a live QP.
+pub unsafe fn attach_mcast(qp: *mut ibv_qp, gid: &ibv_gid, lid: u16) -> Result<(), Errno> {
+    // SAFETY: forwarded contract.
+    check(unsafe { sys::ibv_attach_mcast(qp, gid, lid) })
+}
+
+/// # Safety
+/// `qp` must be a live QP.
+pub unsafe fn detach_mcast(qp: *mut ibv_qp, gid: &ibv_gid, lid: u16) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { sys::ibv_detach_mcast(qp, gid, lid) }
+}
+
+/// An XRC domain for the device (`fd` -1, `O_CREAT`), or NULL.
+///
+/// # Safety
+/// `ctx` must be an open device.
+pub unsafe fn open_xrcd(ctx: *mut ibv_context) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { sys::rdmacm_shim_open_xrcd(ctx) }
+}
+
+/// The device's transport type (`IBV_TRANSPORT_*`), -1 for NULL.
+///
+/// # Safety
+/// `ctx` must be NULL or an open device.
+pub unsafe fn transport_type(ctx: *mut ibv_context) -> c_int {
+    if ctx.is_null() {
+        return -1;
+    }
+    // SAFETY: forwarded contract.
+    unsafe { sys::rdmacm_shim_cm_transport_type(ctx) }
+}
+
+/// The QP number of a live QP.
+///
+/// # Safety
+/// `qp` must be a live QP.
+pub unsafe fn qp_num(qp: *mut ibv_qp) -> u32 {
+    // SAFETY: the leading fields of struct ibv_qp are stable ABI.
+    unsafe { (*(qp as *mut QpHead)).qp_num }
+}
+
+/// Whether a live QP has an SRQ, and its PD.
+///
+/// # Safety
+/// `qp` must be a live QP.
+pub unsafe fn qp_srq_pd(qp: *mut ibv_qp) -> (bool, *mut ibv_pd) {
+    // SAFETY: the leading fields of struct ibv_qp are stable ABI.
+    unsafe { (!(*(qp as *mut QpHead)).srq.is_null(), (*(qp as *mut QpHead)).pd) }
+}
+
+/// The device context of a PD.
+///
+/// # Safety
+/// `pd` must be a live PD.
+pub unsafe fn pd_context(pd: *mut ibv_pd) -> *mut ibv_context {
+    // SAFETY: the first field of struct ibv_pd is its context.
+    unsafe { (*(pd as *mut PdHead)).context }
+}
+
+/// Sizes and offsets measured by the C shim from `<infiniband/verbs.h>`,
+/// in the order of [`rust_layout`].
+pub fn c_layout() -> Vec<usize> {
+    let mut v = vec![0usize; 32];
+    // SAFETY: v has room for 32 values.
+    let n = unsafe { sys::rdmacm_shim_conn_layout(v.as_mut_ptr(), v.len()) };
+    v.truncate(n);
+    v
+}
+
+/// The same sizes and offsets from the mirrors above.
+pub fn rust_layout() -> Vec<usize> {
+    use std::mem::{offset_of, size_of};
+    vec![
+        size_of::<QpInitAttr>(),
+        offset_of!(QpInitAttr, cap),
+        offset_of!(QpInitAttr, qp_type),
+        size_of::<QpInitAttrEx>(),
+        offset_of!(QpInitAttrEx, comp_mask),
+        offset_of!(QpInitAttrEx, pd),
+        offset_of!(QpInitAttrEx, xrcd),
+        offset_of!(QpInitAttrEx, source_qpn),
+        offset_of!(QpInitAttrEx, send_ops_flags),
+        size_of::<SrqInitAttr>(),
+        size_of::<SrqInitAttrEx>(),
+        offset_of!(SrqInitAttrEx, comp_mask),
+        offset_of!(SrqInitAttrEx, srq_type),
+        offset_of!(SrqInitAttrEx, pd),
+        offset_of!(SrqInitAttrEx, xrcd),
+        offset_of!(SrqInitAttrEx, cq),
+        offset_of!(QpHead, pd),
+        offset_of!(QpHead, srq),
+        offset_of!(QpHead, qp_num),
+        size_of::<QpAttr>(),
+        offset_of!(QpAttr, cap),
+        offset_of!(QpAttr, ah_attr),
+        offset_of!(QpAttr, pkey_index),
+        offset_of!(QpAttr, max_rd_atomic),
+        offset_of!(QpAttr, max_dest_rd_atomic),
+        offset_of!(QpAttr, port_num),
+        offset_of!(QpAttr, rate_limit),
+        size_of::<Ece>(),
+    ]
+}
+
+/// Imports for the port walk of [`ib_active_port_gids`].
+/// cbindgen:ignore
+mod gid_walk {
+    use crate::abi::cma::{ibv_context, ibv_gid};
+    use std::ffi::c_int;
+
+    #[repr(C)]
+    pub(super) struct ibv_device {
+        _private: [u8; 0],
+    }
+
+    extern "C" {
+        pub(super) fn ibv_get_device_list(num: *mut c_int) -> *mut *mut ibv_device;
+        pub(super) fn ibv_free_device_list(list: *mut *mut ibv_device);
+        pub(super) fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_context;
+        pub(super) fn ibv_close_device(ctx: *mut ibv_context) -> c_int;
+        pub(super) fn ibv_query_gid(ctx: *mut ibv_context, port: u8, index: c_int, gid: *mut ibv_gid) -> c_int;
+        pub(super) fn rdmacm_shim_phys_port_cnt(ctx: *mut ibv_context) -> c_int;
+        pub(super) fn rdmacm_shim_port_ib_active(ctx: *mut ibv_context, port: u8) -> c_int;
+    }
+}
+
+/// GID index 0 of every port whose link layer is InfiniBand and whose state
+/// is ACTIVE or better, in device-list then port order (each device is
+/// opened for the walk and closed again).
+pub fn ib_active_port_gids() -> Vec<[u8; 16]> {
+    let mut out = Vec::new();
+    let mut n: c_int = 0;
+    // SAFETY: ibv_get_device_list writes the count and returns a
+    // NULL-terminated array (or NULL), freed below.
+    let list = unsafe { gid_walk::ibv_get_device_list(&mut n) };
+    if list.is_null() {
+        return out;
+    }
+    for i in 0..n.max(0) as usize {
+        // SAFETY: i < n, within the array.
+        let dev = unsafe { *list.add(i) };
+        if dev.is_null() {
+            break;
+        }
+        // SAFETY: dev comes from the live device list.
+        let ctx = unsafe { gid_walk::ibv_open_device(dev) };
+        if ctx.is_null() {
+            continue;
+        }
+        // SAFETY: ctx is an open context.
+        let ports = unsafe { gid_walk::rdmacm_shim_phys_port_cnt(ctx) };
+        for p in 1..=ports.clamp(0, 255) {
+            // SAFETY: ctx is open; p is a port number.
+            if unsafe { gid_walk::rdmacm_shim_port_ib_active(ctx, p as u8) } != 1 {
+                continue;
+            }
+            let mut gid = ibv_gid { raw: [0; 16] };
+            // SAFETY: ctx is open, gid is writable.
+            if unsafe { gid_walk::ibv_query_gid(ctx, p as u8, 0, &mut gid) } == 0 {
+                // SAFETY: every bit pattern of the union is valid.
+                out.push(unsafe { gid.raw });
+            }
+        }
+        // SAFETY: ctx was opened above and is not used afterwards.
+        unsafe { gid_walk::ibv_close_device(ctx) };
+    }
+    // SAFETY: list came from ibv_get_device_list.
+    unsafe { gid_walk::ibv_free_device_list(list) };
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mirrors_match_the_installed_header() {
+        assert_eq!(rust_layout(), c_layout());
+    }
+
+    #[test]
+    fn verbs_error_convention() {
+        assert!(check(0).is_ok());
+        assert_eq!(check(libc::EINVAL).unwrap_err(), Errno::EINVAL);
+        assert!(check_ece(libc::EOPNOTSUPP).is_ok());
+    }
+}
