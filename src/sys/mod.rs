@@ -4,5 +4,7 @@
 //! trait) and libibverbs (with the C shim for its `static inline`
 //! functions).  Imports only [`crate::abi`].
 
+pub mod netdb;
 pub mod ucma;
+pub mod unix;
 pub mod verbs;

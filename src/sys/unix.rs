@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! Small POSIX calls std has no safe form for: a socket send that never
+//! raises SIGPIPE (std's `UnixStream` writes with write(2), and a library
+//! must not kill a C program whose peer went away), a socket receive, and
+//! `secure_getenv(3)`.
+
+use std::ffi::{CStr, OsString};
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::unix::ffi::OsStrExt;
+
+/// `send(fd, buf, MSG_NOSIGNAL)`: the number of bytes sent.
+pub fn send_nosignal(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: fd is an open descriptor for the borrow; buf is readable for
+    // its length.
+    let n = unsafe { libc::send(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+    usize::try_from(n).map_err(|_| io::Error::last_os_error())
+}
+
+/// `recv(fd, buf, 0)`: the number of bytes received (0 at end of stream).
+pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: fd is an open descriptor for the borrow; buf is writable for
+    // its length.
+    let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+    usize::try_from(n).map_err(|_| io::Error::last_os_error())
+}
+
+/// `secure_getenv(name)`: the variable's value, or None when it is unset or
+/// the process runs setuid/setgid (glibc then hides the environment).
+pub fn secure_getenv(name: &CStr) -> Option<OsString> {
+    extern "C" {
+        fn secure_getenv(name: *const std::ffi::c_char) -> *mut std::ffi::c_char;
+    }
+    // SAFETY: name is NUL-terminated; the result is NULL or a NUL-terminated
+    // environment string, copied at once (before anything could change the
+    // environment from this thread).
+    unsafe {
+        let v = secure_getenv(name.as_ptr());
+        (!v.is_null()).then(|| std::ffi::OsStr::from_bytes(CStr::from_ptr(v).to_bytes()).to_os_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+    use std::os::unix::net::UnixStream;
+
+    #[test]
+    fn send_recv_and_closed_peer() {
+        let (a, b) = UnixStream::pair().unwrap();
+        assert_eq!(send_nosignal(a.as_fd(), b"hello").unwrap(), 5);
+        let mut buf = [0u8; 16];
+        assert_eq!(recv(b.as_fd(), &mut buf).unwrap(), 5);
+        assert_eq!(&buf[..5], b"hello");
+        drop(b);
+        // EPIPE, not a signal.
+        let e = send_nosignal(a.as_fd(), b"x").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EPIPE));
+    }
+
+    #[test]
+    fn getenv() {
+        assert!(secure_getenv(c"PATH").is_some());
+        assert!(secure_getenv(c"RDMACM_RS_SURELY_UNSET_VARIABLE").is_none());
+    }
+}
