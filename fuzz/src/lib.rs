@@ -8,8 +8,8 @@
 //! causes a DNS query.
 
 use rdmacm::addrinfo::acm;
-use rdmacm::addrinfo::{self, Hints, Rai};
-use rdmacm::capi::addrinfo::{rdma_freeaddrinfo, rdma_getaddrinfo};
+use rdmacm::addrinfo::{Hints, Rai};
+use rdmacm::capi::addrinfo::{free_list, rdma_freeaddrinfo, rdma_getaddrinfo, to_c_list};
 use rdmacm::abi::cma::*;
 use std::ffi::{c_int, CString};
 
@@ -186,7 +186,7 @@ pub fn acm_response_one(data: &[u8]) {
     }
     let mut list = vec![rai];
     acm::apply_response(&mut list, &h, &resp, sel & 4 != 0);
-    let head = addrinfo::to_c_list(&list).expect("allocation");
+    let head = to_c_list(&list).expect("allocation");
     // SAFETY: head was built by to_c_list.
-    unsafe { addrinfo::free_list(head) };
+    unsafe { free_list(head) };
 }

@@ -19,14 +19,22 @@
 //! (read with secure_getenv, so ignored by setuid programs) replaces it.
 //! That variable is a TEST HOOK for the project's ibacm test server, not
 //! an interface for applications.
+//!
+//! The connection is a std stream; sending and receiving go through
+//! [`crate::sys::unix`] (a send that cannot raise SIGPIPE).
+
+#![deny(unsafe_code)]
 
 use crate::addrinfo::{sid_for, sib_bytes, Hints, Rai, IB_CONNECT_HDR_LEN, RAI_ROUTEONLY};
 use crate::abi::cma::*;
+use crate::sys::unix as sys;
 use libc::{AF_INET, AF_INET6};
 use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 use std::ffi::c_int;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
 pub const ACM_VERSION: u8 = 1;
@@ -261,23 +269,24 @@ pub fn apply_response(list: &mut Vec<Rai>, h: &Hints, resp: &[u8], af_ib: bool) 
 
 /// One exchange on a connected socket: send the request, read one answer
 /// (blocking, as upstream), apply it.
-pub fn resolve_on_fd(fd: RawFd, list: &mut Vec<Rai>, h: &Hints, af_ib: bool) {
+pub fn resolve_on(fd: BorrowedFd<'_>, list: &mut Vec<Rai>, h: &Hints, af_ib: bool) {
     let Some(first) = list.first() else { return };
     let req = build_request(first, h);
-    // SAFETY: req is a live buffer of req.len() bytes; fd is a socket.
-    let sent = unsafe { libc::send(fd, req.as_ptr().cast(), req.len(), libc::MSG_NOSIGNAL) };
-    if sent != req.len() as isize {
-        log::debug!(target: "rdmacm", "ibacm: send failed, skipped");
-        return;
+    match sys::send_nosignal(fd, &req) {
+        Ok(n) if n == req.len() => {}
+        _ => {
+            log::debug!(target: "rdmacm", "ibacm: send failed, skipped");
+            return;
+        }
     }
     let mut buf = vec![0u8; ACM_MSG_SIZE];
-    // SAFETY: buf is writable for its length.
-    let got = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
-    if got < 0 {
-        log::debug!(target: "rdmacm", "ibacm: recv failed, skipped");
-        return;
+    match sys::recv(fd, &mut buf) {
+        Ok(n) => buf.truncate(n),
+        Err(_) => {
+            log::debug!(target: "rdmacm", "ibacm: recv failed, skipped");
+            return;
+        }
     }
-    buf.truncate(got as usize);
     apply_response(list, h, &buf, af_ib);
 }
 
@@ -301,84 +310,48 @@ pub fn read_port_file(p: &Path) -> u16 {
     v as u16
 }
 
-/// Connects to the daemon under `rundir` (TCP when `ibacm.port` names a
-/// port, else the unix socket); None when nothing listens.
-pub fn connect(rundir: &Path) -> Option<OwnedFd> {
+/// A connection to the daemon.
+#[derive(Debug)]
+pub enum Conn {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl AsFd for Conn {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Conn::Tcp(s) => s.as_fd(),
+            Conn::Unix(s) => s.as_fd(),
+        }
+    }
+}
+
+/// Connects to the daemon under `rundir` (TCP to the loopback address when
+/// `ibacm.port` names a port, else the unix socket `ibacm.sock`); None
+/// when nothing listens.
+pub fn connect(rundir: &Path) -> Option<Conn> {
     let port = read_port_file(&rundir.join("ibacm.port"));
     if port != 0 {
-        // SAFETY: plain socket(2).
-        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, libc::IPPROTO_TCP) };
-        if fd < 0 {
-            return None;
-        }
-        // SAFETY: fd is a new socket owned from here on.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: all-zero is a valid sockaddr_in.
-        let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-        sin.sin_family = AF_INET as u16;
-        sin.sin_port = port.to_be();
-        sin.sin_addr.s_addr = libc::INADDR_LOOPBACK.to_be();
-        // SAFETY: sin is a valid sockaddr_in of the given size.
-        let r = unsafe {
-            libc::connect(
-                fd.as_raw_fd(),
-                (&sin as *const libc::sockaddr_in).cast(),
-                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-            )
-        };
-        return (r == 0).then_some(fd);
+        return TcpStream::connect(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port)).ok().map(Conn::Tcp);
     }
     let path = rundir.join("ibacm.sock");
-    let bytes = path.as_os_str().as_encoded_bytes();
-    // SAFETY: all-zero is a valid sockaddr_un.
-    let mut sun: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    if bytes.len() >= sun.sun_path.len() {
+    // Too long for sun_path, or absent: no socket is made.
+    if path.as_os_str().len() >= SUN_PATH_LEN || !path.exists() {
         return None;
     }
-    if !path.exists() {
-        return None;
-    }
-    // SAFETY: plain socket(2).
-    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: fd is a new socket owned from here on.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    sun.sun_family = libc::AF_UNIX as u16;
-    for (d, s) in sun.sun_path.iter_mut().zip(bytes) {
-        *d = *s as libc::c_char;
-    }
-    // SAFETY: sun is a valid sockaddr_un of the given size.
-    let r = unsafe {
-        libc::connect(
-            fd.as_raw_fd(),
-            (&sun as *const libc::sockaddr_un).cast(),
-            std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
-        )
-    };
-    (r == 0).then_some(fd)
+    UnixStream::connect(&path).ok().map(Conn::Unix)
 }
+
+/// `sizeof(((struct sockaddr_un *)0)->sun_path)`.
+const SUN_PATH_LEN: usize = std::mem::size_of::<libc::sockaddr_un>() - std::mem::size_of::<libc::sa_family_t>();
 
 fn rundir() -> PathBuf {
     let name = c"RDMACM_RS_IBACM_RUNDIR";
     debug_assert_eq!(name.to_bytes(), RUNDIR_ENV.as_bytes());
-    extern "C" {
-        fn secure_getenv(name: *const std::ffi::c_char) -> *mut std::ffi::c_char;
-    }
-    // SAFETY: name is NUL-terminated; the result is NULL or a
-    // NUL-terminated string that we copy at once.
-    let v = unsafe { secure_getenv(name.as_ptr()) };
-    if v.is_null() {
-        return PathBuf::from("/run");
-    }
-    // SAFETY: v is a NUL-terminated environment string.
-    let s = unsafe { std::ffi::CStr::from_ptr(v) };
-    use std::os::unix::ffi::OsStrExt;
-    PathBuf::from(std::ffi::OsStr::from_bytes(s.to_bytes()))
+    sys::secure_getenv(name).map_or_else(|| PathBuf::from("/run"), PathBuf::from)
 }
 
-static CONN: OnceCell<Mutex<Option<OwnedFd>>> = OnceCell::new();
+static CONN: OnceCell<Mutex<Option<Conn>>> = OnceCell::new();
 
 /// The process-wide lookup: connects on first use, then one exchange per
 /// call; silently nothing when there is no daemon.
@@ -391,8 +364,8 @@ pub fn resolve_global(list: &mut Vec<Rai>, h: &Hints, af_ib: impl FnOnce() -> bo
         Mutex::new(c)
     });
     let guard = conn.lock();
-    if let Some(fd) = guard.as_ref() {
-        resolve_on_fd(fd.as_raw_fd(), list, h, af_ib());
+    if let Some(c) = guard.as_ref() {
+        resolve_on(c.as_fd(), list, h, af_ib());
     }
 }
 
@@ -496,7 +469,8 @@ mod tests {
             dst: Some(sin([192, 0, 2, 2], 7471)),
             ..Default::default()
         }];
-        resolve_on_fd(fd.as_raw_fd(), &mut list, &h, true);
+        assert!(matches!(fd, Conn::Unix(_)));
+        resolve_on(fd.as_fd(), &mut list, &h, true);
         let req = srv.join().unwrap();
         assert_eq!(req.len(), 16 + 72);
         assert_eq!(u32::from_ne_bytes(req[16..20].try_into().unwrap()), ACM_EP_FLAG_DEST | ACM_FLAGS_NODELAY);
@@ -507,13 +481,8 @@ mod tests {
         assert_eq!(ib.connect.as_ref().unwrap()[1], 0x40);
         assert_eq!(&ib.connect.as_ref().unwrap()[16..20], &[192, 0, 2, 1]);
         assert_eq!(&ib.connect.as_ref().unwrap()[32..36], &[192, 0, 2, 2]);
-        // SAFETY: 48-byte buffers read unaligned as sockaddr_ib.
-        let (s, d): (sockaddr_ib, sockaddr_ib) = unsafe {
-            (
-                std::ptr::read_unaligned(ib.src.as_ref().unwrap().as_ptr().cast()),
-                std::ptr::read_unaligned(ib.dst.as_ref().unwrap().as_ptr().cast()),
-            )
-        };
+        let s = crate::addrinfo::sib_from_bytes(ib.src.as_ref().unwrap());
+        let d = crate::addrinfo::sib_from_bytes(ib.dst.as_ref().unwrap());
         assert_eq!(s.sib_addr.sib_raw[15], 1);
         assert_eq!(d.sib_addr.sib_raw[15], 2);
         assert_eq!(u32::from_be(d.sib_flowinfo), 0x123);
@@ -541,10 +510,10 @@ mod tests {
     }
 
     /// The whole rdma_getaddrinfo path against the test server over TCP
-    /// (the `ibacm.port` variant), then out to C memory and freed.
+    /// (the `ibacm.port` variant).
     #[test]
     fn end_to_end_tcp_port_file() {
-        use crate::addrinfo::{getaddrinfo_with, to_c_list, free_list, AcmTarget};
+        use crate::addrinfo::{getaddrinfo_with, AcmTarget};
         let dir = std::env::temp_dir().join(format!("rdmacm-acm-tcp-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -563,11 +532,12 @@ mod tests {
             req
         });
         let fd = connect(&dir).expect("tcp connect");
+        assert!(matches!(fd, Conn::Tcp(_)));
         let h = Hints { flags: RAI_NUMERICHOST, qp_type: IBV_QPT_RC as c_int, ..Default::default() };
         let mut hints_src = sin([192, 0, 2, 1], 0);
         hints_src.truncate(16);
         let h = Hints { src: Some(hints_src), ..h };
-        let list = getaddrinfo_with(Some(c"2001:db8::2"), Some(c"7471"), &h, &AfIb, AcmTarget::Fd(fd.as_raw_fd())).unwrap();
+        let list = getaddrinfo_with(Some(c"2001:db8::2"), Some(c"7471"), &h, &AfIb, AcmTarget::Conn(fd.as_fd())).unwrap();
         let req = srv.join().unwrap();
         // source (IPv4 from the hints) and destination (IPv6) endpoints
         assert_eq!(req.len(), 16 + 2 * 72);
@@ -578,14 +548,9 @@ mod tests {
         assert_eq!(list[1].route_len(), 144);
         // IPv6 result family: connect header says IPv6
         assert_eq!(list[0].connect.as_ref().unwrap()[1], 0x60);
-        let head = to_c_list(&list).unwrap();
-        // SAFETY: head is a fresh chain.
-        unsafe {
-            assert_eq!((*head).ai_family, AF_IB);
-            assert_eq!((*head).ai_src_len, 48);
-            assert_eq!((*(*head).ai_next).ai_family, AF_INET6);
-            free_list(head);
-        }
+        assert_eq!(list[0].family, AF_IB);
+        assert_eq!(list[0].src_len(), 48);
+        assert_eq!(list[1].family, AF_INET6);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-//! rdma_getaddrinfo / rdma_freeaddrinfo core.
+//! rdma_getaddrinfo's translation pipeline.
 //!
-//! The translation works on safe Rust values ([`Hints`] in, a list of
-//! [`Rai`] out); only [`Hints::from_c`], [`to_c_list`] and [`free_list`]
-//! touch C memory.  The steps follow upstream's behaviour exactly (see
-//! `man/rdma_getaddrinfo.3` for the user-visible contract):
+//! It works on plain Rust values only: [`Hints`] in, a list of [`Rai`]
+//! out.  The C API copies the caller's hints in and builds (and frees) the
+//! malloc'd `rdma_addrinfo` chain (`crate::capi::addrinfo`); libc's
+//! getaddrinfo is reached through [`crate::sys::netdb`].  The steps follow
+//! upstream's behaviour exactly (see `man/rdma_getaddrinfo.3` for the
+//! user-visible contract):
 //!
 //! 1. nothing to translate (no node, service or hints): `EINVAL`;
 //! 2. the kernel ABI check (`EPERM` when the rdma_cm ABI is unsupported).
@@ -17,12 +19,16 @@
 //! 6. for active (non-passive) results, route data from ibacm
 //!    ([`crate::addrinfo::acm`]), silently skipped when no daemon listens.
 
+#![deny(unsafe_code)]
+
 pub mod acm;
 use crate::abi::cma::*;
-use libc::{sockaddr, AF_INET, AF_INET6, AF_UNSPEC};
+use crate::sys::netdb;
+use libc::{AF_INET, AF_INET6, AF_UNSPEC};
 use nix::errno::Errno;
 use once_cell::sync::OnceCell;
-use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::ffi::{c_int, CStr, CString};
+use std::os::fd::BorrowedFd;
 
 /// Upstream's private flag (cma.h) used by rdma_resolve_route's internal
 /// lookup: ibacm route only, no AF_IB entry.
@@ -78,7 +84,7 @@ impl Rai {
     }
 }
 
-/// The caller's hints, copied out of C memory.
+/// The caller's hints (the C API copies them out of C memory).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Hints {
     /// True when the caller passed NULL (libc then gets NULL hints too,
@@ -101,41 +107,6 @@ impl Hints {
     /// NULL hints: behave as all-zero hints.
     pub fn none() -> Hints {
         Hints { null: true, ..Default::default() }
-    }
-
-    /// Copies `*hints` (NULL gives [`Hints::none`]).
-    ///
-    /// # Safety
-    /// `hints` must be NULL or point to a readable `rdma_addrinfo` whose
-    /// non-NULL `ai_src_addr`, `ai_dst_addr` and `ai_route` are readable for
-    /// `ai_src_len`, `ai_dst_len` and `ai_route_len` bytes.
-    pub unsafe fn from_c(hints: *const rdma_addrinfo) -> Hints {
-        if hints.is_null() {
-            return Hints::none();
-        }
-        // SAFETY: per the contract, hints is readable.
-        let h = unsafe { &*hints };
-        let copy = |p: *const u8, len: usize| -> Option<Vec<u8>> {
-            if len == 0 || p.is_null() {
-                None
-            } else {
-                // SAFETY: per the contract, each non-NULL pointer is
-                // readable for its length.
-                Some(unsafe { std::slice::from_raw_parts(p, len) }.to_vec())
-            }
-        };
-        Hints {
-            null: false,
-            flags: h.ai_flags,
-            family: h.ai_family,
-            qp_type: h.ai_qp_type,
-            port_space: h.ai_port_space,
-            src: copy(h.ai_src_addr as *const u8, h.ai_src_len as usize),
-            dst: copy(h.ai_dst_addr as *const u8, h.ai_dst_len as usize),
-            route: copy(h.ai_route as *const u8, h.ai_route_len),
-            bad_src: h.ai_src_len != 0 && h.ai_src_addr.is_null(),
-            bad_dst: h.ai_dst_len != 0 && h.ai_dst_addr.is_null(),
-        }
     }
 
     pub fn route_len(&self) -> usize {
@@ -255,12 +226,42 @@ pub fn sid_for(ps: c_int, addr: Option<&[u8]>) -> (u64, u64) {
     (sid, mask)
 }
 
-/// Bytes of a `sockaddr_ib`.
+/// Size of `struct sockaddr_ib`.
+pub const SIB_LEN: usize = std::mem::size_of::<sockaddr_ib>();
+const _: () = assert!(SIB_LEN == 48);
+
+/// The bytes of a `sockaddr_ib`, as it lies in memory (its fields are
+/// kept in the byte order they have there, so each is copied natively).
 pub fn sib_bytes(s: &sockaddr_ib) -> Vec<u8> {
-    // SAFETY: sockaddr_ib is plain old data without padding holes that
-    // matter (all 48 bytes are fields).
-    unsafe { std::slice::from_raw_parts((s as *const sockaddr_ib).cast::<u8>(), std::mem::size_of::<sockaddr_ib>()) }
-        .to_vec()
+    let mut b = Vec::with_capacity(SIB_LEN);
+    b.extend_from_slice(&s.sib_family.to_ne_bytes());
+    b.extend_from_slice(&s.sib_pkey.to_ne_bytes());
+    b.extend_from_slice(&s.sib_flowinfo.to_ne_bytes());
+    b.extend_from_slice(&s.sib_addr.sib_raw);
+    b.extend_from_slice(&s.sib_sid.to_ne_bytes());
+    b.extend_from_slice(&s.sib_sid_mask.to_ne_bytes());
+    b.extend_from_slice(&s.sib_scope_id.to_ne_bytes());
+    b
+}
+
+/// The `sockaddr_ib` whose memory image starts `b` (zero past its end):
+/// the inverse of [`sib_bytes`].
+pub fn sib_from_bytes(b: &[u8]) -> sockaddr_ib {
+    let mut m = [0u8; SIB_LEN];
+    let n = b.len().min(SIB_LEN);
+    m[..n].copy_from_slice(&b[..n]);
+    let u16_at = |o: usize| u16::from_ne_bytes([m[o], m[o + 1]]);
+    let u32_at = |o: usize| u32::from_ne_bytes([m[o], m[o + 1], m[o + 2], m[o + 3]]);
+    let u64_at = |o: usize| u64::from_ne_bytes(std::array::from_fn(|i| m[o + i]));
+    sockaddr_ib {
+        sib_family: u16_at(0),
+        sib_pkey: u16_at(2),
+        sib_flowinfo: u32_at(4),
+        sib_addr: ib_addr { sib_raw: std::array::from_fn(|i| m[8 + i]) },
+        sib_sid: u64_at(24),
+        sib_sid_mask: u64_at(32),
+        sib_scope_id: u64_at(40),
+    }
 }
 
 /// Converts the libc result address to `sockaddr_ib` (RAI_FAMILY +
@@ -290,39 +291,27 @@ pub fn to_sockaddr_ib(ps: c_int, a: &[u8]) -> Vec<u8> {
     sib_bytes(&s)
 }
 
-/// The first libc result, as values.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LibcAi {
-    pub flags: c_int,
-    pub family: c_int,
-    pub socktype: c_int,
-    pub protocol: c_int,
-    pub addr: Vec<u8>,
-    pub canonname: Option<CString>,
-}
-
 /// The libc hints upstream derives from rdma hints.
-pub fn libc_hints(h: &Hints) -> libc::addrinfo {
-    // SAFETY: all-zero is a valid addrinfo (NULL pointers, zero ints).
-    let mut ai: libc::addrinfo = unsafe { std::mem::zeroed() };
+pub fn libc_hints(h: &Hints) -> netdb::GaiHints {
+    let mut ai = netdb::GaiHints::default();
     if h.flags & RAI_PASSIVE != 0 {
-        ai.ai_flags = libc::AI_PASSIVE;
+        ai.flags = libc::AI_PASSIVE;
     }
     if h.flags & RAI_NUMERICHOST != 0 {
-        ai.ai_flags |= libc::AI_NUMERICHOST;
+        ai.flags |= libc::AI_NUMERICHOST;
     }
     if h.family != AF_IB {
-        ai.ai_family = h.family;
+        ai.family = h.family;
     }
-    ai.ai_socktype = match h.qp_type as u32 {
+    ai.socktype = match h.qp_type as u32 {
         IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV => libc::SOCK_STREAM,
         IBV_QPT_UD => libc::SOCK_DGRAM,
         _ => 0,
     };
-    ai.ai_protocol = match h.port_space as u32 {
+    ai.protocol = match h.port_space as u32 {
         RDMA_PS_TCP => libc::IPPROTO_TCP,
         RDMA_PS_IPOIB | RDMA_PS_UDP => libc::IPPROTO_UDP,
-        RDMA_PS_IB => match ai.ai_socktype {
+        RDMA_PS_IB => match ai.socktype {
             libc::SOCK_STREAM => libc::IPPROTO_TCP,
             libc::SOCK_DGRAM => libc::IPPROTO_UDP,
             _ => 0,
@@ -333,52 +322,19 @@ pub fn libc_hints(h: &Hints) -> libc::addrinfo {
 }
 
 /// libc getaddrinfo, first result only.
-pub fn libc_getaddrinfo(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) -> Result<LibcAi, c_int> {
+pub fn libc_getaddrinfo(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) -> Result<netdb::AddrInfo, c_int> {
     let hints = libc_hints(h);
-    let mut res: *mut libc::addrinfo = std::ptr::null_mut();
-    // SAFETY: node/service are NULL or NUL-terminated strings, hints is a
-    // valid addrinfo (or NULL), res is writable.
-    let ret = unsafe {
-        libc::getaddrinfo(
-            node.map_or(std::ptr::null(), CStr::as_ptr),
-            service.map_or(std::ptr::null(), CStr::as_ptr),
-            if h.null { std::ptr::null() } else { &hints },
-            &mut res,
-        )
-    };
-    if ret != 0 {
-        log::debug!(target: "rdmacm", "rdma_getaddrinfo: libc getaddrinfo: {ret} (passed through)");
-        return Err(ret);
+    match netdb::getaddrinfo(node, service, (!h.null).then_some(&hints)) {
+        Ok(list) => Ok(list.first()),
+        Err(code) => {
+            log::debug!(target: "rdmacm", "rdma_getaddrinfo: libc getaddrinfo: {code} (passed through)");
+            Err(code)
+        }
     }
-    if res.is_null() {
-        return Err(libc::EAI_NONAME);
-    }
-    // SAFETY: getaddrinfo succeeded, res is its first node; its address is
-    // ai_addrlen bytes; the list is freed right after copying.
-    let out = unsafe {
-        let ai = &*res;
-        let addr = if ai.ai_addr.is_null() {
-            Vec::new()
-        } else {
-            std::slice::from_raw_parts(ai.ai_addr as *const u8, ai.ai_addrlen as usize).to_vec()
-        };
-        let canonname = if ai.ai_canonname.is_null() { None } else { Some(CStr::from_ptr(ai.ai_canonname).to_owned()) };
-        let v = LibcAi {
-            flags: ai.ai_flags,
-            family: ai.ai_family,
-            socktype: ai.ai_socktype,
-            protocol: ai.ai_protocol,
-            addr,
-            canonname,
-        };
-        libc::freeaddrinfo(res);
-        v
-    };
-    Ok(out)
 }
 
 /// Builds the result node from the first libc result.
-pub fn from_libc(h: &Hints, ai: LibcAi) -> Rai {
+pub fn from_libc(h: &Hints, ai: netdb::AddrInfo) -> Rai {
     let qp_type = if h.qp_type != 0 {
         h.qp_type
     } else {
@@ -418,12 +374,12 @@ pub fn from_libc(h: &Hints, ai: LibcAi) -> Rai {
 
 /// Where ibacm is reached.
 #[derive(Debug, Clone, Copy)]
-pub enum AcmTarget {
+pub enum AcmTarget<'a> {
     /// The process-wide connection to the daemon under /run (or
     /// `$RDMACM_RS_IBACM_RUNDIR`), made on first use.
     Global,
     /// A socket already connected to an ibacm (test server).
-    Fd(std::os::fd::RawFd),
+    Conn(BorrowedFd<'a>),
     /// No ibacm lookup.
     Off,
 }
@@ -440,7 +396,7 @@ pub fn getaddrinfo_with(
     service: Option<&CStr>,
     h: &Hints,
     be: &dyn CmBackend,
-    acm_target: AcmTarget,
+    acm_target: AcmTarget<'_>,
 ) -> Result<Vec<Rai>, GaiError> {
     if node.is_none() && service.is_none() && h.null {
         log::debug!(target: "rdmacm", "rdma_getaddrinfo: no node, service or hints (EINVAL)");
@@ -489,7 +445,7 @@ pub fn getaddrinfo_with(
     if list[0].flags & RAI_PASSIVE == 0 {
         match acm_target {
             AcmTarget::Global => acm::resolve_global(&mut list, h, || be.af_ib_supported()),
-            AcmTarget::Fd(fd) => acm::resolve_on_fd(fd, &mut list, h, be.af_ib_supported()),
+            AcmTarget::Conn(fd) => acm::resolve_on(fd, &mut list, h, be.af_ib_supported()),
             AcmTarget::Off => {}
         }
     }
@@ -526,117 +482,6 @@ pub fn getaddrinfo_sa(service: Option<&CStr>, be: &dyn CmBackend) -> Result<Vec<
     }
     log::debug!(target: "rdmacm", "rdma_getaddrinfo: RAI_SA: no active InfiniBand port resolved the service (ENOENT)");
     Err(Errno::ENOENT)
-}
-
-fn malloc_copy(b: &[u8]) -> Result<*mut c_void, Errno> {
-    // SAFETY: malloc of at least one byte; the copy stays within b.len().
-    unsafe {
-        let p = libc::malloc(b.len().max(1));
-        if p.is_null() {
-            return Err(Errno::ENOMEM);
-        }
-        std::ptr::copy_nonoverlapping(b.as_ptr(), p.cast::<u8>(), b.len());
-        Ok(p)
-    }
-}
-
-fn strdup(s: &CStr) -> Result<*mut c_char, Errno> {
-    // SAFETY: s is NUL-terminated.
-    let p = unsafe { libc::strdup(s.as_ptr()) };
-    if p.is_null() {
-        Err(Errno::ENOMEM)
-    } else {
-        Ok(p)
-    }
-}
-
-/// Builds a C chain from the values, every piece from libc malloc.
-pub fn to_c_list(list: &[Rai]) -> Result<*mut rdma_addrinfo, Errno> {
-    let mut head: *mut rdma_addrinfo = std::ptr::null_mut();
-    for r in list.iter().rev() {
-        match to_c_node(r) {
-            Ok(n) => {
-                // SAFETY: n is a fresh node from to_c_node.
-                unsafe { (*n).ai_next = head };
-                head = n;
-            }
-            Err(e) => {
-                // SAFETY: head is a chain built here.
-                unsafe { free_list(head) };
-                return Err(e);
-            }
-        }
-    }
-    Ok(head)
-}
-
-fn to_c_node(r: &Rai) -> Result<*mut rdma_addrinfo, Errno> {
-    // SAFETY: calloc of one zeroed rdma_addrinfo (all-zero is valid).
-    let n = unsafe { libc::calloc(1, std::mem::size_of::<rdma_addrinfo>()) }.cast::<rdma_addrinfo>();
-    if n.is_null() {
-        return Err(Errno::ENOMEM);
-    }
-    let fill = || -> Result<(), Errno> {
-        // SAFETY: n is a live, zeroed node owned here.
-        let node = unsafe { &mut *n };
-        node.ai_flags = r.flags;
-        node.ai_family = r.family;
-        node.ai_qp_type = r.qp_type;
-        node.ai_port_space = r.port_space;
-        if let Some(s) = &r.src {
-            node.ai_src_addr = malloc_copy(s)?.cast::<sockaddr>();
-            node.ai_src_len = s.len() as libc::socklen_t;
-        }
-        if let Some(d) = &r.dst {
-            node.ai_dst_addr = malloc_copy(d)?.cast::<sockaddr>();
-            node.ai_dst_len = d.len() as libc::socklen_t;
-        }
-        if let Some(c) = &r.src_canonname {
-            node.ai_src_canonname = strdup(c)?;
-        }
-        if let Some(c) = &r.dst_canonname {
-            node.ai_dst_canonname = strdup(c)?;
-        }
-        if let Some(rt) = &r.route {
-            node.ai_route = malloc_copy(rt)?;
-            node.ai_route_len = rt.len();
-        }
-        if let Some(c) = &r.connect {
-            node.ai_connect = malloc_copy(c)?;
-            node.ai_connect_len = c.len();
-        }
-        Ok(())
-    };
-    if let Err(e) = fill() {
-        // SAFETY: n is a single node built here; its members are malloc'd.
-        unsafe { free_list(n) };
-        return Err(e);
-    }
-    Ok(n)
-}
-
-/// Frees a whole `rdma_addrinfo` chain and every member, with libc `free`.
-///
-/// # Safety
-/// `res` must be NULL or the head of a chain whose nodes and members were
-/// all allocated with libc malloc (as this library and upstream's do) and
-/// are not used afterwards.
-pub unsafe fn free_list(mut res: *mut rdma_addrinfo) {
-    while !res.is_null() {
-        // SAFETY: per the contract, res is a live malloc'd node; we read its
-        // members, free them (free(NULL) is a no-op) and then the node.
-        unsafe {
-            let node = res;
-            res = (*node).ai_next;
-            libc::free((*node).ai_connect);
-            libc::free((*node).ai_route);
-            libc::free((*node).ai_src_canonname.cast());
-            libc::free((*node).ai_dst_canonname.cast());
-            libc::free((*node).ai_src_addr.cast());
-            libc::free((*node).ai_dst_addr.cast());
-            libc::free(node.cast());
-        }
-    }
 }
 
 #[cfg(test)]
@@ -708,8 +553,7 @@ mod tests {
         assert_eq!(r.family, AF_IB);
         let d = r.dst.as_ref().unwrap();
         assert_eq!(d.len(), 48);
-        // SAFETY: 48 bytes read as a sockaddr_ib (unaligned read).
-        let s: sockaddr_ib = unsafe { std::ptr::read_unaligned(d.as_ptr().cast()) };
+        let s = sib_from_bytes(d);
         assert_eq!(s.sib_pkey, 0xffffu16.to_be());
         assert_eq!(u64::from_be(s.sib_sid), 0x0106_1234);
         assert_eq!(u64::from_be(s.sib_sid_mask), 0xffff_ffff_ffff_ffff);
@@ -722,8 +566,7 @@ mod tests {
         let h = hints(RAI_FAMILY | RAI_NUMERICHOST, AF_IB, 0, 0);
         let l = getaddrinfo(Some(&c("192.0.2.1")), None, &h).unwrap();
         let d = l[0].dst.as_ref().unwrap();
-        // SAFETY: 48 bytes read as a sockaddr_ib (unaligned read).
-        let s: sockaddr_ib = unsafe { std::ptr::read_unaligned(d.as_ptr().cast()) };
+        let s = sib_from_bytes(d);
         assert_eq!(s.sib_addr.sib_raw, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1]);
         // Port space TCP from libc's first result (SOCK_STREAM/TCP), no port.
         assert_eq!(s.sib_sid_mask, RDMA_IB_IP_PS_MASK.to_be());
@@ -802,8 +645,7 @@ mod tests {
         let l = getaddrinfo_with(None, Some(&c("42")), &h, &FakeSa, AcmTarget::Off).unwrap();
         assert_eq!(l.len(), 1);
         let src = l[0].src.as_ref().unwrap();
-        // SAFETY: 48 bytes read unaligned as sockaddr_ib.
-        let s: sockaddr_ib = unsafe { std::ptr::read_unaligned(src.as_ptr().cast()) };
+        let s = sib_from_bytes(src);
         assert_eq!(s.sib_addr.sib_raw, [2; 16], "first port that succeeds");
         assert_eq!(s.sib_pkey, 0x8001u16.to_be(), "pkey of the destination");
         assert_eq!(u64::from_be(s.sib_sid), RDMA_IB_PS_IB);
@@ -819,25 +661,25 @@ mod tests {
     }
 
     #[test]
-    fn c_roundtrip() {
-        let r = Rai {
-            flags: 1,
-            family: AF_INET,
-            src: Some(vec![1, 2, 3]),
-            route: Some(vec![]),
-            connect: Some(vec![9; 36]),
-            dst_canonname: Some(c("x")),
-            ..Default::default()
+    fn sib_bytes_roundtrip() {
+        let s = sockaddr_ib {
+            sib_family: AF_IB as u16,
+            sib_pkey: 0x8001u16.to_be(),
+            sib_flowinfo: 0x0001_2345u32.to_be(),
+            sib_addr: ib_addr { sib_raw: std::array::from_fn(|i| i as u8) },
+            sib_sid: 0x0106_1234u64.to_be(),
+            sib_sid_mask: u64::MAX,
+            sib_scope_id: 7,
         };
-        let p = to_c_list(&[r.clone(), r]).unwrap();
-        // SAFETY: p is a chain just built.
-        unsafe {
-            assert_eq!((*p).ai_src_len, 3);
-            assert!(!(*p).ai_route.is_null());
-            assert_eq!((*p).ai_route_len, 0);
-            assert!(!(*p).ai_next.is_null());
-            free_list(p);
-        }
+        let b = sib_bytes(&s);
+        assert_eq!(b.len(), SIB_LEN);
+        assert_eq!(&b[0..2], &(AF_IB as u16).to_ne_bytes());
+        assert_eq!(&b[2..4], &[0x80, 0x01]);
+        assert_eq!(&b[8..24], &s.sib_addr.sib_raw);
+        assert_eq!(&b[24..32], &0x0106_1234u64.to_be_bytes());
+        assert_eq!(sib_from_bytes(&b), s);
+        assert_eq!(sib_from_bytes(&b[..4]).sib_pkey, s.sib_pkey);
+        assert_eq!(sib_from_bytes(&[]), sockaddr_ib::default());
     }
 
     #[test]

@@ -1,11 +1,160 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! Address translation: rdma_getaddrinfo, rdma_freeaddrinfo and the
 //! asynchronous rdma_resolve_addrinfo / rdma_query_addrinfo.
+//!
+//! The C side of [`crate::addrinfo`]: the caller's hints are copied into a
+//! [`Hints`] value ([`hints_from_c`]); a result list of [`Rai`] values
+//! becomes a chain of `rdma_addrinfo` nodes whose every piece comes from
+//! libc malloc ([`to_c_list`]), because C may free it itself; the chain is
+//! released member by member with free() ([`free_list`]).
 
 use crate::abi::cma::*;
+use crate::addrinfo::{Hints, Rai};
 use super::{entry, Errno};
 use crate::symver;
-use std::ffi::{c_char, c_int, CStr};
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+/// Copies `*hints` (NULL gives [`Hints::none`]).
+///
+/// # Safety
+/// `hints` must be NULL or point to a readable `rdma_addrinfo` whose
+/// non-NULL `ai_src_addr`, `ai_dst_addr` and `ai_route` are readable for
+/// `ai_src_len`, `ai_dst_len` and `ai_route_len` bytes.
+pub unsafe fn hints_from_c(hints: *const rdma_addrinfo) -> Hints {
+    // SAFETY: per the contract, hints is NULL or readable.
+    let Some(h) = (unsafe { hints.as_ref() }) else {
+        return Hints::none();
+    };
+    let copy = |p: *const u8, len: usize| -> Option<Vec<u8>> {
+        if len == 0 || p.is_null() {
+            None
+        } else {
+            // SAFETY: per the contract, each non-NULL pointer is readable
+            // for its length.
+            Some(unsafe { std::slice::from_raw_parts(p, len) }.to_vec())
+        }
+    };
+    Hints {
+        null: false,
+        flags: h.ai_flags,
+        family: h.ai_family,
+        qp_type: h.ai_qp_type,
+        port_space: h.ai_port_space,
+        src: copy(h.ai_src_addr as *const u8, h.ai_src_len as usize),
+        dst: copy(h.ai_dst_addr as *const u8, h.ai_dst_len as usize),
+        route: copy(h.ai_route as *const u8, h.ai_route_len),
+        bad_src: h.ai_src_len != 0 && h.ai_src_addr.is_null(),
+        bad_dst: h.ai_dst_len != 0 && h.ai_dst_addr.is_null(),
+    }
+}
+
+/// A malloc'd copy of `b` (one byte is allocated for an empty slice, so
+/// that an empty member is still a non-NULL pointer, as upstream's
+/// `calloc(0, ...)`).
+fn malloc_copy(b: &[u8]) -> Result<*mut c_void, Errno> {
+    // SAFETY: malloc of at least one byte; the copy stays within b.len()
+    // bytes of both buffers.
+    unsafe {
+        let p = libc::malloc(b.len().max(1));
+        if p.is_null() {
+            return Err(Errno::ENOMEM);
+        }
+        std::ptr::copy_nonoverlapping(b.as_ptr(), p.cast::<u8>(), b.len());
+        Ok(p)
+    }
+}
+
+fn strdup(s: &CStr) -> Result<*mut c_char, Errno> {
+    // SAFETY: s is NUL-terminated.
+    let p = unsafe { libc::strdup(s.as_ptr()) };
+    if p.is_null() {
+        Err(Errno::ENOMEM)
+    } else {
+        Ok(p)
+    }
+}
+
+/// A chain under construction: freed when dropped (an allocation failed)
+/// unless handed out by [`to_c_list`].
+struct Chain(*mut rdma_addrinfo);
+
+impl Drop for Chain {
+    fn drop(&mut self) {
+        // SAFETY: self.0 is NULL or a chain built by to_c_list, every member
+        // malloc'd or NULL, and owned by nobody else.
+        unsafe { free_list(self.0) };
+    }
+}
+
+/// Builds the C chain of `list` (NULL for an empty list), every node and
+/// member from libc malloc; ENOMEM frees what was built.
+pub fn to_c_list(list: &[Rai]) -> Result<*mut rdma_addrinfo, Errno> {
+    let mut chain = Chain(std::ptr::null_mut());
+    for r in list.iter().rev() {
+        // SAFETY: calloc of one rdma_addrinfo; all-zero is a valid node
+        // (NULL members, zero lengths).
+        let n = unsafe { libc::calloc(1, std::mem::size_of::<rdma_addrinfo>()) }.cast::<rdma_addrinfo>();
+        if n.is_null() {
+            return Err(Errno::ENOMEM);
+        }
+        // SAFETY: n is a fresh zeroed node owned here; linked in at once so
+        // that the chain frees it (and whatever members are set) on error.
+        let node = unsafe { &mut *n };
+        node.ai_next = chain.0;
+        chain.0 = n;
+        node.ai_flags = r.flags;
+        node.ai_family = r.family;
+        node.ai_qp_type = r.qp_type;
+        node.ai_port_space = r.port_space;
+        if let Some(s) = &r.src {
+            node.ai_src_addr = malloc_copy(s)?.cast();
+            node.ai_src_len = s.len() as libc::socklen_t;
+        }
+        if let Some(d) = &r.dst {
+            node.ai_dst_addr = malloc_copy(d)?.cast();
+            node.ai_dst_len = d.len() as libc::socklen_t;
+        }
+        if let Some(c) = &r.src_canonname {
+            node.ai_src_canonname = strdup(c)?;
+        }
+        if let Some(c) = &r.dst_canonname {
+            node.ai_dst_canonname = strdup(c)?;
+        }
+        if let Some(rt) = &r.route {
+            node.ai_route = malloc_copy(rt)?;
+            node.ai_route_len = rt.len();
+        }
+        if let Some(c) = &r.connect {
+            node.ai_connect = malloc_copy(c)?;
+            node.ai_connect_len = c.len();
+        }
+    }
+    Ok(std::mem::replace(&mut chain.0, std::ptr::null_mut()))
+}
+
+/// Frees a whole `rdma_addrinfo` chain and every member, with libc `free`.
+///
+/// # Safety
+/// `res` must be NULL or the head of a chain whose nodes and members were
+/// all allocated with libc malloc (as this library and upstream's do) and
+/// are not used afterwards.
+pub unsafe fn free_list(mut res: *mut rdma_addrinfo) {
+    while !res.is_null() {
+        // SAFETY: per the contract, res is a live malloc'd node; we read its
+        // members, free them (free(NULL) is a no-op) and then the node.
+        unsafe {
+            let node = res;
+            res = (*node).ai_next;
+            libc::free((*node).ai_connect);
+            libc::free((*node).ai_route);
+            libc::free((*node).ai_src_canonname.cast());
+            libc::free((*node).ai_dst_canonname.cast());
+            libc::free((*node).ai_src_addr.cast());
+            libc::free((*node).ai_dst_addr.cast());
+            libc::free(node.cast());
+        }
+    }
+}
 
 // Returns 0 and a list in `*res` (free it with rdma_freeaddrinfo), -1 with
 // errno, or, unchanged, the non-zero `EAI_*` value of libc's getaddrinfo
@@ -23,7 +172,7 @@ pub unsafe extern "C" fn rdma_getaddrinfo(
     res: *mut *mut rdma_addrinfo,
 ) -> c_int {
     entry(|| {
-        use crate::addrinfo::{self as ai, GaiError, Hints};
+        use crate::addrinfo::{self as ai, GaiError};
         // SAFETY: node and service are NULL or NUL-terminated strings (the
         // C contract); they are only read during this call.
         let (node, service) = unsafe {
@@ -34,7 +183,7 @@ pub unsafe extern "C" fn rdma_getaddrinfo(
         };
         // SAFETY: hints is NULL or a readable rdma_addrinfo whose address
         // and route pointers are readable for their lengths.
-        let h = unsafe { Hints::from_c(hints) };
+        let h = unsafe { hints_from_c(hints) };
         if node.is_none() && service.is_none() && h.null {
             return Err(Errno::EINVAL);
         }
@@ -45,7 +194,7 @@ pub unsafe extern "C" fn rdma_getaddrinfo(
         }
         match ai::getaddrinfo(node, service, &h, &crate::cma::ai::CmaBackend) {
             Ok(list) => {
-                let head = ai::to_c_list(&list)?;
+                let head = to_c_list(&list)?;
                 // SAFETY: res is non-NULL and writable (C contract).
                 unsafe { *res = head };
                 Ok(0)
@@ -68,7 +217,7 @@ pub unsafe extern "C" fn rdma_freeaddrinfo(res: *mut rdma_addrinfo) {
         // SAFETY: the caller hands us a list that it got from this library
         // (or built itself with malloc'd members); every node and member is
         // released with free(), as upstream does.
-        unsafe { crate::addrinfo::free_list(res) };
+        unsafe { free_list(res) };
         Ok(())
     })
 }
@@ -96,7 +245,7 @@ pub unsafe extern "C" fn rdma_resolve_addrinfo(
             (
                 (!node.is_null()).then(|| CStr::from_ptr(node)),
                 (!service.is_null()).then(|| CStr::from_ptr(service)),
-                crate::addrinfo::Hints::from_c(hints),
+                hints_from_c(hints),
             )
         };
         // SAFETY: p is a live id.
@@ -121,10 +270,72 @@ pub unsafe extern "C" fn rdma_query_addrinfo(
         let (p, cm) = unsafe { super::cm::id_of(id)? };
         // SAFETY: p is a live id.
         let list = unsafe { cm.query_addrinfo(p)? };
-        let head = crate::addrinfo::to_c_list(&list)?;
+        let head = to_c_list(&list)?;
         // SAFETY: info is non-NULL and writable (C contract).
         unsafe { *info.as_ptr() = head };
         Ok(0)
     })
 }
 symver!(rdma_query_addrinfo, "RDMACM_1.4");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+
+    #[test]
+    fn c_roundtrip() {
+        let r = Rai {
+            flags: 1,
+            family: libc::AF_INET,
+            src: Some(vec![1, 2, 3]),
+            route: Some(vec![]),
+            connect: Some(vec![9; 36]),
+            dst_canonname: Some(CString::new("x").unwrap()),
+            ..Default::default()
+        };
+        let p = to_c_list(&[r.clone(), r]).unwrap();
+        // SAFETY: p is a chain just built; it is freed once.
+        unsafe {
+            let n = &*p;
+            assert_eq!((n.ai_flags, n.ai_family), (1, libc::AF_INET));
+            assert_eq!(n.ai_src_len, 3);
+            assert_eq!(std::slice::from_raw_parts(n.ai_src_addr.cast::<u8>(), 3), &[1, 2, 3]);
+            assert!(n.ai_dst_addr.is_null() && n.ai_dst_len == 0);
+            assert!(!n.ai_route.is_null());
+            assert_eq!(n.ai_route_len, 0);
+            assert_eq!(n.ai_connect_len, 36);
+            assert_eq!(CStr::from_ptr(n.ai_dst_canonname).to_bytes(), b"x");
+            assert!(n.ai_src_canonname.is_null());
+            let m = &*n.ai_next;
+            assert_eq!(m.ai_src_len, 3);
+            assert!(m.ai_next.is_null());
+            free_list(p);
+        }
+        assert!(to_c_list(&[]).unwrap().is_null());
+    }
+
+    #[test]
+    fn hints_copied() {
+        // SAFETY: NULL is allowed.
+        assert_eq!(unsafe { hints_from_c(std::ptr::null()) }, Hints::none());
+        let mut dst = [2u8, 0, 0, 1, 192, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+        let mut route = [7u8; 64];
+        // SAFETY: all-zero is a valid rdma_addrinfo.
+        let mut h: rdma_addrinfo = unsafe { std::mem::zeroed() };
+        h.ai_flags = RAI_NUMERICHOST;
+        h.ai_family = libc::AF_INET;
+        h.ai_dst_addr = dst.as_mut_ptr().cast();
+        h.ai_dst_len = 16;
+        h.ai_route = route.as_mut_ptr().cast();
+        h.ai_route_len = 64;
+        h.ai_src_len = 16; // no address: flagged, not read
+        // SAFETY: h and its buffers live for the call.
+        let v = unsafe { hints_from_c(&h) };
+        assert!(!v.null);
+        assert_eq!((v.flags, v.family), (RAI_NUMERICHOST, libc::AF_INET));
+        assert_eq!(v.dst.as_deref(), Some(&dst[..]));
+        assert_eq!(v.route.as_deref(), Some(&route[..]));
+        assert!(v.src.is_none() && v.bad_src && !v.bad_dst);
+    }
+}
