@@ -351,21 +351,23 @@ fn rundir() -> PathBuf {
     sys::secure_getenv(name).map_or_else(|| PathBuf::from("/run"), PathBuf::from)
 }
 
-static CONN: OnceCell<Mutex<Option<Conn>>> = OnceCell::new();
+/// The process-wide connection: tried once; None when no daemon listened.
+static CONN: OnceCell<Option<Mutex<Conn>>> = OnceCell::new();
 
 /// The process-wide lookup: connects on first use, then one exchange per
-/// call; silently nothing when there is no daemon.
+/// call (one at a time); silently nothing, without taking a lock, when
+/// there is no daemon.
 pub fn resolve_global(list: &mut Vec<Rai>, h: &Hints, af_ib: impl FnOnce() -> bool) {
     let conn = CONN.get_or_init(|| {
         let c = connect(&rundir());
         if c.is_none() {
             log::debug!(target: "rdmacm", "ibacm: no daemon, route lookups skipped");
         }
-        Mutex::new(c)
+        c.map(Mutex::new)
     });
-    let guard = conn.lock();
-    if let Some(c) = guard.as_ref() {
-        resolve_on(c.as_fd(), list, h, af_ib());
+    if let Some(c) = conn {
+        let guard = c.lock();
+        resolve_on(guard.as_fd(), list, h, af_ib());
     }
 }
 

@@ -74,6 +74,21 @@ fn strdup(s: &CStr) -> Result<*mut c_char, Errno> {
     }
 }
 
+/// A malloc'd copy of `node` (every member pointer in it must be NULL or
+/// malloc'd).
+fn malloc_node(node: rdma_addrinfo) -> Result<*mut rdma_addrinfo, Errno> {
+    // SAFETY: malloc of one rdma_addrinfo (malloc's alignment suits it),
+    // then a write of a whole value into it.
+    unsafe {
+        let n = libc::malloc(std::mem::size_of::<rdma_addrinfo>()).cast::<rdma_addrinfo>();
+        if n.is_null() {
+            return Err(Errno::ENOMEM);
+        }
+        n.write(node);
+        Ok(n)
+    }
+}
+
 /// A chain under construction: freed when dropped (an allocation failed)
 /// unless handed out by [`to_c_list`].
 struct Chain(*mut rdma_addrinfo);
@@ -91,21 +106,29 @@ impl Drop for Chain {
 pub fn to_c_list(list: &[Rai]) -> Result<*mut rdma_addrinfo, Errno> {
     let mut chain = Chain(std::ptr::null_mut());
     for r in list.iter().rev() {
-        // SAFETY: calloc of one rdma_addrinfo; all-zero is a valid node
-        // (NULL members, zero lengths).
-        let n = unsafe { libc::calloc(1, std::mem::size_of::<rdma_addrinfo>()) }.cast::<rdma_addrinfo>();
-        if n.is_null() {
-            return Err(Errno::ENOMEM);
-        }
-        // SAFETY: n is a fresh zeroed node owned here; linked in at once so
-        // that the chain frees it (and whatever members are set) on error.
-        let node = unsafe { &mut *n };
-        node.ai_next = chain.0;
+        let n = malloc_node(rdma_addrinfo {
+            ai_flags: r.flags,
+            ai_family: r.family,
+            ai_qp_type: r.qp_type,
+            ai_port_space: r.port_space,
+            ai_src_len: 0,
+            ai_dst_len: 0,
+            ai_src_addr: std::ptr::null_mut(),
+            ai_dst_addr: std::ptr::null_mut(),
+            ai_src_canonname: std::ptr::null_mut(),
+            ai_dst_canonname: std::ptr::null_mut(),
+            ai_route_len: 0,
+            ai_route: std::ptr::null_mut(),
+            ai_connect_len: 0,
+            ai_connect: std::ptr::null_mut(),
+            ai_next: chain.0,
+        })?;
+        // Linked in at once, so that the chain frees the node (and whatever
+        // members are set) if a member's allocation fails.
         chain.0 = n;
-        node.ai_flags = r.flags;
-        node.ai_family = r.family;
-        node.ai_qp_type = r.qp_type;
-        node.ai_port_space = r.port_space;
+        // SAFETY: n is a fresh, fully initialised node; the chain holds it
+        // but is not used while this reference lives.
+        let node = unsafe { &mut *n };
         if let Some(s) = &r.src {
             node.ai_src_addr = malloc_copy(s)?.cast();
             node.ai_src_len = s.len() as libc::socklen_t;
@@ -132,6 +155,18 @@ pub fn to_c_list(list: &[Rai]) -> Result<*mut rdma_addrinfo, Errno> {
     Ok(std::mem::replace(&mut chain.0, std::ptr::null_mut()))
 }
 
+/// free(p), skipping the call for the many NULL members of a node.
+///
+/// # Safety
+/// `p` must be NULL or a live malloc'd block not used afterwards.
+#[inline]
+unsafe fn free_nonnull(p: *mut c_void) {
+    if !p.is_null() {
+        // SAFETY: per the contract.
+        unsafe { libc::free(p) };
+    }
+}
+
 /// Frees a whole `rdma_addrinfo` chain and every member, with libc `free`.
 ///
 /// # Safety
@@ -141,16 +176,16 @@ pub fn to_c_list(list: &[Rai]) -> Result<*mut rdma_addrinfo, Errno> {
 pub unsafe fn free_list(mut res: *mut rdma_addrinfo) {
     while !res.is_null() {
         // SAFETY: per the contract, res is a live malloc'd node; we read its
-        // members, free them (free(NULL) is a no-op) and then the node.
+        // members, free the non-NULL ones and then the node.
         unsafe {
             let node = res;
             res = (*node).ai_next;
-            libc::free((*node).ai_connect);
-            libc::free((*node).ai_route);
-            libc::free((*node).ai_src_canonname.cast());
-            libc::free((*node).ai_dst_canonname.cast());
-            libc::free((*node).ai_src_addr.cast());
-            libc::free((*node).ai_dst_addr.cast());
+            free_nonnull((*node).ai_connect);
+            free_nonnull((*node).ai_route);
+            free_nonnull((*node).ai_src_canonname.cast());
+            free_nonnull((*node).ai_dst_canonname.cast());
+            free_nonnull((*node).ai_src_addr.cast());
+            free_nonnull((*node).ai_dst_addr.cast());
             libc::free(node.cast());
         }
     }
