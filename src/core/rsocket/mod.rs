@@ -1519,7 +1519,9 @@ fn check_fds(fds: &mut [libc::pollfd]) -> Result<c_int, Errno> {
         if f.fd < 0 {
             continue;
         }
-        match table().get(&f.fd).cloned() {
+        // The table's guard ends with this statement: no stream is locked under it.
+        let h = table().get(&f.fd).cloned();
+        match h {
             Some(h) => {
                 f.revents = match lock(&h) {
                     Ok(mut s) => s.poll_events(f.events),
