@@ -205,11 +205,11 @@ int main(void)
 	printf("rclose(second set) -> %s\n", en(ret < 0 ? errno : ret));
 
 	/*
-	 * The connected pair is left to process exit: with our library,
-	 * rshutdown (and so rclose) of the client hangs while its peer sits
-	 * unserviced in this same process, with or without repoll calls
-	 * (upstream returns).  REPOLL_CLOSE=1 runs that sequence, with
-	 * markers on stderr.
+	 * By default the connected pair is left to process exit.
+	 * REPOLL_CLOSE=1 shuts the client down and closes both ends while
+	 * the peer sits unserviced in this same process (markers on
+	 * stderr): rshutdown used to hang there with our library (vm test
+	 * repoll_close_rxe).
 	 */
 	if (getenv("REPOLL_CLOSE")) {
 		fprintf(stderr, "rshutdown cli\n");

@@ -26,10 +26,10 @@ symver!(rsocket, "RDMACM_1.0");
 pub unsafe extern "C" fn rbind(socket: c_int, addr: *const sockaddr, addrlen: socklen_t) -> c_int {
     entry(|| {
         let h = rs::lookup(socket)?;
-        let a = nonnull_const(addr)?;
         let _ = addrlen;
-        let mut s = rs::lock(&h);
-        s.bind(a.as_ptr())?;
+        // SAFETY: addr is NULL or a socket address of its family (caller's contract).
+        let a = unsafe { sockaddr_bytes(addr)? };
+        rs::lock(&h)?.bind(a)?;
         Ok(0)
     })
 }
@@ -43,8 +43,7 @@ symver!(rbind, "RDMACM_1.0");
 pub unsafe extern "C" fn rlisten(socket: c_int, backlog: c_int) -> c_int {
     entry(|| {
         let h = rs::lookup(socket)?;
-        let mut s = rs::lock(&h);
-        s.listen(backlog)?;
+        rs::lock(&h)?.listen(backlog)?;
         Ok(0)
     })
 }
@@ -61,7 +60,7 @@ pub unsafe extern "C" fn raccept(socket: c_int, addr: *mut sockaddr, addrlen: *m
         let fd = rs::accept(&h)?;
         if !addr.is_null() && !addrlen.is_null() {
             let n = rs::lookup(fd)?;
-            let a = rs::lock(&n).peer_addr();
+            let a = rs::lock(&n)?.peer_addr()?;
             // SAFETY: addr/addrlen are the caller's buffer and its size.
             unsafe { copy_addr(&a, addr, addrlen) };
         }
@@ -78,10 +77,10 @@ symver!(raccept, "RDMACM_1.0");
 pub unsafe extern "C" fn rconnect(socket: c_int, addr: *const sockaddr, addrlen: socklen_t) -> c_int {
     entry(|| {
         let h = rs::lookup(socket)?;
-        let a = nonnull_const(addr)?;
         let _ = addrlen;
-        let mut s = rs::lock(&h);
-        s.connect(a.as_ptr())?;
+        // SAFETY: addr is NULL or a socket address of its family (caller's contract).
+        let a = unsafe { sockaddr_bytes(addr)? };
+        rs::connect(&h, a)?;
         Ok(0)
     })
 }
@@ -95,8 +94,7 @@ symver!(rconnect, "RDMACM_1.0");
 pub unsafe extern "C" fn rshutdown(socket: c_int, how: c_int) -> c_int {
     entry(|| {
         let h = rs::lookup(socket)?;
-        let mut s = rs::lock(&h);
-        s.shutdown(how)?;
+        rs::shutdown(&h, how)?;
         Ok(0)
     })
 }
@@ -109,8 +107,10 @@ symver!(rshutdown, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rclose(socket: c_int) -> c_int {
     entry(|| {
-        if let Some(r) = repoll_close(socket) {
-            return Ok(r);
+        match rs::epoll::close(socket) {
+            Some(Ok(())) => return Ok(0),
+            Some(Err(e)) => return Ok(e as c_int),
+            None => {}
         }
         rs::close(socket)?;
         Ok(0)
@@ -144,7 +144,7 @@ pub unsafe extern "C" fn rrecvfrom(socket: c_int, buf: *mut c_void, len: usize, 
         let n = recv_on(socket, b, flags)?;
         if n > 0 && !src_addr.is_null() && !addrlen.is_null() {
             let h = rs::lookup(socket)?;
-            let a = rs::lock(&h).peer_addr();
+            let a = rs::lock(&h)?.peer_addr()?;
             // SAFETY: the caller's address buffer and its size.
             unsafe { copy_addr(&a, src_addr, addrlen) };
         }
@@ -383,7 +383,7 @@ pub unsafe extern "C" fn rgetpeername(socket: c_int, addr: *mut sockaddr, addrle
         let h = rs::lookup(socket)?;
         nonnull(addr)?;
         nonnull(addrlen)?;
-        let a = rs::lock(&h).peer_addr();
+        let a = rs::lock(&h)?.peer_addr()?;
         // SAFETY: the caller's address buffer and its size.
         unsafe { copy_addr(&a, addr, addrlen) };
         Ok(0)
@@ -401,7 +401,7 @@ pub unsafe extern "C" fn rgetsockname(socket: c_int, addr: *mut sockaddr, addrle
         let h = rs::lookup(socket)?;
         nonnull(addr)?;
         nonnull(addrlen)?;
-        let a = rs::lock(&h).local_addr();
+        let a = rs::lock(&h)?.local_addr()?;
         // SAFETY: the caller's address buffer and its size.
         unsafe { copy_addr(&a, addr, addrlen) };
         Ok(0)
@@ -417,13 +417,9 @@ symver!(rgetsockname, "RDMACM_1.0");
 pub unsafe extern "C" fn rsetsockopt(socket: c_int, level: c_int, optname: c_int, optval: *const c_void, optlen: socklen_t) -> c_int {
     entry(|| {
         let h = rs::lookup(socket)?;
-        let val = if !optval.is_null() && optlen as usize >= std::mem::size_of::<c_int>() {
-            // SAFETY: optval has at least an int's worth of bytes.
-            Some(unsafe { std::ptr::read_unaligned(optval as *const c_int) })
-        } else {
-            None
-        };
-        rs::setsockopt(&h, level, optname, val, optval, optlen)?;
+        // SAFETY: optval is readable for optlen bytes (caller's contract).
+        let opt = if optval.is_null() { None } else { Some(unsafe { std::slice::from_raw_parts(optval as *const u8, optlen as usize) }) };
+        rs::setsockopt(&h, level, optname, opt)?;
         Ok(0)
     })
 }
@@ -459,7 +455,7 @@ symver!(rgetsockopt, "RDMACM_1.0");
 pub unsafe extern "C" fn rfcntl(socket: c_int, cmd: c_int, arg: c_long) -> c_int {
     entry(|| {
         let h = rs::lookup(socket)?;
-        let mut s = rs::lock(&h);
+        let mut s = rs::lock(&h)?;
         match cmd {
             libc::F_GETFL => Ok(if s.nonblocking() { libc::O_NONBLOCK } else { 0 }),
             libc::F_SETFL => {
@@ -481,9 +477,10 @@ pub unsafe extern "C" fn riomap(socket: c_int, buf: *mut c_void, len: usize, pro
     entry(|| {
         let h = rs::lookup(socket)?;
         let _ = flags;
-        let mut s = rs::lock(&h);
         // SAFETY: the caller keeps buf valid for len bytes until riounmap or rclose.
-        unsafe { s.iomap(buf as *mut u8, len, prot, offset) }
+        let b = unsafe { rs::verbs::UserBuf::new(buf as *mut u8, len) };
+        let r = rs::lock(&h)?.iomap(b, prot, offset);
+        r
     })
 }
 symver!(riomap, "RDMACM_1.0");
@@ -496,8 +493,7 @@ symver!(riomap, "RDMACM_1.0");
 pub unsafe extern "C" fn riounmap(socket: c_int, buf: *mut c_void, len: usize) -> c_int {
     entry(|| {
         let h = rs::lookup(socket)?;
-        let mut s = rs::lock(&h);
-        s.iounmap(buf as *mut u8, len)?;
+        rs::lock(&h)?.iounmap(buf as u64, len)?;
         Ok(0)
     })
 }
@@ -518,47 +514,8 @@ pub unsafe extern "C" fn riowrite(socket: c_int, buf: *const c_void, count: usiz
 }
 symver!(riowrite, "RDMACM_1.0");
 
-// --- repoll: epoll-like sets over rsockets and ordinary descriptors ---
-//
-// A set is named by the read end of a pipe (so its number is a real descriptor no one else can
-// get) and kept in a table. Members stay in insertion order; deleting one moves the last member
-// into its place, and ready members are reported in that order. repoll_ctl and repoll_wait
-// report failures by returning the error number itself, as upstream does; rclose on a set's
-// number frees it (EBUSY while it still has members).
-
-/// The epoll bits a set passes on to rpoll (same values as the poll bits).
-const REPOLL_BITS: u32 = (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLERR | libc::EPOLLHUP) as u32;
-
-struct RepollSet {
-    /// Write end of the pipe whose read end names the set.
-    peer: c_int,
-    /// Members: the descriptor and poll events to watch, and the caller's data.
-    members: parking_lot::Mutex<Vec<(pollfd, u64)>>,
-}
-
-static REPOLL_SETS: parking_lot::Mutex<std::collections::BTreeMap<c_int, std::sync::Arc<RepollSet>>> =
-    parking_lot::Mutex::new(std::collections::BTreeMap::new());
-
-fn repoll_find(epfd: c_int) -> Option<std::sync::Arc<RepollSet>> {
-    REPOLL_SETS.lock().get(&epfd).cloned()
-}
-
-/// rclose on a set's number: Some(result) when `fd` names a set.
-fn repoll_close(fd: c_int) -> Option<c_int> {
-    let mut sets = REPOLL_SETS.lock();
-    let set = sets.get(&fd)?.clone();
-    if !set.members.lock().is_empty() {
-        return Some(libc::EBUSY);
-    }
-    sets.remove(&fd);
-    drop(sets);
-    // SAFETY: both ends of the pipe belong to the set, which is now out of the table.
-    unsafe {
-        libc::close(set.peer);
-        libc::close(fd);
-    }
-    Some(0)
-}
+// --- repoll: the sets live in core::rsocket::epoll; failures of repoll_ctl and repoll_wait are
+// returned as the error number itself, as upstream does.
 
 /// Creates an epoll-like set for rsockets.
 ///
@@ -566,17 +523,7 @@ fn repoll_close(fd: c_int) -> Option<c_int> {
 /// No pointer arguments; always safe to call.
 #[no_mangle]
 pub unsafe extern "C" fn repoll_create(size: c_int) -> c_int {
-    entry(|| {
-        let mut p = [0 as c_int; 2];
-        let flags = libc::O_DIRECT | (size & (libc::O_CLOEXEC | libc::O_NONBLOCK));
-        // SAFETY: p has room for the two descriptors.
-        if unsafe { libc::pipe2(p.as_mut_ptr(), flags) } != 0 {
-            return Err(Errno::last());
-        }
-        let set = std::sync::Arc::new(RepollSet { peer: p[1], members: parking_lot::Mutex::new(Vec::new()) });
-        REPOLL_SETS.lock().insert(p[0], set);
-        Ok(p[0])
-    })
+    entry(|| rs::epoll::create(size))
 }
 symver!(repoll_create, "RDMACM_1.5");
 
@@ -587,45 +534,17 @@ symver!(repoll_create, "RDMACM_1.5");
 #[no_mangle]
 pub unsafe extern "C" fn repoll_ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> c_int {
     entry(|| {
-        if fd < 0 {
-            return Ok(libc::EBADF);
-        }
-        if fd == epfd {
-            return Ok(libc::EINVAL);
-        }
-        let Some(set) = repoll_find(epfd) else { return Ok(libc::EINVAL) };
-        let ev = if op == libc::EPOLL_CTL_DEL {
+        let ev = if event.is_null() {
             None
-        } else if event.is_null() {
-            return Ok(libc::EFAULT);
         } else {
             // SAFETY: event is non-NULL and readable (caller's contract); it may be unaligned.
-            Some(unsafe { std::ptr::read_unaligned(event) })
+            let e = unsafe { std::ptr::read_unaligned(event) };
+            Some((e.events, e.u64))
         };
-        let mut m = set.members.lock();
-        let pos = m.iter().position(|(p, _)| p.fd == fd);
-        let entry_of = |e: epoll_event| {
-            let events = e.events;
-            let data = e.u64;
-            (pollfd { fd, events: (events & REPOLL_BITS) as i16, revents: 0 }, data)
-        };
-        match (op, pos, ev) {
-            (libc::EPOLL_CTL_ADD, Some(_), _) => Ok(libc::EEXIST),
-            (libc::EPOLL_CTL_ADD, None, Some(e)) => {
-                m.push(entry_of(e));
-                Ok(0)
-            }
-            (libc::EPOLL_CTL_MOD | libc::EPOLL_CTL_DEL, None, _) => Ok(libc::ENOENT),
-            (libc::EPOLL_CTL_MOD, Some(i), Some(e)) => {
-                m[i] = entry_of(e);
-                Ok(0)
-            }
-            (libc::EPOLL_CTL_DEL, Some(i), _) => {
-                m.swap_remove(i);
-                Ok(0)
-            }
-            _ => Ok(libc::EINVAL),
-        }
+        Ok(match rs::epoll::ctl(epfd, rs::epoll::Op::from_c(op), fd, ev) {
+            Ok(()) => 0,
+            Err(e) => e as c_int,
+        })
     })
 }
 symver!(repoll_ctl, "RDMACM_1.5");
@@ -637,58 +556,38 @@ symver!(repoll_ctl, "RDMACM_1.5");
 #[no_mangle]
 pub unsafe extern "C" fn repoll_wait(epfd: c_int, events: *mut epoll_event, maxevents: c_int, timeout: c_int) -> c_int {
     entry(|| {
-        let Some(set) = repoll_find(epfd) else { return Ok(libc::EINVAL) };
+        let Some(set) = rs::epoll::find(epfd) else { return Ok(libc::EINVAL) };
         if maxevents <= 0 {
             return Ok(libc::EINVAL);
         }
         let out = nonnull(events)?;
-        let start = std::time::Instant::now();
-        loop {
-            // Poll a copy of the members, a short slice at a time, so that repoll_ctl calls
-            // from other threads take effect while this one waits.
-            let mut fds: Vec<pollfd> = set.members.lock().iter().map(|(p, _)| *p).collect();
-            let slice = if timeout == 0 {
-                0
-            } else {
-                let left = if timeout < 0 { 100 } else { timeout as i64 - start.elapsed().as_millis() as i64 };
-                if left <= 0 {
-                    return Ok(0);
-                }
-                left.min(100) as c_int
-            };
-            let n = if fds.is_empty() {
-                if slice > 0 {
-                    std::thread::sleep(std::time::Duration::from_millis(slice as u64));
-                }
-                0
-            } else {
-                rs::poll(&mut fds, slice)?
-            };
-            if n > 0 {
-                let m = set.members.lock();
-                let mut cnt = 0usize;
-                for f in fds.iter().filter(|f| f.revents != 0) {
-                    // Report only members still in the set with the same descriptor.
-                    let Some((_, data)) = m.iter().find(|(p, _)| p.fd == f.fd) else { continue };
-                    let ev = epoll_event { events: (f.revents as u16 as u32) & REPOLL_BITS, u64: *data };
-                    // SAFETY: out has maxevents writable entries and cnt < maxevents.
-                    unsafe { std::ptr::write_unaligned(out.as_ptr().add(cnt), ev) };
-                    cnt += 1;
-                    if cnt >= maxevents as usize {
-                        break;
-                    }
-                }
-                if cnt > 0 {
-                    return Ok(cnt as c_int);
-                }
-            }
-            if timeout == 0 {
-                return Ok(0);
-            }
-        }
+        let n = set.wait(maxevents as usize, timeout, |i, events, data| {
+            // SAFETY: out has maxevents writable entries and i < maxevents.
+            unsafe { std::ptr::write_unaligned(out.as_ptr().add(i), epoll_event { events, u64: data }) };
+        })?;
+        Ok(n as c_int)
     })
 }
 symver!(repoll_wait, "RDMACM_1.5");
+
+/// A caller's socket address as bytes: as many as its family's structure
+/// (the CM reads no more; an unknown family gives just the family).
+///
+/// # Safety
+/// `addr` is NULL or points to a socket address at least as large as its family's structure.
+unsafe fn sockaddr_bytes<'a>(addr: *const sockaddr) -> Result<&'a [u8], Errno> {
+    let a = nonnull_const(addr)?;
+    // SAFETY: a points to at least a sockaddr header.
+    let fam = unsafe { (*a.as_ptr()).sa_family } as c_int;
+    let len = match fam {
+        libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
+        libc::AF_INET6 => std::mem::size_of::<libc::sockaddr_in6>(),
+        libc::AF_IB => crate::cma::addr_len(fam, true),
+        _ => std::mem::size_of::<libc::sa_family_t>(),
+    };
+    // SAFETY: per the contract, len bytes are readable for this family.
+    Ok(unsafe { std::slice::from_raw_parts(a.as_ptr() as *const u8, len) })
+}
 
 /// A caller's read buffer as a slice (NULL with a length is EINVAL).
 ///

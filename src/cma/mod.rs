@@ -14,6 +14,7 @@
 //! The kernel protocol is behind [`crate::sys::ucma::Ucma`] and libibverbs behind
 //! [`device::Verbs`], so the whole core runs against test doubles.
 
+pub mod api;
 pub mod device;
 pub mod ai;
 pub mod conn;

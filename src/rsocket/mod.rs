@@ -22,18 +22,39 @@
 //! Each rsocket is an rdma_cm id on its own (synchronous) event channel; the
 //! rsocket's number is that channel's descriptor, as upstream. The CQ of the
 //! QP has its own completion channel; rpoll waits on these descriptors.
-#![allow(dead_code)]
+//!
+//! Ownership and locking:
+//! * The stream's connection manager id is an `Arc<CmId>` (the safe API of
+//!   `cm::api`); its QP, registered buffers and riomap registrations are
+//!   owned values of `verbs` that keep the id alive. rclose marks the stream
+//!   closed, wakes its sleepers and drops what it owns; a thread that still
+//!   sleeps on one of the stream's descriptors holds its own clone of the id
+//!   (in its [`WaitToken`]), so nothing it waits on is freed under it, and it
+//!   returns EBADF once it re-locks and sees the stream closed.
+//! * No lock is held across a blocking wait: every [`Stream`] method is
+//!   non-blocking; the blocking calls (`send`, `recv`, `iowrite`, `shutdown`,
+//!   `accept`, `connect`, `poll`) take what they need under the lock, drop
+//!   the guard, sleep in [`wait`] (which takes a token, not a stream) or in a
+//!   synchronous CM call on their clone of the id, re-lock and re-check.
+//!   Debug builds assert it: [`wait`] panics when the calling thread holds
+//!   any stream guard.
+//! * Panics: the stream lock is a parking_lot mutex (no poisoning). A
+//!   [`Guard`] dropped while its thread unwinds marks the stream broken:
+//!   later calls on it fail with EIO (rclose still frees it) instead of
+//!   running on state a panic left half-updated.
+#![deny(unsafe_code)]
 
+pub mod epoll;
 pub mod verbs;
 
-use crate::abi::cma::{ibv_comp_channel, ibv_cq, rdma_cm_event, rdma_cm_id, rdma_conn_param, RDMA_PS_TCP};
-use crate::abi::ucma::{RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR};
+use crate::cma::api::{CmId, ConnParam, QpCaps};
 use nix::errno::Errno;
+use parking_lot::{Mutex, MutexGuard};
+use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::ffi::{c_int, c_void};
-use std::ptr::null_mut;
-use std::sync::{Arc, Mutex, MutexGuard};
-use verbs::{IbvMr, Sge};
+use std::ffi::c_int;
+use std::sync::Arc;
+use verbs::{Data, Qp, RegBuf, Sge, UserBuf, UserMr, Wake};
 
 const RS_OLAP_START_SIZE: u32 = 2048;
 const RS_MAX_TRANSFER: u32 = 65536;
@@ -104,8 +125,11 @@ fn msg_data(m: u32) -> u32 {
     m & 0x1FFF_FFFF
 }
 
-/// An entry of a descriptor table the peer writes into: `struct rs_sge`.
-#[repr(C)]
+// A connect in progress (only between the calls that block without the lock).
+const ST_CONNECTING: u32 = 0x4;
+
+/// An entry of a descriptor table the peer writes into: `struct rs_sge`
+/// (16 bytes: addr, key, length, native byte order unless swapped).
 #[derive(Clone, Copy, Default, Debug)]
 struct RsSge {
     addr: u64,
@@ -113,49 +137,40 @@ struct RsSge {
     length: u32,
 }
 
-/// A heap buffer that never moves (registered with the device).
-struct Buf {
-    ptr: *mut u8,
-    len: usize,
-}
+impl RsSge {
+    fn bytes(&self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[0..8].copy_from_slice(&self.addr.to_ne_bytes());
+        b[8..12].copy_from_slice(&self.key.to_ne_bytes());
+        b[12..16].copy_from_slice(&self.length.to_ne_bytes());
+        b
+    }
 
-impl Buf {
-    fn new(len: usize) -> Result<Buf, Errno> {
-        let len = len.max(1);
-        // SAFETY: calloc with a non-zero size; checked for NULL.
-        let ptr = unsafe { libc::calloc(1, len) } as *mut u8;
-        if ptr.is_null() {
-            return Err(Errno::ENOMEM);
-        }
-        Ok(Buf { ptr, len })
+    fn read(buf: &RegBuf, off: usize) -> RsSge {
+        RsSge { addr: buf.read_u64(off), key: buf.read_u32(off + 8), length: buf.read_u32(off + 12) }
+    }
+
+    fn write(&self, buf: &RegBuf, off: usize) {
+        buf.write_u64(off, self.addr);
+        buf.write_u32(off + 8, self.key);
+        buf.write_u32(off + 12, self.length);
     }
 }
 
-impl Drop for Buf {
-    fn drop(&mut self) {
-        // SAFETY: ptr came from calloc and is freed once.
-        unsafe { libc::free(self.ptr as *mut c_void) };
-    }
-}
-
-/// Registered buffers and queues of a connected stream.
+/// The QP and registered buffers of a connected stream.
 struct Ep {
-    sbuf: Buf,
-    smr: *mut IbvMr,
-    slkey: u32,
-    target: Buf,
-    target_mr: *mut IbvMr,
-    target_rkey: u32,
-    rbuf: Buf,
-    rmr: *mut IbvMr,
-    rlkey: u32,
-    rrkey: u32,
+    /// Dropped first (fields drop in order): it acks the CQ events.
+    qp: Qp,
+    sbuf: RegBuf,
+    target: RegBuf,
+    rbuf: RegBuf,
     rmsg: Vec<(u32, u32)>,
 }
 
 /// One stream rsocket.
 pub struct Stream {
-    id: *mut rdma_cm_id,
+    /// None once closed.
+    cm: Option<Arc<CmId>>,
     fd: c_int,
     domain: c_int,
     state: u32,
@@ -195,7 +210,6 @@ pub struct Stream {
     ssgl0_off: u32,
     sqe_avail: u32,
     cq_armed: bool,
-    unack_cqe: u32,
 
     /// The peer's table of direct-write mappings (addr, key, entry count).
     remote_iomap: RsSge,
@@ -203,30 +217,31 @@ pub struct Stream {
     iomaps: Vec<IoMap>,
 
     ep: Option<Ep>,
+
+    /// rclose has run: every later call fails with EBADF.
+    closed: bool,
+    /// A call panicked while holding the lock: later calls fail with EIO.
+    broken: bool,
+    /// Signalled by rclose; made on the first wait.
+    wake: Option<Arc<Wake>>,
 }
 
 /// One riomap registration.
 struct IoMap {
     offset: u64,
-    addr: u64,
-    len: u32,
-    mr: *mut IbvMr,
-    rkey: u32,
+    mr: UserMr,
     /// Slot in the peer's table, or -1 for a local-only mapping.
     index: i32,
     /// Written into the peer's table already (or local-only).
     sent: bool,
 }
 
-// SAFETY: the raw pointers are owned by the Stream and only used under its mutex.
-unsafe impl Send for Stream {}
-
-type Handle = Arc<Mutex<Stream>>;
+pub type Handle = Arc<Mutex<Stream>>;
 
 static TABLE: Mutex<BTreeMap<c_int, Handle>> = Mutex::new(BTreeMap::new());
 
 fn table() -> MutexGuard<'static, BTreeMap<c_int, Handle>> {
-    TABLE.lock().unwrap_or_else(|e| e.into_inner())
+    TABLE.lock()
 }
 
 /// The stream behind an rsocket number, or EBADF.
@@ -239,24 +254,82 @@ pub fn is_rsocket(fd: c_int) -> bool {
     table().contains_key(&fd)
 }
 
-/// Locks a stream (a poisoned lock still gives the state).
-pub fn lock(h: &Handle) -> MutexGuard<'_, Stream> {
-    h.lock().unwrap_or_else(|e| e.into_inner())
+thread_local! {
+    /// Stream guards the current thread holds (for the no-lock-across-wait rule).
+    static HELD: Cell<u32> = const { Cell::new(0) };
 }
 
-fn errno_or(e: Errno) -> Errno {
-    match Errno::last() {
-        Errno::UnknownErrno => e,
-        x => x,
+/// A locked stream. Dropped during a panic, it marks the stream broken.
+pub struct Guard<'a> {
+    g: MutexGuard<'a, Stream>,
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.g.broken = true;
+        }
+        HELD.with(|c| c.set(c.get().saturating_sub(1)));
     }
 }
 
-fn cm(ret: c_int) -> Result<(), Errno> {
-    if ret == 0 {
-        Ok(())
+impl std::ops::Deref for Guard<'_> {
+    type Target = Stream;
+    fn deref(&self) -> &Stream {
+        &self.g
+    }
+}
+
+impl std::ops::DerefMut for Guard<'_> {
+    fn deref_mut(&mut self) -> &mut Stream {
+        &mut self.g
+    }
+}
+
+/// Locks a stream whatever its condition (rclose).
+fn lock_any(h: &Handle) -> Guard<'_> {
+    let g = h.lock();
+    HELD.with(|c| c.set(c.get() + 1));
+    Guard { g }
+}
+
+/// Locks a stream that is usable: EBADF once closed, EIO once broken.
+pub fn lock(h: &Handle) -> Result<Guard<'_>, Errno> {
+    let g = lock_any(h);
+    if g.closed {
+        Err(Errno::EBADF)
+    } else if g.broken {
+        Err(Errno::EIO)
     } else {
-        Err(errno_or(Errno::EIO))
+        Ok(g)
     }
+}
+
+/// What a blocked call sleeps on: the stream's descriptor (the CQ channel
+/// once connected, else the CM channel) and its wake-up descriptor. The id
+/// clone keeps both channels open until the sleeper is done.
+pub struct WaitToken {
+    fd: c_int,
+    wake: Arc<Wake>,
+    _id: Option<Arc<CmId>>,
+}
+
+/// The longest a blocked call sleeps before it looks at the CQ again. Several
+/// threads may sleep on one completion channel (rrecv and rsend, rshutdown,
+/// rpoll); the one that reads the event may leave the others asleep with the
+/// completion they wait for already in the CQ, so sleepers re-check at least
+/// this often.
+const WAIT_SLICE_MS: c_int = 100;
+
+/// Sleeps until the token's descriptor is readable, the stream is closed, or
+/// `timeout_ms` passes (-1: no limit). Returns whether the descriptor is
+/// readable. Takes no stream: no lock can be held across it, and debug
+/// builds check that the calling thread holds no stream guard at all.
+pub fn wait(tok: &WaitToken, timeout_ms: c_int) -> Result<bool, Errno> {
+    debug_assert_eq!(HELD.with(|c| c.get()), 0, "rsocket: blocking wait with a stream lock held");
+    let mut p = [libc::pollfd { fd: tok.fd, events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: tok.wake.fd(), events: libc::POLLIN, revents: 0 }];
+    verbs::poll(&mut p, timeout_ms)?;
+    Ok(p[0].revents != 0)
 }
 
 /// Creates a stream rsocket; returns its number.
@@ -265,22 +338,16 @@ pub fn create(domain: c_int, type_: c_int, protocol: c_int) -> Result<c_int, Err
     if (domain != libc::AF_INET && domain != libc::AF_INET6) || st != libc::SOCK_STREAM || (protocol != 0 && protocol != libc::IPPROTO_TCP) {
         return Err(Errno::ENOTSUP);
     }
-    let mut id: *mut rdma_cm_id = null_mut();
-    // SAFETY: a NULL channel asks for a synchronous id with its own channel; id is a valid out pointer.
-    cm(unsafe { crate::capi::cm::rdma_create_id(null_mut(), &mut id, null_mut(), RDMA_PS_TCP) })?;
-    // SAFETY: the id was just created and has its own channel.
-    let fd = unsafe {
-        (*id).route.addr.src.addr.sa_family = domain as libc::sa_family_t;
-        (*(*id).channel).fd
-    };
-    let s = Stream { nonblock: type_ & libc::SOCK_NONBLOCK != 0, ..Stream::fresh(id, fd, domain) };
+    let id = CmId::create_tcp()?;
+    id.set_src_family(domain);
+    let fd = id.channel_fd();
+    let s = Stream { nonblock: type_ & libc::SOCK_NONBLOCK != 0, ..Stream::fresh(Some(Arc::new(id)), fd, domain) };
     table().insert(fd, Arc::new(Mutex::new(s)));
     Ok(fd)
 }
 
-fn inherit(l: &Stream, id: *mut rdma_cm_id) -> Stream {
-    // SAFETY: id is a live id with its own channel.
-    let fd = unsafe { (*(*id).channel).fd };
+fn inherit(l: &Stream, id: Arc<CmId>) -> Stream {
+    let fd = id.channel_fd();
     Stream {
         nonblock: l.nonblock,
         so_keepalive: l.so_keepalive,
@@ -291,16 +358,16 @@ fn inherit(l: &Stream, id: *mut rdma_cm_id) -> Stream {
         rq_size: l.rq_size,
         sq_inline: l.sq_inline,
         target_iomap_size: l.target_iomap_size,
-        ..Stream::fresh(id, fd, l.domain)
+        ..Stream::fresh(Some(id), fd, l.domain)
     }
 }
 
 impl Stream {
-    /// A fresh, unconnected stream on `id` (whose channel fd is `fd`) with
+    /// A fresh, unconnected stream on `cm` (whose channel fd is `fd`) with
     /// the default sizes and options.
-    fn fresh(id: *mut rdma_cm_id, fd: c_int, domain: c_int) -> Stream {
+    fn fresh(cm: Option<Arc<CmId>>, fd: c_int, domain: c_int) -> Stream {
         Stream {
-            id,
+            cm,
             fd,
             domain,
             state: ST_INIT,
@@ -335,160 +402,91 @@ impl Stream {
             ssgl0_off: 0,
             sqe_avail: 0,
             cq_armed: false,
-            unack_cqe: 0,
             remote_iomap: RsSge::default(),
             iomaps: Vec::new(),
             ep: None,
+            closed: false,
+            broken: false,
+            wake: None,
         }
     }
-}
 
-
-impl Stream {
     fn ep(&self) -> &Ep {
         // Only called once the endpoint exists (connected states).
         self.ep.as_ref().expect("rsocket endpoint")
     }
 
-    fn qp(&self) -> *mut crate::abi::cma::ibv_qp {
-        // SAFETY: id is live for the stream's lifetime.
-        unsafe { (*self.id).qp }
-    }
-
-    fn cq(&self) -> *mut ibv_cq {
-        // SAFETY: id is live.
-        unsafe { (*self.id).recv_cq }
-    }
-
-    fn cq_channel(&self) -> *mut ibv_comp_channel {
-        // SAFETY: id is live.
-        unsafe { (*self.id).recv_cq_channel }
+    fn cm(&self) -> Result<&Arc<CmId>, Errno> {
+        self.cm.as_ref().ok_or(Errno::EBADF)
     }
 
     /// The descriptor to wait on: the CQ channel once connected, else the CM channel.
     pub fn wait_fd(&self) -> c_int {
-        let ch = self.cq_channel();
-        if !ch.is_null() && self.state & ST_CONNECTED != 0 {
-            // SAFETY: the channel is live while the QP exists.
-            unsafe { verbs::channel_fd(ch) }
-        } else {
-            self.fd
+        match &self.ep {
+            Some(ep) if self.state & ST_CONNECTED != 0 => ep.qp.channel_fd(),
+            _ => self.fd,
         }
     }
 
-    fn target_ptr(&self, i: usize) -> *mut RsSge {
-        (self.ep().target.ptr as *mut RsSge).wrapping_add(i)
+    /// What a blocking call sleeps on (see [`wait`]).
+    fn wait_token(&mut self) -> Result<WaitToken, Errno> {
+        let wake = match &self.wake {
+            Some(w) => w.clone(),
+            None => {
+                let w = Arc::new(Wake::new()?);
+                self.wake = Some(w.clone());
+                w
+            }
+        };
+        Ok(WaitToken { fd: self.wait_fd(), wake, _id: self.cm.clone() })
     }
 
     /// Reads entry `i` of our descriptor table (the peer writes it remotely).
     fn target_get(&self, i: usize) -> RsSge {
-        // SAFETY: i < RS_SGL_SIZE; the table is live and aligned (calloc).
-        unsafe { std::ptr::read_volatile(self.target_ptr(i)) }
+        RsSge::read(&self.ep().target, i * 16)
     }
 
     fn target_set(&self, i: usize, v: RsSge) {
-        // SAFETY: as above.
-        unsafe { std::ptr::write_volatile(self.target_ptr(i), v) }
+        v.write(&self.ep().target, i * 16)
     }
 
     // ---- endpoint -------------------------------------------------------------------
 
     fn create_ep(&mut self) -> Result<(), Errno> {
-        let id = self.id;
-        // SAFETY: id is live and bound to a device (resolved or a request).
-        let (ctx, pd) = unsafe { ((*id).verbs, (*id).pd) };
-        if ctx.is_null() {
+        let id = self.cm()?.clone();
+        if !id.has_device() {
             return Err(Errno::EINVAL);
         }
-        // SAFETY: ctx is the id's open device.
-        let max = unsafe { verbs::max_qp_wr(ctx) }.min(RS_QP_MAX_SIZE);
+        let max = id.max_qp_wr()?.min(RS_QP_MAX_SIZE);
         self.sq_size = self.sq_size.clamp(RS_QP_MIN_SIZE, max.max(RS_QP_MIN_SIZE));
         self.rq_size = self.rq_size.clamp(RS_QP_MIN_SIZE, max.max(RS_QP_MIN_SIZE));
-        // SAFETY: ctx is open.
-        if unsafe { crate::sys::verbs::transport_type(ctx) } == crate::sys::verbs::IBV_TRANSPORT_IWARP {
+        if id.is_iwarp() {
             self.opts |= OPT_MSG_SEND;
             if self.sq_inline < RS_MSG_SIZE {
                 self.sq_inline = RS_MSG_SIZE;
             }
         }
-        // One CQ and one channel for both directions, owned by the id from here on
-        // (rdma_destroy_qp destroys them).
-        // SAFETY: ctx is open; the id takes ownership of the CQ and channel.
-        unsafe {
-            let ch = crate::sys::verbs::create_comp_channel(ctx)?;
-            let cq = match crate::sys::verbs::create_cq(ctx, self.sq_size + self.rq_size, id as *mut c_void, ch) {
-                Ok(cq) => cq,
-                Err(e) => {
-                    crate::sys::verbs::destroy_comp_channel(ch);
-                    return Err(e);
-                }
-            };
-            (*id).recv_cq_channel = ch;
-            (*id).send_cq_channel = ch;
-            (*id).recv_cq = cq;
-            (*id).send_cq = cq;
-            let _ = verbs::req_notify(cq);
-        }
-        let mut attr = crate::sys::verbs::QpInitAttr {
-            qp_context: null_mut(),
-            send_cq: self.cq(),
-            recv_cq: self.cq(),
-            srq: null_mut(),
-            cap: crate::sys::verbs::QpCap { max_send_wr: self.sq_size, max_recv_wr: self.rq_size, max_send_sge: 2, max_recv_sge: 1, max_inline_data: self.sq_inline },
-            qp_type: 2, // IBV_QPT_RC
-            sq_sig_all: 1,
-        };
-        // SAFETY: id is live; attr is a valid ibv_qp_init_attr mirror.
-        cm(unsafe { crate::capi::qp::rdma_create_qp(id, null_mut(), &mut attr as *mut _ as *mut crate::abi::cma::ibv_qp_init_attr) })?;
-        self.sq_inline = attr.cap.max_inline_data;
+        // One CQ and one channel for both directions, owned by the id.
+        let caps = QpCaps { max_send_wr: self.sq_size, max_recv_wr: self.rq_size, max_send_sge: 2, max_recv_sge: 1, max_inline_data: self.sq_inline };
+        let (qp, got) = Qp::new(&id, self.sq_size + self.rq_size, caps)?;
+        let _ = qp.req_notify();
+        self.sq_inline = got.max_inline_data;
         if self.opts & OPT_MSG_SEND != 0 && self.sq_inline < RS_MSG_SIZE {
             return Err(Errno::ENOTSUP);
         }
-        // SAFETY: id now has its PD (rdma_create_qp used the device's).
-        let pd = if pd.is_null() { unsafe { (*id).pd } } else { pd };
 
         let mut sbuf_total = self.sbuf_size;
         if self.sq_inline < RS_MAX_CTRL_MSG {
             sbuf_total += RS_MAX_CTRL_MSG * RS_QP_CTRL_SIZE;
         }
-        let sbuf = Buf::new(sbuf_total as usize)?;
-        let target = Buf::new((16 * RS_SGL_SIZE + IOMAP_ENTRY_SIZE * self.target_iomap_size) as usize)?;
+        let sbuf = qp.reg_buf(sbuf_total as usize, false)?;
+        let target = qp.reg_buf((16 * RS_SGL_SIZE + IOMAP_ENTRY_SIZE * self.target_iomap_size) as usize, true)?;
         let mut rbuf_total = self.rbuf_size;
         if self.opts & OPT_MSG_SEND != 0 {
             rbuf_total += self.rq_size * RS_MSG_SIZE;
         }
-        let rbuf = Buf::new(rbuf_total as usize)?;
-        let mut ep = Ep { sbuf, smr: null_mut(), slkey: 0, target, target_mr: null_mut(), target_rkey: 0, rbuf, rmr: null_mut(), rlkey: 0, rrkey: 0, rmsg: vec![(0, 0); self.rq_size as usize + 1] };
-        // SAFETY: pd is the id's PD; the buffers live in `ep`, which deregisters before freeing.
-        unsafe {
-            let (m, l, _) = verbs::reg_mr(pd, ep.sbuf.ptr, ep.sbuf.len, false)?;
-            ep.smr = m;
-            ep.slkey = l;
-            let r = verbs::reg_mr(pd, ep.target.ptr, ep.target.len, true);
-            match r {
-                Ok((m, _, rk)) => {
-                    ep.target_mr = m;
-                    ep.target_rkey = rk;
-                }
-                Err(e) => {
-                    verbs::dereg_mr(ep.smr);
-                    return Err(e);
-                }
-            }
-            match verbs::reg_mr(pd, ep.rbuf.ptr, ep.rbuf.len, true) {
-                Ok((m, l, rk)) => {
-                    ep.rmr = m;
-                    ep.rlkey = l;
-                    ep.rrkey = rk;
-                }
-                Err(e) => {
-                    verbs::dereg_mr(ep.smr);
-                    verbs::dereg_mr(ep.target_mr);
-                    return Err(e);
-                }
-            }
-        }
-        self.ep = Some(ep);
+        let rbuf = qp.reg_buf(rbuf_total as usize, true)?;
+        self.ep = Some(Ep { qp, sbuf, target, rbuf, rmsg: vec![(0, 0); self.rq_size as usize + 1] });
         self.ssgl0_off = 0;
         self.sbuf_bytes_avail = self.sbuf_size;
         self.rbuf_free_offset = self.rbuf_size >> 1;
@@ -502,20 +500,18 @@ impl Stream {
     }
 
     fn post_recv(&mut self) -> Result<(), Errno> {
-        let qp = self.qp();
         if self.opts & OPT_MSG_SEND == 0 {
-            // SAFETY: qp is live; no SGE.
-            unsafe { verbs::post_recv(qp, WR_RECV, &mut []) }
+            self.ep().qp.post_recv(WR_RECV, None)
         } else {
             let ep = self.ep();
-            let mut sge = [Sge { addr: ep.rbuf.ptr as u64 + (self.rbuf_size + self.rbuf_msg_index * RS_MSG_SIZE) as u64, length: RS_MSG_SIZE, lkey: ep.rlkey }];
+            let sge = ep.rbuf.sge((self.rbuf_size + self.rbuf_msg_index * RS_MSG_SIZE) as usize, RS_MSG_SIZE);
             let wr = WR_RECV | self.rbuf_msg_index as u64;
+            let r = ep.qp.post_recv(wr, Some(sge));
             self.rbuf_msg_index += 1;
             if self.rbuf_msg_index == self.rq_size {
                 self.rbuf_msg_index = 0;
             }
-            // SAFETY: the SGE is inside the registered receive buffer.
-            unsafe { verbs::post_recv(qp, wr, &mut sge) }
+            r
         }
     }
 
@@ -526,15 +522,14 @@ impl Stream {
         d[1] = CONN_FLAG_IOMAP | if cfg!(target_endian = "big") { CONN_FLAG_NET } else { 0 };
         d[2..4].copy_from_slice(&(self.rq_size as u16).to_be_bytes());
         d[7] = value_to_scale(self.target_iomap_size, 8) as u8;
-        d[8..16].copy_from_slice(&(ep.target.ptr as u64).to_be_bytes());
-        d[16..20].copy_from_slice(&ep.target_rkey.to_be_bytes());
+        d[8..16].copy_from_slice(&ep.target.addr().to_be_bytes());
+        d[16..20].copy_from_slice(&ep.target.rkey().to_be_bytes());
         d[20..24].copy_from_slice(&RS_SGL_SIZE.to_be_bytes());
-        d[24..32].copy_from_slice(&(ep.rbuf.ptr as u64).to_be_bytes());
-        d[32..36].copy_from_slice(&ep.rrkey.to_be_bytes());
+        d[24..32].copy_from_slice(&ep.rbuf.addr().to_be_bytes());
+        d[32..36].copy_from_slice(&ep.rbuf.rkey().to_be_bytes());
         d[36..40].copy_from_slice(&(self.rbuf_size >> 1).to_be_bytes());
         d
     }
-
     fn save_conn_data(&mut self, d: &[u8]) {
         let be64 = |o: usize| u64::from_be_bytes(d[o..o + 8].try_into().unwrap_or([0; 8]));
         let be32 = |o: usize| u32::from_be_bytes(d[o..o + 4].try_into().unwrap_or([0; 4]));
@@ -554,35 +549,27 @@ impl Stream {
     // ---- messages -------------------------------------------------------------------
 
     fn post_msg(&mut self, msg: u32) -> Result<(), Errno> {
-        let qp = self.qp();
+        let qp = &self.ep().qp;
         if self.opts & OPT_MSG_SEND == 0 {
-            // SAFETY: qp is live; a zero-length write with immediate.
-            unsafe { verbs::post_send(qp, msg as u64, &mut [], verbs::WR_RDMA_WRITE_WITH_IMM, 0, msg, 0, 0) }
+            // A zero-length write with immediate.
+            qp.post_send(msg as u64, Data::None, verbs::WR_RDMA_WRITE_WITH_IMM, 0, msg, 0, 0)
         } else {
-            let m = msg;
-            let mut sge = [Sge { addr: &m as *const u32 as u64, length: 4, lkey: 0 }];
-            // SAFETY: inline send: the provider copies the 4 bytes before returning.
-            unsafe { verbs::post_send(qp, msg as u64, &mut sge, verbs::WR_SEND, verbs::SEND_INLINE, 0, 0, 0) }
+            qp.post_send(msg as u64, Data::Inline(&msg.to_ne_bytes()), verbs::WR_SEND, 0, 0, 0, 0)
         }
     }
 
-    fn post_write_msg(&mut self, sgl: &mut [Sge], msg: u32, flags: c_int, addr: u64, rkey: u32) -> Result<(), Errno> {
-        let qp = self.qp();
+    fn post_write_msg(&mut self, data: Data<'_>, msg: u32, addr: u64, rkey: u32) -> Result<(), Errno> {
+        let qp = &self.ep().qp;
         if self.opts & OPT_MSG_SEND == 0 {
-            // SAFETY: the SGEs are registered or inline; addr/rkey are the peer's.
-            unsafe { verbs::post_send(qp, msg as u64, sgl, verbs::WR_RDMA_WRITE_WITH_IMM, flags, msg, addr, rkey) }
+            qp.post_send(msg as u64, data, verbs::WR_RDMA_WRITE_WITH_IMM, 0, msg, addr, rkey)
         } else {
-            // SAFETY: as above.
-            unsafe { verbs::post_send(qp, msg as u64, sgl, verbs::WR_RDMA_WRITE, flags, 0, addr, rkey)? };
-            let m = msg;
-            let mut sge = [Sge { addr: &m as *const u32 as u64, length: 4, lkey: 0 }];
+            qp.post_send(msg as u64, data, verbs::WR_RDMA_WRITE, 0, 0, addr, rkey)?;
             let wr = msg_set(msg_op(msg), 0) as u64 | WR_MSG_SEND;
-            // SAFETY: inline send of a local word.
-            unsafe { verbs::post_send(qp, wr, &mut sge, verbs::WR_SEND, verbs::SEND_INLINE, 0, 0, 0) }
+            qp.post_send(wr, Data::Inline(&msg.to_ne_bytes()), verbs::WR_SEND, 0, 0, 0, 0)
         }
     }
 
-    fn write_data(&mut self, sgl: &mut [Sge], length: u32, flags: c_int) -> Result<(), Errno> {
+    fn write_data(&mut self, data: Data<'_>, length: u32) -> Result<(), Errno> {
         self.sseq_no = self.sseq_no.wrapping_add(1);
         self.sqe_avail -= 1;
         if self.opts & OPT_MSG_SEND != 0 {
@@ -598,7 +585,7 @@ impl Stream {
         if t.length == 0 {
             self.target_sge = (i + 1) % RS_SGL_SIZE as usize;
         }
-        self.post_write_msg(sgl, msg_set(OP_DATA, length), flags, addr, rkey)
+        self.post_write_msg(data, msg_set(OP_DATA, length), addr, rkey)
     }
 
     fn ctrl_avail(&self) -> bool {
@@ -617,26 +604,29 @@ impl Stream {
             if self.opts & OPT_MSG_SEND != 0 {
                 self.ctrl_seqno = self.ctrl_seqno.wrapping_add(1);
             }
-            let (rbuf, rkey, slkey, sbuf) = {
+            let (rbuf, rkey) = {
                 let ep = self.ep();
-                (ep.rbuf.ptr as u64, ep.rrkey, ep.slkey, ep.sbuf.ptr)
+                (ep.rbuf.addr(), ep.rbuf.rkey())
             };
             let mut sge = RsSge { addr: rbuf + self.rbuf_free_offset as u64, key: rkey, length: self.rbuf_size >> 1 };
             if self.opts & OPT_SWAP_SGL != 0 {
                 sge = RsSge { addr: sge.addr.swap_bytes(), key: sge.key.swap_bytes(), length: sge.length.swap_bytes() };
             }
-            let (mut ib, flags) = if self.sq_inline < RS_MAX_CTRL_MSG {
-                let slot = self.sbuf_size + RS_MAX_CTRL_MSG * (self.ctrl_seqno & (RS_QP_CTRL_SIZE - 1));
-                let p = sbuf.wrapping_add(slot as usize) as *mut RsSge;
-                // SAFETY: the control slots lie past sbuf_size inside the registered send buffer.
-                unsafe { std::ptr::write_unaligned(p, sge) };
-                (Sge { addr: p as u64, length: 16, lkey: slkey }, 0)
-            } else {
-                (Sge { addr: &sge as *const RsSge as u64, length: 16, lkey: 0 }, verbs::SEND_INLINE)
-            };
             let raddr = self.remote_sgl.addr + self.remote_sge as u64 * 16;
             let rk = self.remote_sgl.key;
-            let _ = self.post_write_msg(std::slice::from_mut(&mut ib), seq, flags, raddr, rk);
+            let bytes = sge.bytes();
+            let _ = if self.sq_inline < RS_MAX_CTRL_MSG {
+                // The control slots lie past sbuf_size inside the registered send buffer.
+                let slot = (self.sbuf_size + RS_MAX_CTRL_MSG * (self.ctrl_seqno & (RS_QP_CTRL_SIZE - 1))) as usize;
+                let one = {
+                    let sbuf = &self.ep().sbuf;
+                    sbuf.write(slot, &bytes);
+                    [sbuf.sge(slot, 16)]
+                };
+                self.post_write_msg(Data::Reg(&one), seq, raddr, rk)
+            } else {
+                self.post_write_msg(Data::Inline(&bytes), seq, raddr, rk)
+            };
             self.rbuf_bytes_avail -= self.rbuf_size >> 1;
             self.rbuf_free_offset += self.rbuf_size >> 1;
             if self.rbuf_free_offset >= self.rbuf_size {
@@ -664,14 +654,12 @@ impl Stream {
     }
 
     fn poll_cq(&mut self) -> Result<(), Errno> {
-        let cq = self.cq();
-        if cq.is_null() {
+        if self.ep.is_none() {
             return Ok(());
         }
         let mut rcnt = 0u32;
         loop {
-            // SAFETY: cq is live while the QP exists.
-            let wc = match unsafe { verbs::poll_cq(cq) } {
+            let wc = match self.ep().qp.poll() {
                 Ok(Some(wc)) => wc,
                 Ok(None) => break,
                 Err(e) => return Err(e),
@@ -684,10 +672,9 @@ impl Stream {
                 let msg = match wc.imm {
                     Some(m) => m,
                     None => {
+                        // The word of the message's slot (rq_size words past rbuf_size).
                         let idx = (wc.wr_id as u32) as usize;
-                        let p = self.ep().rbuf.ptr.wrapping_add(self.rbuf_size as usize + idx * 4) as *const u32;
-                        // SAFETY: the slot is inside the receive buffer (rq_size words past rbuf_size).
-                        unsafe { std::ptr::read_unaligned(p) }
+                        self.ep().rbuf.read_u32(self.rbuf_size as usize + idx * 4)
                     }
                 };
                 match msg_op(msg) {
@@ -759,69 +746,33 @@ impl Stream {
         Ok(())
     }
 
-    /// Waits for one CQ event (the CQ is armed).
-    fn get_cq_event(&mut self) -> Result<(), Errno> {
-        if !self.cq_armed {
-            return Ok(());
-        }
-        // SAFETY: the channel is live while the QP exists.
-        match unsafe { verbs::get_cq_event(self.cq_channel()) } {
-            Ok(()) => {
-                self.unack_cqe += 1;
-                if self.unack_cqe >= self.sq_size + self.rq_size {
-                    // SAFETY: the events were read from this CQ's channel.
-                    unsafe { verbs::ack_cq_events(self.cq(), self.unack_cqe) };
-                    self.unack_cqe = 0;
-                }
-                self.cq_armed = false;
-                Ok(())
-            }
-            Err(e) => {
-                if e != Errno::EAGAIN && e != Errno::EINTR {
-                    self.state = ST_ERROR;
-                }
-                Err(e)
-            }
-        }
-    }
-
     /// Reads the CQ event if one is waiting (never blocks): after a wait on [`Stream::wait_fd`].
     pub fn consume_cq_event(&mut self) {
-        if self.cq_armed && self.state & ST_CONNECTED != 0 && !self.cq_channel().is_null() {
-            let mut p = libc::pollfd { fd: self.wait_fd(), events: libc::POLLIN, revents: 0 };
-            // SAFETY: one valid pollfd, zero timeout.
-            if unsafe { libc::poll(&mut p, 1, 0) } > 0 && p.revents & libc::POLLIN != 0 {
-                let _ = self.get_cq_event();
-            }
+        if !self.cq_armed || self.state & ST_CONNECTED == 0 {
+            return;
+        }
+        let Some(ep) = self.ep.as_mut() else { return };
+        match ep.qp.get_cq_event() {
+            Ok(()) => self.cq_armed = false,
+            Err(Errno::EAGAIN) | Err(Errno::EINTR) => {}
+            Err(_) => self.state = ST_ERROR,
         }
     }
 
-    fn process_cq(&mut self, nonblock: bool, test: fn(&Stream) -> bool) -> Result<(), Errno> {
-        let r = loop {
-            self.update_credits();
-            let r = self.poll_cq();
-            if test(self) {
-                break Ok(());
-            }
-            if let Err(e) = r {
-                break Err(e);
-            }
-            if nonblock {
-                break Err(Errno::EWOULDBLOCK);
-            }
-            if !self.cq_armed {
-                // SAFETY: the CQ is live.
-                let _ = unsafe { verbs::req_notify(self.cq()) };
-                self.cq_armed = true;
-            } else {
-                self.update_credits();
-                if let Err(e) = self.get_cq_event() {
-                    break Err(e);
-                }
-            }
+    /// Processes completions until `test` holds; never blocks: EWOULDBLOCK
+    /// when it does not hold yet (callers sleep without the lock and retry).
+    fn process_cq(&mut self, test: fn(&Stream) -> bool) -> Result<(), Errno> {
+        self.update_credits();
+        let r = self.poll_cq();
+        let out = if test(self) {
+            Ok(())
+        } else if let Err(e) = r {
+            Err(e)
+        } else {
+            Err(Errno::EWOULDBLOCK)
         };
         self.update_credits();
-        r
+        out
     }
 
     fn can_send(&self) -> bool {
@@ -864,11 +815,10 @@ impl Stream {
 
     // ---- data -----------------------------------------------------------------------
 
-    /// Sends up to `buf.len()` bytes.
-    pub fn send(&mut self, buf: &[u8], flags: c_int) -> Result<usize, Errno> {
+    /// Sends up to `buf.len()` bytes (never blocks).
+    pub fn send(&mut self, buf: &[u8]) -> Result<usize, Errno> {
         self.check_connected()?;
-        let nonblock = self.nonblock || flags & libc::MSG_DONTWAIT != 0;
-        self.send_iomaps(nonblock)?;
+        self.send_iomaps()?;
         let len = buf.len();
         let mut left = len;
         let mut olen = RS_OLAP_START_SIZE;
@@ -876,7 +826,7 @@ impl Stream {
         let mut res: Result<(), Errno> = Ok(());
         while left > 0 {
             if !self.can_send() {
-                if let Err(e) = self.process_cq(nonblock, Stream::conn_can_send) {
+                if let Err(e) = self.process_cq(Stream::conn_can_send) {
                     res = Err(e);
                     break;
                 }
@@ -897,40 +847,10 @@ impl Stream {
             xfer = xfer.min(self.sbuf_bytes_avail).min(self.target_get(self.target_sge).length);
             let chunk = &buf[off..off + xfer as usize];
             let r = if xfer <= self.sq_inline {
-                let mut sge = [Sge { addr: chunk.as_ptr() as u64, length: xfer, lkey: 0 }];
-                self.write_data(&mut sge, xfer, verbs::SEND_INLINE)
+                self.write_data(Data::Inline(chunk), xfer)
             } else {
-                let (sbuf, slkey) = {
-                    let ep = self.ep();
-                    (ep.sbuf.ptr, ep.slkey)
-                };
-                let left_in_sbuf = self.sbuf_size - self.ssgl0_off;
-                if xfer <= left_in_sbuf {
-                    let dst = sbuf.wrapping_add(self.ssgl0_off as usize);
-                    // SAFETY: [ssgl0_off, +xfer) lies within sbuf_size of the send buffer.
-                    unsafe { std::ptr::copy_nonoverlapping(chunk.as_ptr(), dst, xfer as usize) };
-                    let mut sge = [Sge { addr: dst as u64, length: xfer, lkey: slkey }];
-                    let r = self.write_data(&mut sge, xfer, 0);
-                    if xfer < left_in_sbuf {
-                        self.ssgl0_off += xfer;
-                    } else {
-                        self.ssgl0_off = 0;
-                    }
-                    r
-                } else {
-                    let first = left_in_sbuf;
-                    let second = xfer - first;
-                    let dst = sbuf.wrapping_add(self.ssgl0_off as usize);
-                    // SAFETY: the two pieces fit the end and the start of the send buffer.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(chunk.as_ptr(), dst, first as usize);
-                        std::ptr::copy_nonoverlapping(chunk.as_ptr().add(first as usize), sbuf, second as usize);
-                    }
-                    let mut sge = [Sge { addr: dst as u64, length: first, lkey: slkey }, Sge { addr: sbuf as u64, length: second, lkey: slkey }];
-                    let r = self.write_data(&mut sge, xfer, 0);
-                    self.ssgl0_off = second;
-                    r
-                }
+                let (sges, n) = self.stage(chunk);
+                self.write_data(Data::Reg(&sges[..n]), xfer)
             };
             if let Err(e) = r {
                 res = Err(e);
@@ -945,17 +865,16 @@ impl Stream {
         }
     }
 
-    /// Receives up to `buf.len()` bytes (0 at end of stream).
+    /// Receives up to `buf.len()` bytes (0 at end of stream; never blocks).
     pub fn recv(&mut self, buf: &mut [u8], flags: c_int) -> Result<usize, Errno> {
         self.check_connected()?;
-        let nonblock = self.nonblock || flags & libc::MSG_DONTWAIT != 0;
         let len = buf.len();
         let mut left = len;
         let mut off = 0usize;
         let mut res: Result<(), Errno> = Ok(());
         loop {
             if !self.have_rdata() {
-                if let Err(e) = self.process_cq(nonblock, Stream::conn_have_rdata) {
+                if let Err(e) = self.process_cq(Stream::conn_have_rdata) {
                     res = Err(e);
                     break;
                 }
@@ -964,7 +883,6 @@ impl Stream {
                 left = len - self.peek(buf);
                 break;
             }
-            let rbuf = self.ep().rbuf.ptr;
             while left > 0 && self.have_rdata() {
                 let head = self.rmsg_head;
                 let data = self.ep().rmsg[head].1;
@@ -985,15 +903,13 @@ impl Stream {
                 left -= rsize as usize;
                 let end = self.rbuf_size - self.rbuf_offset;
                 if rsize > end {
-                    // SAFETY: [rbuf_offset, rbuf_size) is inside the receive buffer; buf has room.
-                    unsafe { std::ptr::copy_nonoverlapping(rbuf.add(self.rbuf_offset as usize), buf.as_mut_ptr().add(off), end as usize) };
+                    self.ep().rbuf.read(self.rbuf_offset as usize, &mut buf[off..off + end as usize]);
                     self.rbuf_offset = 0;
                     off += end as usize;
                     rsize -= end;
                     self.rbuf_bytes_avail += end;
                 }
-                // SAFETY: as above.
-                unsafe { std::ptr::copy_nonoverlapping(rbuf.add(self.rbuf_offset as usize), buf.as_mut_ptr().add(off), rsize as usize) };
+                self.ep().rbuf.read(self.rbuf_offset as usize, &mut buf[off..off + rsize as usize]);
                 self.rbuf_offset += rsize;
                 off += rsize as usize;
                 self.rbuf_bytes_avail += rsize;
@@ -1028,14 +944,12 @@ impl Stream {
             left -= rsize as usize;
             let end = self.rbuf_size - roff;
             if rsize > end {
-                // SAFETY: inside the receive buffer and buf.
-                unsafe { std::ptr::copy_nonoverlapping(ep.rbuf.ptr.add(roff as usize), buf.as_mut_ptr().add(off), end as usize) };
+                ep.rbuf.read(roff as usize, &mut buf[off..off + end as usize]);
                 roff = 0;
                 off += end as usize;
                 rsize -= end;
             }
-            // SAFETY: as above.
-            unsafe { std::ptr::copy_nonoverlapping(ep.rbuf.ptr.add(roff as usize), buf.as_mut_ptr().add(off), rsize as usize) };
+            ep.rbuf.read(roff as usize, &mut buf[off..off + rsize as usize]);
             roff += rsize;
             off += rsize as usize;
         }
@@ -1046,15 +960,14 @@ impl Stream {
     pub fn poll_events(&mut self, events: i16) -> i16 {
         let mut rev = 0i16;
         if self.state == ST_LISTENING {
-            let mut p = libc::pollfd { fd: self.fd, events: libc::POLLIN, revents: 0 };
-            // SAFETY: one valid pollfd, zero timeout.
-            if unsafe { libc::poll(&mut p, 1, 0) } > 0 && p.revents & libc::POLLIN != 0 {
+            let mut p = [libc::pollfd { fd: self.fd, events: libc::POLLIN, revents: 0 }];
+            if verbs::poll(&mut p, 0).unwrap_or(0) > 0 && p[0].revents & libc::POLLIN != 0 {
                 rev |= libc::POLLIN & events;
             }
             return rev;
         }
         if self.state & ST_CONNECTED != 0 {
-            let _ = self.process_cq(true, Stream::poll_all);
+            let _ = self.process_cq(Stream::poll_all);
         }
         if self.state & ST_CONNECTED != 0 {
             if events & libc::POLLIN != 0 && self.conn_have_rdata() {
@@ -1074,22 +987,24 @@ impl Stream {
         rev
     }
 
-    /// Arms the CQ before rpoll sleeps; returns false when events are already pending.
+    /// Arms the CQ before a sleep; true when it was not armed yet (the
+    /// caller then looks at the CQ once more before sleeping).
     pub fn arm(&mut self) -> bool {
-        if self.state & ST_CONNECTED != 0 && !self.cq().is_null() && !self.cq_armed {
-            // SAFETY: the CQ is live.
-            let _ = unsafe { verbs::req_notify(self.cq()) };
-            self.cq_armed = true;
-            return false;
+        if self.state & ST_CONNECTED != 0 && !self.cq_armed {
+            if let Some(ep) = &self.ep {
+                let _ = ep.qp.req_notify();
+                self.cq_armed = true;
+                return true;
+            }
         }
         false
     }
 
     // ---- connection management ------------------------------------------------------
 
-    pub fn bind(&mut self, addr: *const libc::sockaddr) -> Result<(), Errno> {
-        // SAFETY: addr was checked non-null by the caller and points to a sockaddr of its family.
-        cm(unsafe { crate::capi::cm::rdma_bind_addr(self.id, addr as *mut libc::sockaddr) })?;
+    /// rbind: `addr` holds a socket address of its family.
+    pub fn bind(&mut self, addr: &[u8]) -> Result<(), Errno> {
+        self.cm()?.bind(addr)?;
         self.state = ST_BOUND;
         Ok(())
     }
@@ -1098,65 +1013,29 @@ impl Stream {
         if self.state == ST_LISTENING {
             return Ok(());
         }
-        // SAFETY: id is live.
-        cm(unsafe { crate::capi::conn::rdma_listen(self.id, backlog) })?;
+        self.cm()?.listen(backlog)?;
         self.state = ST_LISTENING;
         Ok(())
     }
 
-    pub fn connect(&mut self, addr: *const libc::sockaddr) -> Result<(), Errno> {
+    /// The first step of rconnect: checks the state, marks the stream
+    /// connecting and hands out the id for the calls that block.
+    fn connect_begin(&mut self) -> Result<Arc<CmId>, Errno> {
         match self.state {
             ST_INIT | ST_BOUND => {}
             ST_CONNECT_ERROR | ST_DISCONNECTED | ST_ERROR => return Err(Errno::ENOTCONN),
             s if s & ST_CONNECTED != 0 => return Err(Errno::EISCONN),
             _ => return Err(Errno::EINVAL),
         }
-        let r = self.do_connect(addr);
-        if let Err(e) = r {
-            self.state = ST_CONNECT_ERROR;
-            self.err = e as c_int;
-        }
-        r
+        let id = self.cm()?.clone();
+        self.state = ST_CONNECTING;
+        Ok(id)
     }
 
-    fn do_connect(&mut self, addr: *const libc::sockaddr) -> Result<(), Errno> {
-        let id = self.id;
-        let mut last = Errno::ETIMEDOUT;
-        let mut ok = false;
-        for retry in 0..3 {
-            // SAFETY: id is a synchronous id: this returns once the address is resolved.
-            if unsafe { crate::capi::cm::rdma_resolve_addr(id, null_mut(), addr as *mut libc::sockaddr, 1000 << retry) } == 0 {
-                ok = true;
-                break;
-            }
-            last = errno_or(Errno::EIO);
-            if last != Errno::ETIMEDOUT {
-                break;
-            }
-        }
-        if !ok {
-            return Err(last);
-        }
-        ok = false;
-        for retry in 0..3 {
-            // SAFETY: as above.
-            if unsafe { crate::capi::cm::rdma_resolve_route(id, 1000 << retry) } == 0 {
-                ok = true;
-                break;
-            }
-            last = errno_or(Errno::EIO);
-            if last != Errno::ETIMEDOUT {
-                break;
-            }
-        }
-        if !ok {
-            return Err(last);
-        }
-        self.create_ep()?;
-        let data = self.format_conn_data();
-        let mut param = rdma_conn_param {
-            private_data: data.as_ptr() as *const c_void,
-            private_data_len: CONN_DATA_LEN as u8,
+    /// The connect parameters of our side (the QP and buffers exist).
+    fn conn_param(&self) -> ConnParam {
+        ConnParam {
+            private_data: self.format_conn_data().to_vec(),
             responder_resources: 0,
             initiator_depth: if self.opts & OPT_MSG_SEND != 0 { 1 } else { 0 },
             flow_control: 1,
@@ -1164,64 +1043,48 @@ impl Stream {
             rnr_retry_count: 7,
             srq: 0,
             qp_num: 0,
-        };
-        // SAFETY: id has a QP; param and data outlive the call (synchronous).
-        cm(unsafe { crate::capi::conn::rdma_connect(id, &mut param) })?;
-        // SAFETY: a synchronous connect leaves the ESTABLISHED event on the id.
-        let resp = unsafe { event_private_data((*id).event) };
-        match resp {
-            Some(d) if d.len() >= CONN_DATA_LEN && d[0] == 1 => {
-                let d = d.to_vec();
-                self.save_conn_data(&d);
-                self.state = ST_CONNECT_RDWR;
-                Ok(())
-            }
-            _ => Err(Errno::ENOTSUP),
         }
     }
 
-    pub fn shutdown(&mut self, how: c_int) -> Result<(), Errno> {
-        if self.state & ST_CONNECTED != 0 {
-            let ctrl;
-            if how == libc::SHUT_RDWR {
-                ctrl = CTRL_DISCONNECT;
-                self.state &= !(ST_READABLE | ST_WRITABLE);
-            } else if how == libc::SHUT_WR {
-                self.state &= !ST_WRITABLE;
-                ctrl = if self.state & ST_READABLE != 0 { CTRL_SHUTDOWN } else { CTRL_DISCONNECT };
-            } else {
-                self.state &= !ST_READABLE;
-                if self.state & ST_WRITABLE != 0 {
-                    return Ok(());
-                }
-                ctrl = CTRL_DISCONNECT;
-            }
-            if !self.ctrl_avail() {
-                self.process_cq(false, Stream::conn_can_send_ctrl)?;
-            }
-            if self.state & ST_CONNECTED != 0 && self.ctrl_avail() {
-                self.ctrl_seqno = self.ctrl_seqno.wrapping_add(1);
-                self.post_msg(msg_set(OP_CTRL, ctrl))?;
-            }
+    /// The first step of rshutdown: updates the state; the control message to
+    /// send, if any.
+    fn shutdown_begin(&mut self, how: c_int) -> Option<u32> {
+        if self.state & ST_CONNECTED == 0 {
+            return None;
         }
-        if self.state & ST_CONNECTED != 0 {
-            let _ = self.process_cq(false, Stream::all_sends_done);
+        if how == libc::SHUT_RDWR {
+            self.state &= !(ST_READABLE | ST_WRITABLE);
+            Some(CTRL_DISCONNECT)
+        } else if how == libc::SHUT_WR {
+            self.state &= !ST_WRITABLE;
+            Some(if self.state & ST_READABLE != 0 { CTRL_SHUTDOWN } else { CTRL_DISCONNECT })
+        } else {
+            self.state &= !ST_READABLE;
+            if self.state & ST_WRITABLE != 0 {
+                return None;
+            }
+            Some(CTRL_DISCONNECT)
         }
-        if self.state & ST_DISCONNECTED != 0 && !self.qp().is_null() {
-            // SAFETY: id is live and connected at the CM level.
-            unsafe { crate::capi::conn::rdma_disconnect(self.id) };
-        }
-        Ok(())
     }
 
-    pub fn local_addr(&self) -> libc::sockaddr_storage {
-        // SAFETY: id is live; the union is plain data.
-        unsafe { (*self.id).route.addr.src.storage }
+    /// The last step of rshutdown: once disconnected, the QP is stopped (its
+    /// posted receives flush, which wakes rpoll sleepers). The disconnect
+    /// request itself goes out when the id is destroyed (rclose).
+    fn shutdown_end(&mut self) {
+        if self.state & ST_DISCONNECTED != 0 {
+            if let Some(ep) = &self.ep {
+                let _ = ep.qp.req_notify();
+                let _ = ep.qp.id().stop_qp();
+            }
+        }
     }
 
-    pub fn peer_addr(&self) -> libc::sockaddr_storage {
-        // SAFETY: as above.
-        unsafe { (*self.id).route.addr.dst.storage }
+    pub fn local_addr(&self) -> Result<libc::sockaddr_storage, Errno> {
+        Ok(self.cm()?.local_addr())
+    }
+
+    pub fn peer_addr(&self) -> Result<libc::sockaddr_storage, Errno> {
+        Ok(self.cm()?.peer_addr())
     }
 
     pub fn is_connected_state(&self) -> bool {
@@ -1244,58 +1107,20 @@ impl Stream {
         self.nonblock = on;
     }
 
+    /// rclose's end: marks the stream closed, wakes its sleepers and drops
+    /// what it owns (registrations, then QP and buffers, then the id: the
+    /// id itself goes when the last sleeper lets go of it).
     fn destroy(&mut self) {
-        let id = self.id;
-        if id.is_null() {
-            return;
+        self.closed = true;
+        if let Some(w) = &self.wake {
+            w.signal();
         }
-        // SAFETY: id is live; unacked CQ events are acked before the CQ goes away.
-        unsafe {
-            if !(*id).qp.is_null() {
-                if self.unack_cqe > 0 && !(*id).recv_cq.is_null() {
-                    verbs::ack_cq_events((*id).recv_cq, self.unack_cqe);
-                }
-                self.unack_cqe = 0;
-                crate::capi::qp::rdma_destroy_qp(id);
-            } else if !(*id).recv_cq.is_null() {
-                crate::sys::verbs::destroy_cq((*id).recv_cq);
-                crate::sys::verbs::destroy_comp_channel((*id).recv_cq_channel);
-                (*id).recv_cq = null_mut();
-                (*id).send_cq = null_mut();
-                (*id).recv_cq_channel = null_mut();
-                (*id).send_cq_channel = null_mut();
-            }
-            for m in self.iomaps.drain(..) {
-                verbs::dereg_mr(m.mr);
-            }
-            if let Some(ep) = self.ep.take() {
-                verbs::dereg_mr(ep.smr);
-                verbs::dereg_mr(ep.target_mr);
-                verbs::dereg_mr(ep.rmr);
-            }
-            crate::capi::cm::rdma_destroy_id(id);
-        }
-        self.id = null_mut();
+        self.iomaps.clear();
+        self.ep = None;
+        self.cm = None;
     }
 }
 
-/// The private data of a CM event, if any.
-///
-/// # Safety
-/// `ev` is null or a live event.
-unsafe fn event_private_data<'a>(ev: *mut rdma_cm_event) -> Option<&'a [u8]> {
-    if ev.is_null() {
-        return None;
-    }
-    // SAFETY: ev is live; conn is the member connection events use.
-    unsafe {
-        let c = (*ev).param.conn;
-        if c.private_data.is_null() {
-            return None;
-        }
-        Some(std::slice::from_raw_parts(c.private_data as *const u8, c.private_data_len as usize))
-    }
-}
 
 fn value_to_scale(value: u32, bits: u32) -> u32 {
     if value <= (1 << (bits - 1)) {
@@ -1313,50 +1138,167 @@ fn scale_to_value(value: u32, bits: u32) -> u32 {
     }
 }
 
+/// Re-locks after a wait and reads the CQ event that woke us, if any.
+fn after_wait(h: &Handle) -> Result<(), Errno> {
+    lock(h)?.consume_cq_event();
+    Ok(())
+}
+
+/// Processes completions until `test` holds, sleeping without the lock in
+/// between (blocking even on a non-blocking socket, as rshutdown does).
+fn wait_until(h: &Handle, test: fn(&Stream) -> bool) -> Result<(), Errno> {
+    loop {
+        let tok = {
+            let mut s = lock(h)?;
+            loop {
+                match s.process_cq(test) {
+                    Ok(()) => return Ok(()),
+                    Err(Errno::EWOULDBLOCK) => {}
+                    Err(e) => return Err(e),
+                }
+                // Newly armed: look once more so that nothing that came
+                // before the arming is missed.
+                if !s.arm() {
+                    break;
+                }
+            }
+            s.wait_token()?
+        };
+        wait(&tok, WAIT_SLICE_MS)?;
+        after_wait(h)?;
+    }
+}
+
+/// rconnect: resolves, creates the QP and connects; the calls that block
+/// run on a clone of the id without the stream's lock.
+pub fn connect(h: &Handle, addr: &[u8]) -> Result<(), Errno> {
+    let id = lock(h)?.connect_begin()?;
+    let r = do_connect(h, &id, addr);
+    if let Err(e) = r {
+        if let Ok(mut s) = lock(h) {
+            s.state = ST_CONNECT_ERROR;
+            s.err = e as c_int;
+        }
+    }
+    r
+}
+
+fn do_connect(h: &Handle, id: &CmId, addr: &[u8]) -> Result<(), Errno> {
+    let mut last = Errno::ETIMEDOUT;
+    let mut ok = false;
+    for retry in 0..3 {
+        match id.resolve_addr(addr, 1000 << retry) {
+            Ok(()) => {
+                ok = true;
+                break;
+            }
+            Err(e) => last = e,
+        }
+        if last != Errno::ETIMEDOUT {
+            break;
+        }
+    }
+    if !ok {
+        return Err(last);
+    }
+    ok = false;
+    for retry in 0..3 {
+        match id.resolve_route(1000 << retry) {
+            Ok(()) => {
+                ok = true;
+                break;
+            }
+            Err(e) => last = e,
+        }
+        if last != Errno::ETIMEDOUT {
+            break;
+        }
+    }
+    if !ok {
+        return Err(last);
+    }
+    let param = {
+        let mut s = lock(h)?;
+        s.create_ep()?;
+        s.conn_param()
+    };
+    let resp = id.connect(&param)?;
+    let mut s = lock(h)?;
+    if resp.len() >= CONN_DATA_LEN && resp[0] == 1 {
+        s.save_conn_data(&resp);
+        s.state = ST_CONNECT_RDWR;
+        Ok(())
+    } else {
+        Err(Errno::ENOTSUP)
+    }
+}
+
+/// rshutdown: sends the control message and waits until the sends are
+/// done, sleeping without the lock.
+pub fn shutdown(h: &Handle, how: c_int) -> Result<(), Errno> {
+    let ctrl = lock(h)?.shutdown_begin(how);
+    let mut ret = Ok(());
+    let mut skip_drain = how != libc::SHUT_RDWR && how != libc::SHUT_WR && ctrl.is_none() && lock(h)?.is_connected_state();
+    if let Some(ctrl) = ctrl {
+        let need = !lock(h)?.ctrl_avail();
+        let r = if need { wait_until(h, Stream::conn_can_send_ctrl) } else { Ok(()) };
+        match r {
+            Ok(()) => {
+                let mut s = lock(h)?;
+                if s.state & ST_CONNECTED != 0 && s.ctrl_avail() {
+                    s.ctrl_seqno = s.ctrl_seqno.wrapping_add(1);
+                    ret = s.post_msg(msg_set(OP_CTRL, ctrl));
+                }
+            }
+            Err(e) => {
+                ret = Err(e);
+                skip_drain = true;
+            }
+        }
+    }
+    if !skip_drain && lock(h)?.is_connected_state() {
+        let _ = wait_until(h, Stream::all_sends_done);
+    }
+    lock(h)?.shutdown_end();
+    ret
+}
+
 /// Accepts one connection on a listening rsocket; returns the new rsocket.
 pub fn accept(h: &Handle) -> Result<c_int, Errno> {
-    let (lid, lfd, nonblock) = {
-        let l = lock(h);
+    let (lid, tok, nonblock) = {
+        let mut l = lock(h)?;
         if !l.is_listening() {
             return Err(Errno::EBADF);
         }
-        (l.id, l.fd, l.nonblock)
+        (l.cm()?.clone(), l.wait_token()?, l.nonblock)
     };
-    let mut p = libc::pollfd { fd: lfd, events: libc::POLLIN, revents: 0 };
-    // SAFETY: one valid pollfd.
-    let n = unsafe { libc::poll(&mut p, 1, if nonblock { 0 } else { -1 }) };
-    if n <= 0 {
-        return Err(if n == 0 { Errno::EAGAIN } else { errno_or(Errno::EINTR) });
+    let ready = wait(&tok, if nonblock { 0 } else { -1 })?;
+    drop(tok);
+    // Closed meanwhile: EBADF.
+    lock(h)?;
+    if !ready {
+        return Err(Errno::EAGAIN);
     }
-    let mut nid: *mut rdma_cm_id = null_mut();
-    // SAFETY: lid is a live listening synchronous id.
-    cm(unsafe { crate::capi::conn::rdma_get_request(lid, &mut nid) })?;
+    let (nid, req) = lid.get_request()?;
+    let nid = Arc::new(nid);
     let mut s = {
-        let l = lock(h);
-        inherit(&l, nid)
+        let l = lock(h)?;
+        inherit(&l, nid.clone())
     };
-    // SAFETY: the request event stays on the new id until it is acked.
-    let req = unsafe { event_private_data((*nid).event) }.map(|d| d.to_vec());
     let r = (|| {
-        let req = req.ok_or(Errno::EINVAL)?;
-        if req.len() < CONN_DATA_LEN || req[0] != 1 {
+        let d = &req.private_data;
+        if d.len() < CONN_DATA_LEN || d[0] != 1 {
             return Err(Errno::EINVAL);
         }
         s.create_ep()?;
-        s.save_conn_data(&req);
-        let data = s.format_conn_data();
-        // SAFETY: the request event is live on the id.
-        let mut param = unsafe { (*(*nid).event).param.conn };
-        param.private_data = data.as_ptr() as *const c_void;
-        param.private_data_len = CONN_DATA_LEN as u8;
-        // SAFETY: nid is live with its QP; param outlives the (synchronous) call.
-        cm(unsafe { crate::capi::conn::rdma_accept(nid, &mut param) })?;
+        s.save_conn_data(d);
+        let param = ConnParam { private_data: s.format_conn_data().to_vec(), ..req.clone() };
+        nid.accept(&param)?;
         s.state = ST_CONNECT_RDWR;
         Ok(())
     })();
     if let Err(e) = r {
-        // SAFETY: nid is live.
-        unsafe { crate::capi::conn::rdma_reject(nid, std::ptr::null(), 0) };
+        let _ = nid.reject();
         s.destroy();
         return Err(e);
     }
@@ -1365,29 +1307,44 @@ pub fn accept(h: &Handle) -> Result<c_int, Errno> {
     Ok(fd)
 }
 
-/// Closes an rsocket.
+/// Closes an rsocket. Threads still sleeping in a call on it wake up and
+/// fail with EBADF; what they sleep on stays open until they are gone.
 pub fn close(fd: c_int) -> Result<(), Errno> {
-    let h = table().remove(&fd).ok_or(Errno::EBADF)?;
-    let mut s = lock(&h);
-    if s.state & ST_CONNECTED != 0 {
-        let _ = s.shutdown(libc::SHUT_RDWR);
+    let h = lookup(fd)?;
+    let connected = {
+        let s = lock_any(&h);
+        !s.broken && !s.closed && s.state & ST_CONNECTED != 0
+    };
+    if connected {
+        let _ = shutdown(&h, libc::SHUT_RDWR);
     }
-    s.destroy();
+    // Another thread's rclose of the same number won the race: EBADF.
+    let removed = table().remove(&fd);
+    match removed {
+        Some(t) if Arc::ptr_eq(&t, &h) => {}
+        Some(other) => {
+            table().insert(fd, other);
+            return Err(Errno::EBADF);
+        }
+        None => return Err(Errno::EBADF),
+    }
+    lock_any(&h).destroy();
     Ok(())
 }
 
-/// Socket options.
-pub fn setsockopt(h: &Handle, level: c_int, name: c_int, val: Option<c_int>, raw: *const c_void, len: libc::socklen_t) -> Result<(), Errno> {
-    let mut s = lock(h);
-    let v = val.ok_or(Errno::EINVAL);
+/// Socket options. `opt` is the caller's option value (None for NULL).
+pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> Result<(), Errno> {
+    let mut s = lock(h)?;
+    let v = opt.and_then(|b| b.get(..4)).map(|b| c_int::from_ne_bytes([b[0], b[1], b[2], b[3]])).ok_or(Errno::EINVAL);
     match level {
         libc::SOL_SOCKET => match name {
             libc::SO_REUSEADDR => {
-                let id = s.id;
-                // SAFETY: id is live; raw points to `len` readable bytes (checked by the caller).
-                let r = unsafe { crate::capi::cm::rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, raw as *mut c_void, len as usize) };
-                if r != 0 {
-                    let e = errno_or(Errno::EINVAL);
+                let r = match opt {
+                    None => Err(Errno::EFAULT),
+                    Some(b) if b.len() != std::mem::size_of::<c_int>() => Err(Errno::EINVAL),
+                    Some(_) => s.cm()?.set_reuseaddr(*v.as_ref().map_err(|e| *e)?),
+                };
+                if let Err(e) = r {
                     if e != Errno::ENOSYS && s.state == ST_INIT {
                         return Err(e);
                     }
@@ -1450,10 +1407,9 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, val: Option<c_int>, raw
         _ => Err(Errno::ENOTSUP),
     }
 }
-
 /// Socket options: the int value of an option.
 pub fn getsockopt(h: &Handle, level: c_int, name: c_int) -> Result<c_int, Errno> {
-    let mut s = lock(h);
+    let mut s = lock(h)?;
     let v = match level {
         libc::SOL_SOCKET => match name {
             libc::SO_REUSEADDR => s.so_reuseaddr,
@@ -1500,50 +1456,56 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: c_int) -> Result<c_int, Errno> {
             return Ok(n);
         }
         // Arm, then look once more so that nothing that arrived meanwhile is missed.
+        // Each rsocket is watched through its wait descriptor and its wake-up
+        // descriptor (two entries); the tokens keep both open while we sleep.
         let mut rfds: Vec<libc::pollfd> = Vec::with_capacity(fds.len());
-        let mut handles: Vec<Option<Handle>> = Vec::with_capacity(fds.len());
+        let mut slots: Vec<(usize, Option<(Handle, WaitToken)>)> = Vec::with_capacity(fds.len());
         for f in fds.iter() {
-            match table().get(&f.fd).cloned() {
-                Some(h) => {
-                    let wfd = {
-                        let mut s = lock(&h);
-                        s.arm();
-                        s.wait_fd()
-                    };
-                    rfds.push(libc::pollfd { fd: wfd, events: libc::POLLIN, revents: 0 });
-                    handles.push(Some(h));
+            let h = table().get(&f.fd).cloned();
+            let tok = h.and_then(|h| {
+                let tok = {
+                    let mut s = lock(&h).ok()?;
+                    s.arm();
+                    s.wait_token().ok()?
+                };
+                Some((h, tok))
+            });
+            slots.push((rfds.len(), None));
+            match tok {
+                Some((h, tok)) => {
+                    rfds.push(libc::pollfd { fd: tok.fd, events: libc::POLLIN, revents: 0 });
+                    rfds.push(libc::pollfd { fd: tok.wake.fd(), events: libc::POLLIN, revents: 0 });
+                    if let Some(last) = slots.last_mut() {
+                        last.1 = Some((h, tok));
+                    }
                 }
-                None => {
-                    rfds.push(*f);
-                    handles.push(None);
-                }
+                None => rfds.push(*f),
             }
         }
         let n = check_fds(fds)?;
         if n > 0 {
             return Ok(n);
         }
-        let wait = if timeout < 0 {
-            -1
+        let wait_ms = if timeout < 0 {
+            WAIT_SLICE_MS
         } else {
             let el = start.elapsed().as_millis() as i64;
             if el >= timeout as i64 {
                 return Ok(0);
             }
-            (timeout as i64 - el) as c_int
+            ((timeout as i64 - el) as c_int).min(WAIT_SLICE_MS)
         };
-        // SAFETY: rfds is a valid array of its length.
-        let r = unsafe { libc::poll(rfds.as_mut_ptr(), rfds.len() as libc::nfds_t, wait) };
-        if r < 0 {
-            return Err(errno_or(Errno::EINTR));
+        debug_assert_eq!(HELD.with(|c| c.get()), 0, "rsocket: blocking wait with a stream lock held");
+        if verbs::poll(&mut rfds, wait_ms)? == 0 {
+            // A slice passed (see WAIT_SLICE_MS): look again, or time out above.
+            continue;
         }
-        if r == 0 {
-            return Ok(0);
-        }
-        for (i, h) in handles.iter().enumerate() {
-            if let Some(h) = h {
-                if rfds[i].revents & libc::POLLIN != 0 {
-                    lock(h).consume_cq_event();
+        for (i, slot) in &slots {
+            if let Some((h, _)) = slot {
+                if rfds[*i].revents & libc::POLLIN != 0 {
+                    if let Ok(mut s) = lock(h) {
+                        s.consume_cq_event();
+                    }
                 }
             }
         }
@@ -1557,15 +1519,20 @@ fn check_fds(fds: &mut [libc::pollfd]) -> Result<c_int, Errno> {
         if f.fd < 0 {
             continue;
         }
-        match table().get(&f.fd).cloned() {
+        // The table's guard ends with this statement: no stream is locked under it.
+        let h = table().get(&f.fd).cloned();
+        match h {
             Some(h) => {
-                f.revents = lock(&h).poll_events(f.events);
+                f.revents = match lock(&h) {
+                    Ok(mut s) => s.poll_events(f.events),
+                    Err(Errno::EBADF) => libc::POLLNVAL,
+                    Err(_) => libc::POLLERR,
+                };
             }
             None => {
-                let mut p = libc::pollfd { fd: f.fd, events: f.events, revents: 0 };
-                // SAFETY: one valid pollfd, zero timeout.
-                if unsafe { libc::poll(&mut p, 1, 0) } > 0 {
-                    f.revents = p.revents;
+                let mut p = [libc::pollfd { fd: f.fd, events: f.events, revents: 0 }];
+                if verbs::poll(&mut p, 0).unwrap_or(0) > 0 {
+                    f.revents = p[0].revents;
                 }
             }
         }
@@ -1576,91 +1543,254 @@ fn check_fds(fds: &mut [libc::pollfd]) -> Result<c_int, Errno> {
     Ok(n)
 }
 
-/// Waits (with no lock held) until the stream's wait descriptor is readable, then
-/// consumes the CQ event.
-fn wait_on(h: &Handle, fd: c_int) -> Result<(), Errno> {
-    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-    // SAFETY: one valid pollfd.
-    let r = unsafe { libc::poll(&mut p, 1, -1) };
-    if r < 0 {
-        return Err(errno_or(Errno::EINTR));
+impl Stream {
+    /// Arms the CQ (if not yet) and returns what a blocked call sleeps on.
+    fn prepare_wait(&mut self) -> Result<WaitToken, Errno> {
+        self.arm();
+        self.wait_token()
     }
-    lock(h).consume_cq_event();
-    Ok(())
 }
 
-impl Stream {
-    /// Arms the CQ (if not yet) and returns the descriptor a blocked call sleeps on.
-    fn prepare_wait(&mut self) -> c_int {
-        self.arm();
-        self.wait_fd()
+/// The common shape of rsend, rrecv and riowrite: `op` runs without
+/// blocking under the lock and returns the bytes it moved and whether the
+/// call is finished; a blocking call that would block (EAGAIN) sleeps
+/// without the lock and tries again. `done` counts the bytes moved so far.
+fn run_blocking(h: &Handle, flags: c_int, mut op: impl FnMut(&mut Stream, usize) -> Result<(usize, bool), Errno>) -> Result<usize, Errno> {
+    let mut done = 0usize;
+    let partial = |done: usize, e: Errno| if done > 0 { Ok(done) } else { Err(e) };
+    loop {
+        let tok;
+        {
+            let mut s = match lock(h) {
+                Ok(s) => s,
+                Err(e) => return partial(done, e),
+            };
+            let nb = s.nonblock || flags & libc::MSG_DONTWAIT != 0;
+            tok = if !nb && s.is_connected_state() {
+                match s.prepare_wait() {
+                    Ok(t) => Some(t),
+                    Err(e) => return partial(done, e),
+                }
+            } else {
+                None
+            };
+            match op(&mut s, done) {
+                Ok((n, fin)) => {
+                    done += n;
+                    if fin || nb {
+                        return Ok(done);
+                    }
+                    // Progress: try again at once; only an EAGAIN sleeps.
+                    continue;
+                }
+                Err(Errno::EAGAIN) if tok.is_some() => {}
+                Err(e) => return partial(done, e),
+            }
+        }
+        let Some(tok) = tok else { return Ok(done) };
+        if let Err(e) = wait(&tok, WAIT_SLICE_MS).and_then(|_| after_wait(h)) {
+            return partial(done, e);
+        }
     }
 }
 
 /// rsend: a blocking send sleeps without holding the socket, so that another thread's
 /// rrecv on it keeps going.
 pub fn send(h: &Handle, buf: &[u8], flags: c_int) -> Result<usize, Errno> {
-    let mut sent = 0usize;
-    loop {
-        let fd;
-        {
-            let mut s = lock(h);
-            let nb = s.nonblock || flags & libc::MSG_DONTWAIT != 0;
-            if !nb && s.is_connected_state() {
-                fd = s.prepare_wait();
-            } else {
-                fd = -1;
-            }
-            match s.send(&buf[sent..], flags | libc::MSG_DONTWAIT) {
-                Ok(n) => {
-                    sent += n;
-                    if sent == buf.len() || nb {
-                        return Ok(sent);
-                    }
-                    // Progress: try again at once; only an EAGAIN sleeps.
-                    continue;
-                }
-                Err(Errno::EAGAIN) if !nb && fd >= 0 => {}
-                Err(e) => return if sent > 0 { Ok(sent) } else { Err(e) },
-            }
-        }
-        if let Err(e) = wait_on(h, fd) {
-            return if sent > 0 { Ok(sent) } else { Err(e) };
-        }
-    }
+    run_blocking(h, flags, |s, done| {
+        let n = s.send(&buf[done..])?;
+        Ok((n, done + n == buf.len()))
+    })
 }
 
 /// rrecv: as [`send`], sleeping without holding the socket.
 pub fn recv(h: &Handle, buf: &mut [u8], flags: c_int) -> Result<usize, Errno> {
     let len = buf.len();
-    let mut got = 0usize;
     let waitall = flags & libc::MSG_WAITALL != 0 && flags & libc::MSG_PEEK == 0;
     let inner = (flags & !libc::MSG_WAITALL) | libc::MSG_DONTWAIT;
-    loop {
-        let fd;
-        {
-            let mut s = lock(h);
-            let nb = s.nonblock || flags & libc::MSG_DONTWAIT != 0;
-            if !nb && s.is_connected_state() {
-                fd = s.prepare_wait();
-            } else {
-                fd = -1;
-            }
-            match s.recv(&mut buf[got..], inner) {
-                Ok(0) => return Ok(got),
-                Ok(n) => {
-                    got += n;
-                    if got == len || !waitall || nb {
-                        return Ok(got);
-                    }
-                    continue;
-                }
-                Err(Errno::EAGAIN) if !nb && fd >= 0 => {}
-                Err(e) => return if got > 0 { Ok(got) } else { Err(e) },
+    run_blocking(h, flags, |s, done| {
+        let n = s.recv(&mut buf[done..], inner)?;
+        Ok((n, n == 0 || done + n == len || !waitall))
+    })
+}
+
+/// riowrite, sleeping without holding the socket when it blocks.
+pub fn iowrite(h: &Handle, buf: &[u8], offset: u64, flags: c_int) -> Result<usize, Errno> {
+    run_blocking(h, flags, |s, done| {
+        let n = s.iowrite(&buf[done..], offset + done as u64)?;
+        Ok((n, (n == 0 && !buf.is_empty()) || done + n == buf.len()))
+    })
+}
+impl Stream {
+    /// Copies `data` into the send ring at the current position; returns the SGEs (1 or 2).
+    fn stage(&mut self, data: &[u8]) -> ([Sge; 2], usize) {
+        let n = data.len() as u32;
+        let room = self.sbuf_size - self.ssgl0_off;
+        let off = self.ssgl0_off as usize;
+        let sbuf = &self.ep().sbuf;
+        if n <= room {
+            // [ssgl0_off, +n) lies within sbuf_size of the send buffer.
+            sbuf.write(off, data);
+            let sge = sbuf.sge(off, n);
+            self.ssgl0_off = if n < room { self.ssgl0_off + n } else { 0 };
+            ([sge, Sge::default()], 1)
+        } else {
+            // The two pieces fit the end and the start of the send buffer.
+            let second = n - room;
+            sbuf.write(off, &data[..room as usize]);
+            sbuf.write(0, &data[room as usize..]);
+            let sges = [sbuf.sge(off, room), sbuf.sge(0, second)];
+            self.ssgl0_off = second;
+            (sges, 2)
+        }
+    }
+
+    fn wait_can_send(&mut self) -> Result<(), Errno> {
+        if !self.can_send() {
+            self.process_cq(Stream::conn_can_send)?;
+            if self.state & ST_WRITABLE == 0 {
+                return Err(Errno::ECONNRESET);
             }
         }
-        if let Err(e) = wait_on(h, fd) {
-            return if got > 0 { Ok(got) } else { Err(e) };
+        Ok(())
+    }
+
+    /// Writes the riomap registrations the peer has not seen into its table.
+    fn send_iomaps(&mut self) -> Result<(), Errno> {
+        while let Some(pos) = self.iomaps.iter().position(|m| !m.sent) {
+            self.wait_can_send()?;
+            let (offset, addr, rkey, len, index) = {
+                let m = &self.iomaps[pos];
+                (m.offset, m.mr.addr(), m.mr.rkey(), m.mr.len() as u32, m.index as u32)
+            };
+            let mut e = [0u8; IOMAP_ENTRY_SIZE as usize];
+            if self.opts & OPT_SWAP_SGL == 0 {
+                e[0..8].copy_from_slice(&offset.to_ne_bytes());
+                e[8..16].copy_from_slice(&addr.to_ne_bytes());
+                e[16..20].copy_from_slice(&rkey.to_ne_bytes());
+                e[20..24].copy_from_slice(&len.to_ne_bytes());
+            } else {
+                e[0..8].copy_from_slice(&offset.swap_bytes().to_ne_bytes());
+                e[8..16].copy_from_slice(&addr.swap_bytes().to_ne_bytes());
+                e[16..20].copy_from_slice(&rkey.swap_bytes().to_ne_bytes());
+                e[20..24].copy_from_slice(&len.swap_bytes().to_ne_bytes());
+            }
+            self.sseq_no = self.sseq_no.wrapping_add(1);
+            self.sqe_avail -= 1;
+            if self.opts & OPT_MSG_SEND != 0 {
+                self.sqe_avail -= 1;
+            }
+            self.sbuf_bytes_avail -= IOMAP_ENTRY_SIZE;
+            let raddr = self.remote_iomap.addr + index as u64 * IOMAP_ENTRY_SIZE as u64;
+            let rk = self.remote_iomap.key;
+            let msg = msg_set(OP_IOMAP_SGL, index);
+            let r = if self.sq_inline >= IOMAP_ENTRY_SIZE {
+                self.post_write_msg(Data::Inline(&e), msg, raddr, rk)
+            } else {
+                let (sges, n) = self.stage(&e);
+                self.post_write_msg(Data::Reg(&sges[..n]), msg, raddr, rk)
+            };
+            self.iomaps[pos].sent = true;
+            r?;
+        }
+        Ok(())
+    }
+
+    /// riomap: registers the caller's buffer; with PROT_WRITE the peer may riowrite into it.
+    pub fn iomap(&mut self, buf: UserBuf, prot: c_int, offset: i64) -> Result<i64, Errno> {
+        let (addr, len) = (buf.addr(), buf.len());
+        if self.ep.is_none() || prot & !libc::PROT_WRITE != 0 || len > u32::MAX as usize {
+            return Err(Errno::EINVAL);
+        }
+        let write = prot & libc::PROT_WRITE != 0;
+        let index = if write {
+            let slots = self.remote_iomap.length as i32;
+            (0..slots).find(|i| !self.iomaps.iter().any(|m| m.index == *i)).ok_or(Errno::ENOMEM)?
+        } else {
+            -1
+        };
+        let mr = self.ep().qp.reg_user(buf, write)?;
+        let offset = if offset == -1 { addr as i64 } else { offset };
+        self.iomaps.push(IoMap { offset: offset as u64, mr, index, sent: index < 0 });
+        Ok(offset)
+    }
+
+    /// riounmap (a write the peer may still target fails on its side).
+    pub fn iounmap(&mut self, addr: u64, len: usize) -> Result<(), Errno> {
+        let pos = self.iomaps.iter().position(|m| m.mr.addr() == addr && m.mr.len() == len).ok_or(Errno::EINVAL)?;
+        self.iomaps.remove(pos);
+        Ok(())
+    }
+
+    /// An entry of the peer-written mapping table covering `offset`.
+    fn find_iomap(&self, offset: u64) -> Option<(u64, RsSge)> {
+        let t = &self.ep().target;
+        for i in 0..self.target_iomap_size as usize {
+            // Entry i lies within the target table (sized for target_iomap_size entries).
+            let p = 16 * RS_SGL_SIZE as usize + i * IOMAP_ENTRY_SIZE as usize;
+            let (off, sge) = (t.read_u64(p), RsSge::read(t, p + 8));
+            if offset >= off && offset < off + sge.length as u64 {
+                return Some((off, sge));
+            }
+        }
+        None
+    }
+
+    /// riowrite: RDMA-writes `buf` at `offset` of the peer's riomap'ed buffer.
+    pub fn iowrite(&mut self, buf: &[u8], mut offset: u64) -> Result<usize, Errno> {
+        self.check_connected()?;
+        self.send_iomaps()?;
+        let count = buf.len();
+        let mut left = count;
+        let mut off = 0usize;
+        let mut olen = RS_OLAP_START_SIZE;
+        let mut res: Result<(), Errno> = Ok(());
+        let mut iom: Option<(u64, RsSge)> = None;
+        while left > 0 {
+            match iom {
+                Some((o, e)) if offset < o + e.length as u64 => {}
+                _ => {
+                    iom = self.find_iomap(offset);
+                }
+            }
+            let Some((ioff, isge)) = iom else { break };
+            if let Err(e) = self.wait_can_send() {
+                res = Err(e);
+                break;
+            }
+            let mut xfer = if (olen as usize) < left {
+                let x = olen;
+                if olen < RS_MAX_TRANSFER {
+                    olen <<= 1;
+                }
+                x
+            } else {
+                left as u32
+            };
+            xfer = xfer.min(self.sbuf_bytes_avail).min((ioff + isge.length as u64 - offset) as u32);
+            let chunk = &buf[off..off + xfer as usize];
+            let raddr = isge.addr + (offset - ioff);
+            self.sqe_avail -= 1;
+            self.sbuf_bytes_avail -= xfer;
+            let wr = msg_set(OP_WRITE, xfer) as u64;
+            let r = if xfer <= self.sq_inline {
+                self.ep().qp.post_send(wr, Data::Inline(chunk), verbs::WR_RDMA_WRITE, 0, 0, raddr, isge.key)
+            } else {
+                // The staged copy lives in the registered send ring until completion.
+                let (sges, n) = self.stage(chunk);
+                self.ep().qp.post_send(wr, Data::Reg(&sges[..n]), verbs::WR_RDMA_WRITE, 0, 0, raddr, isge.key)
+            };
+            if let Err(e) = r {
+                res = Err(e);
+                break;
+            }
+            left -= xfer as usize;
+            off += xfer as usize;
+            offset += xfer as u64;
+        }
+        match res {
+            Err(e) if left == count => Err(e),
+            _ => Ok(count - left),
         }
     }
 }
@@ -1698,242 +1828,77 @@ mod tests {
 
     #[test]
     fn rpoll_on_ordinary_descriptors() {
-        let mut fds = [0 as c_int; 2];
-        // SAFETY: a valid two-int array.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        let mut p = [libc::pollfd { fd: fds[0], events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: fds[1], events: libc::POLLOUT, revents: 0 }];
+        let (r, w) = nix::unistd::pipe().expect("pipe");
+        use std::os::fd::AsRawFd;
+        let mut p = [libc::pollfd { fd: r.as_raw_fd(), events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: w.as_raw_fd(), events: libc::POLLOUT, revents: 0 }];
         assert_eq!(poll(&mut p, 0), Ok(1));
         assert_eq!(p[1].revents, libc::POLLOUT);
         p[1].events = 0;
         assert_eq!(poll(&mut p, 20), Ok(0));
-        // SAFETY: the pipe's descriptors.
-        unsafe {
-            libc::write(fds[1], b"x".as_ptr() as *const c_void, 1);
-        }
+        assert_eq!(nix::unistd::write(&w, b"x"), Ok(1));
         assert_eq!(poll(&mut p, -1), Ok(1));
         assert_eq!(p[0].revents, libc::POLLIN);
-        // SAFETY: closing our own pipe.
-        unsafe {
-            libc::close(fds[0]);
-            libc::close(fds[1]);
-        }
-    }
-}
-
-impl Stream {
-    /// Copies `data` into the send ring at the current position; returns the SGEs (1 or 2).
-    fn stage(&mut self, data: &[u8]) -> ([Sge; 2], usize) {
-        let (sbuf, slkey) = {
-            let ep = self.ep();
-            (ep.sbuf.ptr, ep.slkey)
-        };
-        let n = data.len() as u32;
-        let room = self.sbuf_size - self.ssgl0_off;
-        let dst = sbuf.wrapping_add(self.ssgl0_off as usize);
-        if n <= room {
-            // SAFETY: [ssgl0_off, +n) lies within sbuf_size of the send buffer.
-            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, n as usize) };
-            self.ssgl0_off = if n < room { self.ssgl0_off + n } else { 0 };
-            ([Sge { addr: dst as u64, length: n, lkey: slkey }, Sge::default()], 1)
-        } else {
-            let second = n - room;
-            // SAFETY: the two pieces fit the end and the start of the send buffer.
-            unsafe {
-                std::ptr::copy_nonoverlapping(data.as_ptr(), dst, room as usize);
-                std::ptr::copy_nonoverlapping(data.as_ptr().add(room as usize), sbuf, second as usize);
-            }
-            self.ssgl0_off = second;
-            ([Sge { addr: dst as u64, length: room, lkey: slkey }, Sge { addr: sbuf as u64, length: second, lkey: slkey }], 2)
-        }
     }
 
-    fn wait_can_send(&mut self, nonblock: bool) -> Result<(), Errno> {
-        if !self.can_send() {
-            self.process_cq(nonblock, Stream::conn_can_send)?;
-            if self.state & ST_WRITABLE == 0 {
-                return Err(Errno::ECONNRESET);
-            }
-        }
-        Ok(())
+    /// A stream without an id (what rclose leaves), for the locking rules.
+    fn bare() -> Handle {
+        Arc::new(Mutex::new(Stream::fresh(None, -1, libc::AF_INET)))
     }
 
-    /// Writes the riomap registrations the peer has not seen into its table.
-    fn send_iomaps(&mut self, nonblock: bool) -> Result<(), Errno> {
-        while let Some(pos) = self.iomaps.iter().position(|m| !m.sent) {
-            self.wait_can_send(nonblock)?;
-            let (offset, addr, rkey, len, index) = {
-                let m = &self.iomaps[pos];
-                (m.offset, m.addr, m.rkey, m.len, m.index as u32)
-            };
-            let mut e = [0u8; IOMAP_ENTRY_SIZE as usize];
-            if self.opts & OPT_SWAP_SGL == 0 {
-                e[0..8].copy_from_slice(&offset.to_ne_bytes());
-                e[8..16].copy_from_slice(&addr.to_ne_bytes());
-                e[16..20].copy_from_slice(&rkey.to_ne_bytes());
-                e[20..24].copy_from_slice(&len.to_ne_bytes());
-            } else {
-                e[0..8].copy_from_slice(&offset.swap_bytes().to_ne_bytes());
-                e[8..16].copy_from_slice(&addr.swap_bytes().to_ne_bytes());
-                e[16..20].copy_from_slice(&rkey.swap_bytes().to_ne_bytes());
-                e[20..24].copy_from_slice(&len.swap_bytes().to_ne_bytes());
-            }
-            self.sseq_no = self.sseq_no.wrapping_add(1);
-            self.sqe_avail -= 1;
-            if self.opts & OPT_MSG_SEND != 0 {
-                self.sqe_avail -= 1;
-            }
-            self.sbuf_bytes_avail -= IOMAP_ENTRY_SIZE;
-            let raddr = self.remote_iomap.addr + index as u64 * IOMAP_ENTRY_SIZE as u64;
-            let rk = self.remote_iomap.key;
-            let msg = msg_set(OP_IOMAP_SGL, index);
-            let r = if self.sq_inline >= IOMAP_ENTRY_SIZE {
-                let mut sge = [Sge { addr: e.as_ptr() as u64, length: IOMAP_ENTRY_SIZE, lkey: 0 }];
-                self.post_write_msg(&mut sge, msg, verbs::SEND_INLINE, raddr, rk)
-            } else {
-                let (mut sges, n) = self.stage(&e);
-                self.post_write_msg(&mut sges[..n], msg, 0, raddr, rk)
-            };
-            self.iomaps[pos].sent = true;
-            r?;
-        }
-        Ok(())
+    fn token(h: &Handle) -> WaitToken {
+        lock(h).expect("usable").wait_token().expect("eventfd")
     }
 
-    /// riomap: registers `[buf, buf+len)`; with PROT_WRITE the peer may riowrite into it.
-    ///
-    /// # Safety
-    /// `[buf, buf+len)` must stay allocated until riounmap or close.
-    pub unsafe fn iomap(&mut self, buf: *mut u8, len: usize, prot: c_int, offset: i64) -> Result<i64, Errno> {
-        // SAFETY: id is live.
-        let pd = unsafe { (*self.id).pd };
-        if pd.is_null() || self.ep.is_none() || prot & !libc::PROT_WRITE != 0 || len > u32::MAX as usize {
-            return Err(Errno::EINVAL);
-        }
-        let write = prot & libc::PROT_WRITE != 0;
-        let index = if write {
-            let slots = self.remote_iomap.length as i32;
-            (0..slots).find(|i| !self.iomaps.iter().any(|m| m.index == *i)).ok_or(Errno::ENOMEM)?
-        } else {
-            -1
-        };
-        // SAFETY: the caller keeps the buffer until riounmap or close (the C contract).
-        let (mr, _, rkey) = unsafe { verbs::reg_mr(pd, buf, len, write)? };
-        let offset = if offset == -1 { buf as i64 } else { offset };
-        self.iomaps.push(IoMap { offset: offset as u64, addr: buf as u64, len: len as u32, mr, rkey, index, sent: index < 0 });
-        Ok(offset)
+    /// The no-lock-across-wait rule, checked: a wait while this thread
+    /// holds a stream guard is a bug (debug builds panic).
+    #[test]
+    #[cfg(debug_assertions)]
+    fn wait_refuses_a_held_lock() {
+        let h = bare();
+        let tok = token(&h);
+        assert_eq!(wait(&tok, 0), Ok(false));
+        let g = lock(&h).expect("usable");
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| wait(&tok, 0)));
+        assert!(r.is_err(), "wait must refuse to run with a stream guard held");
+        drop(g);
+        assert_eq!(HELD.with(|c| c.get()), 0);
+        assert_eq!(wait(&tok, 0), Ok(false));
     }
 
-    /// riounmap.
-    pub fn iounmap(&mut self, buf: *mut u8, len: usize) -> Result<(), Errno> {
-        let pos = self.iomaps.iter().position(|m| m.addr == buf as u64 && m.len as usize == len).ok_or(Errno::EINVAL)?;
-        let m = self.iomaps.remove(pos);
-        // SAFETY: the MR came from reg_mr; a write the peer may still target fails on its side.
-        unsafe { verbs::dereg_mr(m.mr) };
-        Ok(())
+    /// A panic while a stream is locked marks it broken: later calls fail
+    /// with EIO instead of using half-updated state; rclose still frees it.
+    #[test]
+    fn panic_under_the_lock_breaks_the_stream() {
+        let h = bare();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut s = lock(&h).expect("usable");
+            s.state = ST_CONNECTING;
+            panic!("in the middle of an update");
+        }));
+        assert!(r.is_err());
+        assert_eq!(lock(&h).err(), Some(Errno::EIO));
+        assert_eq!(HELD.with(|c| c.get()), 0);
+        lock_any(&h).destroy();
+        assert_eq!(lock(&h).err(), Some(Errno::EBADF));
     }
 
-    /// An entry of the peer-written mapping table covering `offset`.
-    fn find_iomap(&self, offset: u64) -> Option<(u64, RsSge)> {
-        let base = self.ep().target.ptr.wrapping_add(16 * RS_SGL_SIZE as usize);
-        for i in 0..self.target_iomap_size as usize {
-            let p = base.wrapping_add(i * IOMAP_ENTRY_SIZE as usize);
-            // SAFETY: entry i lies within the target table (sized for target_iomap_size entries).
-            let (off, sge) = unsafe { (std::ptr::read_volatile(p as *const u64), std::ptr::read_volatile(p.add(8) as *const RsSge)) };
-            if offset >= off && offset < off + sge.length as u64 {
-                return Some((off, sge));
-            }
-        }
-        None
-    }
-
-    /// riowrite: RDMA-writes `buf` at `offset` of the peer's riomap'ed buffer.
-    pub fn iowrite(&mut self, buf: &[u8], mut offset: u64, flags: c_int) -> Result<usize, Errno> {
-        self.check_connected()?;
-        let nonblock = self.nonblock || flags & libc::MSG_DONTWAIT != 0;
-        self.send_iomaps(nonblock)?;
-        let count = buf.len();
-        let mut left = count;
-        let mut off = 0usize;
-        let mut olen = RS_OLAP_START_SIZE;
-        let mut res: Result<(), Errno> = Ok(());
-        let mut iom: Option<(u64, RsSge)> = None;
-        while left > 0 {
-            match iom {
-                Some((o, e)) if offset < o + e.length as u64 => {}
-                _ => {
-                    iom = self.find_iomap(offset);
-                }
-            }
-            let Some((ioff, isge)) = iom else { break };
-            if let Err(e) = self.wait_can_send(nonblock) {
-                res = Err(e);
-                break;
-            }
-            let mut xfer = if (olen as usize) < left {
-                let x = olen;
-                if olen < RS_MAX_TRANSFER {
-                    olen <<= 1;
-                }
-                x
-            } else {
-                left as u32
-            };
-            xfer = xfer.min(self.sbuf_bytes_avail).min((ioff + isge.length as u64 - offset) as u32);
-            let chunk = &buf[off..off + xfer as usize];
-            let raddr = isge.addr + (offset - ioff);
-            self.sqe_avail -= 1;
-            self.sbuf_bytes_avail -= xfer;
-            let wr = msg_set(OP_WRITE, xfer) as u64;
-            let qp = self.qp();
-            let r = if xfer <= self.sq_inline {
-                let mut sge = [Sge { addr: chunk.as_ptr() as u64, length: xfer, lkey: 0 }];
-                // SAFETY: inline write of the caller's bytes to the peer's registered buffer.
-                unsafe { verbs::post_send(qp, wr, &mut sge, verbs::WR_RDMA_WRITE, verbs::SEND_INLINE, 0, raddr, isge.key) }
-            } else {
-                let (mut sges, n) = self.stage(chunk);
-                // SAFETY: the staged copy lives in the registered send ring until completion.
-                unsafe { verbs::post_send(qp, wr, &mut sges[..n], verbs::WR_RDMA_WRITE, 0, 0, raddr, isge.key) }
-            };
-            if let Err(e) = r {
-                res = Err(e);
-                break;
-            }
-            left -= xfer as usize;
-            off += xfer as usize;
-            offset += xfer as u64;
-        }
-        match res {
-            Err(e) if left == count => Err(e),
-            _ => Ok(count - left),
-        }
-    }
-}
-
-/// riowrite, sleeping without holding the socket when it blocks.
-pub fn iowrite(h: &Handle, buf: &[u8], offset: u64, flags: c_int) -> Result<usize, Errno> {
-    let mut sent = 0usize;
-    loop {
-        let fd;
-        {
-            let mut s = lock(h);
-            let nb = s.nonblock || flags & libc::MSG_DONTWAIT != 0;
-            fd = if !nb && s.is_connected_state() { s.prepare_wait() } else { -1 };
-            match s.iowrite(&buf[sent..], offset + sent as u64, flags | libc::MSG_DONTWAIT) {
-                Ok(0) if !buf.is_empty() => return Ok(sent),
-                Ok(n) => {
-                    sent += n;
-                    if sent == buf.len() || nb {
-                        return Ok(sent);
-                    }
-                    // Progress: try again at once; only an EAGAIN sleeps.
-                    continue;
-                }
-                Err(Errno::EAGAIN) if !nb && fd >= 0 => {}
-                Err(e) => return if sent > 0 { Ok(sent) } else { Err(e) },
-            }
-        }
-        if let Err(e) = wait_on(h, fd) {
-            return if sent > 0 { Ok(sent) } else { Err(e) };
-        }
+    /// A thread sleeping on a stream wakes when the stream is closed and
+    /// sees EBADF when it re-locks (what rrecv/rsend/rpoll sleepers do).
+    #[test]
+    fn close_wakes_a_sleeper() {
+        let h = bare();
+        let tok = token(&h);
+        let h2 = h.clone();
+        let t = std::thread::spawn(move || {
+            let woke = wait(&tok, 10_000);
+            (woke, after_wait(&h2))
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let start = std::time::Instant::now();
+        lock_any(&h).destroy();
+        let (woke, again) = t.join().expect("sleeper");
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(woke, Ok(false));
+        assert_eq!(again, Err(Errno::EBADF));
     }
 }

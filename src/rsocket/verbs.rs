@@ -1,10 +1,29 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-//! The verbs calls the rsocket data path makes, through the C shim
-//! (src/verbs_shim.c: most of them are static inline in <infiniband/verbs.h>).
+//! The verbs the rsocket data path uses, behind safe types: every foreign
+//! call and raw pointer of the stream code is here.
+//!
+//! * [`Qp`]: the connection's QP, CQ and completion channel (owned by a
+//!   [`CmId`], which it keeps alive); post, poll, arm, read CQ events.
+//! * [`RegBuf`]: a zeroed heap buffer registered with the device. It never
+//!   moves; it is deregistered before it is freed, and keeps the id (so the
+//!   PD) alive. Reads and writes go through bounds-checked copies, never
+//!   through Rust references (the device writes into it concurrently).
+//! * [`UserMr`]: a caller's buffer registered for riomap (the C contract
+//!   keeps it allocated: [`UserBuf::new`] is the one unsafe promise).
+//! * [`Sge`]: a scatter entry; only a [`RegBuf`] makes one with a key, so
+//!   the device checks every access against a live registration.
+//!
+//! Most calls go through the C shim (src/verbs_shim.c) because they are
+//! static inline in <infiniband/verbs.h>.
+// The one place of the rsocket code that may use unsafe (the parent denies it).
+#![allow(unsafe_code)]
 
-use crate::abi::cma::{ibv_comp_channel, ibv_context, ibv_cq, ibv_pd, ibv_qp};
+use crate::cma::api::{CmId, QpCaps, QpPtrs};
+use crate::abi::cma::{ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp};
 use nix::errno::Errno;
 use std::ffi::{c_int, c_void};
+use std::ptr::NonNull;
+use std::sync::Arc;
 
 /// `IBV_WR_RDMA_WRITE`.
 pub const WR_RDMA_WRITE: c_int = 0;
@@ -15,18 +34,37 @@ pub const WR_SEND: c_int = 2;
 /// `IBV_SEND_INLINE`.
 pub const SEND_INLINE: c_int = 8;
 
-/// `struct ibv_sge`.
+/// `struct ibv_sge`, made by [`RegBuf::sge`].
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug)]
 pub struct Sge {
-    pub addr: u64,
-    pub length: u32,
-    pub lkey: u32,
+    addr: u64,
+    length: u32,
+    lkey: u32,
+}
+
+impl Sge {
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+    pub fn length(&self) -> u32 {
+        self.length
+    }
+}
+
+/// What a send work request carries.
+pub enum Data<'a> {
+    /// Nothing (a zero-length write with immediate).
+    None,
+    /// Bytes copied by the provider while posting (IBV_SEND_INLINE).
+    Inline(&'a [u8]),
+    /// Registered memory (the device reads it later, checked by its key).
+    Reg(&'a [Sge]),
 }
 
 /// Opaque `struct ibv_mr`.
 #[repr(C)]
-pub struct IbvMr {
+struct IbvMr {
     _private: [u8; 0],
 }
 
@@ -44,7 +82,6 @@ mod sys {
         pub(super) fn rdmacm_shim_rs_reg_mr(pd: *mut ibv_pd, addr: *mut c_void, len: usize, remote_write: c_int) -> *mut IbvMr;
         pub(super) fn rdmacm_shim_rs_mr_keys(mr: *mut IbvMr, lkey: *mut u32, rkey: *mut u32);
         pub(super) fn rdmacm_shim_rs_dereg_mr(mr: *mut IbvMr) -> c_int;
-        pub(super) fn rdmacm_shim_cm_device_caps(ctx: *mut ibv_context, caps: *mut c_int) -> c_int;
     }
 }
 
@@ -60,27 +97,6 @@ fn check(ret: c_int) -> Result<(), Errno> {
     }
 }
 
-/// Posts one send work request.
-///
-/// # Safety
-/// `qp` is a live QP; the SGEs describe registered (or, with inline, readable) memory.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn post_send(qp: *mut ibv_qp, wr_id: u64, sgl: &mut [Sge], opcode: c_int, flags: c_int, imm: u32, raddr: u64, rkey: u32) -> Result<(), Errno> {
-    let (p, n) = if sgl.is_empty() { (std::ptr::null_mut(), 0) } else { (sgl.as_mut_ptr(), sgl.len() as c_int) };
-    // SAFETY: the caller guarantees qp and the memory; the WR is built on the shim's stack.
-    check(unsafe { sys::rdmacm_shim_rs_post_send(qp, wr_id, p, n, opcode, flags, imm, raddr, rkey) })
-}
-
-/// Posts one receive work request.
-///
-/// # Safety
-/// `qp` is a live QP; the SGEs describe registered memory that outlives the WR.
-pub unsafe fn post_recv(qp: *mut ibv_qp, wr_id: u64, sgl: &mut [Sge]) -> Result<(), Errno> {
-    let (p, n) = if sgl.is_empty() { (std::ptr::null_mut(), 0) } else { (sgl.as_mut_ptr(), sgl.len() as c_int) };
-    // SAFETY: as above.
-    check(unsafe { sys::rdmacm_shim_rs_post_recv(qp, wr_id, p, n) })
-}
-
 /// One work completion.
 pub struct Wc {
     pub wr_id: u64,
@@ -88,97 +104,375 @@ pub struct Wc {
     pub imm: Option<u32>,
 }
 
-/// Polls one completion.
-///
-/// # Safety
-/// `cq` is a live CQ.
-pub unsafe fn poll_cq(cq: *mut ibv_cq) -> Result<Option<Wc>, Errno> {
-    let mut wr_id = 0u64;
-    let mut out = [0u32; 3];
-    // SAFETY: cq is live; the out pointers are valid locals.
-    let r = unsafe { sys::rdmacm_shim_rs_poll_cq(cq, &mut wr_id, out.as_mut_ptr()) };
-    match r {
-        0 => Ok(None),
-        r if r < 0 => Err(Errno::EIO),
-        _ => Ok(Some(Wc { wr_id, status: out[0], imm: if out[1] != 0 { Some(out[2]) } else { None } })),
+/// The connection's QP, CQ and (non-blocking) completion channel.
+pub struct Qp {
+    /// Keeps the QP, CQ and channel alive (the id destroys them).
+    id: Arc<CmId>,
+    p: QpPtrs,
+    chan_fd: c_int,
+    /// CQ events read but not acknowledged yet (acked in batches, and
+    /// before the CQ can go away: see Drop).
+    unacked: u32,
+    ack_batch: u32,
+}
+
+// SAFETY: the handles are used only through &self/&mut self of this owner
+// (the stream serializes them under its lock); libibverbs objects may be
+// used from any thread.
+unsafe impl Send for Qp {}
+
+impl Qp {
+    /// Creates the id's RC QP (see [`CmId::create_rc_qp`]) and makes its
+    /// completion channel non-blocking, so that reading an event never
+    /// sleeps: waiting is the caller's business, on [`Qp::channel_fd`].
+    pub fn new(id: &Arc<CmId>, cqe: u32, caps: QpCaps) -> Result<(Qp, QpCaps), Errno> {
+        let got = id.create_rc_qp(cqe, caps)?;
+        let p = id.qp_ptrs().ok_or(Errno::EINVAL)?;
+        // SAFETY: the channel is live while the id lives (we hold it).
+        let chan_fd = unsafe { sys::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) };
+        // SAFETY: fcntl on the channel's own descriptor.
+        let fl = unsafe { libc::fcntl(chan_fd, libc::F_GETFL) };
+        // SAFETY: as above.
+        if fl < 0 || unsafe { libc::fcntl(chan_fd, libc::F_SETFL, fl | libc::O_NONBLOCK) } < 0 {
+            return Err(Errno::last());
+        }
+        Ok((Qp { id: id.clone(), p, chan_fd, unacked: 0, ack_batch: (caps.max_send_wr + caps.max_recv_wr).max(1) }, got))
+    }
+
+    /// The id the QP belongs to.
+    pub fn id(&self) -> &Arc<CmId> {
+        &self.id
+    }
+
+    /// The completion channel's descriptor (readable when an armed CQ got
+    /// a completion).
+    pub fn channel_fd(&self) -> c_int {
+        self.chan_fd
+    }
+
+    /// Posts one send work request.
+    #[allow(clippy::too_many_arguments)]
+    pub fn post_send(&self, wr_id: u64, data: Data<'_>, opcode: c_int, flags: c_int, imm: u32, raddr: u64, rkey: u32) -> Result<(), Errno> {
+        let mut one = [Sge::default()];
+        let mut two = [Sge::default(); 2];
+        let (p, n, flags) = match data {
+            Data::None => (std::ptr::null_mut(), 0, flags & !SEND_INLINE),
+            Data::Inline(b) => {
+                one[0] = Sge { addr: b.as_ptr() as u64, length: u32::try_from(b.len()).map_err(|_| Errno::EINVAL)?, lkey: 0 };
+                (one.as_mut_ptr(), 1, flags | SEND_INLINE)
+            }
+            Data::Reg(s) => {
+                if s.len() > 2 {
+                    return Err(Errno::EINVAL);
+                }
+                two[..s.len()].copy_from_slice(s);
+                (two.as_mut_ptr(), s.len() as c_int, flags & !SEND_INLINE)
+            }
+        };
+        // SAFETY: the QP is live (we hold its id). Inline bytes are borrowed
+        // for the call and copied by the provider before it returns; keyed
+        // SGEs are checked by the device against their registration.
+        check(unsafe { sys::rdmacm_shim_rs_post_send(self.p.qp.as_ptr(), wr_id, p, n, opcode, flags, imm, raddr, rkey) })
+    }
+
+    /// Posts one receive work request (no SGE: only immediate data).
+    pub fn post_recv(&self, wr_id: u64, sge: Option<Sge>) -> Result<(), Errno> {
+        let mut s = [sge.unwrap_or_default()];
+        let (p, n) = if sge.is_some() { (s.as_mut_ptr(), 1) } else { (std::ptr::null_mut(), 0) };
+        // SAFETY: the QP is live; a keyed SGE is checked by the device.
+        check(unsafe { sys::rdmacm_shim_rs_post_recv(self.p.qp.as_ptr(), wr_id, p, n) })
+    }
+
+    /// Polls one completion.
+    pub fn poll(&self) -> Result<Option<Wc>, Errno> {
+        let mut wr_id = 0u64;
+        let mut out = [0u32; 3];
+        // SAFETY: the CQ is live; the out pointers are valid locals (3 words).
+        let r = unsafe { sys::rdmacm_shim_rs_poll_cq(self.p.cq.as_ptr(), &mut wr_id, out.as_mut_ptr()) };
+        match r {
+            0 => Ok(None),
+            r if r < 0 => Err(Errno::EIO),
+            _ => Ok(Some(Wc { wr_id, status: out[0], imm: if out[1] != 0 { Some(out[2]) } else { None } })),
+        }
+    }
+
+    /// Arms the CQ for the next completion.
+    pub fn req_notify(&self) -> Result<(), Errno> {
+        // SAFETY: the CQ is live.
+        check(unsafe { sys::rdmacm_shim_rs_req_notify_cq(self.p.cq.as_ptr()) })
+    }
+
+    /// Reads one CQ event if there is one (EAGAIN otherwise; never blocks).
+    pub fn get_cq_event(&mut self) -> Result<(), Errno> {
+        // SAFETY: the channel is live and non-blocking.
+        check(unsafe { sys::rdmacm_shim_rs_get_cq_event(self.p.channel.as_ptr()) })?;
+        self.unacked += 1;
+        if self.unacked >= self.ack_batch {
+            self.ack();
+        }
+        Ok(())
+    }
+
+    fn ack(&mut self) {
+        if self.unacked > 0 {
+            // SAFETY: the events were read from this CQ's channel.
+            unsafe { sys::rdmacm_shim_rs_ack_cq_events(self.p.cq.as_ptr(), self.unacked) };
+            self.unacked = 0;
+        }
+    }
+
+    /// Registers a zeroed buffer of `len` bytes (local write, plus remote
+    /// write when asked) on the id's PD.
+    pub fn reg_buf(&self, len: usize, remote_write: bool) -> Result<RegBuf, Errno> {
+        RegBuf::new(&self.id, self.p.pd, len, remote_write)
+    }
+
+    /// Registers a caller's buffer for riomap.
+    pub fn reg_user(&self, b: UserBuf, remote_write: bool) -> Result<UserMr, Errno> {
+        // SAFETY: the PD is live (we hold the id); UserBuf's contract keeps
+        // the memory allocated until the returned registration is dropped.
+        let (mr, _, rkey) = unsafe { reg_mr(self.p.pd, b.ptr, b.len, remote_write)? };
+        Ok(UserMr { _id: self.id.clone(), mr, rkey, addr: b.ptr as u64, len: b.len })
     }
 }
 
-/// Arms the CQ for the next completion.
-///
-/// # Safety
-/// `cq` is a live CQ.
-pub unsafe fn req_notify(cq: *mut ibv_cq) -> Result<(), Errno> {
-    // SAFETY: cq is live.
-    check(unsafe { sys::rdmacm_shim_rs_req_notify_cq(cq) })
+impl Drop for Qp {
+    fn drop(&mut self) {
+        // Destroying a CQ waits for its events to be acknowledged.
+        self.ack();
+    }
 }
 
-/// Reads one completion event from the channel (blocks unless the fd is readable).
-///
-/// # Safety
-/// `ch` is a live completion channel.
-pub unsafe fn get_cq_event(ch: *mut ibv_comp_channel) -> Result<(), Errno> {
-    // SAFETY: ch is live.
-    check(unsafe { sys::rdmacm_shim_rs_get_cq_event(ch) })
-}
-
-/// Acknowledges `n` completion events.
-///
-/// # Safety
-/// `cq` is a live CQ and `n` events were read from its channel.
-pub unsafe fn ack_cq_events(cq: *mut ibv_cq, n: u32) {
-    // SAFETY: as above.
-    unsafe { sys::rdmacm_shim_rs_ack_cq_events(cq, n) }
-}
-
-/// The file descriptor of a completion channel.
-///
-/// # Safety
-/// `ch` is a live completion channel.
-pub unsafe fn channel_fd(ch: *mut ibv_comp_channel) -> c_int {
-    // SAFETY: ch is live.
-    unsafe { sys::rdmacm_shim_rs_channel_fd(ch) }
-}
-
-/// Registers memory (local write, plus remote write when asked); returns the MR and its keys.
-///
 /// # Safety
 /// `pd` is live; `[addr, addr+len)` stays allocated until the MR is deregistered.
-pub unsafe fn reg_mr(pd: *mut ibv_pd, addr: *mut u8, len: usize, remote_write: bool) -> Result<(*mut IbvMr, u32, u32), Errno> {
-    // SAFETY: as above.
-    let mr = unsafe { sys::rdmacm_shim_rs_reg_mr(pd, addr as *mut c_void, len, remote_write as c_int) };
-    if mr.is_null() {
+unsafe fn reg_mr(pd: NonNull<ibv_pd>, addr: *mut u8, len: usize, remote_write: bool) -> Result<(NonNull<IbvMr>, u32, u32), Errno> {
+    // SAFETY: the caller's contract.
+    let mr = unsafe { sys::rdmacm_shim_rs_reg_mr(pd.as_ptr(), addr as *mut c_void, len, remote_write as c_int) };
+    let Some(mr) = NonNull::new(mr) else {
         return Err(match Errno::last() {
             Errno::UnknownErrno => Errno::ENOMEM,
             e => e,
         });
-    }
+    };
     let (mut l, mut r) = (0u32, 0u32);
     // SAFETY: mr was just created.
-    unsafe { sys::rdmacm_shim_rs_mr_keys(mr, &mut l, &mut r) };
+    unsafe { sys::rdmacm_shim_rs_mr_keys(mr.as_ptr(), &mut l, &mut r) };
     Ok((mr, l, r))
 }
 
-/// Deregisters an MR (null is ignored).
-///
-/// # Safety
-/// `mr` came from [`reg_mr`] and is no longer used by posted work.
-pub unsafe fn dereg_mr(mr: *mut IbvMr) {
-    if !mr.is_null() {
-        // SAFETY: as above.
-        unsafe { sys::rdmacm_shim_rs_dereg_mr(mr) };
+/// A registered, zeroed heap buffer (see the module comment).
+pub struct RegBuf {
+    _id: Arc<CmId>,
+    ptr: NonNull<u8>,
+    len: usize,
+    mr: NonNull<IbvMr>,
+    lkey: u32,
+    rkey: u32,
+}
+
+// SAFETY: the buffer and its MR are owned by this value; access goes
+// through raw copies (no references), serialized by the stream's lock.
+unsafe impl Send for RegBuf {}
+
+impl RegBuf {
+    fn new(id: &Arc<CmId>, pd: NonNull<ibv_pd>, len: usize, remote_write: bool) -> Result<RegBuf, Errno> {
+        let len = len.max(1);
+        // SAFETY: calloc with a non-zero size; checked for NULL.
+        let ptr = NonNull::new(unsafe { libc::calloc(1, len) } as *mut u8).ok_or(Errno::ENOMEM)?;
+        // SAFETY: the PD is live (we hold the id); the buffer stays until
+        // Drop, which deregisters first.
+        match unsafe { reg_mr(pd, ptr.as_ptr(), len, remote_write) } {
+            Ok((mr, lkey, rkey)) => Ok(RegBuf { _id: id.clone(), ptr, len, mr, lkey, rkey }),
+            Err(e) => {
+                // SAFETY: from calloc above, never registered.
+                unsafe { libc::free(ptr.as_ptr() as *mut c_void) };
+                Err(e)
+            }
+        }
+    }
+
+    /// The buffer's address as the peer uses it in RDMA writes.
+    pub fn addr(&self) -> u64 {
+        self.ptr.as_ptr() as u64
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+    pub fn rkey(&self) -> u32 {
+        self.rkey
+    }
+
+    fn range(&self, off: usize, n: usize) -> *mut u8 {
+        assert!(off.checked_add(n).is_some_and(|e| e <= self.len), "RegBuf access out of bounds");
+        self.ptr.as_ptr().wrapping_add(off)
+    }
+
+    /// A keyed scatter entry for `[off, off+len)`.
+    pub fn sge(&self, off: usize, len: u32) -> Sge {
+        let p = self.range(off, len as usize);
+        Sge { addr: p as u64, length: len, lkey: self.lkey }
+    }
+
+    /// Copies `data` into the buffer at `off`.
+    pub fn write(&self, off: usize, data: &[u8]) {
+        let p = self.range(off, data.len());
+        // SAFETY: in bounds (checked); the buffer is ours; no Rust reference
+        // to it exists.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p, data.len()) };
+    }
+
+    /// Copies from the buffer at `off` into `out`.
+    pub fn read(&self, off: usize, out: &mut [u8]) {
+        let p = self.range(off, out.len());
+        // SAFETY: in bounds; the device may write concurrently into other
+        // parts (what it wrote before the completion we saw is visible).
+        unsafe { std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), out.len()) };
+    }
+
+    /// A native-endian u64 at `off`, read once (the peer may rewrite it).
+    pub fn read_u64(&self, off: usize) -> u64 {
+        let p = self.range(off, 8);
+        // SAFETY: in bounds; a volatile read of 8 plain bytes (align 1).
+        u64::from_ne_bytes(unsafe { std::ptr::read_volatile(p as *const [u8; 8]) })
+    }
+
+    /// A native-endian u32 at `off`, read once.
+    pub fn read_u32(&self, off: usize) -> u32 {
+        let p = self.range(off, 4);
+        // SAFETY: in bounds; a volatile read of 4 plain bytes (align 1).
+        u32::from_ne_bytes(unsafe { std::ptr::read_volatile(p as *const [u8; 4]) })
+    }
+
+    pub fn write_u64(&self, off: usize, v: u64) {
+        let p = self.range(off, 8);
+        // SAFETY: in bounds; a volatile write of 8 plain bytes.
+        unsafe { std::ptr::write_volatile(p as *mut [u8; 8], v.to_ne_bytes()) }
+    }
+
+    pub fn write_u32(&self, off: usize, v: u32) {
+        let p = self.range(off, 4);
+        // SAFETY: in bounds; a volatile write of 4 plain bytes.
+        unsafe { std::ptr::write_volatile(p as *mut [u8; 4], v.to_ne_bytes()) }
     }
 }
 
-/// The device's max_qp_wr, or 0xFFFE when it cannot be queried.
-///
-/// # Safety
-/// `ctx` is an open device.
-pub unsafe fn max_qp_wr(ctx: *mut ibv_context) -> u32 {
-    let mut caps = [0 as c_int; 4];
-    // SAFETY: ctx is open; caps holds the 4 ints the shim writes.
-    if unsafe { sys::rdmacm_shim_cm_device_caps(ctx, caps.as_mut_ptr()) } != 0 || caps[1] <= 0 {
-        return 0xFFFE;
+impl Drop for RegBuf {
+    fn drop(&mut self) {
+        // SAFETY: the MR covers our buffer; after it is gone the device
+        // cannot touch the memory, which is then freed once.
+        unsafe {
+            sys::rdmacm_shim_rs_dereg_mr(self.mr.as_ptr());
+            libc::free(self.ptr.as_ptr() as *mut c_void);
+        }
     }
-    caps[1] as u32
+}
+
+/// A caller's buffer handed to riomap.
+pub struct UserBuf {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl UserBuf {
+    /// # Safety
+    /// `[ptr, ptr+len)` is memory of the caller that stays allocated until
+    /// the registration made of it is dropped (riounmap or rclose); the
+    /// peer may write into it.
+    pub unsafe fn new(ptr: *mut u8, len: usize) -> UserBuf {
+        UserBuf { ptr, len }
+    }
+
+    pub fn addr(&self) -> u64 {
+        self.ptr as u64
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// A riomap registration; Drop deregisters it.
+pub struct UserMr {
+    _id: Arc<CmId>,
+    mr: NonNull<IbvMr>,
+    rkey: u32,
+    addr: u64,
+    len: usize,
+}
+
+// SAFETY: owned registration handle; libibverbs MRs may be used from any thread.
+unsafe impl Send for UserMr {}
+
+impl UserMr {
+    pub fn rkey(&self) -> u32 {
+        self.rkey
+    }
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for UserMr {
+    fn drop(&mut self) {
+        // SAFETY: the MR came from reg_mr and is deregistered once.
+        unsafe { sys::rdmacm_shim_rs_dereg_mr(self.mr.as_ptr()) };
+    }
+}
+
+/// A wake-up descriptor (eventfd) that never resets: signalled once when
+/// its stream is closed, so that threads sleeping on the stream return.
+pub struct Wake {
+    fd: std::os::fd::OwnedFd,
+}
+
+impl Wake {
+    pub fn new() -> Result<Wake, Errno> {
+        // SAFETY: plain system call.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(Errno::last());
+        }
+        use std::os::fd::FromRawFd;
+        // SAFETY: fd is a fresh descriptor we own.
+        Ok(Wake { fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) } })
+    }
+
+    pub fn signal(&self) {
+        use std::os::fd::AsRawFd;
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: an 8-byte write to our eventfd.
+        let _ = unsafe { libc::write(self.fd.as_raw_fd(), one.as_ptr() as *const c_void, 8) };
+    }
+
+    pub fn fd(&self) -> c_int {
+        use std::os::fd::AsRawFd;
+        self.fd.as_raw_fd()
+    }
+}
+
+/// poll(2) over `fds` (negative descriptors are ignored, as by poll).
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: c_int) -> Result<c_int, Errno> {
+    // SAFETY: fds is a valid array of its length.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if r < 0 {
+        Err(match Errno::last() {
+            Errno::UnknownErrno => Errno::EINTR,
+            e => e,
+        })
+    } else {
+        Ok(r)
+    }
 }

@@ -67,3 +67,10 @@ pair --srv-wait 1 udpong_rxe 60 "$(rs_bg_server /tmp/udpong.done "udpong -b 192.
 
 # --- repoll: epoll-like sets over rsockets and a pipe, both ends in one process on rxe0 ---
 t --cmp repoll_rxe 60 /extra/bin/repoll
+
+# --- rshutdown with both ends in one process (used to hang with ours), and rclose while another
+# thread sleeps in rrecv / rpoll on the same rsocket (the sleeper must come back). No --cmp for
+# rclose_wait: what the sleeper reports depends on timing with either library (rpoll saw
+# POLLIN|POLLHUP in 3 runs of each, and POLLNVAL once with upstream's) ---
+t --cmp repoll_close_rxe 60 env REPOLL_CLOSE=1 /extra/bin/repoll
+t rclose_wait_rxe 60 /extra/bin/rclose_wait

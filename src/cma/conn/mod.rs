@@ -730,6 +730,16 @@ unsafe fn shutdown(p: *mut IdPriv) -> Result<(), Errno> {
     }
 }
 
+/// Stops the QP (as [`disconnect`] does first) without asking the peer to
+/// disconnect: for rsockets, whose peer learns of it in-band.
+///
+/// # Safety
+/// `p` must be a live id.
+pub(crate) unsafe fn stop_qp(p: *mut IdPriv) -> Result<(), Errno> {
+    // SAFETY: forwarded contract.
+    unsafe { shutdown(p) }
+}
+
 /// `rdma_disconnect`.
 ///
 /// # Safety
