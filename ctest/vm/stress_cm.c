@@ -27,6 +27,8 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <execinfo.h>
+#include <signal.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -72,6 +74,7 @@ struct worker {
 };
 
 static struct worker W[MAXT];
+static pthread_t ev_th, lis_th;
 static struct rdma_event_channel *shared;
 static const char *_Atomic ev_op = "start", *_Atomic lis_op = "start";
 static atomic_long ev_count, ev_stale, lis_accepts, lis_destroys, lis_errors;
@@ -94,6 +97,23 @@ static void fail(struct worker *w, const char *fmt, ...)
 
 /* ---- watchdog ---------------------------------------------------------- */
 
+/* SIGUSR1: the thread prints its own stack (raw addresses; symbolize with addr2line). */
+static void bt_handler(int sig)
+{
+	void *b[48];
+	int n = backtrace(b, 48);
+
+	(void)sig;
+	backtrace_symbols_fd(b, n, 2);
+}
+
+static void dump(const char *who, int i, pthread_t th)
+{
+	fprintf(stderr, "--- stack of %s %d:\n", who, i);
+	pthread_kill(th, SIGUSR1);
+	usleep(300000);
+}
+
 static void *watchdog(void *arg)
 {
 	(void)arg;
@@ -105,6 +125,11 @@ static void *watchdog(void *arg)
 	for (int i = 0; i < nthreads; i++)
 		fprintf(stderr, "  worker %d (%s): %s\n", i, W[i].sync ? "sync" : "shared", W[i].done ? "done" : W[i].op);
 	funlockfile(stderr);
+	dump("listener", 0, lis_th);
+	dump("event thread", 0, ev_th);
+	for (int i = 0; i < nthreads; i++)
+		if (!W[i].done)
+			dump("worker", i, W[i].th);
 	printf("HANG (watchdog)\n");
 	fflush(stdout);
 	fflush(stderr);
@@ -118,6 +143,8 @@ static atomic_int ev_stop;
 
 static void *event_thread(void *arg)
 {
+	unsigned seed = 1;
+
 	(void)arg;
 	while (!ev_stop) {
 		struct pollfd p = { .fd = shared->fd, .events = POLLIN };
@@ -147,9 +174,10 @@ static void *event_thread(void *arg)
 		pthread_mutex_unlock(&w->mu);
 		if (!delivered)
 			ev_stale++;
-		/* the owner may be in rdma_destroy_id(e->id) by now: it must wait for this */
-		if (delivered && (ev_count & 3) == 0)
-			sched_yield();
+		/* the owner may be in rdma_destroy_id(e->id) by now: it must wait for this
+		 * ack; every other event is acked late, to widen that window */
+		if (delivered && (rand_r(&seed) & 1))
+			usleep(rand_r(&seed) % 500);
 		ev_op = "rdma_ack_cm_event";
 		if (rdma_ack_cm_event(e))
 			fail(NULL, "event thread: rdma_ack_cm_event: %s", strerror(errno));
@@ -413,7 +441,7 @@ static void *listener(void *arg)
 
 int main(int argc, char **argv)
 {
-	pthread_t wd, evt, lt;
+	pthread_t wd;
 	struct sockaddr_in la;
 	int c;
 
@@ -434,6 +462,12 @@ int main(int argc, char **argv)
 	if (nthreads < 1 || nthreads > MAXT)
 		nthreads = 16;
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	{
+		void *b[2];
+
+		backtrace(b, 2);	/* loads libgcc_s now, not in the handler */
+		signal(SIGUSR1, bt_handler);
+	}
 	pthread_create(&wd, NULL, watchdog, NULL);
 
 	memset(&dst, 0, sizeof dst);
@@ -449,8 +483,8 @@ int main(int argc, char **argv)
 		printf("setup failed: %s\n", strerror(errno));
 		return 1;
 	}
-	pthread_create(&lt, NULL, listener, NULL);
-	pthread_create(&evt, NULL, event_thread, NULL);
+	pthread_create(&lis_th, NULL, listener, NULL);
+	pthread_create(&ev_th, NULL, event_thread, NULL);
 	for (int i = 0; i < nthreads; i++) {
 		W[i].idx = i;
 		W[i].sync = i & 1;
@@ -462,12 +496,12 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(W[i].th, NULL);
 	ev_stop = 1;
-	pthread_join(evt, NULL);
+	pthread_join(ev_th, NULL);
 	/* the listener drains the disconnections still under way (bounded) */
 	for (double t = now(); nconns && now() < t + 30;)
 		usleep(100000);
 	lis_stop = 1;
-	pthread_join(lt, NULL);
+	pthread_join(lis_th, NULL);
 	int left = nconns;
 
 	while (nconns)

@@ -6,32 +6,44 @@
  * Both ends of every stream live in this one process over rxe0 (192.0.2.1,
  * loopback).  RUNNERS threads (each with its own listener) loop for a
  * bounded time over rounds; a round connects a pair (a = accepted end,
- * b = connecting end) and runs one mode:
- *   plain     rshutdown(a, SHUT_RDWR), rshutdown(b, SHUT_RDWR), rclose both
- *             (both ends shut down in one process, one thread)
- *   local     2 readers blocked in rrecv(a) and 2 pollers in rpoll(a, POLLIN)
- *             while the runner calls rshutdown(a, SHUT_RDWR); every one of
- *             them must return; then rclose(a), rclose(b)
- *   peer      the same blockers on a while the runner rcloses b; readers
- *             must see EOF or an error, pollers an event; then rclose(a)
- *   data      a writer sends DATA bytes on b while 2 readers drain a; then
- *             rshutdown(b, SHUT_WR) (readers see EOF), the byte count must
- *             match; then rshutdown(a, SHUT_RDWR) and rshutdown(b, SHUT_RDWR)
- *             (both ends in one process, with threads), rclose both
- *   closerace (only with -C: not a legal sequence for upstream's library,
- *             which frees the socket under the reader) a reader blocked in
- *             rrecv(a); the runner calls rshutdown(a, SHUT_RDWR) and at
- *             once rclose(a) while the reader is still on its way out
- * Every call is watched: one that does not return within OP_BOUND seconds,
+ * b = connecting end) and runs one mode (-M N: only mode N, numbered as listed):
+ *   0 plain       rshutdown(a, SHUT_RDWR), rshutdown(b, SHUT_RDWR), rclose both
+ *                 (both ends shut down in one process, one thread)
+ *   1 local-read  2 readers blocked in rrecv(a) while the runner calls
+ *                 rshutdown(a, SHUT_RDWR); both must return (EOF or error);
+ *                 then rclose(a), rclose(b)
+ *   2 local-poll  the same with a poller in rpoll(a, POLLIN, 1000 ms) loops:
+ *                 it must report an event
+ *   3 peer-read   2 readers blocked in rrecv(a) while the runner rcloses b
+ *   4 peer-poll   a poller on a while the runner rcloses b
+ *   5 data        a writer sends 256 kB on b while 2 readers drain a; then
+ *                 rshutdown(b, SHUT_WR) (readers see EOF), the byte count must
+ *                 match; then rshutdown(a, SHUT_RDWR), rshutdown(b, SHUT_RDWR)
+ *                 (both ends in one process), rclose both
+ *   6 local-crowd (-X) 2 readers and 2 pollers on a, rshutdown(a, SHUT_RDWR)
+ *   7 peer-crowd  (-X) 2 readers and 2 pollers on a, rclose(b)
+ *                 (upstream's library hangs here: several threads waiting on
+ *                 one rsocket's CQ channel, one stays in ibv_get_cq_event)
+ *   8 closerace   (-C) a reader blocked in rrecv(a); the runner calls
+ *                 rshutdown(a, SHUT_RDWR) and at once rclose(a) while the
+ *                 reader is still on its way out (not legal for upstream's
+ *                 library, which frees the socket under the reader)
+ * Every call is watched: one that does not return within 30 s (-b),
  * or a run not over after the time bound plus a margin, ends the process
  * with a message naming the stuck operation (exit 3).
  *
- * stdout is deterministic ("runners=2 modes=4 ok"), counts go to stderr.
+ * On a hang the watchdog also has every stuck thread print its stack
+ * (backtrace_symbols_fd; symbolize our library's frames with addr2line).
  *
- *   stress_rsocket [-r runners] [-s seconds] [-p port] [-a addr] [-C] [-M mode]
+ * stdout is deterministic ("runners=2 modes=6 ok"), counts go to stderr.
+ *
+ *   stress_rsocket [-r runners] [-s seconds] [-p port] [-a addr] [-X] [-C] [-M mode]
+ *                  [-m margin] [-b call-bound]
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <execinfo.h>
+#include <signal.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -44,17 +56,33 @@
 #include <unistd.h>
 #include <rdma/rsocket.h>
 
-#define OP_BOUND 30
 #define MAXSLOT 64
-#define DATA (256 * 1024)
+#define DATA_BYTES (256 * 1024)
 
-static int runners = 2, seconds = 20, margin = 60, port, closerace, only_mode = -1;
+static int op_bound = 30, runners = 2, seconds = 20, margin = 60, port, crowd, closerace, only_mode = -1;
 static const char *addr = "192.0.2.1";
 static atomic_int failed;
 static struct timespec t0;
 
-static const char *modes[] = { "plain", "local", "peer", "data", "closerace" };
-#define NMODES 4
+enum { PLAIN, LOCAL, PEER, DATA, CLOSERACE };
+static const struct mode {
+	const char *name;
+	int action, readers, pollers, extra;
+} modes[] = {
+	{ "plain", PLAIN, 0, 0, 0 },
+	{ "local-read", LOCAL, 2, 0, 0 },
+	{ "local-poll", LOCAL, 0, 1, 0 },
+	{ "peer-read", PEER, 2, 0, 0 },
+	{ "peer-poll", PEER, 0, 1, 0 },
+	{ "data", DATA, 0, 0, 0 },
+	/* -X: several waiters of different kinds on one socket (upstream hangs, see the report) */
+	{ "local-crowd", LOCAL, 2, 2, 'X' },
+	{ "peer-crowd", PEER, 2, 2, 'X' },
+	/* -C: rclose racing the woken reader (upstream frees the socket under it) */
+	{ "closerace", CLOSERACE, 1, 0, 'C' },
+};
+#define NALL ((int)(sizeof modes / sizeof modes[0]))
+static int enabled[NALL], nenabled;
 
 static long now_ms(void)
 {
@@ -71,6 +99,7 @@ struct slot {
 	char who[64];
 	const char *_Atomic op;	/* NULL: not in a call */
 	atomic_long since;
+	pthread_t th;
 };
 static struct slot slots[MAXSLOT];
 
@@ -86,6 +115,7 @@ static struct slot *slot_get(const char *fmt, ...)
 			vsnprintf(slots[i].who, sizeof slots[i].who, fmt, ap);
 			va_end(ap);
 			slots[i].op = NULL;
+			slots[i].th = pthread_self();
 			return &slots[i];
 		}
 	}
@@ -124,6 +154,16 @@ static void fail(struct slot *s, const char *fmt, ...)
 	failed = 1;
 }
 
+/* SIGUSR1: the thread prints its own stack (raw addresses; symbolize with addr2line). */
+static void bt_handler(int sig)
+{
+	void *b[48];
+	int n = backtrace(b, 48);
+
+	(void)sig;
+	backtrace_symbols_fd(b, n, 2);
+}
+
 static void *watchdog(void *arg)
 {
 	(void)arg;
@@ -132,17 +172,23 @@ static void *watchdog(void *arg)
 		int stuck = t > (seconds + margin) * 1000L;
 
 		for (int i = 0; i < MAXSLOT && !stuck; i++)
-			if (slots[i].used && slots[i].op && t - slots[i].since > OP_BOUND * 1000L)
+			if (slots[i].used && slots[i].op && t - slots[i].since > op_bound * 1000L)
 				stuck = 1;
 		if (stuck) {
 			flockfile(stderr);
 			fprintf(stderr, "WATCHDOG at %.1f s (bound: %d s per call, %d s in all); calls under way:\n",
-				t / 1000.0, OP_BOUND, seconds + margin);
+				t / 1000.0, op_bound, seconds + margin);
 			for (int i = 0; i < MAXSLOT; i++)
 				if (slots[i].used && slots[i].op)
 					fprintf(stderr, "  %s: %s for %.1f s\n", slots[i].who, slots[i].op,
 						(t - slots[i].since) / 1000.0);
 			funlockfile(stderr);
+			for (int i = 0; i < MAXSLOT; i++)
+				if (slots[i].used && slots[i].op) {
+					fprintf(stderr, "--- stack of %s (in %s):\n", slots[i].who, slots[i].op);
+					pthread_kill(slots[i].th, SIGUSR1);
+					usleep(300000);
+				}
 			printf("HANG (watchdog)\n");
 			fflush(stdout);
 			fflush(stderr);
@@ -159,7 +205,7 @@ struct runner {
 	int idx, lis;
 	struct sockaddr_in sa;
 	pthread_t th;
-	long rounds[5], bytes;
+	long rounds[16], bytes;
 };
 
 struct conn_arg {
@@ -271,7 +317,7 @@ static void *blocker(void *arg)
 		}
 		break;
 	case WRITER:
-		while (k->bytes < DATA) {
+		while (k->bytes < DATA_BYTES) {
 			enter(s, "rsend");
 			ssize_t n = rsend(k->fd, buf, sizeof buf, 0);
 			int e = errno;
@@ -335,27 +381,28 @@ static void check_woken(struct slot *s, const char *mode, struct blocker *k, int
 
 static void round_(struct runner *r, struct slot *s, int mode)
 {
+	const struct mode *m = &modes[mode];
 	struct blocker k[4];
 	int a, b, nk = 0;
 
-	snprintf(s->who, sizeof s->who, "runner %d (%s)", r->idx, modes[mode]);
+	snprintf(s->who, sizeof s->who, "runner %d (%s)", r->idx, m->name);
 	if (make_pair(r, s, &a, &b))
 		return;
-	switch (mode) {
-	case 0: /* plain */
+	switch (m->action) {
+	case PLAIN:
 		CALL(s, "rshutdown(a, SHUT_RDWR)", rshutdown(a, SHUT_RDWR));
 		CALL(s, "rshutdown(b, SHUT_RDWR)", rshutdown(b, SHUT_RDWR));
 		CALL(s, "rclose(a)", rclose(a));
 		CALL(s, "rclose(b)", rclose(b));
 		break;
-	case 1: /* local shutdown with readers and pollers */
-	case 2: /* peer close with readers and pollers */
-		start(&k[nk], r, READER, 0, a), nk++;
-		start(&k[nk], r, READER, 1, a), nk++;
-		start(&k[nk], r, POLLER, 0, a), nk++;
-		start(&k[nk], r, POLLER, 1, a), nk++;
+	case LOCAL:
+	case PEER:
+		for (int i = 0; i < m->readers; i++)
+			start(&k[nk++], r, READER, i, a);
+		for (int i = 0; i < m->pollers; i++)
+			start(&k[nk++], r, POLLER, i, a);
 		settle(k, nk);
-		if (mode == 1)
+		if (m->action == LOCAL)
 			CALL(s, "rshutdown(a, SHUT_RDWR) with readers/pollers on a", rshutdown(a, SHUT_RDWR));
 		else
 			CALL(s, "rclose(b) with readers/pollers on a", rclose(b));
@@ -363,17 +410,17 @@ static void round_(struct runner *r, struct slot *s, int mode)
 		for (int i = 0; i < nk; i++)
 			pthread_join(k[i].th, NULL);
 		leave(s);
-		check_woken(s, modes[mode], k, nk);
+		check_woken(s, m->name, k, nk);
 		CALL(s, "rclose(a)", rclose(a));
-		if (mode == 1)
+		if (m->action == LOCAL)
 			CALL(s, "rclose(b)", rclose(b));
 		break;
-	case 3: { /* data, then both ends shut down */
+	case DATA: {
 		long got = 0;
 
-		start(&k[nk], r, READER, 0, a), nk++;
-		start(&k[nk], r, READER, 1, a), nk++;
-		start(&k[nk], r, WRITER, 0, b), nk++;
+		start(&k[nk++], r, READER, 0, a);
+		start(&k[nk++], r, READER, 1, a);
+		start(&k[nk++], r, WRITER, 0, b);
 		enter(s, "joining writer");
 		pthread_join(k[2].th, NULL);
 		leave(s);
@@ -395,8 +442,8 @@ static void round_(struct runner *r, struct slot *s, int mode)
 		CALL(s, "rclose(b)", rclose(b));
 		break;
 	}
-	case 4: /* closerace (-C) */
-		start(&k[nk], r, READER, 0, a), nk++;
+	case CLOSERACE:
+		start(&k[nk++], r, READER, 0, a);
 		settle(k, nk);
 		CALL(s, "rshutdown(a, SHUT_RDWR) with a reader on a", rshutdown(a, SHUT_RDWR));
 		CALL(s, "rclose(a) while the reader returns", rclose(a));
@@ -413,13 +460,9 @@ static void *runner(void *arg)
 {
 	struct runner *r = arg;
 	struct slot *s = slot_get("runner %d", r->idx);
-	int nm = closerace ? 5 : NMODES;
-
 	for (long i = 0; !failed; i++) {
-		int mode = only_mode >= 0 ? only_mode : (int)((i + r->idx) % nm);
-
-		round_(r, s, mode);
-		if (now_ms() >= seconds * 1000L && i >= nm - 1)
+		round_(r, s, enabled[(i + r->idx) % nenabled]);
+		if (now_ms() >= seconds * 1000L && i >= nenabled - 1)
 			break;
 	}
 	slot_put(s);
@@ -434,25 +477,39 @@ int main(int argc, char **argv)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	port = 26000 + getpid() % 1000;
-	while ((c = getopt(argc, argv, "r:s:p:a:CM:m:")) != -1) {
+	while ((c = getopt(argc, argv, "r:s:p:a:CXM:m:b:")) != -1) {
 		switch (c) {
 		case 'r': runners = atoi(optarg); break;
 		case 's': seconds = atoi(optarg); break;
 		case 'p': port = atoi(optarg); break;
 		case 'a': addr = optarg; break;
 		case 'C': closerace = 1; break;
+		case 'X': crowd = 1; break;
+		case 'b': op_bound = atoi(optarg); break;
 		case 'M': only_mode = atoi(optarg); break;
 		case 'm': margin = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: stress_rsocket [-r runners] [-s seconds] [-p port] [-a addr] [-C] [-M mode] [-m margin]\n");
+			fprintf(stderr, "usage: stress_rsocket [-r runners] [-s seconds] [-p port] [-a addr] [-C] [-X] [-M mode] [-m margin] [-b call-bound]\n");
 			return 2;
 		}
 	}
 	if (runners < 1 || runners > 8)
 		runners = 2;
-	if (only_mode > 4)
-		only_mode = -1;
+	for (int m = 0; m < NALL; m++)
+		if (only_mode >= 0 ? m == only_mode
+				   : !modes[m].extra || (modes[m].extra == 'X' && crowd) || (modes[m].extra == 'C' && closerace))
+			enabled[nenabled++] = m;
+	if (!nenabled) {
+		fprintf(stderr, "no such mode\n");
+		return 2;
+	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	{
+		void *b[2];
+
+		backtrace(b, 2);	/* loads libgcc_s now, not in the handler */
+		signal(SIGUSR1, bt_handler);
+	}
 	pthread_create(&wd, NULL, watchdog, NULL);
 	for (int i = 0; i < runners; i++) {
 		struct slot *s = slot_get("main (listener %d)", i);
@@ -475,23 +532,26 @@ int main(int argc, char **argv)
 		pthread_create(&R[i].th, NULL, runner, &R[i]);
 	for (int i = 0; i < runners; i++)
 		pthread_join(R[i].th, NULL);
-	long n[5] = { 0 }, bytes = 0;
+	long n[NALL] = { 0 }, bytes = 0;
 
 	for (int i = 0; i < runners; i++) {
 		struct slot *s = slot_get("main (listener %d)", i);
 
 		CALL(s, "rclose(listener)", rclose(R[i].lis));
 		slot_put(s);
-		for (int m = 0; m < 5; m++)
+		for (int m = 0; m < NALL; m++)
 			n[m] += R[i].rounds[m];
 		bytes += R[i].bytes;
 	}
-	fprintf(stderr, "%.1f s: rounds plain=%ld local=%ld peer=%ld data=%ld closerace=%ld, %ld bytes\n",
-		now_ms() / 1000.0, n[0], n[1], n[2], n[3], n[4], bytes);
+	fprintf(stderr, "%.1f s: rounds", now_ms() / 1000.0);
+	for (int m = 0; m < NALL; m++)
+		if (n[m])
+			fprintf(stderr, " %s=%ld", modes[m].name, n[m]);
+	fprintf(stderr, ", %ld bytes received in data rounds\n", bytes);
 	if (failed) {
 		printf("runners=%d FAILED\n", runners);
 		return 1;
 	}
-	printf("runners=%d modes=%d ok\n", runners, closerace ? 5 : NMODES);
+	printf("runners=%d modes=%d ok\n", runners, nenabled);
 	return 0;
 }
