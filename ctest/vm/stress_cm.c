@@ -47,7 +47,7 @@
 static int nthreads = 16, seconds = 20, margin = 90, port;
 static const char *addr = "192.0.2.1";
 static struct sockaddr_in dst;
-static atomic_int stop, failed;
+static atomic_int stop, failed, hung;
 static struct timespec t0;
 
 static double now(void)
@@ -83,6 +83,10 @@ static void fail(struct worker *w, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (hung) {
+		failed = 1;
+		return;
+	}
 	va_start(ap, fmt);
 	flockfile(stderr);
 	fprintf(stderr, "[%7.2f] %s%d: ", now(), w ? "worker " : "main", w ? w->idx : 0);
@@ -119,6 +123,7 @@ static void *watchdog(void *arg)
 	(void)arg;
 	while (now() < seconds + margin)
 		sleep(1);
+	hung = 1;
 	flockfile(stderr);
 	fprintf(stderr, "WATCHDOG: not finished %d s after the %d s bound; threads:\n", margin, seconds);
 	fprintf(stderr, "  listener: %s\n  event thread: %s\n", lis_op, ev_op);
@@ -528,6 +533,8 @@ int main(int argc, char **argv)
 	if (it < nthreads) {
 		fail(NULL, "fewer iterations than threads");
 	}
+	while (hung)
+		pause();	/* the watchdog is dumping stacks; it ends the process */
 	if (failed) {
 		printf("threads=%d FAILED\n", nthreads);
 		return 1;

@@ -61,7 +61,7 @@
 
 static int op_bound = 30, runners = 2, seconds = 20, margin = 60, port, crowd, closerace, only_mode = -1;
 static const char *addr = "192.0.2.1";
-static atomic_int failed;
+static atomic_int failed, hung;
 static struct timespec t0;
 
 enum { PLAIN, LOCAL, PEER, DATA, CLOSERACE };
@@ -144,6 +144,10 @@ static void fail(struct slot *s, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (hung) {
+		failed = 1;
+		return;
+	}
 	va_start(ap, fmt);
 	flockfile(stderr);
 	fprintf(stderr, "[%7.2f] %s: ", now_ms() / 1000.0, s ? s->who : "main");
@@ -175,6 +179,7 @@ static void *watchdog(void *arg)
 			if (slots[i].used && slots[i].op && t - slots[i].since > op_bound * 1000L)
 				stuck = 1;
 		if (stuck) {
+			hung = 1;
 			flockfile(stderr);
 			fprintf(stderr, "WATCHDOG at %.1f s (bound: %d s per call, %d s in all); calls under way:\n",
 				t / 1000.0, op_bound, seconds + margin);
@@ -548,6 +553,8 @@ int main(int argc, char **argv)
 		if (n[m])
 			fprintf(stderr, " %s=%ld", modes[m].name, n[m]);
 	fprintf(stderr, ", %ld bytes received in data rounds\n", bytes);
+	while (hung)
+		pause();	/* the watchdog is dumping stacks; it ends the process */
 	if (failed) {
 		printf("runners=%d FAILED\n", runners);
 		return 1;
