@@ -6,8 +6,12 @@
 //! [`Verbs`] is the small slice of libibverbs the CM needs; the real one
 //! ([`SysVerbs`]) is in `crate::sys::verbs`, tests use a double.
 
+#![deny(unsafe_code)]
+
+use super::public::CPtr;
 use crate::abi::cma::{ibv_context, ibv_pd};
 pub use crate::sys::verbs::{DevEntry, OpenInfo, SysVerbs, Verbs};
+use std::ffi::c_void;
 use nix::errno::Errno;
 #[cfg(test)]
 use parking_lot::Mutex;
@@ -20,9 +24,9 @@ pub struct CmDevice {
     pub guid: u64,
     pub index: i32,
     /// Open context, NULL until first needed.
-    pub verbs: *mut ibv_context,
+    pub verbs: CPtr<ibv_context>,
     /// Shared protection domain, allocated on first use by an id.
-    pub pd: *mut ibv_pd,
+    pub pd: CPtr<ibv_pd>,
     /// Link layer of each port (index 0 = port 1).
     pub link_layers: Vec<u8>,
     pub max_qpsize: i32,
@@ -32,13 +36,24 @@ pub struct CmDevice {
     pub refcnt: u32,
     /// Gone from libibverbs' list; freed when the last holder lets go.
     pub dead: bool,
-    /// The XRC domain the connection code opened (0: none), closed with the PD.
-    pub xrcd: usize,
+    /// The XRC domain the connection code opened (NULL: none), closed
+    /// with the PD.
+    pub xrcd: CPtr<c_void>,
 }
 
-// SAFETY: the raw pointers are libibverbs handles, usable from any thread;
-// every CmDevice is only touched under the device list lock.
-unsafe impl Send for CmDevice {}
+/// What an id keeps of the device it is bound to (it holds a reference,
+/// [`Devices::get`]/[`Devices::put`]): the values do not change while the
+/// device is referenced.
+#[derive(Clone, Debug)]
+pub struct DevRef {
+    /// The device's key in the list (`CmDevice::dev`).
+    pub key: usize,
+    pub verbs: CPtr<ibv_context>,
+    pub pd: CPtr<ibv_pd>,
+    pub link_layers: Vec<u8>,
+    pub max_initiator_depth: u8,
+    pub max_responder_resources: u8,
+}
 
 /// The device list (upstream's `cma_dev_list` and its mutex).
 #[derive(Default)]
@@ -73,15 +88,15 @@ impl Devices {
                     dev: e.dev,
                     guid: e.guid,
                     index: e.index,
-                    verbs: std::ptr::null_mut(),
-                    pd: std::ptr::null_mut(),
+                    verbs: CPtr::default(),
+                    pd: CPtr::default(),
                     link_layers: Vec::new(),
                     max_qpsize: 0,
                     max_initiator_depth: 0,
                     max_responder_resources: 0,
                     refcnt: 0,
                     dead: false,
-                    xrcd: 0,
+                    xrcd: CPtr::default(),
                 }));
             }
         }
@@ -102,25 +117,25 @@ impl Devices {
             d.dead = true;
             return;
         }
-        if d.xrcd != 0 {
-            verbs.close_xrcd(d.xrcd);
+        if !d.xrcd.0.is_null() {
+            verbs.close_xrcd(d.xrcd.0 as usize);
         }
-        if !d.pd.is_null() {
-            verbs.dealloc_pd(d.pd as usize);
+        if !d.pd.0.is_null() {
+            verbs.dealloc_pd(d.pd.0 as usize);
         }
-        if !d.verbs.is_null() {
-            verbs.close(d.verbs as usize);
+        if !d.verbs.0.is_null() {
+            verbs.close(d.verbs.0 as usize);
         }
         self.list.remove(pos);
     }
 
     /// Opens a device if it is not open yet.
     pub fn open(verbs: &dyn Verbs, d: &mut CmDevice) -> Result<(), Errno> {
-        if !d.verbs.is_null() {
+        if !d.verbs.0.is_null() {
             return Ok(());
         }
         let info = verbs.open(d.dev)?;
-        d.verbs = info.ctx as *mut ibv_context;
+        d.verbs = CPtr(info.ctx as *mut ibv_context);
         d.link_layers = info.link_layers;
         d.max_qpsize = info.max_qp_wr;
         d.max_initiator_depth = info.max_qp_init_rd_atom as u8;
@@ -138,23 +153,20 @@ impl Devices {
     /// Finds a live device by GUID and kernel index, resynchronising the
     /// list once if it is unknown (a device added since).  Takes a
     /// reference on success.
-    pub fn get(&mut self, verbs: &dyn Verbs, guid: u64, index: Option<u32>) -> Result<*mut CmDevice, Errno> {
-        let find = |s: &mut Self| s.list.iter_mut().find(|d| !d.dead && Self::matches(d, guid, index)).map(|d| &mut **d as *mut CmDevice);
-        let found = match find(self) {
+    pub fn get(&mut self, verbs: &dyn Verbs, guid: u64, index: Option<u32>) -> Result<DevRef, Errno> {
+        let find = |s: &Self| s.list.iter().position(|d| !d.dead && Self::matches(d, guid, index));
+        let pos = match find(self) {
             Some(p) => Some(p),
             None => {
                 self.sync(verbs).map_err(|_| Errno::ENODEV)?;
                 find(self)
             }
         };
-        let p = found.ok_or(Errno::ENODEV)?;
-        // SAFETY: p points into a Box owned by self.list, alive while we
-        // hold &mut self.
-        let d = unsafe { &mut *p };
+        let d = &mut self.list[pos.ok_or(Errno::ENODEV)?];
         d.refcnt += 1;
         let r = Self::open(verbs, d).and_then(|_| {
-            if d.pd.is_null() {
-                d.pd = verbs.alloc_pd(d.verbs as usize)? as *mut ibv_pd;
+            if d.pd.0.is_null() {
+                d.pd = CPtr(verbs.alloc_pd(d.verbs.0 as usize)? as *mut ibv_pd);
             }
             Ok(())
         });
@@ -162,22 +174,34 @@ impl Devices {
             d.refcnt -= 1;
             return Err(e);
         }
-        Ok(p)
+        Ok(DevRef {
+            key: d.dev,
+            verbs: d.verbs,
+            pd: d.pd,
+            link_layers: d.link_layers.clone(),
+            max_initiator_depth: d.max_initiator_depth,
+            max_responder_resources: d.max_responder_resources,
+        })
+    }
+
+    /// The listed device with key `key`.
+    pub fn find_mut(&mut self, key: usize) -> Option<&mut CmDevice> {
+        self.list.iter_mut().find(|d| d.dev == key).map(|d| &mut **d)
     }
 
     /// Drops a reference taken by [`Devices::get`]: the last one releases
     /// the PD and, for a dead device, the device itself.
-    pub fn put(&mut self, verbs: &dyn Verbs, p: *mut CmDevice) {
-        let Some(d) = self.list.iter_mut().find(|d| std::ptr::eq(&***d, p)) else { return };
+    pub fn put(&mut self, verbs: &dyn Verbs, key: usize) {
+        let Some(d) = self.find_mut(key) else { return };
         d.refcnt = d.refcnt.saturating_sub(1);
         if d.refcnt == 0 {
-            if !d.pd.is_null() {
-                verbs.dealloc_pd(d.pd as usize);
-                d.pd = std::ptr::null_mut();
+            if !d.pd.0.is_null() {
+                verbs.dealloc_pd(d.pd.0 as usize);
+                d.pd = CPtr::default();
             }
-            if d.xrcd != 0 {
-                verbs.close_xrcd(d.xrcd);
-                d.xrcd = 0;
+            if !d.xrcd.0.is_null() {
+                verbs.close_xrcd(d.xrcd.0 as usize);
+                d.xrcd = CPtr::default();
             }
             if d.dead {
                 let dev = d.dev;
@@ -245,7 +269,7 @@ mod tests {
         assert!(v.open.lock().is_empty(), "not opened before use");
         let a = d.get(&v, 1u64.to_be(), Some(0)).unwrap();
         let b = d.get(&v, 1u64.to_be(), Some(0)).unwrap();
-        assert_eq!(a, b);
+        assert_eq!((a.key, a.pd), (b.key, b.pd));
         assert_eq!(v.pds.lock().len(), 1, "one shared PD");
         // A device that appears later is found by resync.
         v.devs.lock().push(entry(3, 2));
@@ -255,9 +279,9 @@ mod tests {
         v.devs.lock().retain(|e| e.dev != 1);
         d.sync(&v).unwrap();
         assert!(d.list.iter().any(|x| x.dev == 1 && x.dead));
-        d.put(&v, a);
+        d.put(&v, a.key);
         assert_eq!(v.pds.lock().len(), 2);
-        d.put(&v, b);
+        d.put(&v, b.key);
         assert!(!d.list.iter().any(|x| x.dev == 1));
         assert!(!v.open.lock().contains(&0x1001), "closed");
         // No devices at all.

@@ -130,7 +130,25 @@ pub struct SrqInitAttrEx {
     pub tm_max_ops: u32,
 }
 
+// SAFETY: the attribute set holds libibverbs handles, usable from any
+// thread; the CM keeps a copy (a passive endpoint's) behind a mutex.
+unsafe impl Send for QpInitAttr {}
+
+impl SrqInitAttrEx {
+    /// All fields zero (no attributes, NULL handles).
+    pub fn zeroed() -> SrqInitAttrEx {
+        // SAFETY: integers and raw pointers: all-zero is valid.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
 impl QpInitAttrEx {
+    /// All fields zero (no attributes, NULL handles).
+    pub fn zeroed() -> QpInitAttrEx {
+        // SAFETY: integers and raw pointers: all-zero is valid.
+        unsafe { std::mem::zeroed() }
+    }
+
     /// The `ibv_qp_init_attr` part.
     pub fn base(&self) -> QpInitAttr {
         QpInitAttr { qp_context: self.qp_context, send_cq: self.send_cq, recv_cq: self.recv_cq, srq: self.srq, cap: self.cap, qp_type: self.qp_type, sq_sig_all: self.sq_sig_all }
