@@ -161,7 +161,8 @@ unsafe fn ep_info(res: &rdma_addrinfo) -> conn::EpInfo {
         qp_type: res.ai_qp_type as u32,
         src: addr(res.ai_src_addr, res.ai_src_len),
         dst: addr(res.ai_dst_addr, res.ai_dst_len),
-        route: bytes(res.ai_route as *const u8, res.ai_route_len),
+        route: crate::cma::public::CPtr(res.ai_route),
+        route_len: res.ai_route_len,
         connect: bytes(res.ai_connect as *const u8, res.ai_connect_len),
     }
 }

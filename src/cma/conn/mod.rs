@@ -19,6 +19,7 @@ mod tests;
 use crate::sys::verbs;
 
 use crate::sys::ucma::RawAddr;
+use crate::cma::public::CPtr;
 use crate::cma::{self as cm, Channel, Cm, EventPriv, IdPriv};
 use crate::abi::cma::*;
 use crate::abi::ucma as kabi;
@@ -197,7 +198,7 @@ fn get_xrcd(cm: &Cm, p: &IdPriv) -> Result<*mut c_void, Errno> {
         if x.is_null() {
             return Err(last_errno());
         }
-        d.xrcd = cm::public::CPtr(x);
+        d.xrcd = CPtr(x);
     }
     Ok(d.xrcd.0)
 }
@@ -694,8 +695,10 @@ pub struct EpInfo {
     pub qp_type: u32,
     pub src: Option<RawAddr>,
     pub dst: Option<RawAddr>,
-    /// `ai_route` (path records for RDMA_OPTION_IB_PATH), if any.
-    pub route: Vec<u8>,
+    /// `ai_route` and `ai_route_len` (path records for
+    /// RDMA_OPTION_IB_PATH), handed to the kernel as they are.
+    pub route: CPtr<c_void>,
+    pub route_len: usize,
     /// `ai_connect` (connect data), if any.
     pub connect: Vec<u8>,
 }
@@ -734,9 +737,9 @@ unsafe fn setup_ep(cm: &'static Cm, p: &IdPriv, res: &EpInfo, pd: *mut ibv_pd, a
     }
     // Synchronous: each call waits for its event.
     cm.resolve_addr(p, res.src, res.dst, 2000)?;
-    if !res.route.is_empty() {
-        let mut route = res.route.clone();
-        cm.set_option(p, kabi::RDMA_OPTION_IB, kabi::RDMA_OPTION_IB_PATH, route.as_mut_ptr() as *mut c_void, route.len())?;
+    if res.route_len > 0 {
+        // The kernel reads the records (EFAULT when unreadable).
+        cm.set_option(p, kabi::RDMA_OPTION_IB, kabi::RDMA_OPTION_IB_PATH, res.route.0, res.route_len)?;
         cm.complete(p)?;
     } else {
         cm.resolve_route(p, 2000)?;

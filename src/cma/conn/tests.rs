@@ -501,7 +501,8 @@ fn ep(ai: &rdma_addrinfo) -> EpInfo {
         qp_type: ai.ai_qp_type as u32,
         src: Some(RawAddr::from_slice(&bytes(ai.ai_src_addr as *const u8, ai.ai_src_len as usize))),
         dst: Some(RawAddr::from_slice(&bytes(ai.ai_dst_addr as *const u8, ai.ai_dst_len as usize))),
-        route: Vec::new(),
+        route: crate::cma::public::CPtr(ai.ai_route),
+        route_len: ai.ai_route_len,
         connect: bytes(ai.ai_connect as *const u8, ai.ai_connect_len),
     }
 }
