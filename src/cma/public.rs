@@ -20,6 +20,7 @@
 #![allow(unsafe_code)]
 
 use crate::abi::cma::*;
+use crate::sys::verbs;
 use nix::errno::Errno;
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
@@ -149,6 +150,82 @@ impl PubId {
                 libc::free(old as *mut c_void);
             }
         }
+    }
+}
+
+/// The id's QP (`id->qp`), as the operations the connection code runs on
+/// it.  Sound because `id->qp` is NULL or a QP the library created for
+/// the id (`cma::conn::qp`), published only once it is set up and cleared
+/// before it is destroyed; as with upstream, C must not destroy an id's QP
+/// while another call on the same id runs.  Each operation reports
+/// EINVAL for an id without a QP.
+impl PubId {
+    fn live_qp(&self) -> Result<*mut ibv_qp, Errno> {
+        let qp = self.qp();
+        if qp.is_null() {
+            Err(Errno::EINVAL)
+        } else {
+            Ok(qp)
+        }
+    }
+
+    /// `ibv_modify_qp` on the id's QP.
+    pub fn modify_qp(&self, attr: &mut verbs::QpAttr, mask: std::ffi::c_int) -> Result<(), Errno> {
+        let qp = self.live_qp()?;
+        // SAFETY: qp is the id's live QP (see above).
+        unsafe { verbs::modify_qp(qp, attr, mask) }
+    }
+
+    /// Moves the id's QP to `state` (only the state in the mask).
+    pub fn modify_qp_state(&self, state: u32) -> Result<(), Errno> {
+        let qp = self.live_qp()?;
+        // SAFETY: as in modify_qp.
+        unsafe { verbs::modify_state(qp, state) }
+    }
+
+    /// The QP number of the id's QP and whether it has an SRQ.
+    pub fn qp_num_srq(&self) -> Option<(u32, bool)> {
+        let qp = self.live_qp().ok()?;
+        // SAFETY: as in modify_qp.
+        Some(unsafe { (verbs::qp_num(qp), verbs::qp_srq_pd(qp).0) })
+    }
+
+    /// `ibv_query_ece` on the id's QP (true: the provider has no ECE).
+    pub fn qp_query_ece(&self) -> Result<(verbs::Ece, bool), Errno> {
+        let qp = self.live_qp()?;
+        // SAFETY: as in modify_qp.
+        unsafe { verbs::query_ece(qp) }
+    }
+
+    /// `ibv_set_ece` on the id's QP.
+    pub fn qp_set_ece(&self, e: verbs::Ece) -> Result<(), Errno> {
+        let qp = self.live_qp()?;
+        // SAFETY: as in modify_qp.
+        unsafe { verbs::set_ece(qp, e) }
+    }
+
+    /// Attaches the id's QP to a multicast group.
+    pub fn qp_attach_mcast(&self, gid: &ibv_gid, lid: u16) -> Result<(), Errno> {
+        let qp = self.live_qp()?;
+        // SAFETY: as in modify_qp.
+        unsafe { verbs::attach_mcast(qp, gid, lid) }
+    }
+
+    /// Detaches the id's QP from a multicast group (its result ignored,
+    /// as upstream).
+    pub fn qp_detach_mcast(&self, gid: &ibv_gid, lid: u16) {
+        if let Ok(qp) = self.live_qp() {
+            // SAFETY: as in modify_qp.
+            unsafe { verbs::detach_mcast(qp, gid, lid) };
+        }
+    }
+
+    /// The transport type (`IBV_TRANSPORT_*`) of the id's device, -1
+    /// without one.  Sound because `id->verbs` is NULL or the context of
+    /// the device the id holds a reference on (`cma::device`).
+    pub fn transport_type(&self) -> std::ffi::c_int {
+        // SAFETY: per the above.
+        unsafe { verbs::transport_type(self.verbs()) }
     }
 }
 

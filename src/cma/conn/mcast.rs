@@ -2,11 +2,8 @@
 //! Multicast memberships of an id: join, leave, and the library's part of
 //! MULTICAST_JOIN / MULTICAST_ERROR events (attaching the id's QP to the
 //! group).
-//!
-//! The unsafe code left here is the two libibverbs calls on the id's QP
-//! (attach, detach).
+#![deny(unsafe_code)]
 
-use super::verbs;
 use crate::sys::ucma::RawAddr;
 use crate::cma::public::CPtr;
 use crate::cma::{Cm, EventPriv, IdPriv};
@@ -98,11 +95,9 @@ pub fn leave(cm: &Cm, p: &IdPriv, addr: RawAddr) -> Result<(), Errno> {
         let pos = mcs.iter().position(|m| m.addr.bytes[..addr.len] == addr.bytes[..addr.len]).ok_or(Errno::EADDRNOTAVAIL)?;
         mcs.remove(pos)
     };
-    let qp = p.id.qp();
-    if !qp.is_null() && mc.join_flags != JOIN_FLAG_SENDONLY_FULLMEMBER {
+    if !p.id.qp().is_null() && mc.join_flags != JOIN_FLAG_SENDONLY_FULLMEMBER {
         let (gid, lid) = *mc.group.lock();
-        // SAFETY: qp is the id's live QP.
-        unsafe { verbs::detach_mcast(qp, &gid, lid) };
+        p.id.qp_detach_mcast(&gid, lid);
     }
     let handle = *mc.handle.lock();
     let r = cm.ucma.leave_mcast(p.fd(), handle);
@@ -121,10 +116,8 @@ pub fn process_event(resp: &kabi::EventResp, evt: &mut EventPriv, mc: Arc<Mc>, p
         let ud = evt.event.ud();
         let (gid, lid) = (ud.ah_attr.grh.dgid, ud.ah_attr.dlid);
         *mc.group.lock() = (gid, lid);
-        let qp = p.id.qp();
-        if !qp.is_null() && mc.join_flags != JOIN_FLAG_SENDONLY_FULLMEMBER {
-            // SAFETY: qp is the id's live QP.
-            if let Err(e) = unsafe { verbs::attach_mcast(qp, &gid, lid) } {
+        if !p.id.qp().is_null() && mc.join_flags != JOIN_FLAG_SENDONLY_FULLMEMBER {
+            if let Err(e) = p.id.qp_attach_mcast(&gid, lid) {
                 log::debug!(target: "rdmacm", "attaching the QP to the group failed: {e}");
                 evt.event.0.status = -1;
                 evt.event.0.event = RDMA_CM_EVENT_MULTICAST_ERROR;

@@ -6,6 +6,7 @@
 
 use super::mcast;
 use super::*;
+use crate::sys::verbs::QpInitAttr;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use crate::cma::device::fake::FakeVerbs;
