@@ -149,9 +149,8 @@ pub struct IdPriv {
     channel: Mutex<Arc<Channel>>,
     /// The device the id is bound to (reference held), if any.
     dev: Mutex<Option<DevRef>>,
-    /// Events acked so far, and the condition destroy/migrate wait on.
-    completed: Mutex<u32>,
-    cond: Condvar,
+    /// Events acked so far, which destroy and migrate wait on.
+    acks: Acks,
     pub conn: Mutex<ConnState>,
     /// Multicast memberships, newest first.
     pub mcs: Mutex<Vec<Arc<Mc>>>,
@@ -234,17 +233,40 @@ impl IdPriv {
     }
 
     pub(crate) fn complete_event(&self) {
-        let mut n = self.completed.lock();
+        self.acks.add();
+    }
+}
+
+/// A count of acked events and the condition to wait for a number of them
+/// (an id's, a multicast membership's: upstream's `events_completed` and
+/// `cond`).
+#[derive(Default)]
+pub struct Acks {
+    n: Mutex<u32>,
+    cond: Condvar,
+}
+
+impl Acks {
+    /// Counts one acked event.
+    pub fn add(&self) {
+        let mut n = self.n.lock();
         *n += 1;
         self.cond.notify_all();
     }
 
-    fn wait_completed(&self, reported: u32) {
-        let mut n = self.completed.lock();
+    /// Runs `f` under the count's lock, then waits until `reported`
+    /// events have been acked (the wait releases the lock while it sleeps).
+    pub fn wait_with(&self, reported: u32, f: impl FnOnce()) {
+        let mut n = self.n.lock();
+        f();
         while *n < reported {
-            // Condvar::wait releases the mutex while it sleeps.
             self.cond.wait(&mut n);
         }
+    }
+
+    /// Waits until `reported` events have been acked.
+    pub fn wait(&self, reported: u32) {
+        self.wait_with(reported, || ())
     }
 }
 
@@ -400,8 +422,7 @@ impl Cm {
             sync: AtomicBool::new(sync),
             channel: Mutex::new(ch),
             dev: Mutex::new(None),
-            completed: Mutex::new(0),
-            cond: Condvar::new(),
+            acks: Acks::default(),
             conn: Mutex::new(ConnState::default()),
             mcs: Mutex::new(Vec::new()),
             ai: Mutex::new(ai::AiSlot::default()),
@@ -448,7 +469,7 @@ impl Cm {
     pub fn destroy_id(&self, p: &Arc<IdPriv>) -> Result<(), Errno> {
         let reported = self.ucma.destroy_id(p.fd(), p.handle())?;
         self.ack_parked(p);
-        p.wait_completed(reported);
+        p.acks.wait(reported);
         self.free_id(p);
         Ok(())
     }
@@ -478,15 +499,12 @@ impl Cm {
             self.ack_parked(p);
             self.destroy_channel(&p.channel());
         }
-        let mut n = p.completed.lock();
-        p.sync.store(new_sync, Ordering::Release);
         // The channel is replaced under the id's lock, as upstream.
-        p.id.set_channel(ch.raw());
-        *p.channel.lock() = ch;
-        while *n < reported {
-            // Condvar::wait releases the mutex while it sleeps.
-            p.cond.wait(&mut n);
-        }
+        p.acks.wait_with(reported, || {
+            p.sync.store(new_sync, Ordering::Release);
+            p.id.set_channel(ch.raw());
+            *p.channel.lock() = ch;
+        });
         Ok(())
     }
 
@@ -825,7 +843,7 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
 pub fn ack_event(cm: &Cm, ev: *mut rdma_cm_event) -> bool {
     let Some(evt) = cm.live.lock().events.remove(&(ev as usize)) else { return false };
     if let Some(mc) = &evt.mc {
-        mc.complete_event();
+        mc.acks.add();
     }
     if let Some(p) = &evt.id_priv {
         p.complete_event();

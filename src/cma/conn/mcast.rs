@@ -6,11 +6,11 @@
 
 use crate::sys::ucma::RawAddr;
 use crate::cma::public::CPtr;
-use crate::cma::{Cm, EventPriv, IdPriv};
+use crate::cma::{Acks, Cm, EventPriv, IdPriv};
 use crate::abi::cma::*;
 use crate::abi::ucma as kabi;
 use nix::errno::Errno;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use std::ffi::c_void;
 use std::sync::{Arc, Weak};
 
@@ -37,25 +37,8 @@ pub struct Mc {
     pub group: Mutex<(ibv_gid, u16)>,
     pub join_flags: u16,
     pub addr: RawAddr,
-    completed: Mutex<u32>,
-    cond: Condvar,
-}
-
-impl Mc {
-    /// Counts an acked multicast event (called by the core's ack).
-    pub fn complete_event(&self) {
-        let mut n = self.completed.lock();
-        *n += 1;
-        self.cond.notify_all();
-    }
-
-    fn wait_completed(&self, reported: u32) {
-        let mut n = self.completed.lock();
-        while *n < reported {
-            // Condvar::wait releases the mutex while it sleeps.
-            self.cond.wait(&mut n);
-        }
-    }
+    /// Its acked events, which leave waits on.
+    pub acks: Acks,
 }
 
 /// `rdma_join_multicast` / `rdma_join_multicast_ex` after their checks.
@@ -67,8 +50,7 @@ pub fn join(cm: &'static Cm, p: &Arc<IdPriv>, addr: RawAddr, join_flags: u16, co
         group: Mutex::new((ibv_gid { raw: [0; 16] }, 0)),
         join_flags,
         addr,
-        completed: Mutex::new(0),
-        cond: Condvar::new(),
+        acks: Acks::default(),
     });
     p.mcs.lock().insert(0, mc.clone());
     cm.register_mc(&mc);
@@ -104,7 +86,7 @@ pub fn leave(cm: &Cm, p: &IdPriv, addr: RawAddr) -> Result<(), Errno> {
     // As upstream, the membership is dropped either way.
     cm.unregister_mc(&mc);
     let reported = r?;
-    mc.wait_completed(reported);
+    mc.acks.wait(reported);
     Ok(())
 }
 
