@@ -319,30 +319,7 @@ mod sys {
     }
 }
 
-/// The errno of a failed libibverbs call, by the one rule the library
-/// applies to every libibverbs call that reports failure:
-///
-/// * a function returning `int` failed when it returned non-zero: a
-///   positive value is the errno itself (libibverbs' own convention); a
-///   negative one (some providers return -1) means "see errno";
-/// * a constructor failed when it returned NULL: see errno;
-/// * "see errno" with errno unset (0) reads as EIO, so that a failure is
-///   never reported as success.
-pub fn errno_of(ret: c_int) -> Errno {
-    if ret > 0 {
-        Errno::from_raw(ret)
-    } else {
-        last_errno()
-    }
-}
-
-/// The calling thread's errno after a failed foreign call (EIO if unset).
-pub fn last_errno() -> Errno {
-    match Errno::last() {
-        Errno::UnknownErrno => Errno::EIO,
-        e => e,
-    }
-}
+pub use super::{errno_of, last_errno};
 
 /// A libibverbs `int` result as a `Result` (0 is success; see
 /// [`errno_of`] for the error).
