@@ -16,7 +16,15 @@
 //!   pointer into the `UnsafeCell` and never hands out a Rust reference to
 //!   the struct, so no `&`/`&mut` aliasing is created;
 //! - every field is plain data (pointers, integers, unions of those):
-//!   every bit pattern read back is a valid value.
+//!   every bit pattern read back is a valid value;
+//! - the operations on the objects the id names (its QP, its device's
+//!   transport) rely on one invariant: the handle fields (`verbs`, `pd`,
+//!   `qp`, `srq`, the CQs and completion channels) are NULL or objects
+//!   that are live while they are stored, that is objects the library
+//!   opened or created (the device list, `cma::conn::qp`) or that the C
+//!   caller handed in under its API contract.  Only `crate::cma` can set
+//!   them (the setters are `pub(in crate::cma)`), and it clears a field
+//!   before it destroys the object.
 #![allow(unsafe_code)]
 
 use crate::abi::cma::*;
@@ -39,6 +47,9 @@ unsafe impl Sync for PubId {}
 
 macro_rules! field {
     ($get:ident, $set:ident, $t:ty) => {
+        field!($get, $set, $t, pub);
+    };
+    ($get:ident, $set:ident, $t:ty, $($vis:tt)+) => {
         #[doc = concat!("`id->", stringify!($get), "`.")]
         pub fn $get(&self) -> $t {
             // SAFETY: one aligned field of a live struct (module docs).
@@ -47,7 +58,7 @@ macro_rules! field {
         #[doc = concat!("Sets `id->", stringify!($get), "`.")]
         // A pointer value is stored, never followed.
         #[allow(clippy::not_unsafe_ptr_arg_deref)]
-        pub fn $set(&self, v: $t) {
+        $($vis)+ fn $set(&self, v: $t) {
             // SAFETY: as above.
             unsafe { addr_of_mut!((*self.0.get()).$get).write(v) }
         }
@@ -72,19 +83,19 @@ impl PubId {
         self.0.get()
     }
 
-    field!(verbs, set_verbs, *mut ibv_context);
+    field!(verbs, set_verbs, *mut ibv_context, pub(in crate::cma));
     field!(channel, set_channel, *mut rdma_event_channel);
     field!(context, set_context, *mut c_void);
-    field!(qp, set_qp, *mut ibv_qp);
+    field!(qp, set_qp, *mut ibv_qp, pub(in crate::cma));
     field!(ps, set_ps, rdma_port_space);
     field!(port_num, set_port_num, u8);
     field!(event, set_event, *mut rdma_cm_event);
-    field!(send_cq_channel, set_send_cq_channel, *mut ibv_comp_channel);
-    field!(send_cq, set_send_cq, *mut ibv_cq);
-    field!(recv_cq_channel, set_recv_cq_channel, *mut ibv_comp_channel);
-    field!(recv_cq, set_recv_cq, *mut ibv_cq);
-    field!(srq, set_srq, *mut ibv_srq);
-    field!(pd, set_pd, *mut ibv_pd);
+    field!(send_cq_channel, set_send_cq_channel, *mut ibv_comp_channel, pub(in crate::cma));
+    field!(send_cq, set_send_cq, *mut ibv_cq, pub(in crate::cma));
+    field!(recv_cq_channel, set_recv_cq_channel, *mut ibv_comp_channel, pub(in crate::cma));
+    field!(recv_cq, set_recv_cq, *mut ibv_cq, pub(in crate::cma));
+    field!(srq, set_srq, *mut ibv_srq, pub(in crate::cma));
+    field!(pd, set_pd, *mut ibv_pd, pub(in crate::cma));
     field!(qp_type, set_qp_type, ibv_qp_type);
 
     /// Copies an address into `route.addr.src` (at most its 128 bytes).
