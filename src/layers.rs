@@ -33,7 +33,7 @@ const LAYERS: &[(&str, u8)] = &[
 const PENDING: &[(&str, &str)] = &[("rsocket", "capi::cm"), ("rsocket", "capi::conn"), ("rsocket", "capi::qp")];
 
 /// Domain modules (top-level or deeper) whose files must deny unsafe code.
-const SAFE: &[&str] = &["gid", "cma", "cma::ai", "cma::conn", "cma::conn::mcast", "cma::device", "cma::events"];
+const SAFE: &[&str] = &["gid", "cma", "cma::ai", "cma::conn", "cma::conn::mcast", "cma::conn::qp", "cma::device", "cma::events"];
 
 fn layer_of(module: &[String]) -> Option<u8> {
     let top = module.first()?;

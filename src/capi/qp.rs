@@ -6,6 +6,7 @@ use super::{entry, nonnull};
 use super::cm::id_of as live_id;
 use crate::cma as cm;
 use crate::cma::conn;
+use crate::cma::objects::Vouched;
 use crate::sys::verbs;
 use crate::symver;
 use crate::sys::ucma::RawAddr;
@@ -21,9 +22,13 @@ pub unsafe extern "C" fn rdma_create_qp(id: *mut rdma_cm_id, pd: *mut ibv_pd, qp
     entry(|| {
         let (p, cm) = live_id(id)?;
         let attr = nonnull(qp_init_attr)?.as_ptr() as *mut verbs::QpInitAttr;
-        // SAFETY: attr is a valid, writable ibv_qp_init_attr; pd and its
-        // handles are valid or NULL (C contract).
-        unsafe { conn::create_qp(cm, &p, pd, &mut *attr)? };
+        // SAFETY: attr is a valid, writable ibv_qp_init_attr whose handles,
+        // like pd, are NULL or live objects (C contract).
+        let (pd, mut a) = unsafe { (Vouched::new(pd), Vouched::new(*attr)) };
+        let r = conn::create_qp(cm, &p, pd, &mut a);
+        // SAFETY: as above (written back whatever the outcome, as before).
+        unsafe { *attr = a.into_inner() };
+        r?;
         Ok(0)
     })
 }
@@ -39,8 +44,13 @@ pub unsafe extern "C" fn rdma_create_qp_ex(id: *mut rdma_cm_id, qp_init_attr: *m
     entry(|| {
         let (p, cm) = live_id(id)?;
         let attr = nonnull(qp_init_attr)?.as_ptr() as *mut verbs::QpInitAttrEx;
-        // SAFETY: attr is a valid, writable ibv_qp_init_attr_ex (C contract).
-        unsafe { conn::create_qp_ex(cm, &p, &mut *attr)? };
+        // SAFETY: attr is a valid, writable ibv_qp_init_attr_ex whose
+        // handles are NULL or live objects (C contract).
+        let mut a = unsafe { Vouched::new(*attr) };
+        let r = conn::create_qp_ex(cm, &p, &mut a);
+        // SAFETY: as above (written back whatever the outcome, as before).
+        unsafe { *attr = a.into_inner() };
+        r?;
         Ok(0)
     })
 }
@@ -70,8 +80,13 @@ pub unsafe extern "C" fn rdma_create_srq(id: *mut rdma_cm_id, pd: *mut ibv_pd, a
     entry(|| {
         let (p, cm) = live_id(id)?;
         let attr = nonnull(attr)?.as_ptr() as *mut verbs::SrqInitAttr;
-        // SAFETY: attr is valid and writable; pd valid or NULL (C contract).
-        unsafe { conn::create_srq(cm, &p, pd, &mut *attr)? };
+        // SAFETY: attr is a valid, writable ibv_srq_init_attr; pd NULL or a
+        // live PD (C contract).
+        let (pd, mut a) = unsafe { (Vouched::new(pd), Vouched::new(*attr)) };
+        let r = conn::create_srq(cm, &p, pd, &mut a);
+        // SAFETY: as above.
+        unsafe { *attr = a.into_inner() };
+        r?;
         Ok(0)
     })
 }
@@ -87,8 +102,13 @@ pub unsafe extern "C" fn rdma_create_srq_ex(id: *mut rdma_cm_id, attr: *mut ibv_
     entry(|| {
         let (p, cm) = live_id(id)?;
         let attr = nonnull(attr)?.as_ptr() as *mut verbs::SrqInitAttrEx;
-        // SAFETY: attr is valid and writable (C contract).
-        unsafe { conn::create_srq_ex(cm, &p, &mut *attr)? };
+        // SAFETY: attr is a valid, writable ibv_srq_init_attr_ex whose
+        // handles are NULL or live objects (C contract).
+        let mut a = unsafe { Vouched::new(*attr) };
+        let r = conn::create_srq_ex(cm, &p, &mut a);
+        // SAFETY: as above.
+        unsafe { *attr = a.into_inner() };
+        r?;
         Ok(0)
     })
 }
@@ -121,10 +141,16 @@ pub unsafe extern "C" fn rdma_create_ep(id: *mut *mut rdma_cm_id, res: *mut rdma
         let res = nonnull(res)?;
         // SAFETY: res is a valid rdma_addrinfo.
         let info = unsafe { ep_info(res.as_ref()) };
-        // SAFETY: qp_init_attr is NULL or a valid, writable attribute set.
-        let attr = unsafe { (qp_init_attr as *mut verbs::QpInitAttr).as_mut() };
-        // SAFETY: pd and the handles in attr are valid or NULL (C contract).
-        let p = unsafe { conn::create_ep(cm::global(), &info, pd, attr)? };
+        let attr_ptr = qp_init_attr as *mut verbs::QpInitAttr;
+        // SAFETY: qp_init_attr is NULL or a valid, writable attribute set
+        // whose handles, like pd, are NULL or live objects (C contract).
+        let (pd, mut attr) = unsafe { (Vouched::new(pd), attr_ptr.as_ref().map(|a| Vouched::new(*a))) };
+        let r = conn::create_ep(cm::global(), &info, pd, attr.as_mut());
+        if let Some(a) = attr {
+            // SAFETY: as above.
+            unsafe { *attr_ptr = a.into_inner() };
+        }
+        let p = r?;
         // SAFETY: out is writable.
         unsafe { *out.as_ptr() = p.raw() };
         Ok(0)

@@ -195,6 +195,61 @@ impl Cm {
     }
 }
 
+/// The connection manager's side of `rdma_getaddrinfo`: the
+/// [`gai::CmBackend`] that the address-translation pipeline asks for the
+/// AF_IB probe, the InfiniBand ports and the kernel's service resolution.
+/// The pipeline knows only the trait, so it never imports the connection
+/// manager.
+pub struct CmaBackend;
+
+impl gai::CmBackend for CmaBackend {
+    fn af_ib_supported(&self) -> bool {
+        super::af_ib_supported()
+    }
+
+    fn ib_sa_gids(&self) -> Vec<[u8; 16]> {
+        crate::sys::verbs::ib_active_port_gids()
+    }
+
+    fn resolve_ib_service(&self, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
+        resolve_ib_service(gid, service)
+    }
+}
+
+/// `rdma_getaddrinfo`'s RAI_SA lookup on one port: an AF_IB id bound to
+/// the port's GID asks the kernel to resolve `service` through the SA, as
+/// upstream does.  Returns the AF_IB entries (without source addresses).
+pub fn resolve_ib_service(gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
+    let cm = super::global();
+    let ch = cm.create_channel()?;
+    // The id lives on the channel and is destroyed before it.
+    let r = cm.create_id(Some(&ch), std::ptr::null_mut(), RDMA_PS_IB).and_then(|p| {
+        let r = cm.resolve_service_on(&p, &ch, gid, service);
+        let _ = cm.destroy_id(&p);
+        r
+    });
+    cm.destroy_channel(&ch);
+    r
+}
+
+impl Cm {
+    /// Binds `p` to `gid`, resolves `service` through the SA and waits for
+    /// the answer on `ch` (the id's channel).
+    fn resolve_service_on(&'static self, p: &IdPriv, ch: &super::Channel, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
+        let sib = sockaddr_ib { sib_family: AF_IB as u16, sib_addr: ib_addr { sib_raw: *gid }, ..Default::default() };
+        self.bind(p, Some(crate::sys::ucma::RawAddr::from_slice(&gai::sib_bytes(&sib))))?;
+        p.ai.lock().resolving = true;
+        self.ucma.resolve_ib_service(p.fd(), p.handle(), &ib_service_of(service))?;
+        let got = super::get_event(ch)?;
+        // The event is acked right away.
+        super::ack_event(self, got.ptr);
+        if got.event != RDMA_CM_EVENT_ADDRINFO_RESOLVED {
+            return Err(Errno::ENOENT);
+        }
+        self.query_addrinfo(p)
+    }
+}
+
 #[cfg(test)]
 #[allow(unsafe_code)]
 mod tests {
@@ -252,60 +307,5 @@ mod tests {
         // SAFETY: dst holds a complete sockaddr_ib.
         let sib: sockaddr_ib = unsafe { std::ptr::read_unaligned(dst.as_ptr().cast()) };
         assert_eq!((sib.sib_sid, sib.sib_sid_mask, sib.sib_addr.sib_raw[15]), (r.id, u64::MAX, 7));
-    }
-}
-
-/// The connection manager's side of `rdma_getaddrinfo`: the
-/// [`gai::CmBackend`] that the address-translation pipeline asks for the
-/// AF_IB probe, the InfiniBand ports and the kernel's service resolution.
-/// The pipeline knows only the trait, so it never imports the connection
-/// manager.
-pub struct CmaBackend;
-
-impl gai::CmBackend for CmaBackend {
-    fn af_ib_supported(&self) -> bool {
-        super::af_ib_supported()
-    }
-
-    fn ib_sa_gids(&self) -> Vec<[u8; 16]> {
-        crate::sys::verbs::ib_active_port_gids()
-    }
-
-    fn resolve_ib_service(&self, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
-        resolve_ib_service(gid, service)
-    }
-}
-
-/// `rdma_getaddrinfo`'s RAI_SA lookup on one port: an AF_IB id bound to
-/// the port's GID asks the kernel to resolve `service` through the SA, as
-/// upstream does.  Returns the AF_IB entries (without source addresses).
-pub fn resolve_ib_service(gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
-    let cm = super::global();
-    let ch = cm.create_channel()?;
-    // The id lives on the channel and is destroyed before it.
-    let r = cm.create_id(Some(&ch), std::ptr::null_mut(), RDMA_PS_IB).and_then(|p| {
-        let r = cm.resolve_service_on(&p, &ch, gid, service);
-        let _ = cm.destroy_id(&p);
-        r
-    });
-    cm.destroy_channel(&ch);
-    r
-}
-
-impl Cm {
-    /// Binds `p` to `gid`, resolves `service` through the SA and waits for
-    /// the answer on `ch` (the id's channel).
-    fn resolve_service_on(&'static self, p: &IdPriv, ch: &super::Channel, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
-        let sib = sockaddr_ib { sib_family: AF_IB as u16, sib_addr: ib_addr { sib_raw: *gid }, ..Default::default() };
-        self.bind(p, Some(crate::sys::ucma::RawAddr::from_slice(&gai::sib_bytes(&sib))))?;
-        p.ai.lock().resolving = true;
-        self.ucma.resolve_ib_service(p.fd(), p.handle(), &ib_service_of(service))?;
-        let got = super::get_event(ch)?;
-        // The event is acked right away.
-        super::ack_event(self, got.ptr);
-        if got.event != RDMA_CM_EVENT_ADDRINFO_RESOLVED {
-            return Err(Errno::ENOENT);
-        }
-        self.query_addrinfo(p)
     }
 }

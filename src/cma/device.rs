@@ -8,10 +8,10 @@
 
 #![deny(unsafe_code)]
 
+use super::objects::Xrcd;
 use super::public::CPtr;
 use crate::abi::cma::{ibv_context, ibv_pd};
 pub use crate::sys::verbs::{DevEntry, OpenInfo, SysVerbs, Verbs};
-use std::ffi::c_void;
 use nix::errno::Errno;
 #[cfg(test)]
 use parking_lot::Mutex;
@@ -36,9 +36,8 @@ pub struct CmDevice {
     pub refcnt: u32,
     /// Gone from libibverbs' list; freed when the last holder lets go.
     pub dead: bool,
-    /// The XRC domain the connection code opened (NULL: none), closed
-    /// with the PD.
-    pub xrcd: CPtr<c_void>,
+    /// The XRC domain the connection code opened, closed with the PD.
+    pub xrcd: Option<Xrcd>,
 }
 
 /// What an id keeps of the device it is bound to (it holds a reference,
@@ -96,7 +95,7 @@ impl Devices {
                     max_responder_resources: 0,
                     refcnt: 0,
                     dead: false,
-                    xrcd: CPtr::default(),
+                    xrcd: None,
                 }));
             }
         }
@@ -117,8 +116,8 @@ impl Devices {
             d.dead = true;
             return;
         }
-        if !d.xrcd.0.is_null() {
-            verbs.close_xrcd(d.xrcd.0 as usize);
+        if let Some(x) = d.xrcd {
+            verbs.close_xrcd(x.addr());
         }
         if !d.pd.0.is_null() {
             verbs.dealloc_pd(d.pd.0 as usize);
@@ -199,9 +198,8 @@ impl Devices {
                 verbs.dealloc_pd(d.pd.0 as usize);
                 d.pd = CPtr::default();
             }
-            if !d.xrcd.0.is_null() {
-                verbs.close_xrcd(d.xrcd.0 as usize);
-                d.xrcd = CPtr::default();
+            if let Some(x) = d.xrcd.take() {
+                verbs.close_xrcd(x.addr());
             }
             if d.dead {
                 let dev = d.dev;

@@ -27,6 +27,7 @@ pub mod device;
 pub mod ai;
 pub mod conn;
 pub mod events;
+pub mod objects;
 pub mod public;
 
 
@@ -130,7 +131,7 @@ pub struct ConnState {
     pub local_ece: (u32, u32),
     pub remote_ece: (u32, u32),
     /// The QP attributes a passive endpoint creates each request's QP with.
-    pub qp_init_attr: Option<crate::sys::verbs::QpInitAttr>,
+    pub qp_init_attr: Option<objects::Vouched<crate::sys::verbs::QpInitAttr>>,
 }
 
 /// The private state of an id (upstream's `struct cma_id_private`); `id`

@@ -1,53 +1,38 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! QPs, SRQs and the CQs the library makes for them, and endpoints
 //! (`rdma_create_ep`): the verbs objects of an id, created from attribute
-//! sets whose handles (PD, CQs, SRQ, XRC domain) the caller supplies.
-//!
-//! The one part of the connection code with unsafe code: `crate::sys::verbs`
-//! takes these objects as raw pointers, and the caller's handles are only
-//! as good as the C caller's promise, so the functions taking them are
-//! `unsafe fn`s whose contract the C API states.  Each unsafe block says
-//! why the objects it uses are live.
-#![allow(unsafe_code)]
+//! sets whose handles (PD, CQs, SRQ, XRC domain) the caller supplies as
+//! [`Vouched`] values.  The libibverbs calls themselves are in
+//! `crate::cma::objects`.
+#![deny(unsafe_code)]
 
 use super::{init_qp_attr, EpInfo};
 use crate::abi::cma::*;
 use crate::abi::ucma as kabi;
-use crate::cma::public::CPtr;
+use crate::cma::objects::{NewQp, Vouched, Xrcd};
 use crate::cma::{Cm, IdPriv};
-use crate::sys::verbs::{self, *};
+use crate::sys::verbs::*;
 use nix::errno::Errno;
-use std::ffi::c_void;
 use std::ptr::null_mut;
 use std::sync::Arc;
 
 /// Moves a new QP of the id's device to INIT.
-///
-/// # Safety
-/// `qp` must be a live QP.
-unsafe fn init_conn_qp(cm: &Cm, p: &IdPriv, qp: *mut ibv_qp) -> Result<(), Errno> {
+fn init_conn_qp(cm: &Cm, p: &IdPriv, qp: &NewQp) -> Result<(), Errno> {
     let mut a = QpAttr { qp_state: IBV_QPS_INIT, ..Default::default() };
     let mask = init_qp_attr(cm, p, &mut a)?;
-    // SAFETY: per the contract.
-    unsafe { modify_qp(qp, &mut a, mask) }
+    qp.modify(&mut a, mask)
 }
 
 /// Moves a new UD QP of the id's device to RTS.
-///
-/// # Safety
-/// `qp` must be a live QP.
-unsafe fn init_ud_qp(cm: &Cm, p: &IdPriv, qp: *mut ibv_qp) -> Result<(), Errno> {
+fn init_ud_qp(cm: &Cm, p: &IdPriv, qp: &NewQp) -> Result<(), Errno> {
     let mut a = QpAttr { qp_state: IBV_QPS_INIT, ..Default::default() };
     let mask = init_qp_attr(cm, p, &mut a)?;
-    // SAFETY: per the contract.
-    unsafe {
-        modify_qp(qp, &mut a, mask)?;
-        a.qp_state = IBV_QPS_RTR;
-        modify_qp(qp, &mut a, IBV_QP_STATE)?;
-        a.qp_state = IBV_QPS_RTS;
-        a.sq_psn = 0;
-        modify_qp(qp, &mut a, IBV_QP_STATE | IBV_QP_SQ_PSN)
-    }
+    qp.modify(&mut a, mask)?;
+    a.qp_state = IBV_QPS_RTR;
+    qp.modify(&mut a, IBV_QP_STATE)?;
+    a.qp_state = IBV_QPS_RTS;
+    a.sq_psn = 0;
+    qp.modify(&mut a, IBV_QP_STATE | IBV_QP_SQ_PSN)
 }
 
 // --- CQs, QPs, SRQs ------------------------------------------------------------
@@ -55,120 +40,60 @@ unsafe fn init_ud_qp(cm: &Cm, p: &IdPriv, qp: *mut ibv_qp) -> Result<(), Errno> 
 /// Destroys the CQs and completion channels the library made for the id
 /// (its QP/SRQ must no longer use them).
 pub fn destroy_cqs(p: &IdPriv) {
-    let id = &p.id;
-    if id.qp_type() == IBV_QPT_XRC_RECV && !id.srq().is_null() {
-        return;
-    }
-    // SAFETY: the CQs and channels in the id were created by create_cqs
-    // and are destroyed once (the fields are cleared right after).
-    unsafe {
-        if !id.recv_cq().is_null() {
-            destroy_cq(id.recv_cq());
-            if !id.send_cq().is_null() && id.send_cq() != id.recv_cq() {
-                destroy_cq(id.send_cq());
-                id.set_send_cq(null_mut());
-            }
-            id.set_recv_cq(null_mut());
-        }
-        if !id.recv_cq_channel().is_null() {
-            destroy_comp_channel(id.recv_cq_channel());
-            if !id.send_cq_channel().is_null() && id.send_cq_channel() != id.recv_cq_channel() {
-                destroy_comp_channel(id.send_cq_channel());
-                id.set_send_cq_channel(null_mut());
-            }
-            id.set_recv_cq_channel(null_mut());
-        }
-    }
+    p.id.destroy_cqs();
 }
 
 /// Creates a receive and/or a send CQ, each with its own completion
-/// channel and the id as CQ context (what rdma_get_send_comp and
-/// rdma_get_recv_comp expect).
+/// channel and the id as CQ context.
 fn create_cqs(p: &IdPriv, send: u32, recv: u32) -> Result<(), Errno> {
-    let id = &p.id;
-    let ctx = id.verbs();
-    // SAFETY: ctx is the id's open device (callers check it is bound).
-    let r = unsafe {
-        (|| {
-            if recv != 0 {
-                id.set_recv_cq_channel(create_comp_channel(ctx)?);
-                id.set_recv_cq(create_cq(ctx, recv, p.raw() as *mut c_void, id.recv_cq_channel())?);
-            }
-            if send != 0 {
-                id.set_send_cq_channel(create_comp_channel(ctx)?);
-                id.set_send_cq(create_cq(ctx, send, p.raw() as *mut c_void, id.send_cq_channel())?);
-            }
-            Ok(())
-        })()
-    };
-    if r.is_err() {
-        // Only what was created above is released.
-        destroy_cqs(p);
-    }
-    r
+    p.id.create_cqs(send, recv)
 }
 
 /// The device's XRC domain, opened on first use.
-fn get_xrcd(cm: &Cm, p: &IdPriv) -> Result<*mut c_void, Errno> {
+fn get_xrcd(cm: &Cm, p: &IdPriv) -> Result<Xrcd, Errno> {
     let key = p.device().ok_or(Errno::EINVAL)?.key;
     let mut devs = cm.devices.lock();
     let d = devs.find_mut(key).ok_or(Errno::EINVAL)?;
-    if d.xrcd.0.is_null() {
-        // SAFETY: the device is open while the id references it.
-        let x = unsafe { open_xrcd(d.verbs.0) };
-        if x.is_null() {
-            return Err(last_errno());
-        }
-        d.xrcd = CPtr(x);
+    if let Some(x) = d.xrcd {
+        return Ok(x);
     }
-    Ok(d.xrcd.0)
+    // The id's device context is the device's.
+    let x = p.id.open_xrcd()?;
+    d.xrcd = Some(x);
+    Ok(x)
 }
 
 /// `rdma_create_qp_ex`.
-///
-/// # Safety
-/// Pointers in `attr` must be valid verbs objects or NULL.
-pub unsafe fn create_qp_ex(cm: &Cm, p: &IdPriv, attr: &mut QpInitAttrEx) -> Result<(), Errno> {
+pub fn create_qp_ex(cm: &Cm, p: &IdPriv, attr: &mut Vouched<QpInitAttrEx>) -> Result<(), Errno> {
     let id = &p.id;
-    let (verbs, id_pd) = (id.verbs(), id.pd());
+    let verbs = id.verbs();
     if !id.qp().is_null() {
         return Err(Errno::EINVAL);
     }
-    if attr.comp_mask & IBV_QP_INIT_ATTR_PD == 0 || attr.pd.is_null() {
-        attr.comp_mask |= IBV_QP_INIT_ATTR_PD;
-        attr.pd = id_pd;
-    // SAFETY: a non-NULL PD from the caller is a live PD.
-    } else if verbs != unsafe { pd_context(attr.pd) } {
+    let a = attr.get();
+    if a.comp_mask & IBV_QP_INIT_ATTR_PD == 0 || a.pd.is_null() {
+        attr.use_pd_of(id);
+    } else if verbs != attr.pd_context() {
         return Err(Errno::EINVAL);
     }
     // Upstream dereferences the device here; an id without one is EINVAL.
-    if verbs.is_null() || attr.pd.is_null() {
+    if verbs.is_null() || attr.get().pd.is_null() {
         return Err(Errno::EINVAL);
     }
-    let (id_send, id_recv, id_srq, qp_type) = (id.send_cq(), id.recv_cq(), id.srq(), id.qp_type());
-    if (!id_recv.is_null() && !attr.recv_cq.is_null() && id_recv != attr.recv_cq) || (!id_send.is_null() && !attr.send_cq.is_null() && id_send != attr.send_cq) {
+    let (id_send, id_recv, qp_type) = (id.send_cq(), id.recv_cq(), id.qp_type());
+    let a = attr.get();
+    if (!id_recv.is_null() && !a.recv_cq.is_null() && id_recv != a.recv_cq) || (!id_send.is_null() && !a.send_cq.is_null() && id_send != a.send_cq) {
         return Err(Errno::EINVAL);
     }
-    if qp_type == IBV_QPT_XRC_RECV && (attr.comp_mask & IBV_QP_INIT_ATTR_XRCD == 0 || attr.xrcd.is_null()) {
-        attr.xrcd = get_xrcd(cm, p)?;
-        attr.comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+    if qp_type == IBV_QPT_XRC_RECV && (a.comp_mask & IBV_QP_INIT_ATTR_XRCD == 0 || a.xrcd.is_null()) {
+        attr.set_xrcd(get_xrcd(cm, p)?);
     }
-    let b = attr;
-    let send = if !b.send_cq.is_null() || !id_send.is_null() { 0 } else { b.cap.max_send_wr };
-    let recv = if !b.recv_cq.is_null() || !id_recv.is_null() { 0 } else { b.cap.max_recv_wr };
+    let a = attr.get();
+    let send = if !a.send_cq.is_null() || !id_send.is_null() { 0 } else { a.cap.max_send_wr };
+    let recv = if !a.recv_cq.is_null() || !id_recv.is_null() { 0 } else { a.cap.max_recv_wr };
     create_cqs(p, send, recv)?;
-    if b.send_cq.is_null() {
-        b.send_cq = id.send_cq();
-    }
-    if b.recv_cq.is_null() {
-        b.recv_cq = id.recv_cq();
-    }
-    if !id_srq.is_null() && b.srq.is_null() {
-        b.srq = id_srq;
-    }
-    // SAFETY: verbs is the id's open device; attr is complete and its
-    // handles valid (per the contract, or the id's own).
-    let qp = match unsafe { verbs::create_qp_ex(verbs, b) } {
+    attr.fill_from(id);
+    let qp = match id.create_qp(attr) {
         Ok(qp) => qp,
         Err(e) => {
             // No QP uses the CQs.
@@ -176,45 +101,30 @@ pub unsafe fn create_qp_ex(cm: &Cm, p: &IdPriv, attr: &mut QpInitAttrEx) -> Resu
             return Err(e);
         }
     };
-    // SAFETY: qp is the new, live QP.
-    let r = unsafe { init_ece(p, qp).and_then(|_| if qp_type == IBV_QPT_UD { init_ud_qp(cm, p, qp) } else { init_conn_qp(cm, p, qp) }).and_then(|_| set_local_ece(p, qp)) };
+    let r = init_ece(p, &qp).and_then(|_| if qp_type == IBV_QPT_UD { init_ud_qp(cm, p, &qp) } else { init_conn_qp(cm, p, &qp) }).and_then(|_| set_local_ece(p, &qp));
     if let Err(e) = r {
-        // SAFETY: qp was created above and is not published.
-        unsafe { destroy_qp(qp) };
+        // The QP is not published.
+        qp.destroy();
         destroy_cqs(p);
         return Err(e);
     }
-    // SAFETY: qp is live.
-    id.set_pd(unsafe { qp_srq_pd(qp) }.1);
-    id.set_qp(qp);
+    id.publish_qp(qp);
     Ok(())
 }
 
 /// `rdma_create_qp`: `attr` is read and written back (the capabilities
-/// and CQs the QP got).
-///
-/// # Safety
-/// `pd` and the pointers in `attr` must be valid verbs objects or NULL.
-pub unsafe fn create_qp(cm: &Cm, p: &IdPriv, pd: *mut ibv_pd, attr: &mut QpInitAttr) -> Result<(), Errno> {
-    let mut ex = QpInitAttrEx::zeroed();
-    ex.set_base(attr);
-    ex.comp_mask = IBV_QP_INIT_ATTR_PD;
-    ex.pd = if pd.is_null() { p.id.pd() } else { pd };
-    // SAFETY: forwarded contract.
-    let r = unsafe { create_qp_ex(cm, p, &mut ex) };
+/// and CQs the QP got); a NULL `pd` means the id's.
+pub fn create_qp(cm: &Cm, p: &IdPriv, pd: Vouched<*mut ibv_pd>, attr: &mut Vouched<QpInitAttr>) -> Result<(), Errno> {
+    let mut ex = Vouched::<QpInitAttrEx>::from_base(attr, pd, &p.id);
+    let r = create_qp_ex(cm, p, &mut ex);
     *attr = ex.base();
     r
 }
 
 /// `rdma_destroy_qp`.
 pub fn destroy_qp_of(p: &IdPriv) {
-    let qp = p.id.qp();
     // Unpublished first: the connection code no longer reaches it.
-    p.id.set_qp(null_mut());
-    if !qp.is_null() {
-        // SAFETY: qp was the id's live QP and is destroyed once.
-        unsafe { destroy_qp(qp) };
-    }
+    p.id.destroy_qp();
     destroy_cqs(p);
 }
 
@@ -223,90 +133,62 @@ pub fn destroy_qp_of(p: &IdPriv) {
 pub fn create_request_qp(cm: &Cm, np: &IdPriv, lp: &IdPriv) -> Result<(), Errno> {
     let attr = lp.conn.lock().qp_init_attr;
     if let Some(mut a) = attr {
-        // SAFETY: the attributes are the caller's of rdma_create_ep, whose
-        // contract keeps their handles valid while the endpoint lives; the
-        // PD is the listener's (NULL or its device's, or the caller's).
-        unsafe { create_qp(cm, np, lp.id.pd(), &mut a)? };
+        create_qp(cm, np, lp.id.pd_handle(), &mut a)?;
     }
     Ok(())
 }
 
 /// `rdma_create_srq_ex`.
-///
-/// # Safety
-/// Pointers in `attr` must be valid verbs objects or NULL.
-pub unsafe fn create_srq_ex(cm: &Cm, p: &IdPriv, attr: &mut SrqInitAttrEx) -> Result<(), Errno> {
+pub fn create_srq_ex(cm: &Cm, p: &IdPriv, attr: &mut Vouched<SrqInitAttrEx>) -> Result<(), Errno> {
     let id = &p.id;
-    if attr.comp_mask & IBV_SRQ_INIT_ATTR_TYPE == 0 {
+    let a = attr.get();
+    if a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE == 0 {
         return Err(Errno::EINVAL);
     }
-    let (verbs, id_pd) = (id.verbs(), id.pd());
-    if attr.comp_mask & IBV_SRQ_INIT_ATTR_PD == 0 || attr.pd.is_null() {
-        attr.pd = id_pd;
-        attr.comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+    if a.comp_mask & IBV_SRQ_INIT_ATTR_PD == 0 || a.pd.is_null() {
+        attr.use_pd_of(id);
     }
-    if verbs.is_null() {
+    if id.verbs().is_null() {
         return Err(Errno::EINVAL);
     }
-    if attr.srq_type == IBV_SRQT_XRC {
-        if attr.comp_mask & IBV_SRQ_INIT_ATTR_XRCD == 0 || attr.xrcd.is_null() {
-            attr.xrcd = get_xrcd(cm, p)?;
+    if attr.get().srq_type == IBV_SRQT_XRC {
+        let a = attr.get();
+        if a.comp_mask & IBV_SRQ_INIT_ATTR_XRCD == 0 || a.xrcd.is_null() {
+            attr.set_xrcd(get_xrcd(cm, p)?);
         }
-        if attr.comp_mask & IBV_SRQ_INIT_ATTR_CQ == 0 || attr.cq.is_null() {
-            create_cqs(p, 0, attr.attr.max_wr)?;
-            attr.cq = id.recv_cq();
+        let a = attr.get();
+        if a.comp_mask & IBV_SRQ_INIT_ATTR_CQ == 0 || a.cq.is_null() {
+            create_cqs(p, 0, a.attr.max_wr)?;
+            attr.use_recv_cq_of(id);
         }
-        attr.comp_mask |= IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+        attr.add_comp_mask(IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ);
     }
-    // SAFETY: verbs is the id's open device; attr's handles are valid.
-    match unsafe { verbs::create_srq_ex(verbs, attr) } {
-        Ok(srq) => {
-            if id.pd().is_null() {
-                id.set_pd(attr.pd);
-            }
-            id.set_srq(srq);
-            Ok(())
-        }
-        Err(e) => {
-            // Nothing uses the CQs.
-            destroy_cqs(p);
-            Err(e)
-        }
-    }
+    id.create_srq(attr).inspect_err(|_| {
+        // Nothing uses the CQs.
+        destroy_cqs(p);
+    })
 }
 
-/// `rdma_create_srq`.
-///
-/// # Safety
-/// `pd` and the pointers in `attr` must be valid verbs objects or NULL.
-pub unsafe fn create_srq(cm: &Cm, p: &IdPriv, pd: *mut ibv_pd, attr: &mut SrqInitAttr) -> Result<(), Errno> {
-    let mut ex = SrqInitAttrEx::zeroed();
-    ex.srq_context = attr.srq_context;
-    ex.attr = attr.attr;
-    ex.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
-    ex.srq_type = if p.id.qp_type() == IBV_QPT_XRC_RECV { IBV_SRQT_XRC } else { IBV_SRQT_BASIC };
-    ex.pd = pd;
-    // SAFETY: forwarded contract.
-    let r = unsafe { create_srq_ex(cm, p, &mut ex) };
-    *attr = SrqInitAttr { srq_context: ex.srq_context, attr: ex.attr };
+/// `rdma_create_srq`: `attr` is read and written back; a NULL `pd` means
+/// the id's.
+pub fn create_srq(cm: &Cm, p: &IdPriv, pd: Vouched<*mut ibv_pd>, attr: &mut Vouched<SrqInitAttr>) -> Result<(), Errno> {
+    let srq_type = if p.id.qp_type() == IBV_QPT_XRC_RECV { IBV_SRQT_XRC } else { IBV_SRQT_BASIC };
+    let mut ex = Vouched::<SrqInitAttrEx>::from_base(attr, pd, srq_type);
+    let r = create_srq_ex(cm, p, &mut ex);
+    *attr = ex.base();
     r
 }
 
 /// `rdma_destroy_srq`.
 pub fn destroy_srq_of(p: &IdPriv) {
-    // SAFETY: id->srq is NULL or the id's live SRQ, destroyed once
-    // (cleared below).
-    unsafe { destroy_srq(p.id.srq()) };
-    p.id.set_srq(null_mut());
+    p.id.destroy_srq();
     destroy_cqs(p);
 }
 
+// --- ECE -------------------------------------------------------------------------
 
-/// # Safety
-/// `qp` must be a live QP.
-unsafe fn init_ece(p: &IdPriv, qp: *mut ibv_qp) -> Result<(), Errno> {
-    // SAFETY: per the contract.
-    let (e, _) = unsafe { query_ece(qp)? };
+fn init_ece(p: &IdPriv, qp: &NewQp) -> Result<(), Errno> {
+    let (e, _) = qp.query_ece()?;
     let remote = {
         let mut c = p.conn.lock();
         c.local_ece = (e.vendor_id, e.options);
@@ -316,34 +198,25 @@ unsafe fn init_ece(p: &IdPriv, qp: *mut ibv_qp) -> Result<(), Errno> {
         return Ok(());
     }
     let want = if remote.0 != e.vendor_id { Ece { vendor_id: e.vendor_id, options: 0, comp_mask: 0 } } else { Ece { vendor_id: remote.0, options: remote.1, comp_mask: 0 } };
-    // SAFETY: per the contract.
-    unsafe { set_ece(qp, want) }
+    qp.set_ece(want)
 }
 
-/// # Safety
-/// `qp` must be a live QP.
-unsafe fn set_local_ece(p: &IdPriv, qp: *mut ibv_qp) -> Result<(), Errno> {
+fn set_local_ece(p: &IdPriv, qp: &NewQp) -> Result<(), Errno> {
     if p.conn.lock().remote_ece.0 == 0 {
         return Ok(());
     }
-    // SAFETY: per the contract.
-    let (e, _) = unsafe { query_ece(qp)? };
+    let (e, _) = qp.query_ece()?;
     p.conn.lock().local_ece.1 = e.options;
     Ok(())
 }
 
-
 // --- endpoints ---------------------------------------------------------------------
 
-/// `rdma_create_ep`.
-///
-/// # Safety
-/// `pd` must be NULL or a live PD; the handles in `attr` valid or NULL.
-pub unsafe fn create_ep(cm: &'static Cm, res: &EpInfo, pd: *mut ibv_pd, attr: Option<&mut QpInitAttr>) -> Result<Arc<IdPriv>, Errno> {
+/// `rdma_create_ep`: `pd` NULL or a PD, `attr` (written back) optional.
+pub fn create_ep(cm: &'static Cm, res: &EpInfo, pd: Vouched<*mut ibv_pd>, attr: Option<&mut Vouched<QpInitAttr>>) -> Result<Arc<IdPriv>, Errno> {
     cm.init()?;
     let p = cm.create_id_inner(None, null_mut(), res.port_space, res.qp_type)?;
-    // SAFETY: forwarded contract.
-    match unsafe { setup_ep(cm, &p, res, pd, attr) } {
+    match setup_ep(cm, &p, res, pd, attr) {
         Ok(()) => Ok(p),
         Err(e) => {
             destroy_ep(cm, &p);
@@ -352,17 +225,15 @@ pub unsafe fn create_ep(cm: &'static Cm, res: &EpInfo, pd: *mut ibv_pd, attr: Op
     }
 }
 
-/// # Safety
-/// As [`create_ep`].
-unsafe fn setup_ep(cm: &'static Cm, p: &IdPriv, res: &EpInfo, pd: *mut ibv_pd, attr: Option<&mut QpInitAttr>) -> Result<(), Errno> {
+fn setup_ep(cm: &'static Cm, p: &IdPriv, res: &EpInfo, pd: Vouched<*mut ibv_pd>, attr: Option<&mut Vouched<QpInitAttr>>) -> Result<(), Errno> {
     if res.passive {
         cm.bind(p, res.src)?;
-        if !pd.is_null() {
-            p.id.set_pd(pd);
+        if !pd.get().is_null() {
+            p.id.set_pd(pd.into_inner());
         }
         if let Some(attr) = attr {
             let mut a = *attr;
-            a.qp_type = res.qp_type;
+            a.set_qp_type(res.qp_type);
             p.conn.lock().qp_init_attr = Some(a);
         }
         return Ok(());
@@ -377,9 +248,8 @@ unsafe fn setup_ep(cm: &'static Cm, p: &IdPriv, res: &EpInfo, pd: *mut ibv_pd, a
         cm.resolve_route(p, 2000)?;
     }
     if let Some(attr) = attr {
-        attr.qp_type = res.qp_type;
-        // SAFETY: forwarded contract.
-        unsafe { create_qp(cm, p, pd, attr)? };
+        attr.set_qp_type(res.qp_type);
+        create_qp(cm, p, pd, attr)?;
     }
     if !res.connect.is_empty() {
         p.conn.lock().connect = res.connect.clone();
@@ -398,4 +268,3 @@ pub fn destroy_ep(cm: &Cm, p: &Arc<IdPriv>) {
     p.conn.lock().qp_init_attr = None;
     let _ = cm.destroy_id(p);
 }
-

@@ -6,6 +6,7 @@
 
 use super::mcast;
 use super::*;
+use crate::cma::objects::Vouched;
 use crate::sys::verbs::QpInitAttr;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -533,10 +534,11 @@ fn endpoints_bind_or_resolve_synchronously() {
         attr.cap.max_send_wr = 3;
         attr.qp_type = IBV_QPT_UD;
         let ai = addrinfo(RAI_PASSIVE, &src, &dst);
-        let p = create_ep(cm, &ep(&ai), 0x40 as *mut ibv_pd, Some(&mut attr)).unwrap();
+        let mut attr = Vouched::new(attr);
+        let p = create_ep(cm, &ep(&ai), Vouched::new(0x40 as *mut ibv_pd), Some(&mut attr)).unwrap();
         assert!(p.sync.load(Ordering::Acquire));
         assert_eq!((*p.raw()).pd as usize, 0x40, "the caller's PD");
-        let kept = p.conn.lock().qp_init_attr.unwrap();
+        let kept = *p.conn.lock().qp_init_attr.unwrap().get();
         assert_eq!((kept.cap.max_send_wr, kept.qp_type), (3, IBV_QPT_RC), "the QP type of the addrinfo");
         destroy_ep(cm, &p);
         assert!(cm.id(p.raw()).is_err());
@@ -546,7 +548,7 @@ fn endpoints_bind_or_resolve_synchronously() {
         let hdr = [9u8; 4];
         ai.ai_connect = hdr.as_ptr() as *mut c_void;
         ai.ai_connect_len = hdr.len();
-        let p = create_ep(cm, &ep(&ai), null_mut(), None).unwrap();
+        let p = create_ep(cm, &ep(&ai), Vouched::new(null_mut()), None).unwrap();
         let id = p.raw();
         assert_eq!((*(*id).event).event, RDMA_CM_EVENT_ROUTE_RESOLVED);
         assert!(!(*id).verbs.is_null());
