@@ -374,6 +374,27 @@ impl Default for EventResp {
     }
 }
 
+impl EventResp {
+    /// The parameters as a connection's (every member of the union is plain
+    /// data, so any of them may be read whatever the kernel wrote).
+    pub fn conn(&self) -> &ConnParam {
+        // SAFETY: ConnParam is integers and a byte array; every bit pattern
+        // is a valid value.
+        unsafe { &self.param.conn }
+    }
+    /// The parameters as a UD id's.
+    pub fn ud(&self) -> &UdParam {
+        // SAFETY: UdParam is integers and byte arrays (see `conn`).
+        unsafe { &self.param.ud }
+    }
+    /// The 64-bit argument of a user (or internal) event.
+    pub fn arg(&self) -> u64 {
+        // SAFETY: two u32 are valid for every bit pattern.
+        let a = unsafe { self.param.arg32 };
+        (a[0] as u64) | ((a[1] as u64) << 32)
+    }
+}
+
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 pub struct SetOption {

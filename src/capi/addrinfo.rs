@@ -270,9 +270,8 @@ pub unsafe extern "C" fn rdma_resolve_addrinfo(
     hints: *const rdma_addrinfo,
 ) -> c_int {
     entry(|| {
-        // SAFETY: the caller passes a live id (checked against the library's
-        // table before any use).
-        let (p, cm) = unsafe { super::cm::id_of(id)? };
+        // Checked against the library's table before any use.
+        let (p, cm) = super::cm::id_of(id)?;
         // SAFETY: node and service are NULL or NUL-terminated strings, read
         // during this call only; hints is NULL or a readable rdma_addrinfo
         // whose address and route pointers cover their lengths.
@@ -283,8 +282,7 @@ pub unsafe extern "C" fn rdma_resolve_addrinfo(
                 hints_from_c(hints),
             )
         };
-        // SAFETY: p is a live id.
-        unsafe { cm.resolve_addrinfo(p, node, service, &h)? };
+        cm.resolve_addrinfo(&p, node, service, &h)?;
         Ok(0)
     })
 }
@@ -301,10 +299,9 @@ pub unsafe extern "C" fn rdma_query_addrinfo(
 ) -> c_int {
     entry(|| {
         let info = super::nonnull(info)?;
-        // SAFETY: the caller passes a live id (checked before use).
-        let (p, cm) = unsafe { super::cm::id_of(id)? };
-        // SAFETY: p is a live id.
-        let list = unsafe { cm.query_addrinfo(p)? };
+        // Checked against the library's table before use.
+        let (p, cm) = super::cm::id_of(id)?;
+        let list = cm.query_addrinfo(&p)?;
         let head = to_c_list(&list)?;
         // SAFETY: info is non-NULL and writable (C contract).
         unsafe { *info.as_ptr() = head };

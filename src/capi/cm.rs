@@ -3,10 +3,12 @@
 
 use crate::abi::cma::*;
 use super::{entry, nonnull, Errno};
-use crate::cma::{self as cm, Channel, Cm, EventPriv, IdPriv};
+use crate::cma::{self as cm, Channel, Cm, IdPriv};
+use crate::sys::ucma::RawAddr;
 use crate::symver;
 use libc::sockaddr;
 use std::ffi::{c_char, c_int, c_void};
+use std::sync::Arc;
 
 /// Opens a new event channel.  Its `fd` may be polled for events.
 ///
@@ -14,7 +16,7 @@ use std::ffi::{c_char, c_int, c_void};
 /// No pointer arguments; always safe to call from C.
 #[no_mangle]
 pub unsafe extern "C" fn rdma_create_event_channel() -> *mut rdma_event_channel {
-    entry(|| Ok(cm::global().create_channel()? as *mut rdma_event_channel))
+    entry(|| Ok(cm::global().create_channel()?.raw()))
 }
 symver!(rdma_create_event_channel, "RDMACM_1.0");
 
@@ -29,9 +31,7 @@ symver!(rdma_create_event_channel, "RDMACM_1.0");
 pub unsafe extern "C" fn rdma_destroy_event_channel(channel: *mut rdma_event_channel) {
     entry(|| {
         let ch = live_channel(channel)?;
-        // SAFETY: ch is a live channel of ours (struct Channel, whose first
-        // field is the public struct).
-        unsafe { Cm::destroy_channel(ch) };
+        cm::global().destroy_channel(&ch);
         Ok(())
     })
 }
@@ -49,39 +49,46 @@ symver!(rdma_destroy_event_channel, "RDMACM_1.0");
 pub unsafe extern "C" fn rdma_create_id(channel: *mut rdma_event_channel, id: *mut *mut rdma_cm_id, context: *mut c_void, ps: rdma_port_space) -> c_int {
     entry(|| {
         let out = nonnull(id)?;
-        let ch = if channel.is_null() { std::ptr::null_mut() } else { live_channel(channel)? };
-        // SAFETY: ch is NULL or a live channel.
-        let p = unsafe { cm::global().create_id(ch, context, ps)? };
+        let ch = if channel.is_null() { None } else { Some(live_channel(channel)?) };
+        let p = cm::global().create_id(ch.as_ref(), context, ps)?;
         // SAFETY: out is a writable pointer slot (checked non-NULL).
-        unsafe { *out.as_ptr() = IdPriv::raw(p) };
+        unsafe { *out.as_ptr() = p.raw() };
         Ok(0)
     })
 }
 symver!(rdma_create_id, "RDMACM_1.0");
 
 /// The private state behind a C id: EINVAL for NULL and for pointers that
-/// are not live ids of the library (never dereferenced then).
-///
-/// # Safety
-/// A live id must not be destroyed concurrently.
-pub(super) unsafe fn id_of(id: *mut rdma_cm_id) -> Result<(*mut IdPriv, &'static Cm), Errno> {
+/// are not live ids of the library (never dereferenced then).  The `Arc`
+/// is taken under the registry's lock, so the id stays valid for the
+/// call even if another thread destroys it meanwhile.
+pub(crate) fn id_of(id: *mut rdma_cm_id) -> Result<(Arc<IdPriv>, &'static Cm), Errno> {
     let id = nonnull(id)?;
-    // SAFETY: only a cast (container_of); checked before any use.
-    let p = unsafe { IdPriv::from_id(id.as_ptr()) };
     let cm = cm::global();
-    if !cm.id_is_live(p) {
-        return Err(Errno::EINVAL);
-    }
-    Ok((p, cm))
+    Ok((cm.id(id.as_ptr())?, cm))
 }
 
-/// A live channel of the library, or EINVAL.
-fn live_channel(channel: *mut rdma_event_channel) -> Result<*mut Channel, Errno> {
-    let ch = nonnull(channel)?.as_ptr() as *mut Channel;
-    if !cm::global().channel_is_live(ch) {
-        return Err(Errno::EINVAL);
+/// A live channel of the library, or EINVAL (checked like [`id_of`]).
+fn live_channel(channel: *mut rdma_event_channel) -> Result<Arc<Channel>, Errno> {
+    cm::global().channel(nonnull(channel)?.as_ptr())
+}
+
+/// Reads a C socket address: `None` for NULL, an empty address (len 0)
+/// for a family the CM does not take.
+///
+/// # Safety
+/// `sa` must be NULL or point to a socket address at least as large as
+/// its family's structure.
+pub(super) unsafe fn read_addr(cm: &Cm, sa: *const sockaddr) -> Option<RawAddr> {
+    if sa.is_null() {
+        return None;
     }
-    Ok(ch)
+    // SAFETY: sa points to at least a sockaddr header.
+    let fam = unsafe { (*sa).sa_family } as i32;
+    let len = cm::addr_len(fam, cm.af_ib());
+    // SAFETY: per the contract, len bytes are readable for this family.
+    let b = unsafe { std::slice::from_raw_parts(sa as *const u8, len) };
+    Some(RawAddr::from_slice(b))
 }
 
 /// Destroys a communication identifier, after every event reported for it
@@ -95,10 +102,8 @@ fn live_channel(channel: *mut rdma_event_channel) -> Result<*mut Channel, Errno>
 #[no_mangle]
 pub unsafe extern "C" fn rdma_destroy_id(id: *mut rdma_cm_id) -> c_int {
     entry(|| {
-        // SAFETY: the caller passes a live id.
-        let (p, cm) = unsafe { id_of(id)? };
-        // SAFETY: p is live; it is freed on success.
-        unsafe { cm.destroy_id(p)? };
+        let (p, cm) = id_of(id)?;
+        cm.destroy_id(&p)?;
         Ok(0)
     })
 }
@@ -115,11 +120,9 @@ symver!(rdma_destroy_id, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rdma_migrate_id(id: *mut rdma_cm_id, channel: *mut rdma_event_channel) -> c_int {
     entry(|| {
-        // SAFETY: the caller passes a live id.
-        let (p, cm) = unsafe { id_of(id)? };
-        let ch = if channel.is_null() { std::ptr::null_mut() } else { live_channel(channel)? };
-        // SAFETY: p is live; ch is NULL or live.
-        unsafe { cm.migrate_id(p, ch)? };
+        let (p, cm) = id_of(id)?;
+        let ch = if channel.is_null() { None } else { Some(live_channel(channel)?) };
+        cm.migrate_id(&p, ch.as_ref())?;
         Ok(0)
     })
 }
@@ -138,10 +141,9 @@ pub unsafe extern "C" fn rdma_get_cm_event(channel: *mut rdma_event_channel, eve
         let ch = live_channel(channel)?;
         cm::global().init()?;
         let out = nonnull(event)?;
-        // SAFETY: ch is a live channel.
-        let ev = unsafe { cm::get_event(ch)? };
+        let got = cm::get_event(&ch)?;
         // SAFETY: out is a writable pointer slot.
-        unsafe { *out.as_ptr() = ev as *mut rdma_cm_event };
+        unsafe { *out.as_ptr() = got.ptr };
         Ok(0)
     })
 }
@@ -157,11 +159,10 @@ symver!(rdma_get_cm_event, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rdma_ack_cm_event(event: *mut rdma_cm_event) -> c_int {
     entry(|| {
-        let ev = nonnull(event)?.as_ptr() as *mut EventPriv;
+        let ev = nonnull(event)?.as_ptr();
         // A pointer that is not an unacked event (a double ack, say) is
-        // refused rather than freed.
-        // SAFETY: ack_event dereferences ev only if it is registered.
-        if !unsafe { cm::ack_event(cm::global(), ev) } {
+        // refused rather than freed (it is only looked up, never followed).
+        if !cm::ack_event(cm::global(), ev) {
             return Err(Errno::EINVAL);
         }
         Ok(0)
@@ -179,10 +180,9 @@ symver!(rdma_ack_cm_event, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rdma_set_option(id: *mut rdma_cm_id, level: c_int, optname: c_int, optval: *mut c_void, optlen: usize) -> c_int {
     entry(|| {
-        // SAFETY: the caller passes a live id.
-        let (p, cm) = unsafe { id_of(id)? };
-        // SAFETY: p is live; the kernel validates optval/optlen.
-        unsafe { cm.set_option(p, level, optname, optval, optlen)? };
+        let (p, cm) = id_of(id)?;
+        // The kernel validates optval/optlen (EFAULT when unreadable).
+        cm.set_option(&p, level, optname, optval, optlen)?;
         Ok(0)
     })
 }
@@ -199,7 +199,22 @@ symver!(rdma_set_option, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rdma_get_devices(num_devices: *mut c_int) -> *mut *mut ibv_context {
     entry(|| {
-        let r = cm::get_devices(cm::global());
+        let r = cm::get_devices(cm::global()).and_then(|list| {
+            let n = list.len();
+            // SAFETY: plain allocation of n + 1 pointers, freed by
+            // rdma_free_devices (or by the caller with free()).
+            let arr = unsafe { libc::malloc((n + 1) * std::mem::size_of::<*mut ibv_context>()) } as *mut *mut ibv_context;
+            if arr.is_null() {
+                cm::free_devices(cm::global(), &list);
+                return Err(Errno::ENOMEM);
+            }
+            // SAFETY: the array has room for n entries and the terminator.
+            unsafe {
+                std::ptr::copy_nonoverlapping(list.as_ptr(), arr, n);
+                *arr.add(n) = std::ptr::null_mut();
+            }
+            Ok((arr, n))
+        });
         if !num_devices.is_null() {
             let n = r.as_ref().map(|(_, n)| *n as c_int).unwrap_or(0);
             // SAFETY: num_devices is a writable int (checked non-NULL).
@@ -220,9 +235,17 @@ symver!(rdma_get_devices, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rdma_free_devices(list: *mut *mut ibv_context) {
     entry(|| {
-        let list = nonnull(list)?;
-        // SAFETY: the caller passes a list from rdma_get_devices.
-        unsafe { cm::free_devices(cm::global(), list.as_ptr()) };
+        let list = nonnull(list)?.as_ptr();
+        let mut n = 0;
+        // SAFETY: the caller passes a list from rdma_get_devices: a
+        // NULL-terminated array.
+        while !unsafe { *list.add(n) }.is_null() {
+            n += 1;
+        }
+        // SAFETY: the n entries before the terminator are readable.
+        cm::free_devices(cm::global(), unsafe { std::slice::from_raw_parts(list, n) });
+        // SAFETY: the array came from libc malloc in rdma_get_devices.
+        unsafe { libc::free(list as *mut c_void) };
         Ok(())
     })
 }
@@ -239,12 +262,10 @@ symver!(rdma_free_devices, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rdma_bind_addr(id: *mut rdma_cm_id, addr: *mut sockaddr) -> c_int {
     entry(|| {
-        // SAFETY: the caller passes a live id.
-        let (p, cm) = unsafe { id_of(id)? };
+        let (p, cm) = id_of(id)?;
         // SAFETY: addr is NULL or a socket address of its family's size.
-        let a = unsafe { cm.read_addr(addr) };
-        // SAFETY: p is live.
-        unsafe { cm.bind(p, a)? };
+        let a = unsafe { read_addr(cm, addr) };
+        cm.bind(&p, a)?;
         Ok(0)
     })
 }
@@ -260,13 +281,11 @@ symver!(rdma_bind_addr, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rdma_resolve_addr(id: *mut rdma_cm_id, src_addr: *mut sockaddr, dst_addr: *mut sockaddr, timeout_ms: c_int) -> c_int {
     entry(|| {
-        // SAFETY: the caller passes a live id.
-        let (p, cm) = unsafe { id_of(id)? };
+        let (p, cm) = id_of(id)?;
         // SAFETY: the addresses are NULL or socket addresses of their
         // family's size.
-        let (src, dst) = unsafe { (cm.read_addr(src_addr), cm.read_addr(dst_addr)) };
-        // SAFETY: p is live.
-        unsafe { cm.resolve_addr(p, src, dst, timeout_ms)? };
+        let (src, dst) = unsafe { (read_addr(cm, src_addr), read_addr(cm, dst_addr)) };
+        cm.resolve_addr(&p, src, dst, timeout_ms)?;
         Ok(0)
     })
 }
@@ -282,10 +301,8 @@ symver!(rdma_resolve_addr, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rdma_resolve_route(id: *mut rdma_cm_id, timeout_ms: c_int) -> c_int {
     entry(|| {
-        // SAFETY: the caller passes a live id.
-        let (p, cm) = unsafe { id_of(id)? };
-        // SAFETY: p is live.
-        unsafe { cm.resolve_route(p, timeout_ms)? };
+        let (p, cm) = id_of(id)?;
+        cm.resolve_route(&p, timeout_ms)?;
         Ok(0)
     })
 }
@@ -301,10 +318,8 @@ symver!(rdma_resolve_route, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rdma_write_cm_event(id: *mut rdma_cm_id, event: rdma_cm_event_type, status: c_int, arg: u64) -> c_int {
     entry(|| {
-        // SAFETY: the caller passes a live id.
-        let (p, cm) = unsafe { id_of(id)? };
-        // SAFETY: p is live.
-        unsafe { cm.write_cm_event(p, event, status, arg)? };
+        let (p, cm) = id_of(id)?;
+        cm.write_cm_event(&p, event, status, arg)?;
         Ok(0)
     })
 }

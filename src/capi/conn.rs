@@ -1,21 +1,52 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! Connection establishment and teardown, ECE.
 
-use super::qp::live_id;
+use super::cm::id_of as live_id;
 use crate::abi::cma::*;
 use super::{entry, nonnull};
-use crate::cma::conn;
+use crate::cma::conn::{self, ConnParamIn};
 use crate::sys::verbs;
 use crate::symver;
 use std::ffi::{c_int, c_void};
 
-/// Reads an optional `rdma_conn_param`.
+/// Reads an optional `rdma_conn_param`, with its private data.
 ///
 /// # Safety
-/// `p` must be NULL or readable.
-unsafe fn param<'a>(p: *mut rdma_conn_param) -> Option<&'a rdma_conn_param> {
+/// `p` must be NULL or readable, its private data NULL or
+/// `private_data_len` readable bytes.
+unsafe fn param(p: *mut rdma_conn_param) -> Option<ConnParamIn> {
     // SAFETY: per the contract.
-    unsafe { p.as_ref() }
+    let c = unsafe { p.as_ref() }?;
+    let n = (c.private_data_len as usize).min(crate::abi::ucma::RDMA_MAX_PRIVATE_DATA);
+    let private_data = if c.private_data.is_null() || n == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: per the contract (n <= private_data_len).
+        unsafe { std::slice::from_raw_parts(c.private_data as *const u8, n) }.to_vec()
+    };
+    Some(ConnParamIn {
+        private_data,
+        responder_resources: c.responder_resources,
+        initiator_depth: c.initiator_depth,
+        flow_control: c.flow_control,
+        retry_count: c.retry_count,
+        rnr_retry_count: c.rnr_retry_count,
+        srq: c.srq,
+        qp_num: c.qp_num,
+    })
+}
+
+/// Reads optional private data.
+///
+/// # Safety
+/// `data` must be NULL or `len` readable bytes.
+unsafe fn private_bytes<'a>(data: *const c_void, len: u8) -> &'a [u8] {
+    if data.is_null() || len == 0 {
+        &[]
+    } else {
+        // SAFETY: per the contract.
+        unsafe { std::slice::from_raw_parts(data as *const u8, len as usize) }
+    }
 }
 
 /// Initiates a connection request.
@@ -27,8 +58,9 @@ unsafe fn param<'a>(p: *mut rdma_conn_param) -> Option<&'a rdma_conn_param> {
 pub unsafe extern "C" fn rdma_connect(id: *mut rdma_cm_id, conn_param: *mut rdma_conn_param) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
-        // SAFETY: p is live; conn_param per the contract.
-        unsafe { conn::connect(cm, p, param(conn_param))? };
+        // SAFETY: conn_param per the contract.
+        let c = unsafe { param(conn_param) };
+        conn::connect(cm, &p, c.as_ref())?;
         Ok(0)
     })
 }
@@ -42,8 +74,7 @@ symver!(rdma_connect, "RDMACM_1.0");
 pub unsafe extern "C" fn rdma_listen(id: *mut rdma_cm_id, backlog: c_int) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
-        // SAFETY: p is live.
-        unsafe { conn::listen(cm, p, backlog)? };
+        conn::listen(cm, &p, backlog)?;
         Ok(0)
     })
 }
@@ -57,8 +88,9 @@ symver!(rdma_listen, "RDMACM_1.0");
 pub unsafe extern "C" fn rdma_accept(id: *mut rdma_cm_id, conn_param: *mut rdma_conn_param) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
-        // SAFETY: p is live; conn_param per the contract.
-        unsafe { conn::accept(cm, p, param(conn_param))? };
+        // SAFETY: conn_param per the contract.
+        let c = unsafe { param(conn_param) };
+        conn::accept(cm, &p, c.as_ref())?;
         Ok(0)
     })
 }
@@ -73,8 +105,8 @@ symver!(rdma_accept, "RDMACM_1.0");
 pub unsafe extern "C" fn rdma_reject(id: *mut rdma_cm_id, private_data: *const c_void, private_data_len: u8) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
-        // SAFETY: p is live; private data per the contract.
-        unsafe { conn::reject(cm, p, private_data, private_data_len, 0)? };
+        // SAFETY: private data per the contract.
+        conn::reject(cm, &p, unsafe { private_bytes(private_data, private_data_len) }, 0)?;
         Ok(0)
     })
 }
@@ -88,8 +120,8 @@ symver!(rdma_reject, "RDMACM_1.0");
 pub unsafe extern "C" fn rdma_reject_ece(id: *mut rdma_cm_id, private_data: *const c_void, private_data_len: u8) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
-        // SAFETY: p is live; private data per the contract.
-        unsafe { conn::reject(cm, p, private_data, private_data_len, conn::REJ_VENDOR_OPTION_NOT_SUPPORTED)? };
+        // SAFETY: private data per the contract.
+        conn::reject(cm, &p, unsafe { private_bytes(private_data, private_data_len) }, conn::REJ_VENDOR_OPTION_NOT_SUPPORTED)?;
         Ok(0)
     })
 }
@@ -103,8 +135,7 @@ symver!(rdma_reject_ece, "RDMACM_1.3");
 pub unsafe extern "C" fn rdma_notify(id: *mut rdma_cm_id, event: ibv_event_type) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
-        // SAFETY: p is live.
-        unsafe { conn::notify(cm, p, event)? };
+        conn::notify(cm, &p, event)?;
         Ok(0)
     })
 }
@@ -118,8 +149,7 @@ symver!(rdma_notify, "RDMACM_1.0");
 pub unsafe extern "C" fn rdma_disconnect(id: *mut rdma_cm_id) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
-        // SAFETY: p is live.
-        unsafe { conn::disconnect(cm, p)? };
+        conn::disconnect(cm, &p)?;
         Ok(0)
     })
 }
@@ -134,10 +164,9 @@ pub unsafe extern "C" fn rdma_get_request(listen: *mut rdma_cm_id, id: *mut *mut
     entry(|| {
         let (p, cm) = live_id(listen)?;
         let out = nonnull(id)?;
-        // SAFETY: p is live.
-        let new = unsafe { conn::get_request(cm, p)? };
+        let new = conn::get_request(cm, &p)?;
         // SAFETY: out is writable.
-        unsafe { *out.as_ptr() = new };
+        unsafe { *out.as_ptr() = new.raw() };
         Ok(0)
     })
 }
@@ -151,8 +180,7 @@ symver!(rdma_get_request, "RDMACM_1.0");
 pub unsafe extern "C" fn rdma_establish(id: *mut rdma_cm_id) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
-        // SAFETY: p is live.
-        unsafe { conn::establish(cm, p)? };
+        conn::establish(cm, &p)?;
         Ok(0)
     })
 }
@@ -170,8 +198,8 @@ pub unsafe extern "C" fn rdma_init_qp_attr(id: *mut rdma_cm_id, qp_attr: *mut ib
         let (p, cm) = live_id(id)?;
         let attr = nonnull(qp_attr)?.as_ptr() as *mut verbs::QpAttr;
         let mask = nonnull(qp_attr_mask)?;
-        // SAFETY: p is live; attr is a valid, writable ibv_qp_attr.
-        let m = unsafe { conn::init_qp_attr(cm, p, &mut *attr)? };
+        // SAFETY: attr is a valid, writable ibv_qp_attr.
+        let m = conn::init_qp_attr(cm, &p, unsafe { &mut *attr })?;
         // SAFETY: mask is writable.
         unsafe { *mask.as_ptr() = m };
         Ok(0)
@@ -188,8 +216,8 @@ pub unsafe extern "C" fn rdma_set_local_ece(id: *mut rdma_cm_id, ece: *mut ibv_e
     entry(|| {
         let (p, _) = live_id(id)?;
         let e = nonnull(ece)?.as_ptr() as *const verbs::Ece;
-        // SAFETY: p is live; e is readable.
-        unsafe { conn::set_local_ece_param(p, &*e)? };
+        // SAFETY: e is readable.
+        conn::set_local_ece_param(&p, unsafe { &*e })?;
         Ok(0)
     })
 }
@@ -204,8 +232,7 @@ pub unsafe extern "C" fn rdma_get_remote_ece(id: *mut rdma_cm_id, ece: *mut ibv_
     entry(|| {
         let (p, _) = live_id(id)?;
         let out = nonnull(ece)?.as_ptr() as *mut verbs::Ece;
-        // SAFETY: p is live.
-        let e = unsafe { conn::get_remote_ece(p)? };
+        let e = conn::get_remote_ece(&p)?;
         // SAFETY: out is writable.
         unsafe { *out = e };
         Ok(0)

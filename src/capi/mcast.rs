@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! Multicast.
 
-use super::qp::live_id;
+use super::cm::id_of as live_id;
 use crate::abi::cma::*;
 use super::{entry, nonnull, Errno};
 use crate::cma::conn::mcast;
 use crate::symver;
+use crate::sys::ucma::RawAddr;
 use libc::sockaddr;
 use std::ffi::{c_int, c_void};
 
@@ -19,9 +20,8 @@ pub unsafe extern "C" fn rdma_join_multicast(id: *mut rdma_cm_id, addr: *mut soc
     entry(|| {
         let (p, cm) = live_id(id)?;
         // SAFETY: addr is NULL or a readable socket address.
-        let a = unsafe { mcast::mc_addr(addr) }.ok_or(Errno::EINVAL)?;
-        // SAFETY: p is live.
-        unsafe { mcast::join(cm, p, a, mcast::JOIN_FLAG_FULLMEMBER, context)? };
+        let a = unsafe { mc_addr(addr) }.ok_or(Errno::EINVAL)?;
+        mcast::join(cm, &p, a, mcast::JOIN_FLAG_FULLMEMBER, context)?;
         Ok(0)
     })
 }
@@ -48,9 +48,8 @@ pub unsafe extern "C" fn rdma_join_multicast_ex(id: *mut rdma_cm_id, mc_join_att
             return Err(Errno::EINVAL);
         }
         // SAFETY: the address is NULL or readable.
-        let a = unsafe { mcast::mc_addr(at.addr) }.ok_or(Errno::EINVAL)?;
-        // SAFETY: p is live.
-        unsafe { mcast::join(cm, p, a, at.join_flags as u16, context)? };
+        let a = unsafe { mc_addr(at.addr) }.ok_or(Errno::EINVAL)?;
+        mcast::join(cm, &p, a, at.join_flags as u16, context)?;
         Ok(0)
     })
 }
@@ -64,11 +63,28 @@ symver!(rdma_join_multicast_ex, "RDMACM_1.1");
 pub unsafe extern "C" fn rdma_leave_multicast(id: *mut rdma_cm_id, addr: *mut sockaddr) -> c_int {
     entry(|| {
         // SAFETY: addr is NULL or a readable socket address.
-        let a = unsafe { mcast::mc_addr(addr) }.ok_or(Errno::EINVAL)?;
+        let a = unsafe { mc_addr(addr) }.ok_or(Errno::EINVAL)?;
         let (p, cm) = live_id(id)?;
-        // SAFETY: p is live.
-        unsafe { mcast::leave(cm, p, a)? };
+        mcast::leave(cm, &p, a)?;
         Ok(0)
     })
 }
 symver!(rdma_leave_multicast, "RDMACM_1.0");
+
+/// A multicast address (upstream's `ucma_addrlen`: None for NULL or an
+/// unknown family).
+///
+/// # Safety
+/// `addr` must be NULL or a readable socket address.
+unsafe fn mc_addr(addr: *const sockaddr) -> Option<RawAddr> {
+    if addr.is_null() {
+        return None;
+    }
+    // SAFETY: addr points to at least a sockaddr header.
+    let len = crate::cma::addr_len(unsafe { (*addr).sa_family } as i32, true);
+    if len == 0 {
+        return None;
+    }
+    // SAFETY: len bytes are readable for this family.
+    Some(RawAddr::from_slice(unsafe { std::slice::from_raw_parts(addr as *const u8, len) }))
+}

@@ -2,25 +2,15 @@
 //! Queue pairs, shared receive queues and endpoints.
 
 use crate::abi::cma::*;
-use super::{entry, nonnull, Errno};
-use crate::cma::{self as cm, Cm, IdPriv};
+use super::{entry, nonnull};
+use super::cm::id_of as live_id;
+use crate::cma as cm;
 use crate::cma::conn;
+use crate::cma::objects::Vouched;
 use crate::sys::verbs;
 use crate::symver;
+use crate::sys::ucma::RawAddr;
 use std::ffi::c_int;
-
-/// The private state behind a C id: EINVAL for NULL and for pointers that
-/// are not live ids of the library (never dereferenced then).
-pub(crate) fn live_id(id: *mut rdma_cm_id) -> Result<(*mut IdPriv, &'static Cm), Errno> {
-    let id = nonnull(id)?;
-    // SAFETY: only a cast (container_of); checked before any use.
-    let p = unsafe { IdPriv::from_id(id.as_ptr()) };
-    let cm = cm::global();
-    if !cm.id_is_live(p) {
-        return Err(Errno::EINVAL);
-    }
-    Ok((p, cm))
-}
 
 /// Allocates a QP for an identifier.
 ///
@@ -32,8 +22,13 @@ pub unsafe extern "C" fn rdma_create_qp(id: *mut rdma_cm_id, pd: *mut ibv_pd, qp
     entry(|| {
         let (p, cm) = live_id(id)?;
         let attr = nonnull(qp_init_attr)?.as_ptr() as *mut verbs::QpInitAttr;
-        // SAFETY: p is live; attr is a valid ibv_qp_init_attr.
-        unsafe { conn::create_qp(cm, p, pd, attr)? };
+        // SAFETY: attr is a valid, writable ibv_qp_init_attr whose handles,
+        // like pd, are NULL or live objects (C contract).
+        let (pd, mut a) = unsafe { (Vouched::new(pd), Vouched::new(*attr)) };
+        let r = conn::create_qp(cm, &p, pd, &mut a);
+        // SAFETY: as above (written back whatever the outcome, as before).
+        unsafe { *attr = a.into_inner() };
+        r?;
         Ok(0)
     })
 }
@@ -49,8 +44,13 @@ pub unsafe extern "C" fn rdma_create_qp_ex(id: *mut rdma_cm_id, qp_init_attr: *m
     entry(|| {
         let (p, cm) = live_id(id)?;
         let attr = nonnull(qp_init_attr)?.as_ptr() as *mut verbs::QpInitAttrEx;
-        // SAFETY: p is live; attr is a valid, writable ibv_qp_init_attr_ex.
-        unsafe { conn::create_qp_ex(cm, p, &mut *attr)? };
+        // SAFETY: attr is a valid, writable ibv_qp_init_attr_ex whose
+        // handles are NULL or live objects (C contract).
+        let mut a = unsafe { Vouched::new(*attr) };
+        let r = conn::create_qp_ex(cm, &p, &mut a);
+        // SAFETY: as above (written back whatever the outcome, as before).
+        unsafe { *attr = a.into_inner() };
+        r?;
         Ok(0)
     })
 }
@@ -64,8 +64,7 @@ symver!(rdma_create_qp_ex, "RDMACM_1.0");
 pub unsafe extern "C" fn rdma_destroy_qp(id: *mut rdma_cm_id) {
     entry(|| {
         let (p, _) = live_id(id)?;
-        // SAFETY: p is live.
-        unsafe { conn::destroy_qp_of(p) };
+        conn::destroy_qp_of(&p);
         Ok(())
     })
 }
@@ -81,8 +80,13 @@ pub unsafe extern "C" fn rdma_create_srq(id: *mut rdma_cm_id, pd: *mut ibv_pd, a
     entry(|| {
         let (p, cm) = live_id(id)?;
         let attr = nonnull(attr)?.as_ptr() as *mut verbs::SrqInitAttr;
-        // SAFETY: p is live; attr is valid.
-        unsafe { conn::create_srq(cm, p, pd, attr)? };
+        // SAFETY: attr is a valid, writable ibv_srq_init_attr; pd NULL or a
+        // live PD (C contract).
+        let (pd, mut a) = unsafe { (Vouched::new(pd), Vouched::new(*attr)) };
+        let r = conn::create_srq(cm, &p, pd, &mut a);
+        // SAFETY: as above.
+        unsafe { *attr = a.into_inner() };
+        r?;
         Ok(0)
     })
 }
@@ -98,8 +102,13 @@ pub unsafe extern "C" fn rdma_create_srq_ex(id: *mut rdma_cm_id, attr: *mut ibv_
     entry(|| {
         let (p, cm) = live_id(id)?;
         let attr = nonnull(attr)?.as_ptr() as *mut verbs::SrqInitAttrEx;
-        // SAFETY: p is live; attr is valid and writable.
-        unsafe { conn::create_srq_ex(cm, p, &mut *attr)? };
+        // SAFETY: attr is a valid, writable ibv_srq_init_attr_ex whose
+        // handles are NULL or live objects (C contract).
+        let mut a = unsafe { Vouched::new(*attr) };
+        let r = conn::create_srq_ex(cm, &p, &mut a);
+        // SAFETY: as above.
+        unsafe { *attr = a.into_inner() };
+        r?;
         Ok(0)
     })
 }
@@ -113,8 +122,7 @@ symver!(rdma_create_srq_ex, "RDMACM_1.0");
 pub unsafe extern "C" fn rdma_destroy_srq(id: *mut rdma_cm_id) {
     entry(|| {
         let (p, _) = live_id(id)?;
-        // SAFETY: p is live.
-        unsafe { conn::destroy_srq_of(p) };
+        conn::destroy_srq_of(&p);
         Ok(())
     })
 }
@@ -131,10 +139,20 @@ pub unsafe extern "C" fn rdma_create_ep(id: *mut *mut rdma_cm_id, res: *mut rdma
     entry(|| {
         let out = nonnull(id)?;
         let res = nonnull(res)?;
-        // SAFETY: res is a valid rdma_addrinfo; the rest per the contract.
-        let p = unsafe { conn::create_ep(cm::global(), res.as_ref(), pd, qp_init_attr as *mut verbs::QpInitAttr)? };
+        // SAFETY: res is a valid rdma_addrinfo.
+        let info = unsafe { ep_info(res.as_ref()) };
+        let attr_ptr = qp_init_attr as *mut verbs::QpInitAttr;
+        // SAFETY: qp_init_attr is NULL or a valid, writable attribute set
+        // whose handles, like pd, are NULL or live objects (C contract).
+        let (pd, mut attr) = unsafe { (Vouched::new(pd), attr_ptr.as_ref().map(|a| Vouched::new(*a))) };
+        let r = conn::create_ep(cm::global(), &info, pd, attr.as_mut());
+        if let Some(a) = attr {
+            // SAFETY: as above.
+            unsafe { *attr_ptr = a.into_inner() };
+        }
+        let p = r?;
         // SAFETY: out is writable.
-        unsafe { *out.as_ptr() = IdPriv::raw(p) };
+        unsafe { *out.as_ptr() = p.raw() };
         Ok(0)
     })
 }
@@ -148,9 +166,29 @@ symver!(rdma_create_ep, "RDMACM_1.0");
 pub unsafe extern "C" fn rdma_destroy_ep(id: *mut rdma_cm_id) {
     entry(|| {
         let (p, cm) = live_id(id)?;
-        // SAFETY: p is live.
-        unsafe { conn::destroy_ep(cm, p) };
+        conn::destroy_ep(cm, &p);
         Ok(())
     })
 }
 symver!(rdma_destroy_ep, "RDMACM_1.0");
+
+/// Copies what rdma_create_ep needs out of an `rdma_addrinfo`.
+///
+/// # Safety
+/// `res`'s address, route and connect pointers must be NULL or cover
+/// their lengths.
+unsafe fn ep_info(res: &rdma_addrinfo) -> conn::EpInfo {
+    // SAFETY: per the contract.
+    let bytes = |p: *const u8, len: usize| if p.is_null() || len == 0 { Vec::new() } else { unsafe { std::slice::from_raw_parts(p, len) }.to_vec() };
+    let addr = |a: *const libc::sockaddr, len: u32| (!a.is_null()).then(|| RawAddr::from_slice(&bytes(a as *const u8, len as usize)));
+    conn::EpInfo {
+        passive: res.ai_flags & RAI_PASSIVE != 0,
+        port_space: res.ai_port_space as u32,
+        qp_type: res.ai_qp_type as u32,
+        src: addr(res.ai_src_addr, res.ai_src_len),
+        dst: addr(res.ai_dst_addr, res.ai_dst_len),
+        route: crate::cma::public::CPtr(res.ai_route),
+        route_len: res.ai_route_len,
+        connect: bytes(res.ai_connect as *const u8, res.ai_connect_len),
+    }
+}

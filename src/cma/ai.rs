@@ -17,6 +17,8 @@
 //! with errno set to a negative `EAI_*` code) for most failures; we set a
 //! real errno ([`eai_errno`]).
 
+#![deny(unsafe_code)]
+
 use super::{Cm, EventPriv, IdPriv};
 use crate::addrinfo::{self as gai, GaiError, Hints, Rai};
 use crate::abi::cma::*;
@@ -113,82 +115,50 @@ pub fn rai_of_service_recs(recs: &[kabi::ServiceRec]) -> Vec<Rai> {
 
 impl Cm {
     /// `rdma_resolve_addrinfo`.
-    ///
-    /// # Safety
-    /// `p` must be a live id.
-    pub unsafe fn resolve_addrinfo(
-        &'static self,
-        p: *mut IdPriv,
-        node: Option<&CStr>,
-        service: Option<&CStr>,
-        hints: &Hints,
-    ) -> Result<(), Errno> {
+    pub fn resolve_addrinfo(&'static self, p: &IdPriv, node: Option<&CStr>, service: Option<&CStr>, hints: &Hints) -> Result<(), Errno> {
         {
-            // SAFETY: p is live.
-            let mut ai = unsafe { (*p).ai.lock() };
+            let mut ai = p.ai.lock();
             if ai.resolving {
                 return Err(Errno::EBUSY);
             }
             ai.resolving = true;
         }
-        // SAFETY: p is live.
-        let r = unsafe { self.start_addrinfo(p, node, service, hints) };
+        let r = self.start_addrinfo(p, node, service, hints);
         if let Err(e) = r {
             log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: {e}");
-            // SAFETY: p is live.
-            unsafe { (*p).ai.lock().resolving = false };
+            p.ai.lock().resolving = false;
         }
         r
     }
 
-    unsafe fn start_addrinfo(
-        &'static self,
-        p: *mut IdPriv,
-        node: Option<&CStr>,
-        service: Option<&CStr>,
-        hints: &Hints,
-    ) -> Result<(), Errno> {
+    fn start_addrinfo(&'static self, p: &IdPriv, node: Option<&CStr>, service: Option<&CStr>, hints: &Hints) -> Result<(), Errno> {
         let flags = if hints.null { 0 } else { hints.flags };
         if flags & RAI_SA != 0 {
             if flags & RAI_DNS != 0 || node.is_some() {
                 return Err(Errno::EOPNOTSUPP);
             }
             let service = service.ok_or(Errno::EINVAL)?;
-            // SAFETY: p is live.
-            let (fd, h) = unsafe { (IdPriv::fd(p), (*p).handle) };
-            self.ucma.resolve_ib_service(fd, h, &ib_service_of(service))?;
-            // SAFETY: p is live.
-            return unsafe { self.complete(p) };
+            self.ucma.resolve_ib_service(p.fd(), p.handle(), &ib_service_of(service))?;
+            return self.complete(p);
         }
         let list = gai::getaddrinfo(node, service, hints, &CmaBackend).map_err(|e| match e {
             GaiError::Sys(e) => e,
             GaiError::Eai(code) => {
-                // SAFETY: gai_strerror returns a static string.
-                let why = unsafe { CStr::from_ptr(libc::gai_strerror(code)) };
-                log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: getaddrinfo: {}", why.to_string_lossy());
+                log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: getaddrinfo: {}", crate::sys::gai_strerror(code));
                 eai_errno(code)
             }
         })?;
-        // SAFETY: p is live.
-        unsafe { (*p).ai.lock().resolved = Some(list) };
-        // SAFETY: p is live.
-        let (fd, h) = unsafe { (IdPriv::fd(p), (*p).handle) };
-        if let Err(e) = self.ucma.write_cm_event(fd, h, RDMA_CM_EVENT_INTERNAL, 0, u64::from(RDMA_CM_EVENT_ADDRINFO_RESOLVED)) {
-            // SAFETY: p is live.
-            unsafe { (*p).ai.lock().resolved = None };
+        p.ai.lock().resolved = Some(list);
+        if let Err(e) = self.ucma.write_cm_event(p.fd(), p.handle(), RDMA_CM_EVENT_INTERNAL, 0, u64::from(RDMA_CM_EVENT_ADDRINFO_RESOLVED)) {
+            p.ai.lock().resolved = None;
             return Err(e);
         }
-        // SAFETY: p is live.
-        unsafe { self.complete(p) }
+        self.complete(p)
     }
 
     /// `rdma_query_addrinfo`: hands over the finished translation.
-    ///
-    /// # Safety
-    /// `p` must be a live id.
-    pub unsafe fn query_addrinfo(&self, p: *mut IdPriv) -> Result<Vec<Rai>, Errno> {
-        // SAFETY: p is live.
-        let mut ai = unsafe { (*p).ai.lock() };
+    pub fn query_addrinfo(&self, p: &IdPriv) -> Result<Vec<Rai>, Errno> {
+        let mut ai = p.ai.lock();
         if !ai.resolving || ai.resolved.is_none() {
             return Err(Errno::ENOENT);
         }
@@ -199,45 +169,89 @@ impl Cm {
     /// The library's part of an ADDRINFO_RESOLVED event: nothing for a DNS
     /// translation (its result is already kept); for an SA one, read the
     /// service records, or turn the event into ADDRINFO_ERROR.
-    ///
-    /// # Safety
-    /// `p` must be a live id with this event outstanding.
-    pub(super) unsafe fn process_addrinfo_resolved(&self, p: *mut IdPriv, evt: &mut EventPriv) {
-        // SAFETY: p is live.
-        if unsafe { (*p).ai.lock().resolved.is_some() } {
+    pub(super) fn process_addrinfo_resolved(&self, p: &IdPriv, evt: &mut EventPriv) {
+        if p.ai.lock().resolved.is_some() {
             return;
         }
-        // SAFETY: p is live.
-        let (fd, h) = unsafe { (IdPriv::fd(p), (*p).handle) };
-        let got = self.ucma.query_ib_service(fd, h).and_then(|recs| {
-            // SAFETY: p is live.
-            unsafe { self.query_addr(p) }?;
+        let got = self.ucma.query_ib_service(p.fd(), p.handle()).and_then(|recs| {
+            self.query_addr(p)?;
             Ok(rai_of_service_recs(&recs))
         });
-        // SAFETY: p is live.
-        let mut ai = unsafe { (*p).ai.lock() };
+        let mut ai = p.ai.lock();
         match got {
             Ok(list) => ai.resolved = Some(list),
             Err(e) => {
                 log::debug!(target: "rdmacm", "IB service resolved, but reading the records failed: {e}");
-                evt.event.event = RDMA_CM_EVENT_ADDRINFO_ERROR;
-                evt.event.status = e as i32;
+                evt.event.0.event = RDMA_CM_EVENT_ADDRINFO_ERROR;
+                evt.event.0.status = e as i32;
                 ai.resolving = false;
             }
         }
     }
 
     /// The library's part of an ADDRINFO_ERROR event.
-    ///
-    /// # Safety
-    /// `p` must be a live id.
-    pub(super) unsafe fn process_addrinfo_error(&self, p: *mut IdPriv) {
-        // SAFETY: p is live.
-        unsafe { (*p).ai.lock().resolving = false };
+    pub(super) fn process_addrinfo_error(&self, p: &IdPriv) {
+        p.ai.lock().resolving = false;
+    }
+}
+
+/// The connection manager's side of `rdma_getaddrinfo`: the
+/// [`gai::CmBackend`] that the address-translation pipeline asks for the
+/// AF_IB probe, the InfiniBand ports and the kernel's service resolution.
+/// The pipeline knows only the trait, so it never imports the connection
+/// manager.
+pub struct CmaBackend;
+
+impl gai::CmBackend for CmaBackend {
+    fn af_ib_supported(&self) -> bool {
+        super::af_ib_supported()
+    }
+
+    fn ib_sa_gids(&self) -> Vec<[u8; 16]> {
+        crate::sys::verbs::ib_active_port_gids()
+    }
+
+    fn resolve_ib_service(&self, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
+        resolve_ib_service(gid, service)
+    }
+}
+
+/// `rdma_getaddrinfo`'s RAI_SA lookup on one port: an AF_IB id bound to
+/// the port's GID asks the kernel to resolve `service` through the SA, as
+/// upstream does.  Returns the AF_IB entries (without source addresses).
+pub fn resolve_ib_service(gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
+    let cm = super::global();
+    let ch = cm.create_channel()?;
+    // The id lives on the channel and is destroyed before it.
+    let r = cm.create_id(Some(&ch), std::ptr::null_mut(), RDMA_PS_IB).and_then(|p| {
+        let r = cm.resolve_service_on(&p, &ch, gid, service);
+        let _ = cm.destroy_id(&p);
+        r
+    });
+    cm.destroy_channel(&ch);
+    r
+}
+
+impl Cm {
+    /// Binds `p` to `gid`, resolves `service` through the SA and waits for
+    /// the answer on `ch` (the id's channel).
+    fn resolve_service_on(&'static self, p: &IdPriv, ch: &super::Channel, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
+        let sib = sockaddr_ib { sib_family: AF_IB as u16, sib_addr: ib_addr { sib_raw: *gid }, ..Default::default() };
+        self.bind(p, Some(crate::sys::ucma::RawAddr::from_slice(&gai::sib_bytes(&sib))))?;
+        p.ai.lock().resolving = true;
+        self.ucma.resolve_ib_service(p.fd(), p.handle(), &ib_service_of(service))?;
+        let got = super::get_event(ch)?;
+        // The event is acked right away.
+        super::ack_event(self, got.ptr);
+        if got.event != RDMA_CM_EVENT_ADDRINFO_RESOLVED {
+            return Err(Errno::ENOENT);
+        }
+        self.query_addrinfo(p)
     }
 }
 
 #[cfg(test)]
+#[allow(unsafe_code)]
 mod tests {
     use super::*;
 
@@ -293,78 +307,5 @@ mod tests {
         // SAFETY: dst holds a complete sockaddr_ib.
         let sib: sockaddr_ib = unsafe { std::ptr::read_unaligned(dst.as_ptr().cast()) };
         assert_eq!((sib.sib_sid, sib.sib_sid_mask, sib.sib_addr.sib_raw[15]), (r.id, u64::MAX, 7));
-    }
-}
-
-/// The connection manager's side of `rdma_getaddrinfo`: the
-/// [`gai::CmBackend`] that the address-translation pipeline asks for the
-/// AF_IB probe, the InfiniBand ports and the kernel's service resolution.
-/// The pipeline knows only the trait, so it never imports the connection
-/// manager.
-pub struct CmaBackend;
-
-impl gai::CmBackend for CmaBackend {
-    fn af_ib_supported(&self) -> bool {
-        super::af_ib_supported()
-    }
-
-    fn ib_sa_gids(&self) -> Vec<[u8; 16]> {
-        crate::sys::verbs::ib_active_port_gids()
-    }
-
-    fn resolve_ib_service(&self, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
-        resolve_ib_service(gid, service)
-    }
-}
-
-/// `rdma_getaddrinfo`'s RAI_SA lookup on one port: an AF_IB id bound to
-/// the port's GID asks the kernel to resolve `service` through the SA, as
-/// upstream does.  Returns the AF_IB entries (without source addresses).
-pub fn resolve_ib_service(gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
-    let cm = super::global();
-    let ch = cm.create_channel()?;
-    // SAFETY: ch is the live channel just created; the id lives on it and
-    // is destroyed before the channel.
-    let r = unsafe {
-        match cm.create_id(ch, std::ptr::null_mut(), RDMA_PS_IB) {
-            Ok(p) => {
-                let r = cm.resolve_service_on(p, ch, gid, service);
-                let _ = cm.destroy_id(p);
-                r
-            }
-            Err(e) => Err(e),
-        }
-    };
-    // SAFETY: ch is live and no id uses it any more.
-    unsafe { Cm::destroy_channel(ch) };
-    r
-}
-
-impl Cm {
-    /// Binds `p` to `gid`, resolves `service` through the SA and waits for
-    /// the answer on `ch`.
-    ///
-    /// # Safety
-    /// `p` must be a live id on the live channel `ch`.
-    unsafe fn resolve_service_on(&'static self, p: *mut IdPriv, ch: *mut super::Channel, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
-        let sib = sockaddr_ib { sib_family: AF_IB as u16, sib_addr: ib_addr { sib_raw: *gid }, ..Default::default() };
-        // SAFETY: p is live.
-        unsafe { self.bind(p, Some(crate::sys::ucma::RawAddr::from_slice(&gai::sib_bytes(&sib))))? };
-        // SAFETY: p is live.
-        unsafe { (*p).ai.lock().resolving = true };
-        // SAFETY: p is live.
-        let (fd, h) = unsafe { (IdPriv::fd(p), (*p).handle) };
-        self.ucma.resolve_ib_service(fd, h, &ib_service_of(service))?;
-        // SAFETY: ch is live; the event is acked right away.
-        let ev = unsafe { super::get_event(ch)? };
-        // SAFETY: ev is a live event of this channel.
-        let kind = unsafe { (*ev).event.event };
-        // SAFETY: ev came from get_event on this CM and is acked once.
-        unsafe { super::ack_event(self, ev) };
-        if kind != RDMA_CM_EVENT_ADDRINFO_RESOLVED {
-            return Err(Errno::ENOENT);
-        }
-        // SAFETY: p is live.
-        unsafe { self.query_addrinfo(p) }
     }
 }

@@ -3,178 +3,18 @@
 //! lazily), one shared protection domain per device, and resynchronisation
 //! when devices come and go.
 //!
-//! [`Verbs`] is the small slice of libibverbs the CM needs; [`SysVerbs`]
-//! is the real one, tests use a double.
+//! [`Verbs`] is the small slice of libibverbs the CM needs; the real one
+//! ([`SysVerbs`]) is in `crate::sys::verbs`, tests use a double.
 
+#![deny(unsafe_code)]
+
+use super::objects::Xrcd;
+use super::public::CPtr;
 use crate::abi::cma::{ibv_context, ibv_pd};
+pub use crate::sys::verbs::{DevEntry, OpenInfo, SysVerbs, Verbs};
 use nix::errno::Errno;
+#[cfg(test)]
 use parking_lot::Mutex;
-use std::ffi::c_int;
-
-/// `struct ibv_device` (opaque).
-#[repr(C)]
-pub struct ibv_device {
-    _private: [u8; 0],
-}
-
-/// One entry of libibverbs' device list.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DevEntry {
-    /// The `struct ibv_device *`, as an address (stable while listed).
-    pub dev: usize,
-    /// Node GUID, big-endian as libibverbs reports it.
-    pub guid: u64,
-    /// Kernel device index, -1 when unknown.
-    pub index: i32,
-}
-
-/// What opening a device tells the CM.
-#[derive(Clone, Debug, Default)]
-pub struct OpenInfo {
-    pub ctx: usize,
-    pub link_layers: Vec<u8>,
-    pub max_qp_wr: i32,
-    pub max_qp_init_rd_atom: i32,
-    pub max_qp_rd_atom: i32,
-}
-
-/// The libibverbs calls the CM makes.
-pub trait Verbs: Send + Sync {
-    /// The current device list (keeps it alive until the next call).
-    fn device_list(&self) -> Result<Vec<DevEntry>, Errno>;
-    fn open(&self, dev: usize) -> Result<OpenInfo, Errno>;
-    fn close(&self, ctx: usize);
-    /// Returns the PD address, or the error.
-    fn alloc_pd(&self, ctx: usize) -> Result<usize, Errno>;
-    fn dealloc_pd(&self, pd: usize);
-    /// `verbs->device->transport_type == IBV_TRANSPORT_IB`.
-    fn transport_is_ib(&self, ctx: usize) -> bool;
-    /// Closes the XRC domain the connection code opened for a device.
-    fn close_xrcd(&self, _xrcd: usize) {}
-}
-
-/// Declarations of libibverbs and of the C shim; kept out of the
-/// generated header.
-/// cbindgen:ignore
-mod sys {
-    use super::ibv_device;
-    use crate::abi::cma::{ibv_context, ibv_pd};
-    use std::ffi::c_int;
-    extern "C" {
-        pub fn ibv_get_device_list(num: *mut c_int) -> *mut *mut ibv_device;
-        pub fn ibv_free_device_list(list: *mut *mut ibv_device);
-        pub fn ibv_get_device_guid(dev: *mut ibv_device) -> u64;
-        pub fn ibv_get_device_index(dev: *mut ibv_device) -> c_int;
-        pub fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_context;
-        pub fn ibv_close_device(ctx: *mut ibv_context) -> c_int;
-        pub fn ibv_alloc_pd(ctx: *mut ibv_context) -> *mut ibv_pd;
-        pub fn ibv_dealloc_pd(pd: *mut ibv_pd) -> c_int;
-        pub fn rdmacm_shim_cm_device_caps(ctx: *mut ibv_context, caps: *mut c_int) -> c_int;
-        pub fn rdmacm_shim_cm_link_layer(ctx: *mut ibv_context, port: u8) -> c_int;
-        pub fn rdmacm_shim_cm_transport_type(ctx: *mut ibv_context) -> c_int;
-        pub fn rdmacm_shim_close_xrcd(xrcd: *mut std::ffi::c_void) -> c_int;
-    }
-}
-use sys::*;
-
-/// The system libibverbs.
-#[derive(Default)]
-pub struct SysVerbs {
-    /// The list returned last (holds references on its devices).
-    list: Mutex<usize>,
-}
-
-impl Verbs for SysVerbs {
-    fn device_list(&self) -> Result<Vec<DevEntry>, Errno> {
-        let mut n: c_int = 0;
-        // SAFETY: n is writable; the result is NULL or a NULL-terminated array.
-        let list = unsafe { ibv_get_device_list(&mut n) };
-        if list.is_null() {
-            return Err(Errno::ENODEV);
-        }
-        let mut out = Vec::new();
-        for i in 0..n.max(0) as usize {
-            // SAFETY: i < n, within the array.
-            let dev = unsafe { *list.add(i) };
-            if dev.is_null() {
-                break;
-            }
-            // SAFETY: dev is a live entry of the list.
-            let (guid, index) = unsafe { (ibv_get_device_guid(dev), ibv_get_device_index(dev)) };
-            out.push(DevEntry { dev: dev as usize, guid, index });
-        }
-        let mut held = self.list.lock();
-        if *held != 0 {
-            // SAFETY: *held came from ibv_get_device_list and is freed once;
-            // devices still present are referenced by the new list.
-            unsafe { ibv_free_device_list(*held as *mut *mut ibv_device) };
-        }
-        *held = list as usize;
-        Ok(out)
-    }
-
-    fn open(&self, dev: usize) -> Result<OpenInfo, Errno> {
-        // SAFETY: dev is an entry of the list we hold.
-        let ctx = unsafe { ibv_open_device(dev as *mut ibv_device) };
-        if ctx.is_null() {
-            return Err(Errno::ENODEV);
-        }
-        let mut caps = [0 as c_int; 4];
-        // SAFETY: ctx is open; caps has room for the 4 values written.
-        let r = unsafe { rdmacm_shim_cm_device_caps(ctx, caps.as_mut_ptr()) };
-        if r != 0 {
-            // SAFETY: ctx was opened above.
-            unsafe { ibv_close_device(ctx) };
-            return Err(Errno::from_raw(r));
-        }
-        let ports = caps[0].clamp(0, 255);
-        let link_layers = (1..=ports)
-            .map(|p| {
-                // SAFETY: ctx is open; p is a valid port number.
-                let ll = unsafe { rdmacm_shim_cm_link_layer(ctx, p as u8) };
-                if ll < 0 {
-                    0
-                } else {
-                    ll as u8
-                }
-            })
-            .collect();
-        Ok(OpenInfo { ctx: ctx as usize, link_layers, max_qp_wr: caps[1], max_qp_init_rd_atom: caps[2], max_qp_rd_atom: caps[3] })
-    }
-
-    fn close(&self, ctx: usize) {
-        // SAFETY: ctx was opened by open() and is closed once.
-        unsafe { ibv_close_device(ctx as *mut ibv_context) };
-    }
-
-    fn alloc_pd(&self, ctx: usize) -> Result<usize, Errno> {
-        // SAFETY: ctx is an open context.
-        let pd = unsafe { ibv_alloc_pd(ctx as *mut ibv_context) };
-        if pd.is_null() {
-            Err(Errno::last())
-        } else {
-            Ok(pd as usize)
-        }
-    }
-
-    fn dealloc_pd(&self, pd: usize) {
-        // SAFETY: pd came from alloc_pd and is released once.
-        unsafe { ibv_dealloc_pd(pd as *mut ibv_pd) };
-    }
-
-    fn transport_is_ib(&self, ctx: usize) -> bool {
-        if ctx == 0 {
-            return false;
-        }
-        // SAFETY: ctx is an open context.
-        unsafe { rdmacm_shim_cm_transport_type(ctx as *mut ibv_context) == 0 }
-    }
-
-    fn close_xrcd(&self, xrcd: usize) {
-        // SAFETY: xrcd came from ibv_open_xrcd and is closed once.
-        unsafe { rdmacm_shim_close_xrcd(xrcd as *mut std::ffi::c_void) };
-    }
-}
 
 /// One device known to the CM (upstream's `struct cma_device`).
 #[derive(Debug)]
@@ -184,9 +24,9 @@ pub struct CmDevice {
     pub guid: u64,
     pub index: i32,
     /// Open context, NULL until first needed.
-    pub verbs: *mut ibv_context,
+    pub verbs: CPtr<ibv_context>,
     /// Shared protection domain, allocated on first use by an id.
-    pub pd: *mut ibv_pd,
+    pub pd: CPtr<ibv_pd>,
     /// Link layer of each port (index 0 = port 1).
     pub link_layers: Vec<u8>,
     pub max_qpsize: i32,
@@ -196,13 +36,23 @@ pub struct CmDevice {
     pub refcnt: u32,
     /// Gone from libibverbs' list; freed when the last holder lets go.
     pub dead: bool,
-    /// The XRC domain the connection code opened (0: none), closed with the PD.
-    pub xrcd: usize,
+    /// The XRC domain the connection code opened, closed with the PD.
+    pub xrcd: Option<Xrcd>,
 }
 
-// SAFETY: the raw pointers are libibverbs handles, usable from any thread;
-// every CmDevice is only touched under the device list lock.
-unsafe impl Send for CmDevice {}
+/// What an id keeps of the device it is bound to (it holds a reference,
+/// [`Devices::get`]/[`Devices::put`]): the values do not change while the
+/// device is referenced.
+#[derive(Clone, Debug)]
+pub struct DevRef {
+    /// The device's key in the list (`CmDevice::dev`).
+    pub key: usize,
+    pub verbs: CPtr<ibv_context>,
+    pub pd: CPtr<ibv_pd>,
+    pub link_layers: Vec<u8>,
+    pub max_initiator_depth: u8,
+    pub max_responder_resources: u8,
+}
 
 /// The device list (upstream's `cma_dev_list` and its mutex).
 #[derive(Default)]
@@ -237,15 +87,15 @@ impl Devices {
                     dev: e.dev,
                     guid: e.guid,
                     index: e.index,
-                    verbs: std::ptr::null_mut(),
-                    pd: std::ptr::null_mut(),
+                    verbs: CPtr::default(),
+                    pd: CPtr::default(),
                     link_layers: Vec::new(),
                     max_qpsize: 0,
                     max_initiator_depth: 0,
                     max_responder_resources: 0,
                     refcnt: 0,
                     dead: false,
-                    xrcd: 0,
+                    xrcd: None,
                 }));
             }
         }
@@ -266,25 +116,25 @@ impl Devices {
             d.dead = true;
             return;
         }
-        if d.xrcd != 0 {
-            verbs.close_xrcd(d.xrcd);
+        if let Some(x) = d.xrcd {
+            verbs.close_xrcd(x.addr());
         }
-        if !d.pd.is_null() {
-            verbs.dealloc_pd(d.pd as usize);
+        if !d.pd.0.is_null() {
+            verbs.dealloc_pd(d.pd.0 as usize);
         }
-        if !d.verbs.is_null() {
-            verbs.close(d.verbs as usize);
+        if !d.verbs.0.is_null() {
+            verbs.close(d.verbs.0 as usize);
         }
         self.list.remove(pos);
     }
 
     /// Opens a device if it is not open yet.
     pub fn open(verbs: &dyn Verbs, d: &mut CmDevice) -> Result<(), Errno> {
-        if !d.verbs.is_null() {
+        if !d.verbs.0.is_null() {
             return Ok(());
         }
         let info = verbs.open(d.dev)?;
-        d.verbs = info.ctx as *mut ibv_context;
+        d.verbs = CPtr(info.ctx as *mut ibv_context);
         d.link_layers = info.link_layers;
         d.max_qpsize = info.max_qp_wr;
         d.max_initiator_depth = info.max_qp_init_rd_atom as u8;
@@ -302,23 +152,20 @@ impl Devices {
     /// Finds a live device by GUID and kernel index, resynchronising the
     /// list once if it is unknown (a device added since).  Takes a
     /// reference on success.
-    pub fn get(&mut self, verbs: &dyn Verbs, guid: u64, index: Option<u32>) -> Result<*mut CmDevice, Errno> {
-        let find = |s: &mut Self| s.list.iter_mut().find(|d| !d.dead && Self::matches(d, guid, index)).map(|d| &mut **d as *mut CmDevice);
-        let found = match find(self) {
+    pub fn get(&mut self, verbs: &dyn Verbs, guid: u64, index: Option<u32>) -> Result<DevRef, Errno> {
+        let find = |s: &Self| s.list.iter().position(|d| !d.dead && Self::matches(d, guid, index));
+        let pos = match find(self) {
             Some(p) => Some(p),
             None => {
                 self.sync(verbs).map_err(|_| Errno::ENODEV)?;
                 find(self)
             }
         };
-        let p = found.ok_or(Errno::ENODEV)?;
-        // SAFETY: p points into a Box owned by self.list, alive while we
-        // hold &mut self.
-        let d = unsafe { &mut *p };
+        let d = &mut self.list[pos.ok_or(Errno::ENODEV)?];
         d.refcnt += 1;
         let r = Self::open(verbs, d).and_then(|_| {
-            if d.pd.is_null() {
-                d.pd = verbs.alloc_pd(d.verbs as usize)? as *mut ibv_pd;
+            if d.pd.0.is_null() {
+                d.pd = CPtr(verbs.alloc_pd(d.verbs.0 as usize)? as *mut ibv_pd);
             }
             Ok(())
         });
@@ -326,22 +173,33 @@ impl Devices {
             d.refcnt -= 1;
             return Err(e);
         }
-        Ok(p)
+        Ok(DevRef {
+            key: d.dev,
+            verbs: d.verbs,
+            pd: d.pd,
+            link_layers: d.link_layers.clone(),
+            max_initiator_depth: d.max_initiator_depth,
+            max_responder_resources: d.max_responder_resources,
+        })
+    }
+
+    /// The listed device with key `key`.
+    pub fn find_mut(&mut self, key: usize) -> Option<&mut CmDevice> {
+        self.list.iter_mut().find(|d| d.dev == key).map(|d| &mut **d)
     }
 
     /// Drops a reference taken by [`Devices::get`]: the last one releases
     /// the PD and, for a dead device, the device itself.
-    pub fn put(&mut self, verbs: &dyn Verbs, p: *mut CmDevice) {
-        let Some(d) = self.list.iter_mut().find(|d| std::ptr::eq(&***d, p)) else { return };
+    pub fn put(&mut self, verbs: &dyn Verbs, key: usize) {
+        let Some(d) = self.find_mut(key) else { return };
         d.refcnt = d.refcnt.saturating_sub(1);
         if d.refcnt == 0 {
-            if !d.pd.is_null() {
-                verbs.dealloc_pd(d.pd as usize);
-                d.pd = std::ptr::null_mut();
+            if !d.pd.0.is_null() {
+                verbs.dealloc_pd(d.pd.0 as usize);
+                d.pd = CPtr::default();
             }
-            if d.xrcd != 0 {
-                verbs.close_xrcd(d.xrcd);
-                d.xrcd = 0;
+            if let Some(x) = d.xrcd.take() {
+                verbs.close_xrcd(x.addr());
             }
             if d.dead {
                 let dev = d.dev;
@@ -409,7 +267,7 @@ mod tests {
         assert!(v.open.lock().is_empty(), "not opened before use");
         let a = d.get(&v, 1u64.to_be(), Some(0)).unwrap();
         let b = d.get(&v, 1u64.to_be(), Some(0)).unwrap();
-        assert_eq!(a, b);
+        assert_eq!((a.key, a.pd), (b.key, b.pd));
         assert_eq!(v.pds.lock().len(), 1, "one shared PD");
         // A device that appears later is found by resync.
         v.devs.lock().push(entry(3, 2));
@@ -419,9 +277,9 @@ mod tests {
         v.devs.lock().retain(|e| e.dev != 1);
         d.sync(&v).unwrap();
         assert!(d.list.iter().any(|x| x.dev == 1 && x.dead));
-        d.put(&v, a);
+        d.put(&v, a.key);
         assert_eq!(v.pds.lock().len(), 2);
-        d.put(&v, b);
+        d.put(&v, b.key);
         assert!(!d.list.iter().any(|x| x.dev == 1));
         assert!(!v.open.lock().contains(&0x1001), "closed");
         // No devices at all.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! Event names.
+#![deny(unsafe_code)]
 
 use std::ffi::CStr;
 

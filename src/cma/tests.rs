@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! The CM core against test doubles of the kernel and of libibverbs.
+#![allow(unsafe_code)]
 
 use super::device::fake::FakeVerbs;
 use super::device::DevEntry;
@@ -213,12 +214,12 @@ fn init_probes_af_ib_and_picks_the_command_family() {
     let (cm, u) = make(false, false);
     cm.init().unwrap();
     assert!(!cm.af_ib());
-    // SAFETY: ids are created and destroyed within the test.
-    unsafe {
-        let p = cm.create_id(null_mut(), null_mut(), RDMA_PS_TCP).unwrap();
-        cm.bind(p, Some(addr_v4(1))).unwrap();
-        cm.resolve_addr(p, None, Some(addr_v4(2)), 100).unwrap();
-        cm.destroy_id(p).unwrap();
+    // ids are created and destroyed within the test.
+    {
+        let p = cm.create_id(None, null_mut(), RDMA_PS_TCP).unwrap();
+        cm.bind(&p, Some(addr_v4(1))).unwrap();
+        cm.resolve_addr(&p, None, Some(addr_v4(2)), 100).unwrap();
+        cm.destroy_id(&p).unwrap();
     }
     assert_eq!(u.log()[1..], ["bind_ip", "query_route", "resolve_ip", "query_route"]);
 }
@@ -237,13 +238,13 @@ fn sync_resolution_fills_the_id() {
     let (cm, _u) = make(true, true);
     // SAFETY: ids are created and destroyed within the test.
     unsafe {
-        let p = cm.create_id(null_mut(), 0x55 as *mut c_void, RDMA_PS_UDP).unwrap();
-        let id = IdPriv::raw(p);
+        let p = cm.create_id(None, 0x55 as *mut c_void, RDMA_PS_UDP).unwrap();
+        let id = p.raw();
         assert_eq!((*id).qp_type, IBV_QPT_UD);
         assert_eq!((*id).ps, RDMA_PS_UDP);
         assert_eq!((*id).context as usize, 0x55);
         assert!(!(*id).channel.is_null());
-        cm.resolve_addr(p, None, Some(addr_v4(2)), 100).unwrap();
+        cm.resolve_addr(&p, None, Some(addr_v4(2)), 100).unwrap();
         assert!(!(*id).verbs.is_null());
         assert!(!(*id).pd.is_null());
         assert_eq!((*id).port_num, 1);
@@ -251,14 +252,14 @@ fn sync_resolution_fills_the_id() {
         assert_eq!((*id).route.addr.addr.ibaddr.sgid.raw[0], 0xfe, "IB transport queries the GIDs");
         let ev = (*id).event;
         assert_eq!((*ev).event, RDMA_CM_EVENT_ADDR_RESOLVED);
-        cm.resolve_route(p, 100).unwrap();
+        cm.resolve_route(&p, 100).unwrap();
         assert_eq!((*id).route.num_paths, 2);
         assert_eq!((*(*id).route.path_rec).dlid, 0x1234u16.to_be());
         assert_eq!((*(*id).route.path_rec).mtu, 4);
         assert_eq!((*(*id).event).event, RDMA_CM_EVENT_ROUTE_RESOLVED);
-        cm.destroy_id(p).unwrap();
+        cm.destroy_id(&p).unwrap();
     }
-    assert!(cm.devices.lock().list.iter().all(|d| d.refcnt == 0 && d.pd.is_null()), "device released");
+    assert!(cm.devices.lock().list.iter().all(|d| d.refcnt == 0 && d.pd.0.is_null()), "device released");
 }
 
 #[test]
@@ -266,18 +267,17 @@ fn sync_errors_map_status_to_errno() {
     let (cm, _u) = make(true, false);
     // SAFETY: ids are created and destroyed within the test.
     unsafe {
-        let p = cm.create_id(null_mut(), null_mut(), RDMA_PS_TCP).unwrap();
-        assert_eq!(cm.resolve_addr(p, None, Some(addr_v4(99)), 100).unwrap_err(), Errno::ETIMEDOUT);
-        assert_eq!((*(*IdPriv::raw(p)).event).event, RDMA_CM_EVENT_ADDR_ERROR);
-        assert_eq!(cm.resolve_addr(p, None, None, 100).unwrap_err(), Errno::EINVAL);
-        assert_eq!(cm.resolve_addr(p, Some(RawAddr::default()), Some(addr_v4(2)), 100).unwrap_err(), Errno::EINVAL);
-        assert_eq!(cm.bind(p, Some(RawAddr::default())).unwrap_err(), Errno::EINVAL);
-        assert_eq!(cm.set_option(p, 7, 0, null_mut(), 0).unwrap_err(), Errno::ENOSYS);
-        assert_eq!(cm.write_cm_event(p, RDMA_CM_EVENT_ADDR_ERROR, 0, 0).unwrap_err(), Errno::EINVAL);
-        cm.destroy_id(p).unwrap();
+        let p = cm.create_id(None, null_mut(), RDMA_PS_TCP).unwrap();
+        assert_eq!(cm.resolve_addr(&p, None, Some(addr_v4(99)), 100).unwrap_err(), Errno::ETIMEDOUT);
+        assert_eq!((*(*p.raw()).event).event, RDMA_CM_EVENT_ADDR_ERROR);
+        assert_eq!(cm.resolve_addr(&p, None, None, 100).unwrap_err(), Errno::EINVAL);
+        assert_eq!(cm.resolve_addr(&p, Some(RawAddr::default()), Some(addr_v4(2)), 100).unwrap_err(), Errno::EINVAL);
+        assert_eq!(cm.bind(&p, Some(RawAddr::default())).unwrap_err(), Errno::EINVAL);
+        assert_eq!(cm.set_option(&p, 7, 0, null_mut(), 0).unwrap_err(), Errno::ENOSYS);
+        assert_eq!(cm.write_cm_event(&p, RDMA_CM_EVENT_ADDR_ERROR, 0, 0).unwrap_err(), Errno::EINVAL);
+        cm.destroy_id(&p).unwrap();
     }
-    // SAFETY: as above.
-    assert_eq!(unsafe { cm.create_id(null_mut(), null_mut(), 0x9999) }.unwrap_err(), Errno::EINVAL);
+    assert_eq!(cm.create_id(None, null_mut(), 0x9999).unwrap_err(), Errno::EINVAL);
 }
 
 #[test]
@@ -289,14 +289,14 @@ fn device_found_again_by_resync() {
     // SAFETY: ids are created and destroyed within the test.
     unsafe {
         let ch = cm.create_channel().unwrap();
-        let p = cm.create_id(ch, null_mut(), RDMA_PS_TCP).unwrap();
+        let p = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
         // The fake verbs still list the device with another index.
-        cm.resolve_addr(p, None, Some(addr_v4(2)), 100).unwrap();
-        let ev = get_event(ch).unwrap();
-        assert_eq!((*ev).event.event, RDMA_CM_EVENT_ADDR_RESOLVED, "resync finds the device again");
+        cm.resolve_addr(&p, None, Some(addr_v4(2)), 100).unwrap();
+        let ev = get_event(&ch).unwrap().ptr;
+        assert_eq!((*ev).event, RDMA_CM_EVENT_ADDR_RESOLVED, "resync finds the device again");
         assert!(ack_event(cm, ev));
-        cm.destroy_id(p).unwrap();
-        Cm::destroy_channel(ch);
+        cm.destroy_id(&p).unwrap();
+        cm.destroy_channel(&ch);
     }
 }
 
@@ -307,18 +307,18 @@ fn destroy_waits_for_acks() {
     // event it waits for.
     unsafe {
         let ch = cm.create_channel().unwrap();
-        let p = cm.create_id(ch, null_mut(), RDMA_PS_TCP).unwrap();
-        cm.write_cm_event(p, RDMA_CM_EVENT_USER, 3, 0x1_0000_0002).unwrap();
-        let ev = get_event(ch).unwrap();
-        assert_eq!((*ev).event.event, RDMA_CM_EVENT_USER);
-        assert_eq!((*ev).event.status, 3);
-        assert_eq!((*ev).event.param.arg, 0x1_0000_0002);
-        assert_eq!((*ev).event.id, IdPriv::raw(p));
+        let p = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
+        cm.write_cm_event(&p, RDMA_CM_EVENT_USER, 3, 0x1_0000_0002).unwrap();
+        let ev = get_event(&ch).unwrap().ptr;
+        assert_eq!((*ev).event, RDMA_CM_EVENT_USER);
+        assert_eq!((*ev).status, 3);
+        assert_eq!((*ev).param.arg, 0x1_0000_0002);
+        assert_eq!((*ev).id, p.raw());
         let done = std::sync::Arc::new(AtomicBool::new(false));
         let d2 = done.clone();
-        let pa = p as usize;
+        let p2 = p.clone();
         let t = std::thread::spawn(move || {
-            cm.destroy_id(pa as *mut IdPriv).unwrap();
+            cm.destroy_id(&p2).unwrap();
             d2.store(true, Ordering::SeqCst);
         });
         std::thread::sleep(std::time::Duration::from_millis(100));
@@ -328,10 +328,10 @@ fn destroy_waits_for_acks() {
         assert!(done.load(Ordering::SeqCst));
         assert!(!ack_event(cm, ev), "a second ack is refused");
         // Unretrieved events are dropped by the kernel: no wait.
-        let p = cm.create_id(ch, null_mut(), RDMA_PS_TCP).unwrap();
-        cm.resolve_addr(p, None, Some(addr_v4(2)), 100).unwrap();
-        cm.destroy_id(p).unwrap();
-        Cm::destroy_channel(ch);
+        let p = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
+        cm.resolve_addr(&p, None, Some(addr_v4(2)), 100).unwrap();
+        cm.destroy_id(&p).unwrap();
+        cm.destroy_channel(&ch);
     }
 }
 
@@ -340,33 +340,29 @@ fn migrate_between_sync_and_async() {
     let (cm, _u) = make(true, false);
     // SAFETY: ids and channels are used within the test.
     unsafe {
-        let p = cm.create_id(null_mut(), null_mut(), RDMA_PS_TCP).unwrap();
-        assert_eq!(cm.migrate_id(p, null_mut()).unwrap_err(), Errno::EINVAL);
-        cm.resolve_addr(p, None, Some(addr_v4(2)), 100).unwrap();
+        let p = cm.create_id(None, null_mut(), RDMA_PS_TCP).unwrap();
+        assert_eq!(cm.migrate_id(&p, None).unwrap_err(), Errno::EINVAL);
+        cm.resolve_addr(&p, None, Some(addr_v4(2)), 100).unwrap();
         let ch = cm.create_channel().unwrap();
-        cm.migrate_id(p, ch).unwrap();
-        assert!(!(*p).sync.load(Ordering::SeqCst));
-        assert_eq!((*IdPriv::raw(p)).channel, ch as *mut rdma_event_channel);
-        assert!((*IdPriv::raw(p)).event.is_null(), "parked event acked");
-        cm.migrate_id(p, null_mut()).unwrap();
-        assert!((*p).sync.load(Ordering::SeqCst));
-        cm.destroy_id(p).unwrap();
-        Cm::destroy_channel(ch);
+        cm.migrate_id(&p, Some(&ch)).unwrap();
+        assert!(!p.sync.load(Ordering::SeqCst));
+        assert_eq!((*p.raw()).channel, ch.raw());
+        assert!((*p.raw()).event.is_null(), "parked event acked");
+        cm.migrate_id(&p, None).unwrap();
+        assert!(p.sync.load(Ordering::SeqCst));
+        cm.destroy_id(&p).unwrap();
+        cm.destroy_channel(&ch);
     }
 }
 
 #[test]
 fn device_list_for_c() {
     let (cm, _u) = make(true, false);
-    let (arr, n) = get_devices(cm).unwrap();
-    assert_eq!(n, 1);
-    // SAFETY: arr is a NULL-terminated array of n entries.
-    unsafe {
-        assert!(!(*arr).is_null());
-        assert!((*arr.add(1)).is_null());
-        assert_eq!(cm.devices.lock().list[0].refcnt, 1);
-        free_devices(cm, arr);
-    }
+    let list = get_devices(cm).unwrap();
+    assert_eq!(list.len(), 1);
+    assert!(!list[0].is_null());
+    assert_eq!(cm.devices.lock().list[0].refcnt, 1);
+    free_devices(cm, &list);
     assert_eq!(cm.devices.lock().list[0].refcnt, 0);
 }
 
@@ -379,19 +375,19 @@ fn unknown_device_is_addr_error_with_status_minus_one() {
     // SAFETY: ids, channels and events are used within the test.
     unsafe {
         let ch = cm.create_channel().unwrap();
-        let p = cm.create_id(ch, null_mut(), RDMA_PS_TCP).unwrap();
-        cm.resolve_addr(p, None, Some(addr_v4(2)), 100).unwrap();
-        let ev = get_event(ch).unwrap();
-        assert_eq!((*ev).event.event, RDMA_CM_EVENT_ADDR_ERROR);
-        assert_eq!((*ev).event.status, -1, "upstream reports its helpers' -1");
-        assert!((*IdPriv::raw(p)).verbs.is_null());
+        let p = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
+        cm.resolve_addr(&p, None, Some(addr_v4(2)), 100).unwrap();
+        let ev = get_event(&ch).unwrap().ptr;
+        assert_eq!((*ev).event, RDMA_CM_EVENT_ADDR_ERROR);
+        assert_eq!((*ev).status, -1, "upstream reports its helpers' -1");
+        assert!((*p.raw()).verbs.is_null());
         assert!(ack_event(cm, ev));
-        cm.destroy_id(p).unwrap();
+        cm.destroy_id(&p).unwrap();
         // A synchronous caller sees status -1 as EPERM, as upstream.
-        let p = cm.create_id(null_mut(), null_mut(), RDMA_PS_TCP).unwrap();
-        assert_eq!(cm.resolve_addr(p, None, Some(addr_v4(2)), 100).unwrap_err(), Errno::EPERM);
-        cm.destroy_id(p).unwrap();
-        Cm::destroy_channel(ch);
+        let p = cm.create_id(None, null_mut(), RDMA_PS_TCP).unwrap();
+        assert_eq!(cm.resolve_addr(&p, None, Some(addr_v4(2)), 100).unwrap_err(), Errno::EPERM);
+        cm.destroy_id(&p).unwrap();
+        cm.destroy_channel(&ch);
     }
 }
 
@@ -401,17 +397,36 @@ fn device_removal_event_reaches_the_id() {
     // SAFETY: ids, channels and events are used within the test.
     unsafe {
         let ch = cm.create_channel().unwrap();
-        let p = cm.create_id(ch, 0x42 as *mut c_void, RDMA_PS_UDP).unwrap();
-        cm.bind(p, Some(addr_v4(1))).unwrap();
-        u.push((*p).handle, RDMA_CM_EVENT_DEVICE_REMOVAL, 0);
-        let ev = get_event(ch).unwrap();
-        assert_eq!((*ev).event.event, RDMA_CM_EVENT_DEVICE_REMOVAL);
-        assert_eq!((*ev).event.id, IdPriv::raw(p));
-        assert_eq!((*(*ev).event.id).context as usize, 0x42);
-        assert!((*ev).event.param.ud.private_data.is_null());
+        let p = cm.create_id(Some(&ch), 0x42 as *mut c_void, RDMA_PS_UDP).unwrap();
+        cm.bind(&p, Some(addr_v4(1))).unwrap();
+        u.push(p.handle(), RDMA_CM_EVENT_DEVICE_REMOVAL, 0);
+        let ev = get_event(&ch).unwrap().ptr;
+        assert_eq!((*ev).event, RDMA_CM_EVENT_DEVICE_REMOVAL);
+        assert_eq!((*ev).id, p.raw());
+        assert_eq!((*(*ev).id).context as usize, 0x42);
+        assert!((*ev).param.ud.private_data.is_null());
         assert!(ack_event(cm, ev));
-        cm.destroy_id(p).unwrap();
-        Cm::destroy_channel(ch);
+        cm.destroy_id(&p).unwrap();
+        cm.destroy_channel(&ch);
     }
     assert!(cm.devices.lock().list.iter().all(|d| d.refcnt == 0), "device reference dropped");
+}
+
+#[test]
+fn c_pointers_become_checked_references() {
+    let (cm, _u) = make(true, false);
+    let ch = cm.create_channel().unwrap();
+    let p = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
+    let held = cm.id(p.raw()).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&held, &p));
+    assert_eq!(cm.channel(ch.raw()).unwrap().fd(), ch.fd());
+    assert_eq!(cm.id(0x1000 as *const rdma_cm_id).unwrap_err(), Errno::EINVAL, "not an id of ours");
+    cm.destroy_id(&p).unwrap();
+    assert_eq!(cm.id(p.raw()).unwrap_err(), Errno::EINVAL, "destroyed: unknown to the C API");
+    // A reference taken before the destroy stays valid: the memory goes
+    // with the last one (here `p` and `held`; the registry let go).
+    assert_eq!(held.handle(), p.handle());
+    assert_eq!(std::sync::Arc::strong_count(&p), 2);
+    cm.destroy_channel(&ch);
+    assert_eq!(cm.channel(ch.raw()).unwrap_err(), Errno::EINVAL);
 }

@@ -375,7 +375,7 @@ fn send<T: Copy>(fd: RawFd, c: &Cmd<T>) -> Result<(), Errno> {
     // caller keeps alive for the duration of this call.
     let n = unsafe { libc::write(fd, b.as_ptr() as *const c_void, b.len()) };
     if n < 0 {
-        Err(Errno::last())
+        Err(super::last_errno())
     } else if n as usize != b.len() {
         Err(Errno::ENODATA)
     } else {
@@ -393,7 +393,7 @@ impl Ucma for Kernel {
         // SAFETY: path is a valid NUL-terminated string.
         let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
         if fd < 0 {
-            return Err(Errno::last());
+            return Err(super::last_errno());
         }
         // SAFETY: an all-zero stat is a valid output buffer for fstat.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };

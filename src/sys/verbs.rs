@@ -11,6 +11,7 @@
 use crate::abi::cma::{ibv_comp_channel, ibv_context, ibv_cq, ibv_gid, ibv_pd, ibv_qp, ibv_srq};
 use crate::abi::ucma::UverbsQpAttr;
 use nix::errno::Errno;
+use parking_lot::Mutex;
 use std::ffi::{c_int, c_void};
 
 /// `IBV_QPS_*`.
@@ -129,7 +130,25 @@ pub struct SrqInitAttrEx {
     pub tm_max_ops: u32,
 }
 
+// SAFETY: the attribute set holds libibverbs handles, usable from any
+// thread; the CM keeps a copy (a passive endpoint's) behind a mutex.
+unsafe impl Send for QpInitAttr {}
+
+impl SrqInitAttrEx {
+    /// All fields zero (no attributes, NULL handles).
+    pub fn zeroed() -> SrqInitAttrEx {
+        // SAFETY: integers and raw pointers: all-zero is valid.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
 impl QpInitAttrEx {
+    /// All fields zero (no attributes, NULL handles).
+    pub fn zeroed() -> QpInitAttrEx {
+        // SAFETY: integers and raw pointers: all-zero is valid.
+        unsafe { std::mem::zeroed() }
+    }
+
     /// The `ibv_qp_init_attr` part.
     pub fn base(&self) -> QpInitAttr {
         QpInitAttr { qp_context: self.qp_context, send_cq: self.send_cq, recv_cq: self.recv_cq, srq: self.srq, cap: self.cap, qp_type: self.qp_type, sq_sig_all: self.sq_sig_all }
@@ -249,15 +268,31 @@ const _: () = {
     assert!(size_of::<Ece>() == 12);
 };
 
-/// Declarations of libibverbs and of the C shim; kept out of the
-/// generated header.
+/// `struct ibv_device` (opaque).
+#[repr(C)]
+pub struct ibv_device {
+    _private: [u8; 0],
+}
+
+/// The one declaration of the libibverbs functions and C shim functions
+/// the library calls (rsockets' data path has its own, in
+/// `crate::rsocket::verbs`); kept out of the generated header.
 /// cbindgen:ignore
 mod sys {
-    use super::{Ece, QpAttr, QpInitAttrEx, SrqInitAttrEx};
-    use crate::abi::cma::{ibv_comp_channel, ibv_context, ibv_cq, ibv_gid, ibv_qp, ibv_srq};
+    use super::{ibv_device, Ece, QpAttr, QpInitAttrEx, SrqInitAttrEx};
+    use crate::abi::cma::{ibv_comp_channel, ibv_context, ibv_cq, ibv_gid, ibv_pd, ibv_qp, ibv_srq};
     use crate::abi::ucma::UverbsQpAttr;
     use std::ffi::{c_int, c_void};
     extern "C" {
+        pub fn ibv_get_device_list(num: *mut c_int) -> *mut *mut ibv_device;
+        pub fn ibv_free_device_list(list: *mut *mut ibv_device);
+        pub fn ibv_get_device_guid(dev: *mut ibv_device) -> u64;
+        pub fn ibv_get_device_index(dev: *mut ibv_device) -> c_int;
+        pub fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_context;
+        pub fn ibv_close_device(ctx: *mut ibv_context) -> c_int;
+        pub fn ibv_alloc_pd(ctx: *mut ibv_context) -> *mut ibv_pd;
+        pub fn ibv_dealloc_pd(pd: *mut ibv_pd) -> c_int;
+        pub fn ibv_query_gid(ctx: *mut ibv_context, port: u8, index: c_int, gid: *mut ibv_gid) -> c_int;
         pub fn ibv_modify_qp(qp: *mut ibv_qp, attr: *mut QpAttr, mask: c_int) -> c_int;
         pub fn ibv_destroy_qp(qp: *mut ibv_qp) -> c_int;
         pub fn ibv_create_cq(ctx: *mut ibv_context, cqe: c_int, cq_context: *mut c_void, channel: *mut ibv_comp_channel, comp_vector: c_int) -> *mut ibv_cq;
@@ -274,17 +309,25 @@ mod sys {
         pub fn rdmacm_shim_create_qp_ex(ctx: *mut ibv_context, attr: *mut QpInitAttrEx) -> *mut ibv_qp;
         pub fn rdmacm_shim_create_srq_ex(ctx: *mut ibv_context, attr: *mut SrqInitAttrEx) -> *mut ibv_srq;
         pub fn rdmacm_shim_open_xrcd(ctx: *mut ibv_context) -> *mut c_void;
+        pub fn rdmacm_shim_close_xrcd(xrcd: *mut c_void) -> c_int;
+        pub fn rdmacm_shim_cm_device_caps(ctx: *mut ibv_context, caps: *mut c_int) -> c_int;
+        pub fn rdmacm_shim_cm_link_layer(ctx: *mut ibv_context, port: u8) -> c_int;
         pub fn rdmacm_shim_cm_transport_type(ctx: *mut ibv_context) -> c_int;
+        pub fn rdmacm_shim_phys_port_cnt(ctx: *mut ibv_context) -> c_int;
+        pub fn rdmacm_shim_port_ib_active(ctx: *mut ibv_context, port: u8) -> c_int;
         pub fn rdmacm_shim_conn_layout(out: *mut usize, n: usize) -> usize;
     }
 }
 
-/// libibverbs' convention: 0 or a positive errno.
+pub use super::{errno_of, last_errno};
+
+/// A libibverbs `int` result as a `Result` (0 is success; see
+/// [`errno_of`] for the error).
 pub fn check(ret: c_int) -> Result<(), Errno> {
     if ret == 0 {
         Ok(())
     } else {
-        Err(Errno::from_raw(ret))
+        Err(errno_of(ret))
     }
 }
 
@@ -298,9 +341,9 @@ fn check_ece(ret: c_int) -> Result<(), Errno> {
     }
 }
 
-/// A NULL result of a libibverbs constructor: its errno.
+/// A NULL result of a libibverbs constructor: its errno ([`errno_of`]).
 fn null_err() -> Errno {
-    Errno::last()
+    last_errno()
 }
 
 /// # Safety
@@ -452,6 +495,15 @@ pub unsafe fn open_xrcd(ctx: *mut ibv_context) -> *mut c_void {
     unsafe { sys::rdmacm_shim_open_xrcd(ctx) }
 }
 
+/// Closes an XRC domain from [`open_xrcd`].
+///
+/// # Safety
+/// `xrcd` must come from [`open_xrcd`] and be closed once.
+pub unsafe fn close_xrcd(xrcd: *mut c_void) {
+    // SAFETY: forwarded contract.
+    unsafe { sys::rdmacm_shim_close_xrcd(xrcd) };
+}
+
 /// The device's transport type (`IBV_TRANSPORT_*`), -1 for NULL.
 ///
 /// # Safety
@@ -536,25 +588,168 @@ pub fn rust_layout() -> Vec<usize> {
     ]
 }
 
-/// Imports for the port walk of [`ib_active_port_gids`].
-/// cbindgen:ignore
-mod gid_walk {
-    use crate::abi::cma::{ibv_context, ibv_gid};
-    use std::ffi::c_int;
+// --- devices ------------------------------------------------------------------
 
-    #[repr(C)]
-    pub(super) struct ibv_device {
-        _private: [u8; 0],
+/// libibverbs' device list (`ibv_get_device_list`), freed on drop: the
+/// one place the library enumerates devices.
+pub struct DeviceList {
+    list: *mut *mut ibv_device,
+    n: usize,
+}
+
+// SAFETY: the list and its devices are libibverbs objects usable from any
+// thread; the array is only read.
+unsafe impl Send for DeviceList {}
+
+impl DeviceList {
+    /// The current list; ENODEV when libibverbs has none.
+    pub fn get() -> Result<DeviceList, Errno> {
+        let mut n: c_int = 0;
+        // SAFETY: n is writable; the result is NULL or a NULL-terminated
+        // array of n devices.
+        let list = unsafe { sys::ibv_get_device_list(&mut n) };
+        if list.is_null() {
+            return Err(Errno::ENODEV);
+        }
+        Ok(DeviceList { list, n: n.max(0) as usize })
     }
 
-    extern "C" {
-        pub(super) fn ibv_get_device_list(num: *mut c_int) -> *mut *mut ibv_device;
-        pub(super) fn ibv_free_device_list(list: *mut *mut ibv_device);
-        pub(super) fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_context;
-        pub(super) fn ibv_close_device(ctx: *mut ibv_context) -> c_int;
-        pub(super) fn ibv_query_gid(ctx: *mut ibv_context, port: u8, index: c_int, gid: *mut ibv_gid) -> c_int;
-        pub(super) fn rdmacm_shim_phys_port_cnt(ctx: *mut ibv_context) -> c_int;
-        pub(super) fn rdmacm_shim_port_ib_active(ctx: *mut ibv_context, port: u8) -> c_int;
+    /// The devices, in libibverbs' order (valid while the list lives).
+    pub fn devices(&self) -> Vec<*mut ibv_device> {
+        // SAFETY: the array holds n entries then NULL; we stop at either.
+        (0..self.n).map(|i| unsafe { *self.list.add(i) }).take_while(|d| !d.is_null()).collect()
+    }
+}
+
+impl Drop for DeviceList {
+    fn drop(&mut self) {
+        // SAFETY: list came from ibv_get_device_list and is freed once;
+        // devices opened meanwhile stay valid (libibverbs counts them).
+        unsafe { sys::ibv_free_device_list(self.list) };
+    }
+}
+
+/// One entry of libibverbs' device list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DevEntry {
+    /// The `struct ibv_device *`, as an address (stable while listed).
+    pub dev: usize,
+    /// Node GUID, big-endian as libibverbs reports it.
+    pub guid: u64,
+    /// Kernel device index, -1 when unknown.
+    pub index: i32,
+}
+
+/// What opening a device tells the CM.
+#[derive(Clone, Debug, Default)]
+pub struct OpenInfo {
+    pub ctx: usize,
+    pub link_layers: Vec<u8>,
+    pub max_qp_wr: i32,
+    pub max_qp_init_rd_atom: i32,
+    pub max_qp_rd_atom: i32,
+}
+
+/// The libibverbs calls the CM makes.
+pub trait Verbs: Send + Sync {
+    /// The current device list (keeps it alive until the next call).
+    fn device_list(&self) -> Result<Vec<DevEntry>, Errno>;
+    fn open(&self, dev: usize) -> Result<OpenInfo, Errno>;
+    fn close(&self, ctx: usize);
+    /// Returns the PD address, or the error.
+    fn alloc_pd(&self, ctx: usize) -> Result<usize, Errno>;
+    fn dealloc_pd(&self, pd: usize);
+    /// `verbs->device->transport_type == IBV_TRANSPORT_IB`.
+    fn transport_is_ib(&self, ctx: usize) -> bool;
+    /// Closes the XRC domain the connection code opened for a device.
+    fn close_xrcd(&self, _xrcd: usize) {}
+}
+
+/// The system libibverbs.
+#[derive(Default)]
+pub struct SysVerbs {
+    /// The list returned last (holds references on its devices).
+    list: Mutex<Option<DeviceList>>,
+}
+
+impl Verbs for SysVerbs {
+    fn device_list(&self) -> Result<Vec<DevEntry>, Errno> {
+        let list = DeviceList::get()?;
+        let out = list
+            .devices()
+            .into_iter()
+            .map(|dev| {
+                // SAFETY: dev is a live entry of the list.
+                let (guid, index) = unsafe { (sys::ibv_get_device_guid(dev), sys::ibv_get_device_index(dev)) };
+                DevEntry { dev: dev as usize, guid, index }
+            })
+            .collect();
+        // The previous list is freed; devices still present are referenced
+        // by the new one.
+        *self.list.lock() = Some(list);
+        Ok(out)
+    }
+
+    fn open(&self, dev: usize) -> Result<OpenInfo, Errno> {
+        // SAFETY: dev is an entry of the list we hold.
+        let ctx = unsafe { sys::ibv_open_device(dev as *mut ibv_device) };
+        if ctx.is_null() {
+            return Err(Errno::ENODEV);
+        }
+        let mut caps = [0 as c_int; 4];
+        // SAFETY: ctx is open; caps has room for the 4 values written.
+        let r = unsafe { sys::rdmacm_shim_cm_device_caps(ctx, caps.as_mut_ptr()) };
+        if r != 0 {
+            // SAFETY: ctx was opened above.
+            unsafe { sys::ibv_close_device(ctx) };
+            return Err(errno_of(r));
+        }
+        let ports = caps[0].clamp(0, 255);
+        let link_layers = (1..=ports)
+            .map(|p| {
+                // SAFETY: ctx is open; p is a valid port number.
+                let ll = unsafe { sys::rdmacm_shim_cm_link_layer(ctx, p as u8) };
+                if ll < 0 {
+                    0
+                } else {
+                    ll as u8
+                }
+            })
+            .collect();
+        Ok(OpenInfo { ctx: ctx as usize, link_layers, max_qp_wr: caps[1], max_qp_init_rd_atom: caps[2], max_qp_rd_atom: caps[3] })
+    }
+
+    fn close(&self, ctx: usize) {
+        // SAFETY: ctx was opened by open() and is closed once.
+        unsafe { sys::ibv_close_device(ctx as *mut ibv_context) };
+    }
+
+    fn alloc_pd(&self, ctx: usize) -> Result<usize, Errno> {
+        // SAFETY: ctx is an open context.
+        let pd = unsafe { sys::ibv_alloc_pd(ctx as *mut ibv_context) };
+        if pd.is_null() {
+            Err(last_errno())
+        } else {
+            Ok(pd as usize)
+        }
+    }
+
+    fn dealloc_pd(&self, pd: usize) {
+        // SAFETY: pd came from alloc_pd and is released once.
+        unsafe { sys::ibv_dealloc_pd(pd as *mut ibv_pd) };
+    }
+
+    fn transport_is_ib(&self, ctx: usize) -> bool {
+        if ctx == 0 {
+            return false;
+        }
+        // SAFETY: ctx is an open context.
+        unsafe { sys::rdmacm_shim_cm_transport_type(ctx as *mut ibv_context) == 0 }
+    }
+
+    fn close_xrcd(&self, xrcd: usize) {
+        // SAFETY: xrcd came from ibv_open_xrcd and is closed once.
+        unsafe { sys::rdmacm_shim_close_xrcd(xrcd as *mut std::ffi::c_void) };
     }
 }
 
@@ -563,43 +758,30 @@ mod gid_walk {
 /// opened for the walk and closed again).
 pub fn ib_active_port_gids() -> Vec<[u8; 16]> {
     let mut out = Vec::new();
-    let mut n: c_int = 0;
-    // SAFETY: ibv_get_device_list writes the count and returns a
-    // NULL-terminated array (or NULL), freed below.
-    let list = unsafe { gid_walk::ibv_get_device_list(&mut n) };
-    if list.is_null() {
-        return out;
-    }
-    for i in 0..n.max(0) as usize {
-        // SAFETY: i < n, within the array.
-        let dev = unsafe { *list.add(i) };
-        if dev.is_null() {
-            break;
-        }
+    let Ok(list) = DeviceList::get() else { return out };
+    for dev in list.devices() {
         // SAFETY: dev comes from the live device list.
-        let ctx = unsafe { gid_walk::ibv_open_device(dev) };
+        let ctx = unsafe { sys::ibv_open_device(dev) };
         if ctx.is_null() {
             continue;
         }
         // SAFETY: ctx is an open context.
-        let ports = unsafe { gid_walk::rdmacm_shim_phys_port_cnt(ctx) };
+        let ports = unsafe { sys::rdmacm_shim_phys_port_cnt(ctx) };
         for p in 1..=ports.clamp(0, 255) {
             // SAFETY: ctx is open; p is a port number.
-            if unsafe { gid_walk::rdmacm_shim_port_ib_active(ctx, p as u8) } != 1 {
+            if unsafe { sys::rdmacm_shim_port_ib_active(ctx, p as u8) } != 1 {
                 continue;
             }
             let mut gid = ibv_gid { raw: [0; 16] };
             // SAFETY: ctx is open, gid is writable.
-            if unsafe { gid_walk::ibv_query_gid(ctx, p as u8, 0, &mut gid) } == 0 {
+            if unsafe { sys::ibv_query_gid(ctx, p as u8, 0, &mut gid) } == 0 {
                 // SAFETY: every bit pattern of the union is valid.
                 out.push(unsafe { gid.raw });
             }
         }
         // SAFETY: ctx was opened above and is not used afterwards.
-        unsafe { gid_walk::ibv_close_device(ctx) };
+        unsafe { sys::ibv_close_device(ctx) };
     }
-    // SAFETY: list came from ibv_get_device_list.
-    unsafe { gid_walk::ibv_free_device_list(list) };
     out
 }
 
@@ -616,6 +798,12 @@ mod tests {
     fn verbs_error_convention() {
         assert!(check(0).is_ok());
         assert_eq!(check(libc::EINVAL).unwrap_err(), Errno::EINVAL);
+        // A negative result means "see errno"; unset errno reads as EIO.
+        Errno::set_raw(libc::ENOMEM);
+        assert_eq!(check(-1).unwrap_err(), Errno::ENOMEM);
+        Errno::set_raw(0);
+        assert_eq!(check(-1).unwrap_err(), Errno::EIO);
+        assert_eq!(null_err(), Errno::EIO);
         assert!(check_ece(libc::EOPNOTSUPP).is_ok());
     }
 }

@@ -7,25 +7,28 @@
 //! INIT (at creation), RTR and RTS (on accept, or on the connect response,
 //! after which it sends the kernel's ACCEPT on the active side) and to the
 //! error state on reject or disconnect (InfiniBand; SQD on iWARP).
+//!
+//! The verbs objects of an id (QP, SRQ, CQs) and endpoints are made in
+//! [`qp`]; the operations on the id's QP go through `crate::cma::public`.
+#![deny(unsafe_code)]
 
 pub mod mcast;
+pub mod qp;
 #[cfg(test)]
 mod tests;
-use crate::sys::verbs;
 
-use crate::cma::device::CmDevice;
+pub use qp::{create_ep, create_qp, create_qp_ex, create_srq, create_srq_ex, destroy_cqs, destroy_ep, destroy_qp_of, destroy_srq_of};
 use crate::sys::ucma::RawAddr;
+use crate::sys::verbs::{copy_qp_attr_from_kern, Ece, QpAttr, IBV_LINK_LAYER_INFINIBAND, IBV_QPS_ERR, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_TRANSPORT_IB, IBV_TRANSPORT_IWARP};
+use crate::cma::public::CPtr;
 use crate::cma::{self as cm, Channel, Cm, EventPriv, IdPriv};
 use crate::abi::cma::*;
 use crate::abi::ucma as kabi;
 use nix::errno::Errno;
-use once_cell::sync::Lazy;
-use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
 use std::sync::atomic::Ordering;
-use verbs::*;
+use std::sync::Arc;
 
 /// "As much as the device allows" in `rdma_conn_param`.
 pub const RDMA_MAX_RESP_RES: u8 = 0xFF;
@@ -34,88 +37,27 @@ pub const RDMA_MAX_INIT_DEPTH: u8 = 0xFF;
 /// The IBTA reject reason "vendor option not supported" (rdma_reject_ece).
 pub const REJ_VENDOR_OPTION_NOT_SUPPORTED: u8 = 35;
 
-/// Per-id state of the connection code that the core does not keep.
-#[derive(Default)]
-pub struct Ext {
-    pub local_ece: (u32, u32),
-    pub remote_ece: (u32, u32),
-    /// The QP attributes a passive endpoint creates each request's QP with.
-    pub qp_init_attr: Option<QpInitAttr>,
-    /// Multicast memberships (boxed `mcast::Mc`, as addresses).
-    pub mcs: Vec<usize>,
-}
-
-// SAFETY: QpInitAttr holds C pointers that are only copied, never followed
-// here; the table is behind a mutex.
-unsafe impl Send for Ext {}
-
-static EXT: Lazy<Mutex<HashMap<usize, Ext>>> = Lazy::new(|| Mutex::new(HashMap::new()));
-
-/// Runs `f` on the connection state of `p` (created on first use).
-pub fn with_ext<R>(p: *const IdPriv, f: impl FnOnce(&mut Ext) -> R) -> R {
-    let mut t = EXT.lock();
-    f(t.entry(p as usize).or_default())
-}
-
-/// Drops the connection state of an id that is being freed (memberships
-/// left in place are released with it, as the kernel drops them too).
-pub fn forget_id(p: *const IdPriv) {
-    let ext = EXT.lock().remove(&(p as usize));
-    if let Some(ext) = ext {
-        for mc in ext.mcs {
-            // SAFETY: each entry is a boxed Mc owned by the id's list.
-            unsafe { mcast::free(mc as *mut mcast::Mc) };
-        }
-    }
-}
-
-fn raw(p: *const IdPriv) -> *mut rdma_cm_id {
-    IdPriv::raw(p)
-}
-
-/// The device an id is bound to, if any.
-///
-/// # Safety
-/// `p` must be a live id.
-unsafe fn device<'a>(p: *const IdPriv) -> Option<&'a CmDevice> {
-    // SAFETY: p is live; a bound device stays alive while referenced.
-    unsafe { (*p).dev.load(Ordering::Acquire).as_ref() }
-}
-
 // --- QP attributes -------------------------------------------------------------
 
 /// `rdma_init_qp_attr`: the kernel's attributes for `attr.qp_state`.
-///
-/// # Safety
-/// `p` must be a live id.
-pub unsafe fn init_qp_attr(cm: &Cm, p: *mut IdPriv, attr: &mut QpAttr) -> Result<c_int, Errno> {
-    // SAFETY: p is live.
-    let (fd, h) = unsafe { (IdPriv::fd(p), (*p).handle) };
-    let k = cm.ucma.init_qp_attr(fd, h, attr.qp_state)?;
+pub fn init_qp_attr(cm: &Cm, p: &IdPriv, attr: &mut QpAttr) -> Result<c_int, Errno> {
+    let k = cm.ucma.init_qp_attr(p.fd(), p.handle(), attr.qp_state)?;
     copy_qp_attr_from_kern(attr, &k);
     Ok(k.qp_attr_mask as c_int)
 }
 
-unsafe fn modify_qp_rtr(cm: &Cm, p: *mut IdPriv, resp_res: u8) -> Result<(), Errno> {
-    // SAFETY: p is live.
-    let qp = unsafe { (*raw(p)).qp };
-    if qp.is_null() {
+fn modify_qp_rtr(cm: &Cm, p: &IdPriv, resp_res: u8) -> Result<(), Errno> {
+    if p.id.qp().is_null() {
         return Ok(());
     }
     let mut a = QpAttr { qp_state: IBV_QPS_INIT, ..Default::default() };
-    // SAFETY: p is live; qp is its QP.
-    unsafe {
-        let mask = init_qp_attr(cm, p, &mut a)?;
-        modify_qp(qp, &mut a, mask)?;
-    }
+    let mask = init_qp_attr(cm, p, &mut a)?;
+    p.id.modify_qp(&mut a, mask)?;
     a.qp_state = IBV_QPS_RTR;
-    // SAFETY: p is live.
-    let mut mask = unsafe { init_qp_attr(cm, p, &mut a)? };
+    let mut mask = init_qp_attr(cm, p, &mut a)?;
     // Older kernels report RoCE-only attribute bits for InfiniBand ports.
-    // SAFETY: p is live.
-    let port = unsafe { (*raw(p)).port_num } as usize;
-    // SAFETY: p is live.
-    if let Some(d) = unsafe { device(p) } {
+    let port = p.id.port_num() as usize;
+    if let Some(d) = p.device() {
         if port >= 1 && d.link_layers.get(port - 1) == Some(&IBV_LINK_LAYER_INFINIBAND) {
             mask &= !0x00e0_0000;
         }
@@ -123,417 +65,64 @@ unsafe fn modify_qp_rtr(cm: &Cm, p: *mut IdPriv, resp_res: u8) -> Result<(), Err
     if resp_res != RDMA_MAX_RESP_RES {
         a.max_dest_rd_atomic = resp_res;
     }
-    // SAFETY: qp is the id's live QP.
-    unsafe { modify_qp(qp, &mut a, mask) }
+    p.id.modify_qp(&mut a, mask)
 }
 
-unsafe fn modify_qp_rts(cm: &Cm, p: *mut IdPriv, init_depth: u8) -> Result<(), Errno> {
-    // SAFETY: p is live.
-    let qp = unsafe { (*raw(p)).qp };
-    if qp.is_null() {
+fn modify_qp_rts(cm: &Cm, p: &IdPriv, init_depth: u8) -> Result<(), Errno> {
+    if p.id.qp().is_null() {
         return Ok(());
     }
     let mut a = QpAttr { qp_state: IBV_QPS_RTS, ..Default::default() };
-    // SAFETY: p is live.
-    let mask = unsafe { init_qp_attr(cm, p, &mut a)? };
+    let mask = init_qp_attr(cm, p, &mut a)?;
     if init_depth != RDMA_MAX_INIT_DEPTH {
         a.max_rd_atomic = init_depth;
     }
-    // SAFETY: qp is the id's live QP.
-    unsafe { modify_qp(qp, &mut a, mask) }
+    p.id.modify_qp(&mut a, mask)
 }
 
-unsafe fn modify_qp_to(p: *mut IdPriv, state: u32) -> Result<(), Errno> {
-    // SAFETY: p is live.
-    let qp = unsafe { (*raw(p)).qp };
-    if qp.is_null() {
+fn modify_qp_to(p: &IdPriv, state: u32) -> Result<(), Errno> {
+    if p.id.qp().is_null() {
         return Ok(());
     }
-    // SAFETY: qp is the id's live QP.
-    unsafe { modify_state(qp, state) }
+    p.id.modify_qp_state(state)
 }
 
 /// Moves the id's QP (if any) to the error state.
-///
-/// # Safety
-/// `p` must be a live id.
-pub unsafe fn modify_qp_err(p: *mut IdPriv) -> Result<(), Errno> {
-    // SAFETY: forwarded contract.
-    unsafe { modify_qp_to(p, IBV_QPS_ERR) }
-}
-
-unsafe fn init_conn_qp(cm: &Cm, p: *mut IdPriv, qp: *mut ibv_qp) -> Result<(), Errno> {
-    let mut a = QpAttr { qp_state: IBV_QPS_INIT, ..Default::default() };
-    // SAFETY: p is live; qp is a new QP of its device.
-    unsafe {
-        let mask = init_qp_attr(cm, p, &mut a)?;
-        modify_qp(qp, &mut a, mask)
-    }
-}
-
-unsafe fn init_ud_qp(cm: &Cm, p: *mut IdPriv, qp: *mut ibv_qp) -> Result<(), Errno> {
-    let mut a = QpAttr { qp_state: IBV_QPS_INIT, ..Default::default() };
-    // SAFETY: p is live; qp is a new QP of its device.
-    unsafe {
-        let mask = init_qp_attr(cm, p, &mut a)?;
-        modify_qp(qp, &mut a, mask)?;
-        a.qp_state = IBV_QPS_RTR;
-        modify_qp(qp, &mut a, IBV_QP_STATE)?;
-        a.qp_state = IBV_QPS_RTS;
-        a.sq_psn = 0;
-        modify_qp(qp, &mut a, IBV_QP_STATE | IBV_QP_SQ_PSN)
-    }
-}
-
-// --- CQs, QPs, SRQs ------------------------------------------------------------
-
-/// Destroys the CQs and completion channels the library made for the id.
-///
-/// # Safety
-/// `p` must be a live id; its QP/SRQ no longer uses the CQs.
-pub unsafe fn destroy_cqs(p: *mut IdPriv) {
-    let id = raw(p);
-    // SAFETY: p is live; the CQs and channels were created by create_cqs.
-    unsafe {
-        if (*id).qp_type == IBV_QPT_XRC_RECV && !(*id).srq.is_null() {
-            return;
-        }
-        if !(*id).recv_cq.is_null() {
-            destroy_cq((*id).recv_cq);
-            if !(*id).send_cq.is_null() && (*id).send_cq != (*id).recv_cq {
-                destroy_cq((*id).send_cq);
-                (*id).send_cq = null_mut();
-            }
-            (*id).recv_cq = null_mut();
-        }
-        if !(*id).recv_cq_channel.is_null() {
-            destroy_comp_channel((*id).recv_cq_channel);
-            if !(*id).send_cq_channel.is_null() && (*id).send_cq_channel != (*id).recv_cq_channel {
-                destroy_comp_channel((*id).send_cq_channel);
-                (*id).send_cq_channel = null_mut();
-            }
-            (*id).recv_cq_channel = null_mut();
-        }
-    }
-}
-
-/// Creates a receive and/or a send CQ, each with its own completion
-/// channel and the id as CQ context (what rdma_get_send_comp and
-/// rdma_get_recv_comp expect).
-unsafe fn create_cqs(p: *mut IdPriv, send: u32, recv: u32) -> Result<(), Errno> {
-    let id = raw(p);
-    // SAFETY: p is live; verbs is its open device.
-    let r = unsafe {
-        (|| {
-            let ctx = (*id).verbs;
-            if recv != 0 {
-                (*id).recv_cq_channel = create_comp_channel(ctx)?;
-                (*id).recv_cq = create_cq(ctx, recv, id as *mut c_void, (*id).recv_cq_channel)?;
-            }
-            if send != 0 {
-                (*id).send_cq_channel = create_comp_channel(ctx)?;
-                (*id).send_cq = create_cq(ctx, send, id as *mut c_void, (*id).send_cq_channel)?;
-            }
-            Ok(())
-        })()
-    };
-    if r.is_err() {
-        // SAFETY: only what was created above is released.
-        unsafe { destroy_cqs(p) };
-    }
-    r
-}
-
-/// The device's XRC domain, opened on first use.
-unsafe fn get_xrcd(cm: &Cm, p: *mut IdPriv) -> Result<*mut c_void, Errno> {
-    let _g = cm.devices.lock();
-    // SAFETY: p is live.
-    let d = unsafe { (*p).dev.load(Ordering::Acquire) };
-    if d.is_null() {
-        return Err(Errno::EINVAL);
-    }
-    // SAFETY: d is a live device, modified under the device list lock.
-    unsafe {
-        if (*d).xrcd == 0 {
-            let x = open_xrcd((*d).verbs);
-            if x.is_null() {
-                return Err(Errno::last());
-            }
-            (*d).xrcd = x as usize;
-        }
-        Ok((*d).xrcd as *mut c_void)
-    }
-}
-
-/// `rdma_create_qp_ex`.
-///
-/// # Safety
-/// `p` must be a live id; pointers in `attr` valid verbs objects or NULL.
-pub unsafe fn create_qp_ex(cm: &Cm, p: *mut IdPriv, attr: &mut QpInitAttrEx) -> Result<(), Errno> {
-    let id = raw(p);
-    // SAFETY: p is live.
-    let (cur_qp, verbs, id_pd) = unsafe { ((*id).qp, (*id).verbs, (*id).pd) };
-    if !cur_qp.is_null() {
-        return Err(Errno::EINVAL);
-    }
-    if attr.comp_mask & IBV_QP_INIT_ATTR_PD == 0 || attr.pd.is_null() {
-        attr.comp_mask |= IBV_QP_INIT_ATTR_PD;
-        attr.pd = id_pd;
-    // SAFETY: a non-NULL PD from the caller is a live PD.
-    } else if verbs != unsafe { pd_context(attr.pd) } {
-        return Err(Errno::EINVAL);
-    }
-    // Upstream dereferences the device here; an id without one is EINVAL.
-    if verbs.is_null() || attr.pd.is_null() {
-        return Err(Errno::EINVAL);
-    }
-    // SAFETY: p is live.
-    let (id_send, id_recv, id_srq, qp_type) = unsafe { ((*id).send_cq, (*id).recv_cq, (*id).srq, (*id).qp_type) };
-    if (!id_recv.is_null() && !attr.recv_cq.is_null() && id_recv != attr.recv_cq) || (!id_send.is_null() && !attr.send_cq.is_null() && id_send != attr.send_cq) {
-        return Err(Errno::EINVAL);
-    }
-    if qp_type == IBV_QPT_XRC_RECV && (attr.comp_mask & IBV_QP_INIT_ATTR_XRCD == 0 || attr.xrcd.is_null()) {
-        // SAFETY: p is live.
-        attr.xrcd = unsafe { get_xrcd(cm, p)? };
-        attr.comp_mask |= IBV_QP_INIT_ATTR_XRCD;
-    }
-    let b = attr;
-    let send = if !b.send_cq.is_null() || !id_send.is_null() { 0 } else { b.cap.max_send_wr };
-    let recv = if !b.recv_cq.is_null() || !id_recv.is_null() { 0 } else { b.cap.max_recv_wr };
-    // SAFETY: p is live and bound to a device.
-    unsafe { create_cqs(p, send, recv)? };
-    // SAFETY: p is live.
-    unsafe {
-        if b.send_cq.is_null() {
-            b.send_cq = (*id).send_cq;
-        }
-        if b.recv_cq.is_null() {
-            b.recv_cq = (*id).recv_cq;
-        }
-        if !id_srq.is_null() && b.srq.is_null() {
-            b.srq = id_srq;
-        }
-    }
-    // SAFETY: verbs is the id's open device; attr is complete.
-    let qp = match unsafe { verbs::create_qp_ex(verbs, b) } {
-        Ok(qp) => qp,
-        Err(e) => {
-            // SAFETY: p is live; no QP uses the CQs.
-            unsafe { destroy_cqs(p) };
-            return Err(e);
-        }
-    };
-    // SAFETY: p is live; qp is the new QP.
-    let r = unsafe {
-        init_ece(p, qp).and_then(|_| if qp_type == IBV_QPT_UD { init_ud_qp(cm, p, qp) } else { init_conn_qp(cm, p, qp) }).and_then(|_| set_local_ece(p, qp))
-    };
-    if let Err(e) = r {
-        // SAFETY: qp was created above and is not published.
-        unsafe {
-            destroy_qp(qp);
-            destroy_cqs(p);
-        }
-        return Err(e);
-    }
-    // SAFETY: p is live; qp is live.
-    unsafe {
-        (*id).pd = qp_srq_pd(qp).1;
-        (*id).qp = qp;
-    }
-    Ok(())
-}
-
-/// `rdma_create_qp`: `attr` is read and written back (the capabilities
-/// and CQs the QP got).
-///
-/// # Safety
-/// `p` must be a live id, `attr` a valid `ibv_qp_init_attr`.
-pub unsafe fn create_qp(cm: &Cm, p: *mut IdPriv, pd: *mut ibv_pd, attr: *mut QpInitAttr) -> Result<(), Errno> {
-    // SAFETY: QpInitAttrEx is plain data; all-zero is valid.
-    let mut ex: QpInitAttrEx = unsafe { std::mem::zeroed() };
-    // SAFETY: attr is a readable ibv_qp_init_attr.
-    ex.set_base(unsafe { &*attr });
-    ex.comp_mask = IBV_QP_INIT_ATTR_PD;
-    // SAFETY: p is live.
-    ex.pd = if pd.is_null() { unsafe { (*raw(p)).pd } } else { pd };
-    // SAFETY: forwarded contract.
-    let r = unsafe { create_qp_ex(cm, p, &mut ex) };
-    // SAFETY: attr is writable.
-    unsafe { *attr = ex.base() };
-    r
-}
-
-/// `rdma_destroy_qp`.
-///
-/// # Safety
-/// `p` must be a live id.
-pub unsafe fn destroy_qp_of(p: *mut IdPriv) {
-    let id = raw(p);
-    // SAFETY: p is live; its QP is the library's to destroy on request.
-    unsafe {
-        if !(*id).qp.is_null() {
-            destroy_qp((*id).qp);
-        }
-        (*id).qp = null_mut();
-        destroy_cqs(p);
-    }
-}
-
-/// `rdma_create_srq_ex`.
-///
-/// # Safety
-/// `p` must be a live id; pointers in `attr` valid verbs objects or NULL.
-pub unsafe fn create_srq_ex(cm: &Cm, p: *mut IdPriv, attr: &mut SrqInitAttrEx) -> Result<(), Errno> {
-    let id = raw(p);
-    if attr.comp_mask & IBV_SRQ_INIT_ATTR_TYPE == 0 {
-        return Err(Errno::EINVAL);
-    }
-    // SAFETY: p is live.
-    let (verbs, id_pd) = unsafe { ((*id).verbs, (*id).pd) };
-    if attr.comp_mask & IBV_SRQ_INIT_ATTR_PD == 0 || attr.pd.is_null() {
-        attr.pd = id_pd;
-        attr.comp_mask |= IBV_SRQ_INIT_ATTR_PD;
-    }
-    if verbs.is_null() {
-        return Err(Errno::EINVAL);
-    }
-    if attr.srq_type == IBV_SRQT_XRC {
-        if attr.comp_mask & IBV_SRQ_INIT_ATTR_XRCD == 0 || attr.xrcd.is_null() {
-            // SAFETY: p is live.
-            attr.xrcd = unsafe { get_xrcd(cm, p)? };
-        }
-        if attr.comp_mask & IBV_SRQ_INIT_ATTR_CQ == 0 || attr.cq.is_null() {
-            // SAFETY: p is live and bound.
-            unsafe { create_cqs(p, 0, attr.attr.max_wr)? };
-            // SAFETY: p is live.
-            attr.cq = unsafe { (*id).recv_cq };
-        }
-        attr.comp_mask |= IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
-    }
-    // SAFETY: verbs is the id's open device.
-    match unsafe { verbs::create_srq_ex(verbs, attr) } {
-        Ok(srq) => {
-            // SAFETY: p is live.
-            unsafe {
-                if (*id).pd.is_null() {
-                    (*id).pd = attr.pd;
-                }
-                (*id).srq = srq;
-            }
-            Ok(())
-        }
-        Err(e) => {
-            // SAFETY: p is live; nothing uses the CQs.
-            unsafe { destroy_cqs(p) };
-            Err(e)
-        }
-    }
-}
-
-/// `rdma_create_srq`.
-///
-/// # Safety
-/// `p` must be a live id, `attr` a valid `ibv_srq_init_attr`.
-pub unsafe fn create_srq(cm: &Cm, p: *mut IdPriv, pd: *mut ibv_pd, attr: *mut SrqInitAttr) -> Result<(), Errno> {
-    // SAFETY: SrqInitAttrEx is plain data; all-zero is valid.
-    let mut ex: SrqInitAttrEx = unsafe { std::mem::zeroed() };
-    // SAFETY: attr is readable.
-    let a = unsafe { *attr };
-    ex.srq_context = a.srq_context;
-    ex.attr = a.attr;
-    ex.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
-    // SAFETY: p is live.
-    ex.srq_type = if unsafe { (*raw(p)).qp_type } == IBV_QPT_XRC_RECV { IBV_SRQT_XRC } else { IBV_SRQT_BASIC };
-    ex.pd = pd;
-    // SAFETY: forwarded contract.
-    let r = unsafe { create_srq_ex(cm, p, &mut ex) };
-    // SAFETY: attr is writable.
-    unsafe { *attr = SrqInitAttr { srq_context: ex.srq_context, attr: ex.attr } };
-    r
-}
-
-/// `rdma_destroy_srq`.
-///
-/// # Safety
-/// `p` must be a live id.
-pub unsafe fn destroy_srq_of(p: *mut IdPriv) {
-    let id = raw(p);
-    // SAFETY: p is live.
-    unsafe {
-        destroy_srq((*id).srq);
-        (*id).srq = null_mut();
-        destroy_cqs(p);
-    }
+pub fn modify_qp_err(p: &IdPriv) -> Result<(), Errno> {
+    modify_qp_to(p, IBV_QPS_ERR)
 }
 
 // --- ECE -------------------------------------------------------------------------
 
-unsafe fn init_ece(p: *mut IdPriv, qp: *mut ibv_qp) -> Result<(), Errno> {
-    // SAFETY: qp is live.
-    let (e, _) = unsafe { query_ece(qp)? };
-    let remote = with_ext(p, |x| {
-        x.local_ece = (e.vendor_id, e.options);
-        x.remote_ece
-    });
-    if remote.0 == 0 {
-        return Ok(());
-    }
-    let want = if remote.0 != e.vendor_id { Ece { vendor_id: e.vendor_id, options: 0, comp_mask: 0 } } else { Ece { vendor_id: remote.0, options: remote.1, comp_mask: 0 } };
-    // SAFETY: qp is live.
-    unsafe { set_ece(qp, want) }
-}
-
-unsafe fn set_local_ece(p: *mut IdPriv, qp: *mut ibv_qp) -> Result<(), Errno> {
-    if with_ext(p, |x| x.remote_ece.0) == 0 {
-        return Ok(());
-    }
-    // SAFETY: qp is live.
-    let (e, _) = unsafe { query_ece(qp)? };
-    with_ext(p, |x| x.local_ece.1 = e.options);
-    Ok(())
-}
-
 /// `rdma_set_local_ece` (after the NULL checks).
-///
-/// # Safety
-/// `p` must be a live id.
-pub unsafe fn set_local_ece_param(p: *mut IdPriv, e: &Ece) -> Result<(), Errno> {
-    // SAFETY: p is live.
-    if !unsafe { (*raw(p)).qp }.is_null() || e.vendor_id == 0 || e.comp_mask != 0 {
+pub fn set_local_ece_param(p: &IdPriv, e: &Ece) -> Result<(), Errno> {
+    if !p.id.qp().is_null() || e.vendor_id == 0 || e.comp_mask != 0 {
         return Err(Errno::EINVAL);
     }
-    with_ext(p, |x| x.local_ece = (e.vendor_id, e.options));
+    p.conn.lock().local_ece = (e.vendor_id, e.options);
     Ok(())
 }
 
 /// `rdma_get_remote_ece` (after the NULL checks).
-///
-/// # Safety
-/// `p` must be a live id.
-pub unsafe fn get_remote_ece(p: *mut IdPriv) -> Result<Ece, Errno> {
-    // SAFETY: p is live.
-    if !unsafe { (*raw(p)).qp }.is_null() {
+pub fn get_remote_ece(p: &IdPriv) -> Result<Ece, Errno> {
+    if !p.id.qp().is_null() {
         return Err(Errno::EINVAL);
     }
-    let (v, o) = with_ext(p, |x| x.remote_ece);
+    let (v, o) = p.conn.lock().remote_ece;
     Ok(Ece { vendor_id: v, options: o, comp_mask: 0 })
 }
 
 // --- connection -------------------------------------------------------------------
 
-unsafe fn valid_param(p: *mut IdPriv, param: Option<&rdma_conn_param>) -> Result<(), Errno> {
-    let id = raw(p);
-    // SAFETY: p is live.
-    if unsafe { (*id).ps } != RDMA_PS_TCP {
+fn valid_param(p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
+    if p.id.ps() != RDMA_PS_TCP {
         return Ok(());
     }
-    // SAFETY: p is live.
-    if unsafe { (*id).qp }.is_null() && param.is_none() {
+    if p.id.qp().is_null() && param.is_none() {
         return Err(Errno::EINVAL);
     }
     let Some(param) = param else { return Ok(()) };
-    // SAFETY: p is live.
-    let Some(d) = (unsafe { device(p) }) else { return Err(Errno::EINVAL) };
+    let Some(d) = p.device() else { return Err(Errno::EINVAL) };
     if param.responder_resources != RDMA_MAX_RESP_RES && param.responder_resources > d.max_responder_resources {
         return Err(Errno::EINVAL);
     }
@@ -543,11 +132,24 @@ unsafe fn valid_param(p: *mut IdPriv, param: Option<&rdma_conn_param>) -> Result
     Ok(())
 }
 
+/// The caller's `rdma_conn_param`, its private data copied (the C API
+/// reads it).
+#[derive(Clone, Debug, Default)]
+pub struct ConnParamIn {
+    pub private_data: Vec<u8>,
+    pub responder_resources: u8,
+    pub initiator_depth: u8,
+    pub flow_control: u8,
+    pub retry_count: u8,
+    pub rnr_retry_count: u8,
+    pub srq: u8,
+    pub qp_num: u32,
+}
+
 /// The kernel's connection parameters: the id's pending connect data (an
 /// AF_IB header from rdma_getaddrinfo) followed by the caller's.
-unsafe fn conn_param_to_kern(p: *mut IdPriv, src: Option<&rdma_conn_param>, qp_num: u32, srq: u8) -> kabi::ConnParam {
-    // SAFETY: p is live.
-    let conn = unsafe { (*p).conn.lock() };
+fn conn_param_to_kern(p: &IdPriv, src: Option<&ConnParamIn>, qp_num: u32, srq: u8) -> kabi::ConnParam {
+    let conn = p.conn.lock();
     let mut k = kabi::ConnParam { qp_num, srq, responder_resources: conn.responder_resources, initiator_depth: conn.initiator_depth, valid: 1, ..Default::default() };
     let mut len = conn.connect.len().min(kabi::RDMA_MAX_PRIVATE_DATA);
     k.private_data[..len].copy_from_slice(&conn.connect[..len]);
@@ -556,13 +158,9 @@ unsafe fn conn_param_to_kern(p: *mut IdPriv, src: Option<&rdma_conn_param>, qp_n
             k.flow_control = s.flow_control;
             k.retry_count = s.retry_count;
             k.rnr_retry_count = s.rnr_retry_count;
-            if !s.private_data.is_null() && s.private_data_len > 0 {
-                let n = (s.private_data_len as usize).min(kabi::RDMA_MAX_PRIVATE_DATA - len);
-                // SAFETY: the caller's private data holds private_data_len bytes.
-                let b = unsafe { std::slice::from_raw_parts(s.private_data as *const u8, n) };
-                k.private_data[len..len + n].copy_from_slice(b);
-                len += n;
-            }
+            let n = s.private_data.len().min(kabi::RDMA_MAX_PRIVATE_DATA - len);
+            k.private_data[len..len + n].copy_from_slice(&s.private_data[..n]);
+            len += n;
         }
         None => {
             k.retry_count = 7;
@@ -575,28 +173,19 @@ unsafe fn conn_param_to_kern(p: *mut IdPriv, src: Option<&rdma_conn_param>, qp_n
 
 /// The QP number and SRQ flag the kernel announces: the id's QP if it has
 /// one, else the caller's values.
-unsafe fn qp_num_srq(p: *mut IdPriv, param: Option<&rdma_conn_param>) -> Option<(u32, u8)> {
-    // SAFETY: p is live.
-    let qp = unsafe { (*raw(p)).qp };
-    if !qp.is_null() {
-        // SAFETY: qp is live.
-        return Some(unsafe { (qp_num(qp), qp_srq_pd(qp).0 as u8) });
+fn qp_num_srq(p: &IdPriv, param: Option<&ConnParamIn>) -> Option<(u32, u8)> {
+    if let Some((num, srq)) = p.id.qp_num_srq() {
+        return Some((num, srq as u8));
     }
     param.map(|c| (c.qp_num, c.srq))
 }
 
 /// `rdma_connect`.
-///
-/// # Safety
-/// `p` must be a live id; `param` the caller's (valid private data).
-pub unsafe fn connect(cm: &'static Cm, p: *mut IdPriv, param: Option<&rdma_conn_param>) -> Result<(), Errno> {
-    // SAFETY: p is live.
-    unsafe { valid_param(p, param)? };
-    // SAFETY: p is live.
-    let d = unsafe { device(p) }.ok_or(Errno::EINVAL)?;
+pub fn connect(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
+    valid_param(p, param)?;
+    let d = p.device().ok_or(Errno::EINVAL)?;
     {
-        // SAFETY: p is live.
-        let mut c = unsafe { (*p).conn.lock() };
+        let mut c = p.conn.lock();
         c.initiator_depth = match param {
             Some(c) if c.initiator_depth != RDMA_MAX_INIT_DEPTH => c.initiator_depth,
             _ => d.max_initiator_depth,
@@ -606,47 +195,33 @@ pub unsafe fn connect(cm: &'static Cm, p: *mut IdPriv, param: Option<&rdma_conn_
             _ => d.max_responder_resources,
         };
     }
-    // SAFETY: p is live.
-    let (qpn, srq) = unsafe { qp_num_srq(p, param) }.unwrap_or((0, 0));
-    // SAFETY: p is live; param's private data is the caller's.
-    let k = unsafe { conn_param_to_kern(p, param, qpn, srq) };
-    let (v, o) = with_ext(p, |x| x.local_ece);
-    // SAFETY: p is live.
-    let (fd, h) = unsafe { (IdPriv::fd(p), (*p).handle) };
-    cm.ucma.connect(fd, h, &k, kabi::Ece { vendor_id: v, attr_mod: o })?;
-    // SAFETY: p is live.
-    unsafe { (*p).conn.lock().connect.clear() };
-    // SAFETY: p is live.
-    unsafe { cm.complete(p) }
+    let (qpn, srq) = qp_num_srq(p, param).unwrap_or((0, 0));
+    let k = conn_param_to_kern(p, param, qpn, srq);
+    let (v, o) = p.conn.lock().local_ece;
+    cm.ucma.connect(p.fd(), p.handle(), &k, kabi::Ece { vendor_id: v, attr_mod: o })?;
+    p.conn.lock().connect.clear();
+    cm.complete(p)
 }
 
 /// `rdma_listen`.
-///
-/// # Safety
-/// `p` must be a live id.
-pub unsafe fn listen(cm: &'static Cm, p: *mut IdPriv, backlog: c_int) -> Result<(), Errno> {
-    // SAFETY: p is live.
-    let (fd, h) = unsafe { (IdPriv::fd(p), (*p).handle) };
-    cm.ucma.listen(fd, h, backlog as u32)?;
-    // SAFETY: p is live.
-    unsafe { hooks::query_after_listen(cm, p) }
+pub fn listen(cm: &'static Cm, p: &IdPriv, backlog: c_int) -> Result<(), Errno> {
+    cm.ucma.listen(p.fd(), p.handle(), backlog as u32)?;
+    // The listener's address after LISTEN.
+    if cm.af_ib() {
+        cm.query_addr(p)
+    } else {
+        cm.query_route(p)
+    }
 }
 
 /// `rdma_accept`.
-///
-/// # Safety
-/// `p` must be a live id; `param` the caller's.
-pub unsafe fn accept(cm: &'static Cm, p: *mut IdPriv, param: Option<&rdma_conn_param>) -> Result<(), Errno> {
+pub fn accept(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
     // Upstream reads the caller's parameters when the id has no QP.
-    // SAFETY: p is live.
-    let (qpn, srq) = unsafe { qp_num_srq(p, param) }.ok_or(Errno::EINVAL)?;
-    // SAFETY: p is live.
-    unsafe { valid_param(p, param)? };
-    // SAFETY: p is live.
-    let d = unsafe { device(p) }.ok_or(Errno::EINVAL)?;
+    let (qpn, srq) = qp_num_srq(p, param).ok_or(Errno::EINVAL)?;
+    valid_param(p, param)?;
+    let d = p.device().ok_or(Errno::EINVAL)?;
     let (init_depth, resp_res) = {
-        // SAFETY: p is live.
-        let mut c = unsafe { (*p).conn.lock() };
+        let mut c = p.conn.lock();
         c.initiator_depth = match param {
             Some(x) if x.initiator_depth != RDMA_MAX_INIT_DEPTH => x.initiator_depth,
             _ => c.initiator_depth.min(d.max_initiator_depth),
@@ -657,211 +232,144 @@ pub unsafe fn accept(cm: &'static Cm, p: *mut IdPriv, param: Option<&rdma_conn_p
         };
         (c.initiator_depth, c.responder_resources)
     };
-    // SAFETY: p is live.
-    let ud = unsafe { (*raw(p)).qp_type } == IBV_QPT_UD;
+    let ud = p.id.qp_type() == IBV_QPT_UD;
     if !ud {
-        // SAFETY: p is live.
-        unsafe {
-            modify_qp_rtr(cm, p, resp_res)?;
-            modify_qp_rts(cm, p, init_depth)?;
-        }
+        modify_qp_rtr(cm, p, resp_res)?;
+        modify_qp_rts(cm, p, init_depth)?;
     }
-    // SAFETY: p is live.
-    let k = unsafe { conn_param_to_kern(p, param, qpn, srq) };
-    let ((rv, _), (_, lo)) = with_ext(p, |x| (x.remote_ece, x.local_ece));
-    // SAFETY: p is live.
-    let (fd, h) = unsafe { (IdPriv::fd(p), (*p).handle) };
-    if let Err(e) = cm.ucma.accept(fd, h, p as usize as u64, &k, kabi::Ece { vendor_id: rv, attr_mod: lo }) {
-        // SAFETY: p is live.
-        let _ = unsafe { modify_qp_err(p) };
+    let k = conn_param_to_kern(p, param, qpn, srq);
+    let ((rv, _), (_, lo)) = {
+        let c = p.conn.lock();
+        (c.remote_ece, c.local_ece)
+    };
+    if let Err(e) = cm.ucma.accept(p.fd(), p.handle(), p.uid(), &k, kabi::Ece { vendor_id: rv, attr_mod: lo }) {
+        let _ = modify_qp_err(p);
         return Err(e);
     }
     if ud {
-        // SAFETY: p is live; a parked event is an unacked event of it.
-        unsafe {
-            if (*p).sync.load(Ordering::Acquire) && !(*raw(p)).event.is_null() {
-                let ev = (*raw(p)).event as *mut EventPriv;
-                (*raw(p)).event = null_mut();
+        if p.sync.load(Ordering::Acquire) {
+            let ev = p.id.event();
+            if !ev.is_null() {
+                p.id.set_event(null_mut());
                 cm::ack_event(cm, ev);
             }
         }
         return Ok(());
     }
-    // SAFETY: p is live.
-    unsafe { cm.complete(p) }
+    cm.complete(p)
 }
 
 /// `rdma_reject` / `rdma_reject_ece`.
-///
-/// # Safety
-/// `p` must be a live id; `data` NULL or `len` readable bytes.
-pub unsafe fn reject(cm: &Cm, p: *mut IdPriv, data: *const c_void, len: u8, reason: u8) -> Result<(), Errno> {
-    let pd: &[u8] = if data.is_null() || len == 0 {
-        &[]
-    } else {
-        // SAFETY: per the contract.
-        unsafe { std::slice::from_raw_parts(data as *const u8, len as usize) }
-    };
-    // SAFETY: p is live.
-    let (fd, h) = unsafe { (IdPriv::fd(p), (*p).handle) };
-    cm.ucma.reject(fd, h, reason, pd)
+pub fn reject(cm: &Cm, p: &IdPriv, data: &[u8], reason: u8) -> Result<(), Errno> {
+    cm.ucma.reject(p.fd(), p.handle(), reason, data)
 }
 
 /// `rdma_notify`.
-///
-/// # Safety
-/// `p` must be a live id.
-pub unsafe fn notify(cm: &Cm, p: *mut IdPriv, event: u32) -> Result<(), Errno> {
-    // SAFETY: p is live.
-    let (fd, h) = unsafe { (IdPriv::fd(p), (*p).handle) };
-    cm.ucma.notify(fd, h, event)
+pub fn notify(cm: &Cm, p: &IdPriv, event: u32) -> Result<(), Errno> {
+    cm.ucma.notify(p.fd(), p.handle(), event)
 }
 
 /// Stops the QP before a disconnect: error state on InfiniBand/RoCE,
 /// SQD on iWARP.
-unsafe fn shutdown(p: *mut IdPriv) -> Result<(), Errno> {
-    // SAFETY: p is live; verbs is NULL or its open device.
-    match unsafe { transport_type((*raw(p)).verbs) } {
-        // SAFETY: p is live.
-        IBV_TRANSPORT_IB => unsafe { modify_qp_to(p, IBV_QPS_ERR) },
-        // SAFETY: p is live.
-        IBV_TRANSPORT_IWARP => unsafe { modify_qp_to(p, IBV_QPS_SQD) },
+fn shutdown(p: &IdPriv) -> Result<(), Errno> {
+    match p.id.transport_type() {
+        IBV_TRANSPORT_IB => modify_qp_to(p, IBV_QPS_ERR),
+        IBV_TRANSPORT_IWARP => modify_qp_to(p, IBV_QPS_SQD),
         _ => Err(Errno::EINVAL),
     }
 }
 
 /// Stops the QP (as [`disconnect`] does first) without asking the peer to
 /// disconnect: for rsockets, whose peer learns of it in-band.
-///
-/// # Safety
-/// `p` must be a live id.
-pub(crate) unsafe fn stop_qp(p: *mut IdPriv) -> Result<(), Errno> {
-    // SAFETY: forwarded contract.
-    unsafe { shutdown(p) }
+pub(crate) fn stop_qp(p: &IdPriv) -> Result<(), Errno> {
+    shutdown(p)
 }
 
 /// `rdma_disconnect`.
-///
-/// # Safety
-/// `p` must be a live id.
-pub unsafe fn disconnect(cm: &'static Cm, p: *mut IdPriv) -> Result<(), Errno> {
-    // SAFETY: p is live.
-    unsafe { shutdown(p)? };
-    // SAFETY: p is live.
-    let (fd, h) = unsafe { (IdPriv::fd(p), (*p).handle) };
-    cm.ucma.disconnect(fd, h)?;
-    // SAFETY: p is live.
-    unsafe { cm.complete(p) }
+pub fn disconnect(cm: &'static Cm, p: &IdPriv) -> Result<(), Errno> {
+    shutdown(p)?;
+    cm.ucma.disconnect(p.fd(), p.handle())?;
+    cm.complete(p)
 }
 
 /// The active side's answer to a connect response: QP to RTR and RTS,
 /// then the kernel's ACCEPT (which sends the RTU).
-unsafe fn process_conn_resp(cm: &Cm, p: *mut IdPriv) -> Result<(), Errno> {
-    // SAFETY: p is live.
-    let r = unsafe {
-        modify_qp_rtr(cm, p, RDMA_MAX_RESP_RES).and_then(|_| modify_qp_rts(cm, p, RDMA_MAX_INIT_DEPTH)).and_then(|_| cm.ucma.accept(IdPriv::fd(p), (*p).handle, 0, &kabi::ConnParam::default(), kabi::Ece::default()))
-    };
+fn process_conn_resp(cm: &Cm, p: &IdPriv) -> Result<(), Errno> {
+    let r = modify_qp_rtr(cm, p, RDMA_MAX_RESP_RES).and_then(|_| modify_qp_rts(cm, p, RDMA_MAX_INIT_DEPTH)).and_then(|_| cm.ucma.accept(p.fd(), p.handle(), 0, &kabi::ConnParam::default(), kabi::Ece::default()));
     if r.is_err() {
-        // SAFETY: p is live.
-        let _ = unsafe { modify_qp_err(p) };
+        let _ = modify_qp_err(p);
     }
     r
 }
 
 /// The connect response with ECE; the error is the event status upstream
 /// reports: -1 from its own helpers, a positive errno from the ECE verbs.
-unsafe fn process_conn_resp_ece(cm: &Cm, p: *mut IdPriv, ece: kabi::Ece) -> Result<(), c_int> {
-    let local = with_ext(p, |x| x.local_ece);
+fn process_conn_resp_ece(cm: &Cm, p: &IdPriv, ece: kabi::Ece) -> Result<(), c_int> {
+    let local = p.conn.lock().local_ece;
     let mut want = Ece { vendor_id: ece.vendor_id, options: ece.attr_mod, comp_mask: 0 };
     if ece.vendor_id == 0 {
         want = Ece { vendor_id: local.0, options: 0, comp_mask: 0 };
     } else if ece.vendor_id != local.0 {
-        // SAFETY: p is live.
-        let _ = unsafe { modify_qp_err(p) };
+        let _ = modify_qp_err(p);
         return Err(-1);
     }
-    with_ext(p, |x| x.remote_ece.0 = ece.vendor_id);
-    // SAFETY: p is live and has a QP (checked by the caller).
-    let qp = unsafe { (*raw(p)).qp };
-    // SAFETY: qp is live.
-    unsafe { set_ece(qp, want) }.map_err(|e| e as c_int)?;
-    // SAFETY: p is live.
-    unsafe { process_conn_resp(cm, p) }.map_err(|_| -1)?;
-    // SAFETY: qp is live.
-    match unsafe { query_ece(qp) } {
+    p.conn.lock().remote_ece.0 = ece.vendor_id;
+    // The caller checked that the id has a QP.
+    p.id.qp_set_ece(want).map_err(|e| e as c_int)?;
+    process_conn_resp(cm, p).map_err(|_| -1)?;
+    match p.id.qp_query_ece() {
         Ok((e, unsupported)) => {
-            with_ext(p, |x| x.local_ece.1 = if unsupported { 0 } else { e.options });
+            p.conn.lock().local_ece.1 = if unsupported { 0 } else { e.options };
             Ok(())
         }
         Err(e) => {
-            // SAFETY: p is live.
-            let _ = unsafe { modify_qp_err(p) };
+            let _ = modify_qp_err(p);
             Err(e as c_int)
         }
     }
 }
 
 /// `rdma_establish`.
-///
-/// # Safety
-/// `p` must be a live id.
-pub unsafe fn establish(cm: &Cm, p: *mut IdPriv) -> Result<(), Errno> {
-    // SAFETY: p is live.
-    if !unsafe { (*raw(p)).qp }.is_null() {
+pub fn establish(cm: &Cm, p: &IdPriv) -> Result<(), Errno> {
+    if !p.id.qp().is_null() {
         return Err(Errno::EINVAL);
     }
-    // SAFETY: p is live.
-    unsafe { process_conn_resp(cm, p) }
+    process_conn_resp(cm, p)
 }
 
 /// `rdma_get_request`: the next connection request of a synchronous
 /// listener; the new id carries the request event in `id->event`.
-///
-/// # Safety
-/// `lp` must be a live id.
-pub unsafe fn get_request(cm: &'static Cm, lp: *mut IdPriv) -> Result<*mut rdma_cm_id, Errno> {
-    let lid = raw(lp);
-    // SAFETY: lp is live.
-    if !unsafe { (*lp).sync.load(Ordering::Acquire) } {
+pub fn get_request(cm: &'static Cm, lp: &IdPriv) -> Result<Arc<IdPriv>, Errno> {
+    if !lp.sync.load(Ordering::Acquire) {
         return Err(Errno::EINVAL);
     }
-    // SAFETY: lp is live; its parked event is unacked.
-    unsafe {
-        let ev = (*lid).event as *mut EventPriv;
-        if !ev.is_null() {
-            (*lid).event = null_mut();
-            cm::ack_event(cm, ev);
-        }
+    let ev = lp.id.event();
+    if !ev.is_null() {
+        lp.id.set_event(null_mut());
+        cm::ack_event(cm, ev);
     }
-    // SAFETY: a synchronous id's channel is its own live Channel.
-    let ev = unsafe { cm::get_event((*lid).channel as *mut Channel)? };
-    // SAFETY: ev is a live event.
-    let e = unsafe { &(*ev).event };
+    let got = cm::get_event(&lp.channel())?;
     let r = (|| {
-        if e.event == RDMA_CM_EVENT_REJECTED {
+        if got.event == RDMA_CM_EVENT_REJECTED {
             return Err(Errno::ECONNREFUSED);
         }
-        if e.status != 0 {
-            return Err(Errno::from_raw(e.status.wrapping_neg()));
+        if got.status != 0 {
+            return Err(Errno::from_raw(got.status.wrapping_neg()));
         }
-        if e.event != RDMA_CM_EVENT_CONNECT_REQUEST {
+        if got.event != RDMA_CM_EVENT_CONNECT_REQUEST {
             return Err(Errno::EINVAL);
         }
-        if let Some(mut a) = with_ext(lp, |x| x.qp_init_attr) {
-            // SAFETY: e.id is the new live id; lp is live.
-            unsafe { create_qp(cm, IdPriv::from_id(e.id), (*lid).pd, &mut a)? };
-        }
-        Ok(e.id)
+        let np = cm.id(got.id)?;
+        qp::create_request_qp(cm, &np, lp)?;
+        Ok(np)
     })();
     match r {
-        Ok(id) => {
-            // SAFETY: id is the new live id.
-            unsafe { (*id).event = ev as *mut rdma_cm_event };
-            Ok(id)
+        Ok(np) => {
+            np.id.set_event(got.ptr);
+            Ok(np)
         }
         Err(err) => {
-            // SAFETY: lp is live.
-            unsafe { (*lid).event = ev as *mut rdma_cm_event };
+            lp.id.set_event(got.ptr);
             Err(err)
         }
     }
@@ -869,95 +377,21 @@ pub unsafe fn get_request(cm: &'static Cm, lp: *mut IdPriv) -> Result<*mut rdma_
 
 // --- endpoints ---------------------------------------------------------------------
 
-fn addr_of(a: *const libc::sockaddr, len: u32) -> Option<RawAddr> {
-    if a.is_null() {
-        return None;
-    }
-    // SAFETY: rdma_addrinfo promises len readable bytes at a.
-    Some(RawAddr::from_slice(unsafe { std::slice::from_raw_parts(a as *const u8, len as usize) }))
-}
-
-/// `rdma_create_ep`.
-///
-/// # Safety
-/// `res` must be a valid `rdma_addrinfo`; `pd` NULL or a live PD; `attr`
-/// NULL or a valid `ibv_qp_init_attr`.
-pub unsafe fn create_ep(cm: &'static Cm, res: &rdma_addrinfo, pd: *mut ibv_pd, attr: *mut QpInitAttr) -> Result<*mut IdPriv, Errno> {
-    cm.init()?;
-    let p = cm.create_id_inner(null_mut(), null_mut(), res.ai_port_space as u32, res.ai_qp_type as u32)?;
-    // SAFETY: p is the new live id, attr as per the contract.
-    let r = unsafe { setup_ep(cm, p, res, pd, attr) };
-    match r {
-        Ok(()) => Ok(p),
-        Err(e) => {
-            // SAFETY: p is live and unpublished.
-            unsafe { destroy_ep(cm, p) };
-            Err(e)
-        }
-    }
-}
-
-unsafe fn setup_ep(cm: &'static Cm, p: *mut IdPriv, res: &rdma_addrinfo, pd: *mut ibv_pd, attr: *mut QpInitAttr) -> Result<(), Errno> {
-    let src = addr_of(res.ai_src_addr, res.ai_src_len);
-    if res.ai_flags & RAI_PASSIVE != 0 {
-        // SAFETY: p is live.
-        unsafe { cm.bind(p, src)? };
-        if !pd.is_null() {
-            // SAFETY: p is live.
-            unsafe { (*raw(p)).pd = pd };
-        }
-        if !attr.is_null() {
-            // SAFETY: attr is readable.
-            let mut a = unsafe { *attr };
-            a.qp_type = res.ai_qp_type as u32;
-            with_ext(p, |x| x.qp_init_attr = Some(a));
-        }
-        return Ok(());
-    }
-    let dst = addr_of(res.ai_dst_addr, res.ai_dst_len);
-    // SAFETY: p is live (synchronous: each call waits for its event).
-    unsafe {
-        cm.resolve_addr(p, src, dst, 2000)?;
-        if res.ai_route_len > 0 {
-            cm.set_option(p, kabi::RDMA_OPTION_IB, kabi::RDMA_OPTION_IB_PATH, res.ai_route, res.ai_route_len)?;
-            cm.complete(p)?;
-        } else {
-            cm.resolve_route(p, 2000)?;
-        }
-    }
-    if !attr.is_null() {
-        // SAFETY: attr is writable.
-        unsafe {
-            (*attr).qp_type = res.ai_qp_type as u32;
-            create_qp(cm, p, pd, attr)?;
-        }
-    }
-    if res.ai_connect_len > 0 && !res.ai_connect.is_null() {
-        // SAFETY: rdma_addrinfo promises ai_connect_len bytes.
-        let b = unsafe { std::slice::from_raw_parts(res.ai_connect as *const u8, res.ai_connect_len) };
-        // SAFETY: p is live.
-        unsafe { (*p).conn.lock().connect = b.to_vec() };
-    }
-    Ok(())
-}
-
-/// `rdma_destroy_ep`.
-///
-/// # Safety
-/// `p` must be a live id; it is freed.
-pub unsafe fn destroy_ep(cm: &Cm, p: *mut IdPriv) {
-    // SAFETY: p is live.
-    unsafe {
-        if !(*raw(p)).qp.is_null() {
-            destroy_qp_of(p);
-        }
-        if !(*raw(p)).srq.is_null() {
-            destroy_srq_of(p);
-        }
-    }
-    with_ext(p, |x| x.qp_init_attr = None);
-    // SAFETY: p is live; it is freed here.
-    let _ = unsafe { cm.destroy_id(p) };
+/// What `rdma_create_ep` takes from the caller's `rdma_addrinfo` (the C
+/// API copies it out).
+#[derive(Clone, Debug, Default)]
+pub struct EpInfo {
+    pub passive: bool,
+    pub port_space: u32,
+    pub qp_type: u32,
+    pub src: Option<RawAddr>,
+    pub dst: Option<RawAddr>,
+    /// `ai_route` and `ai_route_len` (path records for
+    /// RDMA_OPTION_IB_PATH), handed to the kernel as they are.
+    pub route: CPtr<c_void>,
+    pub route_len: usize,
+    /// `ai_connect` (connect data), if any.
+    pub connect: Vec<u8>,
 }
 
 // --- events ---------------------------------------------------------------------------
@@ -974,7 +408,7 @@ pub enum Step {
 fn copy_conn_param(evt: &mut EventPriv, src: &kabi::ConnParam) {
     let len = src.private_data_len as usize;
     evt.private_data[..len].copy_from_slice(&src.private_data[..len]);
-    evt.event.param.conn = rdma_conn_param {
+    evt.event.0.param.conn = rdma_conn_param {
         private_data: if len > 0 { evt.private_data.as_ptr() as *const c_void } else { std::ptr::null() },
         private_data_len: src.private_data_len,
         responder_resources: src.responder_resources,
@@ -990,56 +424,43 @@ fn copy_conn_param(evt: &mut EventPriv, src: &kabi::ConnParam) {
 /// The library's part of connection events, after the core decoded the
 /// event and copied its parameters by the id's QP type (`evt.id_priv` is
 /// the id the kernel reported: the listener for a connection request).
-///
-/// # Safety
-/// `evt.id_priv` must be a live id with this event outstanding.
-pub unsafe fn process_event(cm: &'static Cm, resp: &kabi::EventResp, evt: &mut EventPriv) -> Step {
-    let p = evt.id_priv;
+pub fn process_event(cm: &'static Cm, resp: &kabi::EventResp, evt: &mut EventPriv) -> Step {
+    let Some(p) = evt.id_priv.clone() else { return Step::Deliver };
     match resp.event {
-        RDMA_CM_EVENT_CONNECT_REQUEST => {
-            // SAFETY: p is the live listener.
-            match unsafe { process_conn_req(cm, p, resp.id, resp.ece, evt) } {
-                Ok(()) => Step::Deliver,
-                Err(e) => {
-                    log::debug!(target: "rdmacm", "dropping a connection request: {e}");
-                    Step::Retry
-                }
+        RDMA_CM_EVENT_CONNECT_REQUEST => match process_conn_req(cm, &p, resp.id, resp.ece, evt) {
+            Ok(()) => Step::Deliver,
+            Err(e) => {
+                log::debug!(target: "rdmacm", "dropping a connection request: {e}");
+                Step::Retry
             }
-        }
+        },
         RDMA_CM_EVENT_CONNECT_RESPONSE => {
-            // SAFETY: the union member is plain data.
-            copy_conn_param(evt, unsafe { &resp.param.conn });
-            // SAFETY: p is live.
-            if unsafe { (*raw(p)).qp }.is_null() {
-                with_ext(p, |x| x.remote_ece = (resp.ece.vendor_id, resp.ece.attr_mod));
+            copy_conn_param(evt, resp.conn());
+            if p.id.qp().is_null() {
+                p.conn.lock().remote_ece = (resp.ece.vendor_id, resp.ece.attr_mod);
             } else {
-                // SAFETY: p is live with a QP.
-                match unsafe { process_conn_resp_ece(cm, p, resp.ece) } {
+                match process_conn_resp_ece(cm, &p, resp.ece) {
                     Ok(()) => {
-                        evt.event.status = 0;
-                        evt.event.event = RDMA_CM_EVENT_ESTABLISHED;
+                        evt.event.0.status = 0;
+                        evt.event.0.event = RDMA_CM_EVENT_ESTABLISHED;
                     }
                     Err(status) => {
                         log::debug!(target: "rdmacm", "connect response: completing the connection failed ({status})");
-                        evt.event.status = status;
-                        evt.event.event = RDMA_CM_EVENT_CONNECT_ERROR;
-                        // SAFETY: p is live.
-                        unsafe { (*p).conn.lock().connect_error = true };
+                        evt.event.0.status = status;
+                        evt.event.0.event = RDMA_CM_EVENT_CONNECT_ERROR;
+                        p.conn.lock().connect_error = true;
                     }
                 }
             }
             Step::Deliver
         }
         RDMA_CM_EVENT_REJECTED | RDMA_CM_EVENT_DISCONNECTED => {
-            // SAFETY: p is live.
-            if unsafe { (*p).conn.lock().connect_error } {
+            if p.conn.lock().connect_error {
                 return Step::Retry;
             }
-            // SAFETY: the union member is plain data.
-            copy_conn_param(evt, unsafe { &resp.param.conn });
+            copy_conn_param(evt, resp.conn());
             if resp.event == RDMA_CM_EVENT_REJECTED {
-                // SAFETY: p is live.
-                let _ = unsafe { modify_qp_err(p) };
+                let _ = modify_qp_err(&p);
             }
             Step::Deliver
         }
@@ -1047,72 +468,36 @@ pub unsafe fn process_event(cm: &'static Cm, resp: &kabi::EventResp, evt: &mut E
     }
 }
 
-unsafe fn process_conn_req(cm: &'static Cm, lp: *mut IdPriv, handle: u32, ece: kabi::Ece, evt: &mut EventPriv) -> Result<(), Errno> {
-    let lid = raw(lp);
-    // SAFETY: lp is live.
-    let (ch, ctx, ps, qp_type, sync) = unsafe { ((*lid).channel as *mut Channel, (*lid).context, (*lid).ps, (*lid).qp_type, (*lp).sync.load(Ordering::Acquire)) };
-    // SAFETY: ch is the listener's live channel; handle is the kernel's new id.
-    let np = unsafe { hooks::adopt_id(cm, ch, ctx, ps, qp_type, handle)? };
-    evt.event.listen_id = lid;
-    evt.event.id = raw(np);
-    // SAFETY: the connection parameters were copied into the event.
-    let (init, resp) = unsafe { (evt.event.param.conn.initiator_depth, evt.event.param.conn.responder_resources) };
+fn process_conn_req(cm: &'static Cm, lp: &IdPriv, handle: u32, ece: kabi::Ece, evt: &mut EventPriv) -> Result<(), Errno> {
+    let lid = &lp.id;
+    let ch: Arc<Channel> = lp.channel();
+    let np = cm.adopt_id(ch, lid.context(), lid.ps(), lid.qp_type(), handle);
+    evt.event.0.listen_id = lp.raw();
+    evt.event.0.id = np.raw();
+    // The connection parameters were copied into the event.
+    let param = evt.event.conn();
     {
-        // SAFETY: np is live.
-        let mut c = unsafe { (*np).conn.lock() };
-        c.initiator_depth = init;
-        c.responder_resources = resp;
+        let mut c = np.conn.lock();
+        c.initiator_depth = param.initiator_depth;
+        c.responder_resources = param.responder_resources;
+        c.remote_ece = (ece.vendor_id, ece.attr_mod);
     }
-    with_ext(np, |x| x.remote_ece = (ece.vendor_id, ece.attr_mod));
-    // SAFETY: np is live and not yet published.
-    let r = unsafe {
-        (|| {
-            if sync {
-                cm.migrate_id(np, null_mut())?;
-            }
-            hooks::query_req_info(cm, np)
-        })()
-    };
+    let r = (|| {
+        if lp.sync.load(Ordering::Acquire) {
+            cm.migrate_id(&np, None)?;
+        }
+        // Address, GID and path of the new connection's id.
+        if !cm.af_ib() {
+            return cm.query_route(&np);
+        }
+        cm.query_addr(&np)?;
+        cm.query_gid(&np)?;
+        cm.query_path(&np)
+    })();
     if let Err(e) = r {
-        // SAFETY: np is live and unpublished.
-        let _ = unsafe { cm.destroy_id(np) };
+        // np is not published yet.
+        let _ = cm.destroy_id(&np);
         return Err(e);
     }
     Ok(())
-}
-
-/// Connection points into the CM core.
-mod hooks {
-    use super::*;
-
-    /// An id for a kernel id that already exists (a connection request).
-    pub(super) unsafe fn adopt_id(cm: &'static Cm, ch: *mut Channel, ctx: *mut c_void, ps: u32, qp_type: u32, handle: u32) -> Result<*mut IdPriv, Errno> {
-        // SAFETY: forwarded contract.
-        Ok(unsafe { cm.adopt_id(ch, ctx, ps, qp_type, handle) })
-    }
-
-    /// Address, GID and path of a new connection's id.
-    pub(super) unsafe fn query_req_info(cm: &'static Cm, p: *mut IdPriv) -> Result<(), Errno> {
-        // SAFETY: p is live.
-        unsafe {
-            if !cm.af_ib() {
-                return cm.query_route(p);
-            }
-            cm.query_addr(p)?;
-            cm.query_gid(p)?;
-            cm.query_path(p)
-        }
-    }
-
-    /// The listener's address after LISTEN.
-    pub(super) unsafe fn query_after_listen(cm: &'static Cm, p: *mut IdPriv) -> Result<(), Errno> {
-        // SAFETY: p is live.
-        unsafe {
-            if cm.af_ib() {
-                cm.query_addr(p)
-            } else {
-                cm.query_route(p)
-            }
-        }
-    }
 }

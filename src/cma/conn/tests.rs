@@ -2,9 +2,14 @@
 //! The connection code against a scripted ucma and the fake libibverbs
 //! (paths without a QP: QPs need a real device, which the VM test bed
 //! covers).
+#![allow(unsafe_code)]
 
 use super::mcast;
 use super::*;
+use crate::cma::objects::Vouched;
+use crate::sys::verbs::QpInitAttr;
+use parking_lot::Mutex;
+use std::collections::HashMap;
 use crate::cma::device::fake::FakeVerbs;
 use crate::cma::device::DevEntry;
 use crate::sys::ucma::{AddrInfo, RouteInfo, Ucma};
@@ -200,15 +205,13 @@ fn v4(last: u8) -> RawAddr {
     RawAddr::from_slice(&b)
 }
 
-fn handle(p: *mut IdPriv) -> u32 {
-    // SAFETY: tests only pass live ids.
-    unsafe { (*p).handle }
+fn handle(p: &IdPriv) -> u32 {
+    p.handle()
 }
 
-fn param(pd: &[u8]) -> rdma_conn_param {
-    rdma_conn_param {
-        private_data: pd.as_ptr() as *const c_void,
-        private_data_len: pd.len() as u8,
+fn param(pd: &[u8]) -> ConnParamIn {
+    ConnParamIn {
+        private_data: pd.to_vec(),
         responder_resources: RDMA_MAX_RESP_RES,
         initiator_depth: RDMA_MAX_INIT_DEPTH,
         flow_control: 1,
@@ -222,63 +225,62 @@ fn param(pd: &[u8]) -> rdma_conn_param {
 #[test]
 fn connect_checks_and_encodes_parameters() {
     let (cm, f) = make(true);
-    // SAFETY: ids are created and destroyed within the test.
-    unsafe {
-        let p = cm.create_id(null_mut(), null_mut(), RDMA_PS_TCP).unwrap();
+    // ids are created and destroyed within the test.
+    {
+        let p = cm.create_id(None, null_mut(), RDMA_PS_TCP).unwrap();
         // No device yet: upstream would crash reading its limits.
-        assert_eq!(connect(cm, p, Some(&param(b"x"))).unwrap_err(), Errno::EINVAL);
-        cm.resolve_addr(p, None, Some(v4(2)), 100).unwrap();
+        assert_eq!(connect(cm, &p, Some(&param(b"x"))).unwrap_err(), Errno::EINVAL);
+        cm.resolve_addr(&p, None, Some(v4(2)), 100).unwrap();
         // TCP without a QP needs parameters.
-        assert_eq!(connect(cm, p, None).unwrap_err(), Errno::EINVAL);
+        assert_eq!(connect(cm, &p, None).unwrap_err(), Errno::EINVAL);
         let mut too_deep = param(b"");
         too_deep.initiator_depth = 5;
-        assert_eq!(connect(cm, p, Some(&too_deep)).unwrap_err(), Errno::EINVAL, "above the device's 4");
-        (*p).conn.lock().connect = vec![1, 2, 3];
-        with_ext(p, |x| x.local_ece = (0x15b3, 9));
-        connect(cm, p, Some(&param(b"hi"))).unwrap();
+        assert_eq!(connect(cm, &p, Some(&too_deep)).unwrap_err(), Errno::EINVAL, "above the device's 4");
+        p.conn.lock().connect = vec![1, 2, 3];
+        p.conn.lock().local_ece = (0x15b3, 9);
+        connect(cm, &p, Some(&param(b"hi"))).unwrap();
         let (k, ece) = f.st.lock().connects[0];
         assert_eq!(k.qp_num, 0x77);
         assert_eq!((k.initiator_depth, k.responder_resources), (4, 8), "device limits");
         assert_eq!((k.flow_control, k.retry_count, k.rnr_retry_count, k.valid), (1, 3, 4, 1));
         assert_eq!(&k.private_data[..k.private_data_len as usize], &[1, 2, 3, b'h', b'i']);
         assert_eq!((ece.vendor_id, ece.attr_mod), (0x15b3, 9));
-        assert!((*p).conn.lock().connect.is_empty(), "connect data is sent once");
-        cm.destroy_id(p).unwrap();
-        forget_id(p);
+        assert!(p.conn.lock().connect.is_empty(), "connect data is sent once");
+        cm.destroy_id(&p).unwrap();
     }
 }
 
 #[test]
 fn udp_ids_skip_parameter_checks() {
     let (cm, f) = make(false);
-    // SAFETY: ids are created and destroyed within the test.
-    unsafe {
-        let p = cm.create_id(null_mut(), null_mut(), RDMA_PS_UDP).unwrap();
-        cm.resolve_addr(p, None, Some(v4(2)), 100).unwrap();
-        connect(cm, p, None).unwrap();
+    // ids are created and destroyed within the test.
+    {
+        let p = cm.create_id(None, null_mut(), RDMA_PS_UDP).unwrap();
+        cm.resolve_addr(&p, None, Some(v4(2)), 100).unwrap();
+        connect(cm, &p, None).unwrap();
         let (k, _) = f.st.lock().connects[0];
         assert_eq!((k.retry_count, k.rnr_retry_count, k.private_data_len), (7, 7, 0), "defaults without parameters");
-        cm.destroy_id(p).unwrap();
+        cm.destroy_id(&p).unwrap();
     }
 }
 
 /// Listens on an asynchronous channel and delivers one connection request.
-unsafe fn request(cm: &'static Cm, f: &'static Fake, sync: bool) -> (*mut IdPriv, *mut Channel, u32) {
+unsafe fn request(cm: &'static Cm, f: &'static Fake, sync: bool) -> (Arc<IdPriv>, Option<Arc<Channel>>, u32) {
     // SAFETY: per the caller.
     unsafe {
-        let ch = if sync { null_mut() } else { cm.create_channel().unwrap() };
-        let l = cm.create_id(ch, 0x99 as *mut c_void, RDMA_PS_TCP).unwrap();
-        cm.bind(l, Some(v4(1))).unwrap();
-        listen(cm, l, 7).unwrap();
+        let ch = if sync { None } else { Some(cm.create_channel().unwrap()) };
+        let l = cm.create_id(ch.as_ref(), 0x99 as *mut c_void, RDMA_PS_TCP).unwrap();
+        cm.bind(&l, Some(v4(1))).unwrap();
+        listen(cm, &l, 7).unwrap();
         let h = {
             let mut st = f.st.lock();
             st.next_id += 1;
             let h = st.next_id;
-            let (_, fd, _) = st.ids[&handle(l)];
+            let (_, fd, _) = st.ids[&handle(&l)];
             st.ids.insert(h, (0, fd, 0));
             h
         };
-        let lh = handle(l);
+        let lh = handle(&l);
         f.push(lh, None, |r| {
             r.event = RDMA_CM_EVENT_CONNECT_REQUEST;
             r.id = h;
@@ -299,39 +301,40 @@ fn connection_request_creates_the_new_id() {
         // SAFETY: ids and events are created and released within the test.
         unsafe {
             let (l, ch, h) = request(cm, f, false);
+            let ch = ch.unwrap();
             assert!(f.logged().iter().any(|s| s.starts_with("listen") && s.ends_with(" 7")));
-            let ev = cm::get_event(ch).unwrap();
-            let e = &(*ev).event;
+            let ev = cm::get_event(&ch).unwrap().ptr;
+            let e = &*ev;
             assert_eq!(e.event, RDMA_CM_EVENT_CONNECT_REQUEST);
-            assert_eq!(e.listen_id, IdPriv::raw(l));
-            assert_ne!(e.id, IdPriv::raw(l));
-            let np = IdPriv::from_id(e.id);
-            assert!(cm.id_is_live(np));
-            assert_eq!((*np).handle, h);
+            assert_eq!(e.listen_id, l.raw());
+            assert_ne!(e.id, l.raw());
+            let np = cm.id(e.id).unwrap();
+            assert!(cm.id(np.raw()).is_ok());
+            assert_eq!(np.handle(), h);
             assert_eq!((*e.id).context as usize, 0x99, "the listener's context");
-            assert_eq!((*e.id).channel, (*IdPriv::raw(l)).channel);
+            assert_eq!((*e.id).channel, (*l.raw()).channel);
             assert!(!(*e.id).verbs.is_null(), "bound to the device by the queries");
             let pd = std::slice::from_raw_parts(e.param.conn.private_data as *const u8, e.param.conn.private_data_len as usize);
             assert_eq!(pd, b"req");
             let q = if af_ib { vec![format!("query_addr {h}"), format!("query_gid {h}"), format!("query_path {h}")] } else { vec![format!("query_route {h}")] };
             let log = f.logged();
             assert!(log.ends_with(&q), "{log:?}");
-            assert_eq!(with_ext(np, |x| x.remote_ece), (0x15b3, 5));
+            assert_eq!(np.conn.lock().remote_ece, (0x15b3, 5));
             // Accept without a QP: the caller's QP number, depths bounded by
             // the request and the device.
-            assert_eq!(accept(cm, np, None).unwrap_err(), Errno::EINVAL);
-            accept(cm, np, Some(&param(b"ok"))).unwrap();
+            assert_eq!(accept(cm, &np, None).unwrap_err(), Errno::EINVAL);
+            accept(cm, &np, Some(&param(b"ok"))).unwrap();
             let (ah, uid, k, ece) = f.st.lock().accepts[0];
-            assert_eq!((ah, uid as usize), (h, np as usize));
+            assert_eq!((ah, uid), (h, np.uid()));
             assert_eq!((k.qp_num, k.initiator_depth, k.responder_resources), (0x77, 2, 8));
             assert_eq!(ece.vendor_id, 0x15b3);
-            reject(cm, np, b"no".as_ptr() as *const c_void, 2, REJ_VENDOR_OPTION_NOT_SUPPORTED).unwrap();
-            reject(cm, np, std::ptr::null(), 9, 0).unwrap();
+            reject(cm, &np, b"no", REJ_VENDOR_OPTION_NOT_SUPPORTED).unwrap();
+            reject(cm, &np, &[], 0).unwrap();
             assert_eq!(f.st.lock().rejects, vec![(35, b"no".to_vec()), (0, vec![])]);
             assert!(cm::ack_event(cm, ev));
-            cm.destroy_id(np).unwrap();
-            cm.destroy_id(l).unwrap();
-            Cm::destroy_channel(ch);
+            cm.destroy_id(&np).unwrap();
+            cm.destroy_id(&l).unwrap();
+            cm.destroy_channel(&ch);
         }
     }
 }
@@ -342,23 +345,23 @@ fn synchronous_listener_hands_requests_out_with_get_request() {
     // SAFETY: ids and events are created and released within the test.
     unsafe {
         let (l, _, h) = request(cm, f, true);
-        let id = get_request(cm, l).unwrap();
-        let np = IdPriv::from_id(id);
-        assert_eq!((*np).handle, h);
-        assert!((*np).sync.load(Ordering::Acquire), "moved to a channel of its own");
-        assert_ne!((*id).channel, (*IdPriv::raw(l)).channel);
+        let np = get_request(cm, &l).unwrap();
+        let id = np.raw();
+        assert_eq!(np.handle(), h);
+        assert!(np.sync.load(Ordering::Acquire), "moved to a channel of its own");
+        assert_ne!((*id).channel, (*l.raw()).channel);
         assert!(f.logged().contains(&format!("migrate {h}")));
         assert_eq!((*(*id).event).event, RDMA_CM_EVENT_CONNECT_REQUEST);
         // Nothing else queued: the fake reports EAGAIN.
-        assert_eq!(get_request(cm, l).unwrap_err(), Errno::EAGAIN);
-        cm.destroy_id(np).unwrap();
-        cm.destroy_id(l).unwrap();
+        assert_eq!(get_request(cm, &l).unwrap_err(), Errno::EAGAIN);
+        cm.destroy_id(&np).unwrap();
+        cm.destroy_id(&l).unwrap();
         // An asynchronous listener cannot use it.
         let ch = cm.create_channel().unwrap();
-        let a = cm.create_id(ch, null_mut(), RDMA_PS_TCP).unwrap();
-        assert_eq!(get_request(cm, a).unwrap_err(), Errno::EINVAL);
-        cm.destroy_id(a).unwrap();
-        Cm::destroy_channel(ch);
+        let a = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
+        assert_eq!(get_request(cm, &a).unwrap_err(), Errno::EINVAL);
+        cm.destroy_id(&a).unwrap();
+        cm.destroy_channel(&ch);
     }
 }
 
@@ -368,63 +371,63 @@ fn connect_response_and_errors_after_a_failed_connect() {
     // SAFETY: ids and events are created and released within the test.
     unsafe {
         let ch = cm.create_channel().unwrap();
-        let p = cm.create_id(ch, null_mut(), RDMA_PS_TCP).unwrap();
-        let h = handle(p);
+        let p = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
+        let h = handle(&p);
         f.push(h, None, |r| {
             r.event = RDMA_CM_EVENT_CONNECT_RESPONSE;
             r.param.conn.responder_resources = 3;
             r.ece = kabi::Ece { vendor_id: 0x15b3, attr_mod: 1 };
         });
-        let ev = cm::get_event(ch).unwrap();
-        assert_eq!((*ev).event.event, RDMA_CM_EVENT_CONNECT_RESPONSE, "no QP: the caller completes it");
-        assert_eq!((*ev).event.param.conn.responder_resources, 3);
-        assert_eq!(get_remote_ece(p).unwrap(), Ece { vendor_id: 0x15b3, options: 1, comp_mask: 0 });
+        let ev = cm::get_event(&ch).unwrap().ptr;
+        assert_eq!((*ev).event, RDMA_CM_EVENT_CONNECT_RESPONSE, "no QP: the caller completes it");
+        assert_eq!((*ev).param.conn.responder_resources, 3);
+        assert_eq!(get_remote_ece(&p).unwrap(), Ece { vendor_id: 0x15b3, options: 1, comp_mask: 0 });
         cm::ack_event(cm, ev);
-        establish(cm, p).unwrap();
+        establish(cm, &p).unwrap();
         assert_eq!(f.st.lock().accepts.len(), 1, "ACCEPT tells the kernel to send the RTU");
         // After a failed connect, REJECTED and DISCONNECTED are dropped.
-        (*p).conn.lock().connect_error = true;
+        p.conn.lock().connect_error = true;
         f.push(h, None, |r| r.event = RDMA_CM_EVENT_REJECTED);
         f.push(h, None, |r| r.event = RDMA_CM_EVENT_DISCONNECTED);
         f.push(h, None, |r| r.event = RDMA_CM_EVENT_TIMEWAIT_EXIT);
-        let ev = cm::get_event(ch).unwrap();
-        assert_eq!((*ev).event.event, RDMA_CM_EVENT_TIMEWAIT_EXIT);
+        let ev = cm::get_event(&ch).unwrap().ptr;
+        assert_eq!((*ev).event, RDMA_CM_EVENT_TIMEWAIT_EXIT);
         cm::ack_event(cm, ev);
-        (*p).conn.lock().connect_error = false;
+        p.conn.lock().connect_error = false;
         f.push(h, None, |r| {
             r.event = RDMA_CM_EVENT_REJECTED;
             r.status = 28;
             r.param.conn.private_data_len = 1;
         });
-        let ev = cm::get_event(ch).unwrap();
-        assert_eq!(((*ev).event.event, (*ev).event.status, (*ev).event.param.conn.private_data_len), (RDMA_CM_EVENT_REJECTED, 28, 1));
+        let ev = cm::get_event(&ch).unwrap().ptr;
+        assert_eq!(((*ev).event, (*ev).status, (*ev).param.conn.private_data_len), (RDMA_CM_EVENT_REJECTED, 28, 1));
         cm::ack_event(cm, ev);
         // Destroy does not wait: every reported event was acked.
-        cm.destroy_id(p).unwrap();
-        Cm::destroy_channel(ch);
+        cm.destroy_id(&p).unwrap();
+        cm.destroy_channel(&ch);
     }
 }
 
 #[test]
 fn ece_setters_and_small_commands() {
     let (cm, f) = make(true);
-    // SAFETY: ids are created and destroyed within the test.
-    unsafe {
-        let p = cm.create_id(null_mut(), null_mut(), RDMA_PS_TCP).unwrap();
-        assert_eq!(set_local_ece_param(p, &Ece { vendor_id: 0, options: 1, comp_mask: 0 }).unwrap_err(), Errno::EINVAL);
-        assert_eq!(set_local_ece_param(p, &Ece { vendor_id: 1, options: 1, comp_mask: 1 }).unwrap_err(), Errno::EINVAL);
-        set_local_ece_param(p, &Ece { vendor_id: 7, options: 3, comp_mask: 0 }).unwrap();
-        assert_eq!(with_ext(p, |x| x.local_ece), (7, 3));
-        notify(cm, p, 3).unwrap();
+    // ids are created and destroyed within the test.
+    {
+        let p = cm.create_id(None, null_mut(), RDMA_PS_TCP).unwrap();
+        assert_eq!(set_local_ece_param(&p, &Ece { vendor_id: 0, options: 1, comp_mask: 0 }).unwrap_err(), Errno::EINVAL);
+        assert_eq!(set_local_ece_param(&p, &Ece { vendor_id: 1, options: 1, comp_mask: 1 }).unwrap_err(), Errno::EINVAL);
+        set_local_ece_param(&p, &Ece { vendor_id: 7, options: 3, comp_mask: 0 }).unwrap();
+        assert_eq!(p.conn.lock().local_ece, (7, 3));
+        notify(cm, &p, 3).unwrap();
         // No device: neither InfiniBand nor iWARP, as upstream (EINVAL).
-        assert_eq!(disconnect(cm, p).unwrap_err(), Errno::EINVAL);
+        assert_eq!(disconnect(cm, &p).unwrap_err(), Errno::EINVAL);
         let mut a = QpAttr { qp_state: IBV_QPS_RTR, ..Default::default() };
-        assert_eq!(init_qp_attr(cm, p, &mut a).unwrap(), 0x31);
+        assert_eq!(init_qp_attr(cm, &p, &mut a).unwrap(), 0x31);
         assert_eq!((a.qp_state, a.pkey_index, a.port_num, a.qkey), (IBV_QPS_RTR, 2, 1, 0x1234));
-        let h = handle(p);
+        let h = handle(&p);
         assert!(f.logged().contains(&format!("notify {h} 3")));
-        cm.destroy_id(p).unwrap();
-        assert!(!EXT.lock().contains_key(&(p as usize)), "dropped with the id");
+        cm.destroy_id(&p).unwrap();
+        assert!(cm.id(p.raw()).is_err(), "unregistered with the id");
     }
 }
 
@@ -434,13 +437,13 @@ fn multicast_join_event_and_leave() {
     // SAFETY: ids, memberships and events are created and released here.
     unsafe {
         let ch = cm.create_channel().unwrap();
-        let p = cm.create_id(ch, null_mut(), RDMA_PS_UDP).unwrap();
+        let p = cm.create_id(Some(&ch), null_mut(), RDMA_PS_UDP).unwrap();
         let mut g = v4(0);
         g.bytes[4..8].copy_from_slice(&[239, 0, 0, 1]);
-        mcast::join(cm, p, g, mcast::JOIN_FLAG_FULLMEMBER, 0x42 as *mut c_void).unwrap();
-        assert!(f.logged().last().unwrap().starts_with(&format!("join {} 16 0 false", handle(p))));
-        let mc = with_ext(p, |x| x.mcs[0]) as u64;
-        let h = handle(p);
+        mcast::join(cm, &p, g, mcast::JOIN_FLAG_FULLMEMBER, 0x42 as *mut c_void).unwrap();
+        assert!(f.logged().last().unwrap().starts_with(&format!("join {} 16 0 false", handle(&p))));
+        let mc = Arc::as_ptr(&p.mcs.lock()[0]) as u64;
+        let h = handle(&p);
         f.push(h, Some(mc), |r| {
             r.event = RDMA_CM_EVENT_MULTICAST_JOIN;
             r.param.ud.qp_num = 0xFF_FFFF;
@@ -448,45 +451,61 @@ fn multicast_join_event_and_leave() {
             r.param.ud.ah_attr.dlid = 0xc001;
             r.param.ud.ah_attr.grh.dgid[0] = 0xff;
         });
-        let ev = cm::get_event(ch).unwrap();
-        let e = &(*ev).event;
+        let ev = cm::get_event(&ch).unwrap().ptr;
+        let e = &*ev;
         assert_eq!((e.event, e.status), (RDMA_CM_EVENT_MULTICAST_JOIN, 0));
-        assert_eq!(e.id, IdPriv::raw(p));
+        assert_eq!(e.id, p.raw());
         assert_eq!(e.param.ud.private_data as usize, 0x42, "the join's context");
         assert_eq!((e.param.ud.qp_num, e.param.ud.qkey, e.param.ud.ah_attr.dlid), (0xFF_FFFF, 0x1234, 0xc001));
         assert_eq!((*(mc as usize as *const mcast::Mc)).group.lock().1, 0xc001);
         let mut other = g;
         other.bytes[7] = 2;
-        assert_eq!(mcast::leave(cm, p, other).unwrap_err(), Errno::EADDRNOTAVAIL);
+        assert_eq!(mcast::leave(cm, &p, other).unwrap_err(), Errno::EADDRNOTAVAIL);
         // Leaving waits for the join event to be acked.
         let evp = ev as usize;
         let t = std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(50));
             // The event is live until acked here (inside the test's unsafe block).
-            let ok = cm::ack_event(cm, evp as *mut EventPriv);
+            let ok = cm::ack_event(cm, evp as *mut rdma_cm_event);
             assert!(ok);
         });
-        mcast::leave(cm, p, g).unwrap();
+        mcast::leave(cm, &p, g).unwrap();
         t.join().unwrap();
-        assert!(with_ext(p, |x| x.mcs.is_empty()));
+        assert!(p.mcs.lock().is_empty());
         // An error reports the context and nothing else.
-        mcast::join(cm, p, g, mcast::JOIN_FLAG_FULLMEMBER, 0x43 as *mut c_void).unwrap();
-        let mc = with_ext(p, |x| x.mcs[0]) as u64;
+        mcast::join(cm, &p, g, mcast::JOIN_FLAG_FULLMEMBER, 0x43 as *mut c_void).unwrap();
+        let mc = Arc::as_ptr(&p.mcs.lock()[0]) as u64;
         f.push(h, Some(mc), |r| {
             r.event = RDMA_CM_EVENT_MULTICAST_ERROR;
             r.status = (-libc::ENETUNREACH) as u32;
             r.param.ud.qp_num = 5;
         });
-        let ev = cm::get_event(ch).unwrap();
-        let e = &(*ev).event;
-        assert_eq!((e.event, e.status, e.id), (RDMA_CM_EVENT_MULTICAST_ERROR, -libc::ENETUNREACH, IdPriv::raw(p)));
+        let ev = cm::get_event(&ch).unwrap().ptr;
+        let e = &*ev;
+        assert_eq!((e.event, e.status, e.id), (RDMA_CM_EVENT_MULTICAST_ERROR, -libc::ENETUNREACH, p.raw()));
         assert_eq!((e.param.ud.private_data as usize, e.param.ud.qp_num), (0x43, 0));
         cm::ack_event(cm, ev);
-        mcast::leave(cm, p, g).unwrap();
+        mcast::leave(cm, &p, g).unwrap();
         // A membership left in place goes with the id.
-        mcast::join(cm, p, g, mcast::JOIN_FLAG_SENDONLY_FULLMEMBER, null_mut()).unwrap();
-        cm.destroy_id(p).unwrap();
-        Cm::destroy_channel(ch);
+        mcast::join(cm, &p, g, mcast::JOIN_FLAG_SENDONLY_FULLMEMBER, null_mut()).unwrap();
+        cm.destroy_id(&p).unwrap();
+        cm.destroy_channel(&ch);
+    }
+}
+
+/// What the C API copies out of an rdma_addrinfo (capi/qp.rs ep_info).
+fn ep(ai: &rdma_addrinfo) -> EpInfo {
+    // SAFETY: the test's addrinfo points at live buffers of these lengths.
+    let bytes = |p: *const u8, len: usize| if p.is_null() || len == 0 { Vec::new() } else { unsafe { std::slice::from_raw_parts(p, len) }.to_vec() };
+    EpInfo {
+        passive: ai.ai_flags & RAI_PASSIVE != 0,
+        port_space: ai.ai_port_space as u32,
+        qp_type: ai.ai_qp_type as u32,
+        src: Some(RawAddr::from_slice(&bytes(ai.ai_src_addr as *const u8, ai.ai_src_len as usize))),
+        dst: Some(RawAddr::from_slice(&bytes(ai.ai_dst_addr as *const u8, ai.ai_dst_len as usize))),
+        route: crate::cma::public::CPtr(ai.ai_route),
+        route_len: ai.ai_route_len,
+        connect: bytes(ai.ai_connect as *const u8, ai.ai_connect_len),
     }
 }
 
@@ -515,25 +534,26 @@ fn endpoints_bind_or_resolve_synchronously() {
         attr.cap.max_send_wr = 3;
         attr.qp_type = IBV_QPT_UD;
         let ai = addrinfo(RAI_PASSIVE, &src, &dst);
-        let p = create_ep(cm, &ai, 0x40 as *mut ibv_pd, &mut attr).unwrap();
-        assert!((*p).sync.load(Ordering::Acquire));
-        assert_eq!((*IdPriv::raw(p)).pd as usize, 0x40, "the caller's PD");
-        let kept = with_ext(p, |x| x.qp_init_attr).unwrap();
+        let mut attr = Vouched::new(attr);
+        let p = create_ep(cm, &ep(&ai), Vouched::new(0x40 as *mut ibv_pd), Some(&mut attr)).unwrap();
+        assert!(p.sync.load(Ordering::Acquire));
+        assert_eq!((*p.raw()).pd as usize, 0x40, "the caller's PD");
+        let kept = *p.conn.lock().qp_init_attr.unwrap().get();
         assert_eq!((kept.cap.max_send_wr, kept.qp_type), (3, IBV_QPT_RC), "the QP type of the addrinfo");
-        destroy_ep(cm, p);
-        assert!(!cm.id_is_live(p));
+        destroy_ep(cm, &p);
+        assert!(cm.id(p.raw()).is_err());
         // Active, without QP attributes: address and route resolved, the
         // connect data kept for rdma_connect.
         let mut ai = addrinfo(0, &src, &dst);
         let hdr = [9u8; 4];
         ai.ai_connect = hdr.as_ptr() as *mut c_void;
         ai.ai_connect_len = hdr.len();
-        let p = create_ep(cm, &ai, null_mut(), null_mut()).unwrap();
-        let id = IdPriv::raw(p);
+        let p = create_ep(cm, &ep(&ai), Vouched::new(null_mut()), None).unwrap();
+        let id = p.raw();
         assert_eq!((*(*id).event).event, RDMA_CM_EVENT_ROUTE_RESOLVED);
         assert!(!(*id).verbs.is_null());
-        assert_eq!((*p).conn.lock().connect, hdr);
-        destroy_ep(cm, p);
+        assert_eq!(p.conn.lock().connect, hdr);
+        destroy_ep(cm, &p);
     }
 }
 
@@ -543,9 +563,9 @@ fn udp_listener_requests_carry_ud_parameters() {
     // SAFETY: ids and events are created and released within the test.
     unsafe {
         let ch = cm.create_channel().unwrap();
-        let l = cm.create_id(ch, null_mut(), RDMA_PS_UDP).unwrap();
-        cm.bind(l, Some(v4(1))).unwrap();
-        listen(cm, l, 0).unwrap();
+        let l = cm.create_id(Some(&ch), null_mut(), RDMA_PS_UDP).unwrap();
+        cm.bind(&l, Some(v4(1))).unwrap();
+        listen(cm, &l, 0).unwrap();
         let h = {
             let mut st = f.st.lock();
             st.next_id += 1;
@@ -553,7 +573,7 @@ fn udp_listener_requests_carry_ud_parameters() {
             st.ids.insert(h, (0, 201, 0));
             h
         };
-        f.push(handle(l), None, |r| {
+        f.push(handle(&l), None, |r| {
             r.event = RDMA_CM_EVENT_CONNECT_REQUEST;
             r.id = h;
             r.param.ud.private_data[0] = b'u';
@@ -561,17 +581,17 @@ fn udp_listener_requests_carry_ud_parameters() {
             r.param.ud.qp_num = 0x42;
             r.param.ud.qkey = 0x0123_4567;
         });
-        let ev = cm::get_event(ch).unwrap();
-        let e = &(*ev).event;
-        assert_eq!((e.event, e.listen_id), (RDMA_CM_EVENT_CONNECT_REQUEST, IdPriv::raw(l)));
+        let ev = cm::get_event(&ch).unwrap().ptr;
+        let e = &*ev;
+        assert_eq!((e.event, e.listen_id), (RDMA_CM_EVENT_CONNECT_REQUEST, l.raw()));
         assert_eq!((e.param.ud.private_data_len, e.param.ud.qp_num, e.param.ud.qkey), (1, 0x42, 0x0123_4567));
         assert_eq!((*e.id).qp_type, IBV_QPT_UD);
-        let np = IdPriv::from_id(e.id);
+        let np = cm.id(e.id).unwrap();
         // A UD accept does not wait for an event.
-        accept(cm, np, Some(&param(b""))).unwrap();
+        accept(cm, &np, Some(&param(b""))).unwrap();
         cm::ack_event(cm, ev);
-        cm.destroy_id(np).unwrap();
-        cm.destroy_id(l).unwrap();
-        Cm::destroy_channel(ch);
+        cm.destroy_id(&np).unwrap();
+        cm.destroy_id(&l).unwrap();
+        cm.destroy_channel(&ch);
     }
 }
