@@ -10,6 +10,7 @@
 #   testbed.sh demo    host + image + boot, show our library at work beside upstream
 #   testbed.sh shell   boot to an interactive guest shell (debugging)
 #   testbed.sh report  print the report of the last run again (no boot)
+#   testbed.sh abi     our exports and header constants against the image's rdma-core (also in run)
 # Environment: RDMACM_VM_CACHE (image cache, default /var/cache/rdmacm-rs-vm),
 #   RDMACM_VM_WORK (per-run files, default <repo>/build/vm), VM_UPSTREAM_ONLY=1 (run without
 #   our library), VM_TIMEOUT (seconds for the whole VM, default 1500), VM_ONLY="name ..." (run
@@ -67,6 +68,12 @@ resolve(){   # writes $WORK/versions.txt and sets KEY, IMG (once per invocation)
     v=$(pkgver "$ks" "$P"); [ -n "$v" ] || die "package '$ks' not found in sid's Packages index"
     echo "kernel-source $ks"; echo "$ks $v"
   } > "$WORK/versions.txt.$$"
+  # upstream's development headers of the same rdma-core (not part of the image or its key):
+  # the constants check compares our headers with them
+  for p in librdmacm-dev libibverbs-dev; do
+    v=$(pkgver "$p" "$P"); [ -n "$v" ] || die "package '$p' not found in sid's Packages index"
+    echo "$p $v $(awk -v p="$p" '$0=="Package: "p{f=1;next} f&&/^Filename:/{print $2;exit} f&&/^$/{f=0}' "$P")"
+  done > "$WORK/dev-debs.txt"
   rm -f "$P"; mv "$WORK/versions.txt.$$" "$WORK/versions.txt"
   KEY=$( { cat "$WORK/versions.txt"; sha256sum < "$VM_DIR/build-image.sh"; } | sha256sum | cut -c1-16)
   IMG=$CACHE/$KEY; _TB_RESOLVED=1
@@ -305,6 +312,7 @@ report(){
   if ! grep -qx END "$R"; then problems+=("suite did not complete (no END in results; VM exit $VM_RC)")
   elif [ "$VM_RC" != 0 ]; then problems+=("VM exit status $VM_RC"); fi
   [ $flaky = 0 ] || echo "upstream flakiness: $flaky upstream run(s) timed out once and were retried (runs of ours never are)"
+  problems+=("${UPABI_PROBLEMS[@]}")
   if [ ${#problems[@]} -gt 0 ]; then
     echo; echo "== test bed problems (each counts as a failure)"; printf '  FAIL %s\n' "${problems[@]}"
     failed=$((failed+${#problems[@]}))
@@ -314,15 +322,42 @@ report(){
   [ $failed = 0 ]
 }
 
+# --- upstream's ABI of the image's rdma-core: our exports and header constants against it ------
+UPABI_PROBLEMS=()
+upstream_abi(){
+  local D=$IMG/upstream-abi t p v f out
+  if [ ! -f "$D/done" ]; then
+    t=$IMG/upstream-abi.tmp.$$; rm -rf "$t"; mkdir -p "$t/dev"
+    (cd "$t" && cpio -id --quiet 'usr/lib/x86_64-linux-gnu/librdmacm.so.1*' < "$IMG/rootfs.cpio")
+    while read -r p v f; do
+      [ "$v" = "$(awk '$1=="librdmacm1t64"{print $2}' "$WORK/versions.txt")" ] ||
+        die "$p $v is not the image's rdma-core ($(grep librdmacm1t64 "$WORK/versions.txt"))"
+      curl -sSfL --retry 3 -o "$t/$p.deb" "$MIRROR/$f" || die "cannot download $MIRROR/$f"
+      dpkg-deb -x "$t/$p.deb" "$t/dev"; rm -f "$t/$p.deb"
+    done < "$WORK/dev-debs.txt"
+    touch "$t/done"; mv -T "$t" "$D" 2>/dev/null || rm -rf "$t"
+  fi
+  say "upstream ABI of the image (rdma-core $(awk '$1=="librdmacm1t64"{print $2}' "$WORK/versions.txt")): exports and header constants"
+  if ! out=$("$REPO/ctest/check-symbols-upstream.sh" "$OURS_LIB/librdmacm.so.1" "$D/usr/lib/x86_64-linux-gnu/librdmacm.so.1" 2>&1); then
+    UPABI_PROBLEMS+=("exports against the image's librdmacm: $(echo $out)"); fi
+  echo "$out" >&2
+  if ! out=$(B=$WORK/abi "$REPO/ctest/check-constants.sh" "$D/dev/usr/include" 2>&1); then
+    UPABI_PROBLEMS+=("header constants against the image's rdma-core headers: $(echo $out)"); fi
+  echo "$out" >&2
+}
+
 cmd_run(){
   ours_state; resolve
   [ -f "$IMG/rootfs.cpio" ] || die "no image for key $KEY in $CACHE (run: $0 image)"
   say "image $KEY: $(grep -E '^(kernel|rdma-core)' "$IMG/manifest.txt" | tr '\n' ' ')"
   say "ours: $OURS_STATE ($OURS_LIB)"
+  [ "$OURS_STATE" = built ] && [ -z "${VM_UPSTREAM_ONLY:-}" ] && upstream_abi
   boot suite
   say "elapsed in this invocation: ${SECONDS}s (VM ${VM_WALL}s)"
   report
 }
+cmd_abi(){ ours_state; resolve; [ -f "$IMG/rootfs.cpio" ] || die "no image for key $KEY (run: $0 image)"; upstream_abi
+  [ ${#UPABI_PROBLEMS[@]} = 0 ] || { printf 'FAIL %s\n' "${UPABI_PROBLEMS[@]}"; return 1; }; }
 cmd_check(){ cmd_host; ours_state; cmd_image; cmd_run; }   # report's line stays the last one
 cmd_report(){ RUN=$WORK/suite; VM_RC=0; grep -aq '^@@DONE' "$RUN/console.log" 2>/dev/null || VM_RC=unknown; report; }
 cmd_shell(){ VM_UPSTREAM_ONLY=${VM_UPSTREAM_ONLY:-1}; ours_state; resolve; boot shell; }
@@ -335,6 +370,6 @@ cmd_demo(){
 }
 
 case ${1:-} in
-  host|key|image|run|check|demo|shell|report) c=$1; shift; "cmd_$c" "$@";;
+  host|key|image|abi|run|check|demo|shell|report) c=$1; shift; "cmd_$c" "$@";;
   *) awk 'NR>1 && !/^#/{exit} NR>1{sub(/^# ?/,""); print}' "$0"; exit 2;;
 esac
