@@ -44,3 +44,6 @@ for c in "" removal; do
       if grep -q "ERROR: \(Leak\|Address\)Sanitizer" /tmp/cm_resolve_asan.err; then cat /tmp/cm_resolve_asan.err >&2; exit 1; fi
       echo "no sanitizer reports (rc=$rc)"; exit $rc'
 done
+
+# rdma_event_str of every event type and of values outside the enumeration (ctest/vm/event_str.c)
+t --cmp event_str 30 /extra/bin/event_str
