@@ -10,11 +10,11 @@
 # preference, numb_path): those fields are masked in that comparison only.
 # A missing binary is not skipped: the test runs and fails (make vm-bin builds them all).
 t --cmp cm_resolve 300 /extra/bin/cm_resolve
-  t --cmp --filter 's/ sgid=[^ ]* dgid=[^ ]* pkey=0x[0-9a-f]* num_paths/ sgid=? dgid=? pkey=? num_paths/; s/dlid=[0-9]* slid=[0-9]*/dlid=? slid=?/; s/pref=[0-9]* rev=\([0-9]*\) nump=[0-9]*/pref=? rev=\1 nump=?/' \
-    cm_resolve_legacy 300 env RDMACM_RS_FORCE_LEGACY_UCMA=1 /extra/bin/cm_resolve devices channel \
-    port_spaces v4 v4_udp v6 src src_port bound bound6 wildcard wildcard6 loopback siw siw_bound no_neigh \
-    no_route no_route6 mismatch mismatch_bound linklocal sync sync_errors sync_twice bad_args unacked \
-    destroy_waits migrate many
+t --cmp --filter 's/ sgid=[^ ]* dgid=[^ ]* pkey=0x[0-9a-f]* num_paths/ sgid=? dgid=? pkey=? num_paths/; s/dlid=[0-9]* slid=[0-9]*/dlid=? slid=?/; s/pref=[0-9]* rev=\([0-9]*\) nump=[0-9]*/pref=? rev=\1 nump=?/' \
+  cm_resolve_legacy 300 env RDMACM_RS_FORCE_LEGACY_UCMA=1 /extra/bin/cm_resolve devices channel \
+  port_spaces v4 v4_udp v6 src src_port bound bound6 wildcard wildcard6 loopback siw siw_bound no_neigh \
+  no_route no_route6 mismatch mismatch_bound linklocal sync sync_errors sync_twice bad_args unacked \
+  destroy_waits migrate many
 
 # cmtime's resolution phases with our library on the active side (issue 5, item 7): the
 # passive side is always upstream's (env -u LD_LIBRARY_PATH), the client runs with the variant.
@@ -39,10 +39,10 @@ t --cmp cm_removal 120 /extra/bin/cm_resolve removal
 # (cm_resolve_asan, static runtime): destroying ids with unacked events and removing a device
 # under live ids must neither hang (the timeout) nor leak or touch freed memory.
 for c in "" removal; do
-    t cm_resolve_leaks${c:+_$c} 300 bash -c '
-      ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 /extra/bin/cm_resolve_asan '"$c"' > /dev/null 2> /tmp/cm_resolve_asan.err; rc=$?
-      if grep -q "ERROR: \(Leak\|Address\)Sanitizer" /tmp/cm_resolve_asan.err; then cat /tmp/cm_resolve_asan.err >&2; exit 1; fi
-      echo "no sanitizer reports (rc=$rc)"; exit $rc'
+  t cm_resolve_leaks${c:+_$c} 300 bash -c '
+    ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 /extra/bin/cm_resolve_asan '"$c"' > /dev/null 2> /tmp/cm_resolve_asan.err; rc=$?
+    if grep -q "ERROR: \(Leak\|Address\)Sanitizer" /tmp/cm_resolve_asan.err; then cat /tmp/cm_resolve_asan.err >&2; exit 1; fi
+    echo "no sanitizer reports (rc=$rc)"; exit $rc'
 done
 
 # rdma_event_str of every event type and of values outside the enumeration (ctest/vm/event_str.c)
