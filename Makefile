@@ -2,6 +2,7 @@
 # rdmacm-rs: build, test, install.
 #
 #   make               build build/lib/librdmacm.so.1 (release)
+#   make deps          install what building and testing need (scripts/deps.sh)
 #   make check         everything: Rust tests, ABI/header/table checks, the C
 #                      harness (plain and ASan), install test, the VM test bed
 #   make check-host    the same without the VM
@@ -28,7 +29,7 @@ CWARN   := -Wall -Wextra -Werror
 OURS_INC := -Iinclude
 .PHONY: all lib header check check-host test-rust check-symbols check-header \
         check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke vm-bin \
-        check-symbols-upstream check-constants check-ratchet \
+        check-symbols-upstream check-constants check-ratchet deps \
         vm-check demo bench install uninstall clean tools
 
 all: lib
@@ -55,7 +56,12 @@ header: tools
 	$(CBINDGEN) --quiet --config cbindgen-rsocket.toml --crate rdmacm -o include/rdma/rsocket.h
 	$(CBINDGEN) --quiet --config cbindgen-gid.toml --crate rdmacm -o include/infiniband/gid_reachable.h
 
-check: check-host vm-check
+# make check and make demo first make sure the machine has what they need (deps), then run.
+deps:
+	scripts/deps.sh
+
+check: deps
+	$(MAKE) check-host vm-check
 
 check-host: check-ratchet test-rust check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke
 
@@ -151,7 +157,8 @@ vm-bin: lib $(B)/ctest/harness-ours
 vm-check: lib vm-bin
 	vm/testbed.sh check
 
-demo: lib vm-bin
+demo: deps
+	$(MAKE) lib vm-bin
 	vm/testbed.sh demo
 
 bench: lib vm-bin
