@@ -2,6 +2,7 @@
 # rdmacm-rs: build, test, install.
 #
 #   make               build build/lib/librdmacm.so.1 (release)
+#   make deps          install what building and testing need (scripts/deps.sh)
 #   make check         everything: Rust tests, ABI/header/table checks, the C
 #                      harness (plain and ASan), install test, the VM test bed
 #   make check-host    the same without the VM
@@ -28,6 +29,7 @@ CWARN   := -Wall -Wextra -Werror
 OURS_INC := -Iinclude
 .PHONY: all lib header check check-host test-rust check-symbols check-header \
         check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke vm-bin \
+        check-symbols-upstream check-constants check-ratchet deps \
         vm-check demo bench install uninstall clean tools
 
 all: lib
@@ -54,15 +56,36 @@ header: tools
 	$(CBINDGEN) --quiet --config cbindgen-rsocket.toml --crate rdmacm -o include/rdma/rsocket.h
 	$(CBINDGEN) --quiet --config cbindgen-gid.toml --crate rdmacm -o include/infiniband/gid_reachable.h
 
-check: check-host vm-check
+# make check and make demo first make sure the machine has what they need (deps), then run.
+deps:
+	scripts/deps.sh
 
-check-host: test-rust check-symbols check-header check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke
+check: deps
+	$(MAKE) check-host vm-check
+
+check-host: check-ratchet test-rust check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke
 
 test-rust:
 	$(CARGO) test --locked --lib
 
 check-symbols: lib
 	ctest/check-symbols.sh $(B)/lib/librdmacm.so.1 abi/rdmacm.symbols
+
+# Every export of the system's (upstream's) librdmacm is exported by ours with the same
+# version (vm/testbed.sh also checks against the VM image's newer rdma-core).
+check-symbols-upstream: lib
+	ctest/check-symbols-upstream.sh $(B)/lib/librdmacm.so.1
+
+# The value of every enum constant and #define of upstream's installed public headers,
+# compiled against upstream's headers and against ours, must be the same (also against the
+# VM image's rdma-core headers in vm/testbed.sh).
+check-constants:
+	ctest/check-constants.sh
+
+# A ratchet/allow-list entry added since .ci/ratchet-base must be named (Ratchet-Add: ...)
+# in the message of the commit that added it.
+check-ratchet:
+	ctest/check-ratchet.sh
 
 check-header: tools
 	CBINDGEN=$(CBINDGEN) ctest/check-header.sh
@@ -134,7 +157,8 @@ vm-bin: lib $(B)/ctest/harness-ours
 vm-check: lib vm-bin
 	vm/testbed.sh check
 
-demo: lib vm-bin
+demo: deps
+	$(MAKE) lib vm-bin
 	vm/testbed.sh demo
 
 bench: lib vm-bin

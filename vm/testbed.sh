@@ -10,9 +10,10 @@
 #   testbed.sh demo    host + image + boot, show our library at work beside upstream
 #   testbed.sh shell   boot to an interactive guest shell (debugging)
 #   testbed.sh report  print the report of the last run again (no boot)
+#   testbed.sh abi     our exports and header constants against the image's rdma-core (also in run)
 # Environment: RDMACM_VM_CACHE (image cache, default /var/cache/rdmacm-rs-vm),
 #   RDMACM_VM_WORK (per-run files, default <repo>/build/vm), VM_UPSTREAM_ONLY=1 (run without
-#   our library), VM_TIMEOUT (seconds for the whole VM, default 1500), VM_ONLY="name ..." (run
+#   our library), VM_TIMEOUT (seconds for the whole VM, default 3000), VM_ONLY="name ..." (run
 #   only these tests), RDMACM_VM_MIRROR (Debian mirror).
 set -euo pipefail
 _TB_RESOLVED=
@@ -67,6 +68,12 @@ resolve(){   # writes $WORK/versions.txt and sets KEY, IMG (once per invocation)
     v=$(pkgver "$ks" "$P"); [ -n "$v" ] || die "package '$ks' not found in sid's Packages index"
     echo "kernel-source $ks"; echo "$ks $v"
   } > "$WORK/versions.txt.$$"
+  # upstream's development headers of the same rdma-core (not part of the image or its key):
+  # the constants check compares our headers with them
+  for p in librdmacm-dev libibverbs-dev; do
+    v=$(pkgver "$p" "$P"); [ -n "$v" ] || die "package '$p' not found in sid's Packages index"
+    echo "$p $v $(awk -v p="$p" '$0=="Package: "p{f=1;next} f&&/^Filename:/{print $2;exit} f&&/^$/{f=0}' "$P")"
+  done > "$WORK/dev-debs.txt"
   rm -f "$P"; mv "$WORK/versions.txt.$$" "$WORK/versions.txt"
   KEY=$( { cat "$WORK/versions.txt"; sha256sum < "$VM_DIR/build-image.sh"; } | sha256sum | cut -c1-16)
   IMG=$CACHE/$KEY; _TB_RESOLVED=1
@@ -105,12 +112,15 @@ mk_extra(){ # $1 = run dir, $2 = mode
   rm -rf "$X"; mkdir -p "$X/extra/vm" "$X/extra/bin" "$X/extra/ours/lib"
   cp "$VM_DIR/guest/init" "$X/init"; chmod 755 "$X/init"
   cp -a "$VM_DIR/guest" "$VM_DIR/suite.sh" "$X/extra/vm/"; mkdir -p "$X/extra/vm/suite.d"
-  cp -a "$VM_DIR"/suite.d/. "$X/extra/vm/suite.d/" 2>/dev/null || true
+  cp -a "$VM_DIR"/suite.d/. "$X/extra/vm/suite.d/"
   if [ "$OURS_STATE" = built ] && [ -z "${VM_UPSTREAM_ONLY:-}" ]; then
     cp -a "$OURS_LIB"/librdmacm.so* "$X/extra/ours/lib/"
     [ -e "$X/extra/ours/lib/librdmacm.so.1" ] || die "copy of our library failed"
   fi
-  [ -d "$VM_BIN" ] && cp -a "$VM_BIN"/. "$X/extra/bin/"
+  # the test programs: a missing build/vm-bin is an error (make vm-bin), not a reason to skip
+  if [ -d "$VM_BIN" ] && [ -x "$VM_BIN/whichlib" ]; then cp -a "$VM_BIN"/. "$X/extra/bin/"
+  elif [ "$2" = suite ]; then die "$VM_BIN/whichlib missing: build the test programs first (make vm-bin)"
+  else say "WARNING: no $VM_BIN (make vm-bin): the $2 runs without the project's test programs"; fi
   { echo "ONLY='${VM_ONLY:-}'"; echo "BENCH='${VM_BENCH:-}'"; [ -n "${VM_UPSTREAM_ONLY:-}" ] && echo "UPSTREAM_ONLY=1"; true; } > "$X/extra/config.sh"
   (cd "$X" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) > "$R/extra.cpio"
 }
@@ -122,7 +132,7 @@ boot(){ # $1 = mode (suite|demo|shell); uses $IMG; run dir $RUN
   rm -rf "$RUN"; mkdir -p "$RUN/share"; chmod 777 "$RUN/share"
   mk_extra "$RUN" "$mode"
   cat "$IMG/rootfs.cpio" "$RUN/extra.cpio" > "$RUN/initrd.img"   # rootfs.cpio is 4-byte padded
-  say "booting (qemu TCG, timeout ${VM_TIMEOUT:-1500}s), console log: $RUN/console.log"
+  say "booting (qemu TCG, timeout ${VM_TIMEOUT:-3000}s), console log: $RUN/console.log"
   local serial=(-nographic); [ "$mode" = shell ] || serial=(-display none -serial stdio -monitor none)
   set +e
   if [ "$mode" = shell ]; then
@@ -131,11 +141,11 @@ boot(){ # $1 = mode (suite|demo|shell); uses $IMG; run dir $RUN
       -virtfs local,path="$RUN/share",mount_tag=hostshare,security_model=none
     rc=$?
   else
-    timeout -k 10 "${VM_TIMEOUT:-1500}" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 2G -nic none \
+    timeout -k 10 "${VM_TIMEOUT:-3000}" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 2G -nic none \
       "${serial[@]}" -no-reboot -kernel "$IMG/vmlinuz" -initrd "$RUN/initrd.img" \
       -append "console=ttyS0 panic=-1 quiet vmtest=$mode" \
       -virtfs local,path="$RUN/share",mount_tag=hostshare,security_model=none < /dev/null 2>&1 |
-      sed -u 's/\r//g' | tee "$RUN/console.log" | grep -a --line-buffered -E '^@@(T |BEGIN|RESULT|SKIP|WARN|DONE|DEMO)' >&2
+      sed -u 's/\r//g' | tee "$RUN/console.log" | grep -a --line-buffered -E '^@@(T |BEGIN|RESULT|RETRY|SKIP|SUITEERR|WARN|DONE|DEMO)' >&2
     rc=${PIPESTATUS[0]}
   fi
   set -e
@@ -144,65 +154,139 @@ boot(){ # $1 = mode (suite|demo|shell); uses $IMG; run dir $RUN
   say "qemu exit $rc after ${VM_WALL}s$([ $rc = 124 ] && echo ' (VM TIMEOUT)')"
 }
 
-# --- report: table + ratchet ---------------------------------------------------------------
+# --- report: manifest, table, ratchet ------------------------------------------------------
 listed(){ # file name variant -> prints reason, status 0 if listed
   awk -v n="$2" -v v="$3" '/^[ \t]*(#|$)/{next} {k=$1; $1=""; sub(/^[ \t]+/,"")}
     k==n":"v || (k==n && v!="upstream") || (k==n && FILENAME ~ /upstream/) {print ($0==""?"(no reason given)":$0); f=1; exit}
     END{exit !f}' "$1"
 }
+fmode(){ # name variant -> "rc=.. srv_rc=..: first line of stderr (client, else server)"
+  local b=$RUN/share/out/$1.$2 l
+  l=$(cat "$b.err" "$b.srv.err" 2>/dev/null | grep -m1 -v '^[[:space:]]*$' | cut -c1-110)
+  echo "rc=${S[$1.$2.rc]:-?} srv_rc=${S[$1.$2.srv_rc]:-?}${l:+: $l}"
+}
+signalled(){ # status -> 0 if it says "ended by a signal" (128+N, N <= 64) and the harness'
+  # timeout did not send it (124: timeout's TERM; 137: its KILL); 255 is exit(-1), not a signal
+  case $1 in 124|137|-|'') return 1;; esac
+  [ "$1" -gt 128 ] 2>/dev/null && [ "$1" -le 192 ]
+}
+crashed(){ # name variant -> 0 if a process ended on a signal the harness did not send
+  signalled "${S[$1.$2.rc]:--}" && return 0
+  [ "${S[$1.$2.killed]:-0}" = 1 ] && return 1     # the harness stopped the server itself
+  signalled "${S[$1.$2.srv_rc]:--}"
+}
 report(){
-  local R=$RUN/share/results.txt KF=$VM_DIR/known-failures.txt UF=$VM_DIR/upstream-failures.txt
+  local R=$RUN/share/results.txt KF=$VM_DIR/known-failures.txt UF=$VM_DIR/upstream-failures.txt MF=$VM_DIR/tests.txt
   touch "$KF" "$UF"
-  local passed=0 failed=0 notes=() n v st u o p c line names=() ours_any=0
-  declare -A S
+  local passed=0 failed=0 notes=() n v st u o p c line names=() ours_any=0 problems=() flaky=0 f
+  declare -A S M_VARS M_CMP M_FLAGS
+  local m_names=()
   if [ ! -f "$R" ]; then
     echo "no results file ($R): the guest did not run the suite (qemu exit $VM_RC); console tail:"
     tail -n 25 "$RUN/console.log" 2>/dev/null | sed 's/^/   /'; echo "0 passed, 1 failed"; return 1; fi
+  [ -f "$MF" ] || { echo "no test manifest $MF"; echo "0 passed, 1 failed"; return 1; }
+  while read -r n v c f _; do
+    [[ -z $n || $n == \#* ]] && continue
+    [ -z "${M_VARS[$n]:-}" ] || problems+=("$n listed twice in tests.txt")
+    M_VARS[$n]=$v; M_CMP[$n]=$c; M_FLAGS[$n]=$f; m_names+=("$n")
+  done < "$MF"
+  # what this run was asked to do (written by mk_extra)
+  local ONLY_= BENCH_= UPONLY_= shipped=0
+  if [ -f "$RUN/xtra/extra/config.sh" ]; then
+    ONLY_=$(. "$RUN/xtra/extra/config.sh"; echo "${ONLY:-}"); BENCH_=$(. "$RUN/xtra/extra/config.sh"; echo "${BENCH:-}")
+    UPONLY_=$(. "$RUN/xtra/extra/config.sh"; echo "${UPSTREAM_ONLY:-}")
+  fi
+  [ -e "$RUN/xtra/extra/ours/lib/librdmacm.so.1" ] && [ -z "$UPONLY_" ] && shipped=1
   echo; echo "== environment (from the guest)"
   sed -n 's/^INFO /  /p' "$R"
   while read -r line; do
     set -- $line
     case $1 in
       RESULT) n=$2 v=$3
-              if [ -n "${S[$n.$v]:-}" ]; then echo "duplicate test name: $n ($v) - names must be unique"; failed=$((failed+1)); fi
-              S[$n.$v]=$4; S[$n.cmp]=${8#cmp=}; if [ "${9:-try=1}" = try=2 ]; then S[$n.$v.retried]=1; fi
+              if [ -n "${S[$n.$v]:-}" ]; then problems+=("duplicate result: $n ($v) ran twice"); fi
+              S[$n.$v]=$4; shift 4
+              for kv in "$@"; do S[$n.$v.${kv%%=*}]=${kv#*=}; done
+              S[$n.cmp]=${S[$n.$v.cmp]:-0}
               [[ " ${names[*]} " == *" $n "* ]] || names+=("$n"); [ "$v" = upstream ] || ours_any=1;;
-      SKIP) n=$2; S[$n.skip]=${line#SKIP $n }; [[ " ${names[*]} " == *" $n "* ]] || names+=("$n");;
+      SKIP) n=$2; [ -z "${S[$n.skip]:-}" ] || problems+=("duplicate skip: $n")
+            S[$n.skip]=${line#SKIP $n }; [[ " ${names[*]} " == *" $n "* ]] || names+=("$n");;
+      SUITEERR) problems+=("suite file failed: ${line#SUITEERR }");;
     esac
   done < "$R"
+  # --- the manifest: nothing missing, nothing unlisted, no unexplained skip
+  local want wv expected=() sel
+  for n in $ONLY_; do [ -n "${M_VARS[$n]:-}" ] || problems+=("VM_ONLY names '$n', which is not in tests.txt"); done
+  for n in "${m_names[@]}"; do
+    sel=1
+    [ "${M_FLAGS[$n]}" = bench ] && [ -z "$BENCH_" ] && sel=0
+    if [ -n "$ONLY_" ] && [[ " $ONLY_ " != *" $n "* ]]; then sel=0; fi
+    [ $sel = 1 ] || continue
+    expected+=("$n")
+    if [ -n "${S[$n.skip]:-}" ]; then
+      local pat=${M_FLAGS[$n]#skip-ok=}
+      if [[ ${M_FLAGS[$n]} == skip-ok=* ]] && [[ ${S[$n.skip]} =~ $pat ]]; then :; else
+        problems+=("$n skipped (${S[$n.skip]}): tests.txt allows no such skip"); fi
+      for v in upstream ours preload; do [ -z "${S[$n.$v]:-}" ] || problems+=("$n both skipped and run ($v)"); done
+      continue
+    fi
+    want=upstream; [ $shipped = 1 ] && want+=" ours"
+    [ $shipped = 1 ] && [[ ,${M_VARS[$n]}, == *,preload,* ]] && want+=" preload"
+    for wv in $want; do [ -n "${S[$n.$wv]:-}" ] || problems+=("missing: $n ($wv) has no result"); done
+    for wv in upstream ours preload; do
+      [ -n "${S[$n.$wv]:-}" ] || continue
+      [[ " $want " == *" $wv "* ]] || problems+=("unlisted variant: $n ran as $wv, tests.txt says ${M_VARS[$n]}")
+      [ "${S[$n.$wv.cmp]}" = "$([ "${M_CMP[$n]}" = yes ] && echo 1 || echo 0)" ] ||
+        problems+=("$n ($wv): --cmp is ${S[$n.$wv.cmp]}, tests.txt says cmp ${M_CMP[$n]}")
+      [ "${S[$n.$wv.lib]:-}" = ok ] || problems+=("$n ($wv): wrong librdmacm loaded: $(grep -m1 'LIBCHECK FAIL' "$RUN/share/out/$n.$wv.log" 2>/dev/null || echo "lib=${S[$n.$wv.lib]:-none}")")
+      if [ "${S[$n.$wv.try]:-1}" != 1 ]; then
+        if [ "$wv" = upstream ]; then flaky=$((flaky+1)); else problems+=("$n ($wv) was retried: runs of ours never are"); fi
+      fi
+    done
+  done
+  for n in "${names[@]}"; do [[ " ${expected[*]} " == *" $n "* ]] || problems+=("unlisted: $n ran but is not expected (tests.txt, VM_ONLY, bench)"); done
   cmpres(){ # name variant -> SAME|DIFF|""
     [ "${S[$1.cmp]:-0}" = 1 ] || return 0
     local a=$RUN/share/out/$1.upstream.cmp b=$RUN/share/out/$1.$2.cmp
-    [ -e "$a" ] && [ -e "$b" ] || return 0
+    [ -e "$a" ] && [ -e "$b" ] || { echo DIFF; return 0; }
     if cmp -s "$a" "$b"; then echo SAME; else echo DIFF; fi
   }
   echo; echo "== side by side (librdmacm: upstream = guest's rdma-core, ours = LD_LIBRARY_PATH, preload = LD_PRELOAD)"
   printf '%-28s | %-8s | %-13s | %-13s | %s\n' test upstream ours preload note
   printf '%s\n' "-----------------------------+----------+---------------+---------------+-----------------------------"
+  local modes=()
   for n in "${names[@]}"; do
     if [ -n "${S[$n.skip]:-}" ]; then
       printf '%-28s | %-8s | %-13s | %-13s | %s\n' "$n" SKIP SKIP - "skipped: ${S[$n.skip]}"; continue; fi
-    u=${S[$n.upstream]:-MISSING}; local note="" why cells=() lastwhy=
+    u=${S[$n.upstream]:-MISSING}; local note="" why cells=() lastwhy= ujudge=1
     if [ "$u" != PASS ]; then
-      if why=$(listed "$UF" "$n" upstream); then note="upstream fails: $why"
+      if why=$(listed "$UF" "$n" upstream); then note="upstream fails: $why"; ujudge=0
         [ $ours_any = 1 ] || passed=$((passed+1))
-      else note="UNEXPECTED upstream $u (not in upstream-failures.txt)"; failed=$((failed+1)); fi
+        modes+=("$n: upstream $u $(fmode "$n" upstream)")
+      else note="UNEXPECTED upstream $u (not in upstream-failures.txt)"; failed=$((failed+1)); notes+=("$n.upstream"); fi
     elif why=$(listed "$UF" "$n" upstream); then
       note="upstream now passes, remove it from upstream-failures.txt"; failed=$((failed+1))
     elif [ $ours_any = 0 ]; then passed=$((passed+1)); fi
-    if [ -n "${S[$n.upstream.retried]:-}" ]; then note+="${note:+; }upstream: first run timed out, retried"; fi
+    if [ "${S[$n.upstream.try]:-1}" = 2 ]; then note+="${note:+; }upstream flaky: first run timed out, retried"; fi
     for v in ours preload; do
       o=${S[$n.$v]:-}; [ -n "$o" ] || { cells+=("-"); continue; }
-      if [ -n "${S[$n.$v.retried]:-}" ]; then note+="${note:+; }$v: first run timed out, retried"; fi
       c=$(cmpres "$n" "$v"); cells+=("$o${c:+ $c}")
-      [ "$u" = PASS ] || continue          # upstream cannot run it here: ours is not judged
+      if [ $ujudge = 0 ]; then
+        # upstream cannot pass it here: ours must still neither hang nor crash
+        local um om; um=$(fmode "$n" upstream); om=$(fmode "$n" "$v")
+        modes+=("$n: $v $o $om ($([ "${S[$n.upstream]} $um" = "$o $om" ] && echo "the same failure as upstream" || echo "fails differently from upstream"))")
+        if [ "$o" = TIMEOUT ]; then failed=$((failed+1)); note+="; $v: HANG (timed out)"; notes+=("$n.$v")
+        elif crashed "$n" "$v"; then failed=$((failed+1)); note+="; $v: CRASH (killed by a signal)"; notes+=("$n.$v")
+        else passed=$((passed+1)); note+="; $v: judged on crash/hang only: $o"; fi
+        continue
+      fi
       local eff=$o; [ "$o" = PASS ] && [ "$c" = DIFF ] && eff=DIFF
       if [ "$eff" = PASS ]; then
         if why=$(listed "$KF" "$n" "$v"); then failed=$((failed+1))
           note+="${note:+; }$v: now passes, remove it from known-failures.txt"
         else passed=$((passed+1)); fi
       else
-        if why=$(listed "$KF" "$n" "$v"); then passed=$((passed+1))
+        if [ "${S[$n.$v.lib]:-}" != ok ]; then failed=$((failed+1)); note+="${note:+; }$v: WRONG LIBRARY"; notes+=("$n.$v")
+        elif why=$(listed "$KF" "$n" "$v"); then passed=$((passed+1))
           if [ "$v" = preload ] && [ "$why" = "${lastwhy:-}" ]; then note+="; preload: known (same)"
           else note+="${note:+; }$v: known: $why"; fi; lastwhy=$why
         else failed=$((failed+1)); note+="${note:+; }$v: UNEXPECTED $eff (not in known-failures.txt)"
@@ -211,19 +295,58 @@ report(){
     done
     printf '%-28s | %-8s | %-13s | %-13s | %s\n' "$n" "$u" "${cells[0]}" "${cells[1]}" "$note"
   done
+  if [ ${#modes[@]} -gt 0 ]; then
+    echo; echo "== failure modes where upstream fails (ours judged on crash and hang only)"
+    printf '  %s\n' "${modes[@]}"
+  fi
   for n in "${notes[@]}"; do   # show what went wrong for unexpected failures
-    echo; echo "-- $n: $RUN/share/out/$n.log (tail)"; tail -n 15 "$RUN/share/out/$n.log" 2>/dev/null | sed 's/^/   /'
+    # (display only; under set -e/pipefail a failing diff or a missing log must not end the report)
+    echo; echo "-- $n: $RUN/share/out/$n.log (tail)"
+    if [ -e "$RUN/share/out/$n.log" ]; then tail -n 15 "$RUN/share/out/$n.log" | sed 's/^/   /'; else echo "   (no log)"; fi
     local a=$RUN/share/out/${n%.*}.upstream.cmp b=$RUN/share/out/$n.cmp
-    [ -e "$a" ] && [ -e "$b" ] && ! cmp -s "$a" "$b" && { echo "   diff upstream ours:"; diff "$a" "$b" | head -20 | sed 's/^/   /'; }
+    if [ -e "$a" ] && [ -e "$b" ] && ! cmp -s "$a" "$b"; then
+      echo "   diff upstream ours:"; (diff "$a" "$b" || :) | head -20 | sed 's/^/   /'; fi
   done
   local k; for k in $(awk '!/^[ \t]*(#|$)/{sub(/:.*/,"",$1); print $1}' "$KF" "$UF" | sort -u); do
+    [ -n "${M_VARS[$k]:-}" ] || problems+=("'$k' is listed in known-/upstream-failures.txt but not in tests.txt")
+    [[ " ${expected[*]} " == *" $k "* ]] || [[ " ${names[*]} " == *" $k "* ]] || continue
     [[ " ${names[*]} " == *" $k "* ]] || echo "warning: '$k' is listed in known-/upstream-failures.txt but did not run"
   done
-  if ! grep -qx END "$R"; then echo "suite did not complete (no END in results; VM exit $VM_RC)"; failed=$((failed+1));
-  elif [ "$VM_RC" != 0 ]; then echo "VM exit status $VM_RC"; failed=$((failed+1)); fi
+  if ! grep -qx END "$R"; then problems+=("suite did not complete (no END in results; VM exit $VM_RC)")
+  elif [ "$VM_RC" != 0 ]; then problems+=("VM exit status $VM_RC"); fi
+  [ $flaky = 0 ] || echo "upstream flakiness: $flaky upstream run(s) timed out once and were retried (runs of ours never are)"
+  problems+=("${UPABI_PROBLEMS[@]}")
+  if [ ${#problems[@]} -gt 0 ]; then
+    echo; echo "== test bed problems (each counts as a failure)"; printf '  FAIL %s\n' "${problems[@]}"
+    failed=$((failed+${#problems[@]}))
+  fi
   echo; echo "logs: $RUN/share/out/  console: $RUN/console.log"
   echo "$passed passed, $failed failed"
   [ $failed = 0 ]
+}
+
+# --- upstream's ABI of the image's rdma-core: our exports and header constants against it ------
+UPABI_PROBLEMS=()
+upstream_abi(){
+  local D=$IMG/upstream-abi t p v f out
+  if [ ! -f "$D/done" ]; then
+    t=$IMG/upstream-abi.tmp.$$; rm -rf "$t"; mkdir -p "$t/dev"
+    (cd "$t" && cpio -id --quiet 'usr/lib/x86_64-linux-gnu/librdmacm.so.1*' < "$IMG/rootfs.cpio")
+    while read -r p v f; do
+      [ "$v" = "$(awk '$1=="librdmacm1t64"{print $2}' "$WORK/versions.txt")" ] ||
+        die "$p $v is not the image's rdma-core ($(grep librdmacm1t64 "$WORK/versions.txt"))"
+      curl -sSfL --retry 3 -o "$t/$p.deb" "$MIRROR/$f" || die "cannot download $MIRROR/$f"
+      dpkg-deb -x "$t/$p.deb" "$t/dev"; rm -f "$t/$p.deb"
+    done < "$WORK/dev-debs.txt"
+    touch "$t/done"; mv -T "$t" "$D" 2>/dev/null || rm -rf "$t"
+  fi
+  say "upstream ABI of the image (rdma-core $(awk '$1=="librdmacm1t64"{print $2}' "$WORK/versions.txt")): exports and header constants"
+  if ! out=$("$REPO/ctest/check-symbols-upstream.sh" "$OURS_LIB/librdmacm.so.1" "$D/usr/lib/x86_64-linux-gnu/librdmacm.so.1" 2>&1); then
+    UPABI_PROBLEMS+=("exports against the image's librdmacm: $(echo $out)"); fi
+  echo "$out" >&2
+  if ! out=$(B=$WORK/abi "$REPO/ctest/check-constants.sh" "$D/dev/usr/include" 2>&1); then
+    UPABI_PROBLEMS+=("header constants against the image's rdma-core headers: $(echo $out)"); fi
+  echo "$out" >&2
 }
 
 cmd_run(){
@@ -231,10 +354,13 @@ cmd_run(){
   [ -f "$IMG/rootfs.cpio" ] || die "no image for key $KEY in $CACHE (run: $0 image)"
   say "image $KEY: $(grep -E '^(kernel|rdma-core)' "$IMG/manifest.txt" | tr '\n' ' ')"
   say "ours: $OURS_STATE ($OURS_LIB)"
+  [ "$OURS_STATE" = built ] && [ -z "${VM_UPSTREAM_ONLY:-}" ] && upstream_abi
   boot suite
   say "elapsed in this invocation: ${SECONDS}s (VM ${VM_WALL}s)"
   report
 }
+cmd_abi(){ ours_state; resolve; [ -f "$IMG/rootfs.cpio" ] || die "no image for key $KEY (run: $0 image)"; upstream_abi
+  [ ${#UPABI_PROBLEMS[@]} = 0 ] || { printf 'FAIL %s\n' "${UPABI_PROBLEMS[@]}"; return 1; }; }
 cmd_check(){ cmd_host; ours_state; cmd_image; cmd_run; }   # report's line stays the last one
 cmd_report(){ RUN=$WORK/suite; VM_RC=0; grep -aq '^@@DONE' "$RUN/console.log" 2>/dev/null || VM_RC=unknown; report; }
 cmd_shell(){ VM_UPSTREAM_ONLY=${VM_UPSTREAM_ONLY:-1}; ours_state; resolve; boot shell; }
@@ -247,6 +373,6 @@ cmd_demo(){
 }
 
 case ${1:-} in
-  host|key|image|run|check|demo|shell|report) c=$1; shift; "cmd_$c" "$@";;
+  host|key|image|abi|run|check|demo|shell|report) c=$1; shift; "cmd_$c" "$@";;
   *) awk 'NR>1 && !/^#/{exit} NR>1{sub(/^# ?/,""); print}' "$0"; exit 2;;
 esac

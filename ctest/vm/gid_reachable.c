@@ -143,7 +143,14 @@ int main(void)
 		ibv_close_device(ctx);
 		fprintf(stderr, "ibv_gid_reachable: %d disagreement(s) with the kernel\n", failures);
 	} else {
+		/* the test bed names the library each run must have loaded */
+		const char *v = getenv("RDMACM_VARIANT");
+
 		fprintf(stderr, "ibv_gid_reachable: not provided by this librdmacm (upstream)\n");
+		if (v && strcmp(v, "upstream")) {
+			fprintf(stderr, "FAIL: RDMACM_VARIANT=%s but ibv_gid_reachable is missing: not our library\n", v);
+			failures++;
+		}
 	}
 	ibv_free_device_list(devs);
 	return failures ? 1 : 0;

@@ -38,10 +38,33 @@ mod tests {
     use super::*;
     #[test]
     fn names() {
-        assert_eq!(event_name(0).to_str().unwrap(), "RDMA_CM_EVENT_ADDR_RESOLVED");
-        assert_eq!(event_name(17).to_str().unwrap(), "RDMA_CM_EVENT_ADDRINFO_ERROR");
-        assert_eq!(event_name(18).to_str().unwrap(), "UNKNOWN EVENT");
-        assert_eq!(event_name(19).to_str().unwrap(), "UNKNOWN EVENT");
+        // Every value of enum rdma_cm_event_type, with the string upstream's
+        // rdma_event_str returns for it (USER and INTERNAL have none there).
+        let upstream: [(u32, &str); 20] = [
+            (0, "RDMA_CM_EVENT_ADDR_RESOLVED"),
+            (1, "RDMA_CM_EVENT_ADDR_ERROR"),
+            (2, "RDMA_CM_EVENT_ROUTE_RESOLVED"),
+            (3, "RDMA_CM_EVENT_ROUTE_ERROR"),
+            (4, "RDMA_CM_EVENT_CONNECT_REQUEST"),
+            (5, "RDMA_CM_EVENT_CONNECT_RESPONSE"),
+            (6, "RDMA_CM_EVENT_CONNECT_ERROR"),
+            (7, "RDMA_CM_EVENT_UNREACHABLE"),
+            (8, "RDMA_CM_EVENT_REJECTED"),
+            (9, "RDMA_CM_EVENT_ESTABLISHED"),
+            (10, "RDMA_CM_EVENT_DISCONNECTED"),
+            (11, "RDMA_CM_EVENT_DEVICE_REMOVAL"),
+            (12, "RDMA_CM_EVENT_MULTICAST_JOIN"),
+            (13, "RDMA_CM_EVENT_MULTICAST_ERROR"),
+            (14, "RDMA_CM_EVENT_ADDR_CHANGE"),
+            (15, "RDMA_CM_EVENT_TIMEWAIT_EXIT"),
+            (16, "RDMA_CM_EVENT_ADDRINFO_RESOLVED"),
+            (17, "RDMA_CM_EVENT_ADDRINFO_ERROR"),
+            (18, "UNKNOWN EVENT"), // RDMA_CM_EVENT_USER
+            (19, "UNKNOWN EVENT"), // RDMA_CM_EVENT_INTERNAL
+        ];
+        for (e, want) in upstream {
+            assert_eq!(event_name(e).to_str().unwrap(), want, "event {e}");
+        }
         assert_eq!(event_name(20).to_str().unwrap(), "UNKNOWN EVENT");
         assert_eq!(event_name(u32::MAX).to_str().unwrap(), "UNKNOWN EVENT");
     }

@@ -15,14 +15,21 @@
 # Every test runs once per variant: upstream (the guest's librdmacm), ours
 # (LD_LIBRARY_PATH=/extra/ours/lib), and preload if asked. Both sides of a pair use the same
 # variant. TIMEOUT (seconds) applies to each side of each run (timeout -k 5).
-# A test passes when every process exits 0. Results: /host/results.txt, logs: /host/out/.
+# A test passes when every process exits 0 and, before it, the loader was seen to resolve
+# librdmacm.so.1 to the variant's library (_libcheck, in the same environment and netns).
+# Results: /host/results.txt, logs: /host/out/.
+# Retries: a run of ours (ours, preload) is never retried: a timeout is a failure. A run of
+# upstream's that times out is run once more (try=2 in the result line, reported by the host
+# as upstream flakiness); nothing else is ever retried.
 N1="ip netns exec ns1"
 RES=${RES:-/host}; mkdir -p "$RES/out"
 OURS=/extra/ours/lib
+WHICHLIB=/extra/bin/whichlib
 VARIANTS=(upstream); [ -z "${UPSTREAM_ONLY:-}" ] && [ -e $OURS/librdmacm.so.1 ] && VARIANTS+=(ours)
 ms(){ local t=${EPOCHREALTIME/./}; echo $((t/1000)); }
-venv(){ case $1 in upstream) echo "RDMACM_VARIANT=upstream";; ours) echo "LD_LIBRARY_PATH=$OURS";;
-                   preload) echo "LD_PRELOAD=$OURS/librdmacm.so.1";; esac; }
+# RDMACM_VARIANT tells test programs which library the run must have loaded (gid_reachable).
+venv(){ case $1 in upstream) echo "RDMACM_VARIANT=upstream";; ours) echo "RDMACM_VARIANT=ours LD_LIBRARY_PATH=$OURS";;
+                   preload) echo "RDMACM_VARIANT=preload LD_PRELOAD=$OURS/librdmacm.so.1";; esac; }
 _selected(){ [ -z "${ONLY:-}" ] && return 0; local o; for o in $ONLY; do [ "$o" = "$1" ] && return 0; done; return 1; }
 _status(){ local r; for r in "$@"; do case $r in 124|137) echo TIMEOUT; return;; esac; done
            for r in "$@"; do [ "$r" = 0 ] || { echo FAIL; return; }; done; echo PASS; }
@@ -32,49 +39,81 @@ _opts(){ O_CMP=0 O_PRE=0 O_FILTER= O_WAIT=3
     *) break;; esac; shift; done; O_REST=("$@"); }
 _variants(){ local v; for v in "${VARIANTS[@]}"; do echo "$v"; done
              [ "$O_PRE" = 1 ] && [[ " ${VARIANTS[*]} " == *" ours "* ]] && echo preload; return 0; }
-_record(){ # name variant status ms rc [srv_rc]   (uses $TRY: the attempt that is recorded)
-  local line="RESULT $1 $2 $3 ms=$4 rc=$5 srv_rc=${6:--} cmp=$O_CMP try=${TRY:-1}"
+_tries(){ [ "$1" = upstream ] && echo "1 2" || echo 1; }   # the retry policy (see above)
+_record(){ # name variant status ms rc [srv_rc]   (uses $TRY, $LIBOK, $KILLED)
+  local line="RESULT $1 $2 $3 ms=$4 rc=$5 srv_rc=${6:--} cmp=$O_CMP try=${TRY:-1} lib=${LIBOK:-?} killed=${KILLED:-0}"
   echo "$line" >> "$RES/results.txt"; echo "@@$line"; }
+# _libcheck VARIANT WHERE [PREFIX...]: which librdmacm the loader resolves in the variant's
+# environment (run under the same netns prefix as the test process). whichlib prints every
+# librdmacm object mapped into it; exactly one, ours for ours/preload, the system's for
+# upstream. Prints a diagnosis and returns 1 on a mismatch.
+_libcheck(){ local v=$1 where=$2 out got want rc; shift 2
+  out=$("$@" env $(venv $v) $WHICHLIB 2>&1); rc=$?
+  got=$(echo "$out" | sed -n 's/^librdmacm //p')
+  case $v in upstream) want='/usr/lib/*/librdmacm.so.1*';; *) want="$OURS/librdmacm.so.1*";; esac
+  if [ $rc != 0 ] || [ "$(echo "$got" | grep -c .)" != 1 ]; then
+    echo "LIBCHECK FAIL ($v, $where): whichlib rc=$rc, mapped: $(echo $out)"; return 1; fi
+  # shellcheck disable=SC2053
+  [[ $got == $want ]] || { echo "LIBCHECK FAIL ($v, $where): librdmacm resolved to $got, expected $want"; return 1; }
+  echo "LIBCHECK ok ($v, $where): $got"; }
+# _libcheck_elf VARIANT CMD: when CMD is an ELF program linked with librdmacm, ldd must resolve
+# it to the same library in the variant's environment.
+_libcheck_elf(){ local v=$1 f got; f=$(command -v "$2" 2>/dev/null) || return 0
+  [ -f "$f" ] && head -c 4 "$f" | grep -q ELF || return 0
+  got=$(env $(venv $v) ldd "$f" 2>/dev/null | awk '/librdmacm\.so/{for(i=1;i<=NF;i++) if ($i ~ /^\//) {print $i; exit}}')
+  [ -n "$got" ] || return 0
+  got=$(readlink -f "$got")
+  case $v in upstream) [[ $got == /usr/lib/*/librdmacm.so.1* ]];; *) [[ $got == $OURS/librdmacm.so.1* ]];; esac ||
+    { echo "LIBCHECK FAIL ($v, ldd $f): $got"; return 1; }
+  echo "LIBCHECK ok ($v, ldd $f): $got"; }
 _cmpfile(){ # base: build base.cmp from stdout files
   [ "$O_CMP" = 1 ] || return 0
   { sed -e "${O_FILTER:-}" "$1.out"; if [ -e "$1.srv.out" ]; then echo "--- server ---"; sed -e "${O_FILTER:-}" "$1.srv.out"; fi; } > "$1.cmp"; }
-_log(){ local b=$1; { echo "== stdout"; cat "$b.out"; echo "== stderr"; cat "$b.err"
+_log(){ local b=$1; { cat "$b.lib" 2>/dev/null; echo "== stdout"; cat "$b.out"; echo "== stderr"; cat "$b.err"
   if [ -e "$b.srv.out" ]; then echo "== server stdout"; cat "$b.srv.out"; echo "== server stderr"; cat "$b.srv.err"; fi
   } > "$b.log"; }
 
-# A run that TIMES OUT is run once more (TCG under load occasionally stalls an rxe exchange,
-# with either library); the result line says try=2 and the host report shows it. A run that
-# fails without timing out is never retried.
-t(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 v s rc b TRY; shift 2
+t(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 v s rc b TRY LIBOK KILLED=0; shift 2
   _selected "$n" || return 0
   for v in $(_variants); do
-    for TRY in 1 2; do
-      b=$RES/out/$n.$v; s=$(ms); echo "@@BEGIN $n $v"
-      timeout -k 5 "$to" env $(venv $v) "$@" > "$b.out" 2> "$b.err" < /dev/null; rc=$?
-      [ "$(_status $rc)" = TIMEOUT ] && [ $TRY = 1 ] && { echo "@@RETRY $n $v (timed out)"; continue; }
+    for TRY in $(_tries $v); do
+      b=$RES/out/$n.$v; s=$(ms); echo "@@BEGIN $n $v"; rm -f "$b".*
+      LIBOK=ok; { _libcheck $v root && _libcheck_elf $v "$1"; } > "$b.lib" 2>&1 || LIBOK=bad
+      if [ $LIBOK = ok ]; then
+        timeout -k 5 "$to" env $(venv $v) "$@" > "$b.out" 2> "$b.err" < /dev/null; rc=$?
+      else rc=1; : > "$b.out"; cp "$b.lib" "$b.err"; fi
+      [ "$(_status $rc)" = TIMEOUT ] && [ $TRY = 1 ] && [ $v = upstream ] && { echo "@@RETRY $n $v (timed out)"; continue; }
       _cmpfile "$b"; _log "$b"; _record "$n" "$v" "$(_status $rc)" $(( $(ms)-s )) $rc; break
     done
-  done; }
+  done; return 0; }
 
 _wait_listen(){ # pid maxsecs: until a LISTEN cm_id shows up, the server died, or time is up
   local i; for ((i=0; i<$2*10; i++)); do kill -0 "$1" 2>/dev/null || return 0
     rdma res show cm_id 2>/dev/null | grep -q LISTEN && { sleep 0.3; return 0; }; sleep 0.1; done; }
 
-pair(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 srv=$3 cli=$4 v s rc src p b TRY
+pair(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 srv=$3 cli=$4 v s rc src p b TRY LIBOK KILLED
   _selected "$n" || return 0
   for v in $(_variants); do
-    for TRY in 1 2; do
-      b=$RES/out/$n.$v; s=$(ms); echo "@@BEGIN $n $v"
-      timeout -k 5 "$to" $N1 env $(venv $v) bash -c "$srv" > "$b.srv.out" 2> "$b.srv.err" < /dev/null & p=$!
-      _wait_listen $p "$O_WAIT"
-      timeout -k 5 "$to" env $(venv $v) bash -c "$cli" > "$b.out" 2> "$b.err" < /dev/null; rc=$?
-      # a client that failed leaves servers waiting forever: give the server a moment, then stop it
-      if [ $rc != 0 ]; then for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 $p 2>/dev/null || break; sleep 0.2; done
-        kill -0 $p 2>/dev/null && pkill -TERM -P $p 2>/dev/null; fi
-      wait $p; src=$?
-      [ "$(_status $rc $src)" = TIMEOUT ] && [ $TRY = 1 ] && { echo "@@RETRY $n $v (timed out)"; continue; }
+    for TRY in $(_tries $v); do
+      b=$RES/out/$n.$v; s=$(ms); echo "@@BEGIN $n $v"; rm -f "$b".*; KILLED=0
+      LIBOK=ok; { _libcheck $v server $N1 && _libcheck $v client; } > "$b.lib" 2>&1 || LIBOK=bad
+      if [ $LIBOK = bad ]; then
+        rc=1 src=1; : > "$b.out"; : > "$b.srv.out"; cp "$b.lib" "$b.err"; cp "$b.lib" "$b.srv.err"
+      else
+        timeout -k 5 "$to" $N1 env $(venv $v) bash -c "$srv" > "$b.srv.out" 2> "$b.srv.err" < /dev/null & p=$!
+        _wait_listen $p "$O_WAIT"
+        timeout -k 5 "$to" env $(venv $v) bash -c "$cli" > "$b.out" 2> "$b.err" < /dev/null; rc=$?
+        # a client that failed leaves servers waiting forever: give the server a moment, then
+        # stop it (killed=1 in the result: its exit status then says nothing about a crash)
+        if [ $rc != 0 ]; then for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 $p 2>/dev/null || break; sleep 0.2; done
+          kill -0 $p 2>/dev/null && { KILLED=1; pkill -TERM -P $p 2>/dev/null; }; fi
+        wait $p; src=$?
+      fi
+      [ "$(_status $rc $src)" = TIMEOUT ] && [ $TRY = 1 ] && [ $v = upstream ] && { echo "@@RETRY $n $v (timed out)"; continue; }
       _cmpfile "$b"; _log "$b"; _record "$n" "$v" "$(_status $rc $src)" $(( $(ms)-s )) $rc $src; break
     done
-  done; }
+  done; return 0; }
 pair0(){ local N1=; pair "$@"; }
+# skip NAME REASON: the host accepts it only when vm/tests.txt allows a skip of NAME with a
+# reason matching its skip-ok= pattern; any other skip fails the run.
 skip(){ _selected "$1" || return 0; echo "SKIP $1 ${*:2}" >> "$RES/results.txt"; echo "@@SKIP $1 ${*:2}"; }

@@ -1,0 +1,31 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+# deps.sh - the one list of what building, testing and demonstrating rdmacm-rs needs on a
+# Debian-like machine. `make check`, `make demo` and .ci/run call it first.
+#   scripts/deps.sh          install what is missing (apt-get, as root); not root: print the
+#                            exact command and stop
+#   scripts/deps.sh --list   print the package list
+# Rust (cargo, 1.80 or later) is not a Debian package here: when missing, it says so and stops.
+set -euo pipefail
+PKGS=(build-essential pkg-config lld binutils valgrind
+      libibverbs-dev librdmacm-dev rdmacm-utils ibverbs-utils
+      iproute2 util-linux qemu-system-x86 debootstrap cpio xz-utils curl)
+if [ "${1:-}" = --list ]; then printf '%s\n' "${PKGS[@]}"; exit 0; fi
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+  if [ "$(id -u)" != 0 ]; then
+    echo "deps: missing packages: ${missing[*]}" >&2
+    echo "deps: run as root:  apt-get update && $cmd" >&2
+    exit 1
+  fi
+  echo "deps: installing ${missing[*]}"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $cmd -q
+fi
+command -v cargo >/dev/null ||
+  { echo "deps: no Rust toolchain (cargo): install Rust 1.80 or later, e.g. from https://rustup.rs" >&2; exit 1; }
+echo "deps: all present (${#PKGS[@]} packages, $(cargo --version))"
