@@ -90,7 +90,7 @@ impl GidEnv for VerbsEnv {
         // SAFETY: the caller's context is open; err is a valid out-pointer.
         let n = unsafe { rdmacm_gid_port_count(self.0.as_ptr(), &mut err) };
         if n < 0 {
-            return Err(Errno::from_raw(err));
+            return Err(crate::sys::errno_from_raw(err));
         }
         Ok(n.clamp(0, 255) as u8)
     }
@@ -100,7 +100,7 @@ impl GidEnv for VerbsEnv {
         // SAFETY: open context, valid out-pointers.
         let r = unsafe { rdmacm_gid_port_info(self.0.as_ptr(), port, &mut state, &mut link_layer) };
         if r != 0 {
-            return Err(Errno::from_raw(r));
+            return Err(crate::sys::errno_from_raw(r));
         }
         Ok(PortInfo { state, link_layer })
     }

@@ -157,7 +157,12 @@ pub fn entry<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
-            set_errno(e);
+            if e == Errno::UnknownErrno {
+                // A number Errno has no name for: the kernel's own.
+                Errno::set_raw(crate::sys::take_unlisted());
+            } else {
+                set_errno(e);
+            }
             R::error_value()
         }
         Err(p) => {

@@ -594,9 +594,9 @@ impl Cm {
         } else if got.event == RDMA_CM_EVENT_REJECTED {
             Err(Errno::ECONNREFUSED)
         } else if got.status < 0 {
-            Err(Errno::from_raw(got.status.wrapping_neg()))
+            Err(crate::sys::errno_from_raw(got.status.wrapping_neg()))
         } else {
-            Err(Errno::from_raw(got.status))
+            Err(crate::sys::errno_from_raw(got.status))
         }
     }
 

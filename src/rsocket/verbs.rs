@@ -85,16 +85,10 @@ mod sys {
     }
 }
 
-/// A verbs return value (0 or an errno value, or -1 with errno) as a Result.
+/// A verbs return value (0 or an errno value, or -1 with errno) as a
+/// Result, by the library's one rule.
 fn check(ret: c_int) -> Result<(), Errno> {
-    match ret {
-        0 => Ok(()),
-        r if r > 0 => Err(Errno::from_raw(r)),
-        _ => Err(match Errno::last() {
-            Errno::UnknownErrno => Errno::EIO,
-            e => e,
-        }),
-    }
+    crate::sys::verbs::check(ret)
 }
 
 /// One work completion.

@@ -27,18 +27,48 @@ pub mod verbs;
 ///   never reported as success.
 pub fn errno_of(ret: c_int) -> Errno {
     if ret > 0 {
-        Errno::from_raw(ret)
+        errno_from_raw(ret)
     } else {
         last_errno()
     }
 }
 
+thread_local! {
+    /// The raw value behind the last [`Errno::UnknownErrno`] this thread
+    /// made: an errno the kernel reports that `Errno` has no name for
+    /// (ENOTSUPP, 524, from a multicast join on rxe, for one).
+    static UNLISTED: std::cell::Cell<c_int> = const { std::cell::Cell::new(0) };
+}
+
+/// An errno value as `Errno`, for every value a kernel or library hands
+/// back: 0 reads as EIO (a failure is never reported as success); a value
+/// `Errno` cannot name becomes `UnknownErrno` and is kept for
+/// [`take_unlisted`], so the C API still reports the kernel's very number,
+/// as upstream does.  Every `Errno` made from a foreign number goes through
+/// here.
+pub fn errno_from_raw(raw: c_int) -> Errno {
+    if raw == 0 {
+        return Errno::EIO;
+    }
+    let e = Errno::from_raw(raw);
+    if e == Errno::UnknownErrno {
+        UNLISTED.with(|u| u.set(raw));
+    }
+    e
+}
+
+/// The raw errno behind the `UnknownErrno` this thread made last (EIO if
+/// none), cleared.
+pub fn take_unlisted() -> c_int {
+    match UNLISTED.with(|u| u.replace(0)) {
+        0 => libc::EIO,
+        raw => raw,
+    }
+}
+
 /// The calling thread's errno after a failed foreign call (EIO if unset).
 pub fn last_errno() -> Errno {
-    match Errno::last() {
-        Errno::UnknownErrno => Errno::EIO,
-        e => e,
-    }
+    errno_from_raw(Errno::last_raw())
 }
 
 /// libc's text for a `getaddrinfo` error code (`EAI_*`).
@@ -46,4 +76,25 @@ pub fn gai_strerror(code: c_int) -> String {
     // SAFETY: gai_strerror returns a static NUL-terminated string for any
     // code (a generic text for unknown ones).
     unsafe { std::ffi::CStr::from_ptr(libc::gai_strerror(code)) }.to_string_lossy().into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An errno `Errno` cannot name (the kernel's ENOTSUPP, 524) survives
+    /// the trip to the C API; 0 never reads as success.
+    #[test]
+    fn unlisted_errno_values_survive() {
+        assert_eq!(errno_from_raw(libc::ENODEV), Errno::ENODEV);
+        assert_eq!(errno_from_raw(0), Errno::EIO);
+        assert_eq!(errno_from_raw(524), Errno::UnknownErrno);
+        assert_eq!(take_unlisted(), 524);
+        assert_eq!(take_unlisted(), libc::EIO, "taken once");
+        assert_eq!(errno_of(524), Errno::UnknownErrno);
+        let r: i32 = crate::capi::entry(|| Err(errno_of(524)));
+        assert_eq!((r, Errno::last_raw()), (-1, 524));
+        let r: i32 = crate::capi::entry(|| Err(Errno::ENOENT));
+        assert_eq!((r, Errno::last_raw()), (-1, libc::ENOENT));
+    }
 }

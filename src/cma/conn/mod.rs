@@ -354,7 +354,7 @@ pub fn get_request(cm: &'static Cm, lp: &IdPriv) -> Result<Arc<IdPriv>, Errno> {
             return Err(Errno::ECONNREFUSED);
         }
         if got.status != 0 {
-            return Err(Errno::from_raw(got.status.wrapping_neg()));
+            return Err(crate::sys::errno_from_raw(got.status.wrapping_neg()));
         }
         if got.event != RDMA_CM_EVENT_CONNECT_REQUEST {
             return Err(Errno::EINVAL);
