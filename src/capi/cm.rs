@@ -3,7 +3,7 @@
 
 use crate::abi::cma::*;
 use super::{entry, nonnull, Errno};
-use crate::cma::{self as cm, Channel, Cm, IdPriv};
+use crate::cma::{self as cm, Channel, Cm};
 use crate::sys::ucma::RawAddr;
 use crate::symver;
 use libc::sockaddr;
@@ -62,10 +62,20 @@ symver!(rdma_create_id, "RDMACM_1.0");
 /// are not live ids of the library (never dereferenced then).  The `Arc`
 /// is taken under the registry's lock, so the id stays valid for the
 /// call even if another thread destroys it meanwhile.
-pub(crate) fn id_of(id: *mut rdma_cm_id) -> Result<(Arc<IdPriv>, &'static Cm), Errno> {
+/// An id that an earlier call left broken by a panic gives EIO (see
+/// [`cm::Held`]).
+pub(crate) fn id_of(id: *mut rdma_cm_id) -> Result<(cm::Held, &'static Cm), Errno> {
     let id = nonnull(id)?;
     let cm = cm::global();
-    Ok((cm.id(id.as_ptr())?, cm))
+    Ok((cm.id(id.as_ptr())?.hold()?, cm))
+}
+
+/// [`id_of`] for the calls that destroy an id: a broken id may still be
+/// destroyed.
+pub(crate) fn id_to_destroy(id: *mut rdma_cm_id) -> Result<(cm::Held, &'static Cm), Errno> {
+    let id = nonnull(id)?;
+    let cm = cm::global();
+    Ok((cm.id(id.as_ptr())?.hold_to_destroy(), cm))
 }
 
 /// A live channel of the library, or EINVAL (checked like [`id_of`]).
@@ -102,7 +112,7 @@ pub(super) unsafe fn read_addr(cm: &Cm, sa: *const sockaddr) -> Option<RawAddr> 
 #[no_mangle]
 pub unsafe extern "C" fn rdma_destroy_id(id: *mut rdma_cm_id) -> c_int {
     entry(|| {
-        let (p, cm) = id_of(id)?;
+        let (p, cm) = id_to_destroy(id)?;
         cm.destroy_id(&p)?;
         Ok(0)
     })

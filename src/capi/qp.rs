@@ -165,7 +165,7 @@ symver!(rdma_create_ep, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rdma_destroy_ep(id: *mut rdma_cm_id) {
     entry(|| {
-        let (p, cm) = live_id(id)?;
+        let (p, cm) = super::cm::id_to_destroy(id)?;
         conn::destroy_ep(cm, &p);
         Ok(())
     })

@@ -158,6 +158,33 @@ pub struct IdPriv {
     pub mcs: Mutex<Vec<Arc<Mc>>>,
     /// rdma_resolve_addrinfo state (see [`ai`]).
     pub ai: Mutex<ai::AiSlot>,
+    /// A call panicked while it held the id ([`Held`]): its state may be
+    /// half-updated, so later calls refuse it (EIO); destroy still frees it.
+    broken: AtomicBool,
+}
+
+/// An id held by one call of the C API.  The policy for a panic (always a
+/// bug) while a call holds an id: the C API reports EIO, and the id is
+/// marked broken when the unwinding drops this guard, so that no later
+/// call runs on state the panic may have left half-updated (parking_lot
+/// locks have no poisoning to do it for us).  Destroying the id still
+/// works and frees it.
+pub struct Held(Arc<IdPriv>);
+
+impl std::ops::Deref for Held {
+    type Target = Arc<IdPriv>;
+    fn deref(&self) -> &Arc<IdPriv> {
+        &self.0
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            log::error!(target: "rdmacm", "a call panicked while holding an id: the id is unusable from now on (EIO) but for destroy");
+            self.0.broken.store(true, Ordering::Release);
+        }
+    }
 }
 
 /// An event handed to C; `event` must stay the first field.
@@ -232,6 +259,20 @@ impl IdPriv {
     /// The device the id is bound to, if any.
     pub fn device(&self) -> Option<DevRef> {
         self.dev.lock().clone()
+    }
+
+    /// Holds the id for one call: EIO if an earlier call panicked while
+    /// holding it (see [`Held`]).
+    pub fn hold(self: Arc<Self>) -> Result<Held, Errno> {
+        if self.broken.load(Ordering::Acquire) {
+            return Err(Errno::EIO);
+        }
+        Ok(Held(self))
+    }
+
+    /// Holds the id to destroy it: a broken id may still be destroyed.
+    pub fn hold_to_destroy(self: Arc<Self>) -> Held {
+        Held(self)
     }
 
     pub(crate) fn complete_event(&self) {
@@ -440,6 +481,7 @@ impl Cm {
             conn: Mutex::new(ConnState::default()),
             mcs: Mutex::new(Vec::new()),
             ai: Mutex::new(ai::AiSlot::default()),
+            broken: AtomicBool::new(false),
         })
     }
 

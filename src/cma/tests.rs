@@ -430,3 +430,24 @@ fn c_pointers_become_checked_references() {
     cm.destroy_channel(&ch);
     assert_eq!(cm.channel(ch.raw()).unwrap_err(), Errno::EINVAL);
 }
+
+/// The panic policy: a call that panics while holding an id leaves it
+/// broken (EIO from then on), and destroy still frees it.
+#[test]
+fn a_panic_while_holding_an_id_breaks_it() {
+    let (cm, _u) = make(true, false);
+    let ch = cm.create_channel().unwrap();
+    let p = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
+    let raw = p.raw();
+    assert!(cm.id(raw).unwrap().hold().is_ok(), "a healthy id is held");
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _held = cm.id(raw).unwrap().hold().unwrap();
+        panic!("a bug inside a call");
+    }));
+    assert!(r.is_err());
+    assert_eq!(cm.id(raw).unwrap().hold().err(), Some(Errno::EIO), "broken: refused");
+    let held = cm.id(raw).unwrap().hold_to_destroy();
+    cm.destroy_id(&held).unwrap();
+    assert_eq!(cm.id(raw).unwrap_err(), Errno::EINVAL, "destroyed");
+    cm.destroy_channel(&ch);
+}
