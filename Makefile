@@ -43,7 +43,7 @@ lib:
 
 # cbindgen at a pinned version; installed into build/tools when missing.
 CBINDGEN := $(shell command -v cbindgen 2>/dev/null)
-ifneq ($(shell $(CBINDGEN) --version 2>/dev/null),cbindgen $(CBINDGEN_VERSION))
+ifneq ($(shell $(or $(CBINDGEN),false) --version 2>/dev/null),cbindgen $(CBINDGEN_VERSION))
 CBINDGEN := $(CURDIR)/$(B)/tools/bin/cbindgen
 endif
 $(B)/tools/bin/cbindgen:
