@@ -70,6 +70,22 @@ impl SockAddr {
         }
     }
 
+    /// The address as the bytes of its C structure (only the family for
+    /// an unknown one).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        fn bytes<T: Copy>(v: &T) -> Vec<u8> {
+            // SAFETY: T is one of the socket address structures: plain
+            // integers and arrays without padding, fully initialised.
+            unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) }.to_vec()
+        }
+        match self {
+            SockAddr::V4(s) => bytes(s),
+            SockAddr::V6(s) => bytes(s),
+            SockAddr::Ib(s) => bytes(s),
+            SockAddr::Other(f) => f.to_ne_bytes().to_vec(),
+        }
+    }
+
     /// The address family.
     pub fn family(&self) -> i32 {
         match self {
@@ -110,5 +126,9 @@ mod tests {
         };
         assert_eq!(port_of(&SockAddr::Ib(ib)), 0x1234u16.to_be());
         assert_eq!(port_of(&SockAddr::Other(0)), 0);
+        let b = SockAddr::V4(v4).to_bytes();
+        assert_eq!(b.len(), std::mem::size_of::<sockaddr_in>());
+        assert_eq!(&b[..4], &[AF_INET as u8, 0, 0x1d, 0x2f], "family, then the port in network order");
+        assert_eq!(SockAddr::Ib(ib).to_bytes().len(), 48);
     }
 }

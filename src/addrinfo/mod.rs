@@ -152,10 +152,7 @@ const ABI_MAX: i64 = 4;
 fn check_abi() -> Result<(), Errno> {
     static ABI: OnceCell<Option<i64>> = OnceCell::new();
     let v = *ABI.get_or_init(|| {
-        ["/sys/class/misc/rdma_cm/abi_version", "/sys/class/infiniband_ucma/abi_version"]
-            .iter()
-            .find_map(|p| std::fs::read_to_string(p).ok())
-            .map(|s| parse_leading_int(&s))
+        crate::sys::ucma::read_abi_version()
     });
     match v {
         Some(v) if !(ABI_MIN..=ABI_MAX).contains(&v) => {
@@ -166,25 +163,6 @@ fn check_abi() -> Result<(), Errno> {
     }
 }
 
-/// strtol(s, NULL, 10) on at most 7 characters (upstream reads 8 bytes).
-fn parse_leading_int(s: &str) -> i64 {
-    let s: String = s.chars().take(7).collect();
-    let t = s.trim_start();
-    let (neg, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let mut v: i64 = 0;
-    for b in digits.bytes().take_while(u8::is_ascii_digit) {
-        v = v * 10 + i64::from(b - b'0');
-    }
-    if neg {
-        -v
-    } else {
-        v
-    }
-}
 
 /// The port of a raw socket address in network order (upstream's
 /// `ucma_get_port`), 0 for other families or short buffers.
@@ -680,12 +658,5 @@ mod tests {
         assert_eq!(sib_from_bytes(&b), s);
         assert_eq!(sib_from_bytes(&b[..4]).sib_pkey, s.sib_pkey);
         assert_eq!(sib_from_bytes(&[]), sockaddr_ib::default());
-    }
-
-    #[test]
-    fn abi_parse() {
-        assert_eq!(parse_leading_int("4\n"), 4);
-        assert_eq!(parse_leading_int(" 12x"), 12);
-        assert_eq!(parse_leading_int(""), 0);
     }
 }

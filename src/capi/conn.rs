@@ -24,16 +24,7 @@ unsafe fn param(p: *mut rdma_conn_param) -> Option<ConnParamIn> {
         // SAFETY: per the contract (n <= private_data_len).
         unsafe { std::slice::from_raw_parts(c.private_data as *const u8, n) }.to_vec()
     };
-    Some(ConnParamIn {
-        private_data,
-        responder_resources: c.responder_resources,
-        initiator_depth: c.initiator_depth,
-        flow_control: c.flow_control,
-        retry_count: c.retry_count,
-        rnr_retry_count: c.rnr_retry_count,
-        srq: c.srq,
-        qp_num: c.qp_num,
-    })
+    Some(ConnParamIn::from_c(c, private_data))
 }
 
 /// Reads optional private data.

@@ -13,7 +13,7 @@
 
 use super::objects::Vouched;
 use super::{conn, Cm, IdPriv};
-use crate::abi::cma::{ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp, rdma_conn_param, RDMA_PS_TCP};
+use crate::abi::cma::{ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp, RDMA_PS_TCP};
 use crate::abi::ucma::{RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR};
 use crate::sys::verbs as cv;
 use nix::errno::Errno;
@@ -21,48 +21,14 @@ use std::ffi::{c_int, c_void};
 use std::ptr::{null_mut, NonNull};
 use std::sync::Arc;
 
-/// Connection parameters (`struct rdma_conn_param` without pointers).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ConnParam {
-    pub private_data: Vec<u8>,
-    pub responder_resources: u8,
-    pub initiator_depth: u8,
-    pub flow_control: u8,
-    pub retry_count: u8,
-    pub rnr_retry_count: u8,
-    pub srq: u8,
-    pub qp_num: u32,
-}
+/// Connection parameters (`struct rdma_conn_param` with its private data
+/// owned): the connection manager's own type.
+pub use super::conn::ConnParamIn as ConnParam;
 
-impl ConnParam {
-    /// The connection manager's view (private data at most 255 bytes).
-    fn to_cm(&self) -> Result<conn::ConnParamIn, Errno> {
-        u8::try_from(self.private_data.len()).map_err(|_| Errno::EINVAL)?;
-        Ok(conn::ConnParamIn {
-            private_data: self.private_data.clone(),
-            responder_resources: self.responder_resources,
-            initiator_depth: self.initiator_depth,
-            flow_control: self.flow_control,
-            retry_count: self.retry_count,
-            rnr_retry_count: self.rnr_retry_count,
-            srq: self.srq,
-            qp_num: self.qp_num,
-        })
-    }
-
-    /// An event's parameters with a copy of its private data.
-    fn from_event(c: &rdma_conn_param, private_data: Vec<u8>) -> ConnParam {
-        ConnParam {
-            private_data,
-            responder_resources: c.responder_resources,
-            initiator_depth: c.initiator_depth,
-            flow_control: c.flow_control,
-            retry_count: c.retry_count,
-            rnr_retry_count: c.rnr_retry_count,
-            srq: c.srq,
-            qp_num: c.qp_num,
-        }
-    }
+/// The private data must fit the kernel's 8-bit length.
+fn checked(param: &ConnParam) -> Result<&ConnParam, Errno> {
+    u8::try_from(param.private_data.len()).map_err(|_| Errno::EINVAL)?;
+    Ok(param)
 }
 
 /// Capacities of a QP (asked for, and what the device granted).
@@ -158,7 +124,7 @@ impl CmId {
     /// `rdma_connect` (synchronous): returns the private data of the
     /// peer's answer.
     pub fn connect(&self, param: &ConnParam) -> Result<Vec<u8>, Errno> {
-        conn::connect(self.cm, &self.p, Some(&param.to_cm()?))?;
+        conn::connect(self.cm, &self.p, Some(checked(param)?))?;
         Ok(self.parked_param().map(|c| c.private_data).unwrap_or_default())
     }
 
@@ -170,7 +136,7 @@ impl CmId {
             return None;
         }
         let (c, data) = self.cm.event_conn(ev)?;
-        Some(ConnParam::from_event(&c, data))
+        Some(ConnParam::from_c(&c, data))
     }
 
     /// `rdma_get_request`: the next connection request of this (listening)
@@ -185,7 +151,7 @@ impl CmId {
 
     /// `rdma_accept`.
     pub fn accept(&self, param: &ConnParam) -> Result<(), Errno> {
-        conn::accept(self.cm, &self.p, Some(&param.to_cm()?))
+        conn::accept(self.cm, &self.p, Some(checked(param)?))
     }
 
     /// `rdma_reject` without private data.

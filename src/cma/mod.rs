@@ -28,6 +28,7 @@ pub mod device;
 pub mod ai;
 pub mod conn;
 pub mod events;
+pub mod gid_env;
 pub mod objects;
 pub mod public;
 

@@ -48,6 +48,40 @@ impl<T> Vouched<T> {
     }
 }
 
+/// A caller's open device context (`ibv_gid_reachable`'s first argument):
+/// the queries the reachability check makes on it.
+impl Vouched<*mut ibv_context> {
+    /// The device's number of physical ports.
+    pub fn port_count(&self) -> Result<u8, Errno> {
+        // SAFETY: a vouched context is open.
+        unsafe { verbs::port_count(self.0) }
+    }
+
+    /// A port's state and link layer.
+    pub fn port_state(&self, port: u8) -> Result<(u32, u8), Errno> {
+        // SAFETY: as above.
+        unsafe { verbs::port_state(self.0, port) }
+    }
+
+    /// The device's node GUID.
+    pub fn node_guid(&self) -> u64 {
+        // SAFETY: as above.
+        unsafe { verbs::node_guid(self.0) }
+    }
+
+    /// The interface index behind a port's GID index 0 (0 if unknown).
+    pub fn ifindex(&self, port: u8) -> u32 {
+        // SAFETY: as above.
+        unsafe { verbs::ndev_ifindex(self.0, port, 0) }
+    }
+
+    /// GID index 0 of a port.
+    pub fn gid0(&self, port: u8) -> Result<[u8; 16], Errno> {
+        // SAFETY: as above.
+        unsafe { verbs::query_gid(self.0, port, 0) }
+    }
+}
+
 impl Vouched<QpInitAttr> {
     /// An attribute set that names no handle (PD, CQs, SRQ all NULL): the
     /// QP gets the id's PD and CQs.  Nothing to vouch for.
@@ -292,6 +326,16 @@ impl PubId {
                 unsafe { verbs::destroy_comp_channel(sch) };
             }
         }
+    }
+
+    /// The node GUID of the id's device (ENODEV without one).
+    pub fn node_guid(&self) -> Result<u64, Errno> {
+        let ctx = self.verbs();
+        if ctx.is_null() {
+            return Err(Errno::ENODEV);
+        }
+        // SAFETY: ctx is the id's open device (invariant).
+        Ok(unsafe { verbs::node_guid(ctx) })
     }
 
     /// Opens an XRC domain on the id's device.

@@ -413,15 +413,7 @@ impl Ucma for Kernel {
     }
 
     fn abi_version(&self) -> Option<i32> {
-        for p in ["/sys/class/misc/rdma_cm/abi_version", "/sys/class/infiniband_ucma/abi_version"] {
-            if let Ok(s) = std::fs::read_to_string(p) {
-                // Like strtol: leading digits, 0 when none.
-                let t = s.trim_start();
-                let digits: String = t.chars().take_while(|c| c.is_ascii_digit()).collect();
-                return Some(digits.parse().unwrap_or(0));
-            }
-        }
-        None
+        read_abi_version().map(|v| v.clamp(i32::MIN.into(), i32::MAX.into()) as i32)
     }
 
     fn create_id(&self, fd: RawFd, uid: u64, ps: u16, qp_type: u8) -> Result<u32, Errno> {
@@ -639,8 +631,47 @@ pub fn path_from_data(d: &crate::abi::cma::ibv_path_data) -> crate::abi::cma::ib
     }
 }
 
+/// The kernel's ucma ABI version from sysfs (the misc device's, then the
+/// older class's), read the one way the library reads it; None when
+/// neither file exists.
+pub fn read_abi_version() -> Option<i64> {
+    ["/sys/class/misc/rdma_cm/abi_version", "/sys/class/infiniband_ucma/abi_version"]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .map(|s| parse_leading_int(&s))
+}
+
+/// strtol(s, NULL, 10) on at most 7 characters (upstream reads 8 bytes).
+fn parse_leading_int(s: &str) -> i64 {
+    let s: String = s.chars().take(7).collect();
+    let t = s.trim_start();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let mut v: i64 = 0;
+    for b in digits.bytes().take_while(u8::is_ascii_digit) {
+        v = v * 10 + i64::from(b - b'0');
+    }
+    if neg {
+        -v
+    } else {
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn abi_parse() {
+        use super::parse_leading_int;
+        assert_eq!(parse_leading_int("4\n"), 4);
+        assert_eq!(parse_leading_int(" 12x"), 12);
+        assert_eq!(parse_leading_int("-3"), -3);
+        assert_eq!(parse_leading_int(""), 0);
+    }
+
     use super::*;
 
     fn u32_at(b: &[u8], off: usize) -> u32 {

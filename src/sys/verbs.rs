@@ -785,6 +785,83 @@ pub fn ib_active_port_gids() -> Vec<[u8; 16]> {
     out
 }
 
+/// Imports of src/sys/gid_shim.c (libibverbs' port and device queries
+/// that ibv_gid_reachable needs, some static inline in the header).
+/// cbindgen:ignore
+mod gid_shim {
+    use crate::abi::cma::{ibv_context, ibv_gid};
+    use std::ffi::c_int;
+
+    extern "C" {
+        pub(super) fn rdmacm_gid_port_count(ctx: *mut ibv_context, err: *mut c_int) -> c_int;
+        pub(super) fn rdmacm_gid_port_info(ctx: *mut ibv_context, port: u8, state: *mut u32, ll: *mut u8) -> c_int;
+        pub(super) fn rdmacm_gid_node_guid(ctx: *mut ibv_context) -> u64;
+        pub(super) fn rdmacm_gid_ndev_ifindex(ctx: *mut ibv_context, port: u8, index: u32) -> u32;
+        pub(super) fn ibv_query_gid(ctx: *mut ibv_context, port: u8, index: c_int, gid: *mut ibv_gid) -> c_int;
+    }
+}
+
+/// The number of physical ports of a device.
+///
+/// # Safety
+/// `ctx` must be an open device context.
+pub unsafe fn port_count(ctx: *mut ibv_context) -> Result<u8, Errno> {
+    let mut err = 0;
+    // SAFETY: ctx is open (contract); err is a valid out-pointer.
+    let n = unsafe { gid_shim::rdmacm_gid_port_count(ctx, &mut err) };
+    if n < 0 {
+        return Err(super::errno_from_raw(err));
+    }
+    Ok(n.clamp(0, 255) as u8)
+}
+
+/// A port's state and link layer.
+///
+/// # Safety
+/// `ctx` must be an open device context.
+pub unsafe fn port_state(ctx: *mut ibv_context, port: u8) -> Result<(u32, u8), Errno> {
+    let (mut state, mut link_layer) = (0u32, 0u8);
+    // SAFETY: ctx is open (contract); valid out-pointers.
+    let r = unsafe { gid_shim::rdmacm_gid_port_info(ctx, port, &mut state, &mut link_layer) };
+    if r != 0 {
+        return Err(super::errno_from_raw(r));
+    }
+    Ok((state, link_layer))
+}
+
+/// A device's node GUID (as libibverbs stores it).
+///
+/// # Safety
+/// `ctx` must be an open device context.
+pub unsafe fn node_guid(ctx: *mut ibv_context) -> u64 {
+    // SAFETY: ctx is open (contract).
+    unsafe { gid_shim::rdmacm_gid_node_guid(ctx) }
+}
+
+/// The interface index of the network device behind a port's GID index
+/// `index` (0 when unknown).
+///
+/// # Safety
+/// `ctx` must be an open device context.
+pub unsafe fn ndev_ifindex(ctx: *mut ibv_context, port: u8, index: u32) -> u32 {
+    // SAFETY: ctx is open (contract); an invalid index only yields 0.
+    unsafe { gid_shim::rdmacm_gid_ndev_ifindex(ctx, port, index) }
+}
+
+/// GID `index` of a port, or EIO.
+///
+/// # Safety
+/// `ctx` must be an open device context.
+pub unsafe fn query_gid(ctx: *mut ibv_context, port: u8, index: c_int) -> Result<[u8; 16], Errno> {
+    let mut gid = crate::abi::cma::ibv_gid { raw: [0; 16] };
+    // SAFETY: ctx is open (contract); gid is writable.
+    if unsafe { gid_shim::ibv_query_gid(ctx, port, index, &mut gid) } != 0 {
+        return Err(Errno::EIO);
+    }
+    // SAFETY: every bit pattern of the union is valid.
+    Ok(unsafe { gid.raw })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

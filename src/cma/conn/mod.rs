@@ -146,6 +146,23 @@ pub struct ConnParamIn {
     pub qp_num: u32,
 }
 
+impl ConnParamIn {
+    /// The fields of a C `struct rdma_conn_param` with its private data
+    /// (already copied by the caller).
+    pub fn from_c(c: &rdma_conn_param, private_data: Vec<u8>) -> ConnParamIn {
+        ConnParamIn {
+            private_data,
+            responder_resources: c.responder_resources,
+            initiator_depth: c.initiator_depth,
+            flow_control: c.flow_control,
+            retry_count: c.retry_count,
+            rnr_retry_count: c.rnr_retry_count,
+            srq: c.srq,
+            qp_num: c.qp_num,
+        }
+    }
+}
+
 /// The kernel's connection parameters: the id's pending connect data (an
 /// AF_IB header from rdma_getaddrinfo) followed by the caller's.
 fn conn_param_to_kern(p: &IdPriv, src: Option<&ConnParamIn>, qp_num: u32, srq: u8) -> kabi::ConnParam {
