@@ -6,3 +6,4 @@
 pub mod cma;
 pub mod sockaddr;
 pub mod ucma;
+pub mod verbs;
