@@ -11,7 +11,7 @@ set -euo pipefail
 OUT=$1 EXPECTED=$2
 MIRROR=${RDMACM_VM_MIRROR:-http://deb.debian.org/debian}
 APT="apt-get -q -y -o Acquire::Check-Valid-Until=false"   # sid's Release may be served expired
-PKGS=libibverbs1,ibverbs-providers,librdmacm1t64,rdmacm-utils,ibverbs-utils,python3-pyverbs,iproute2,kmod,procps,strace,psmisc
+PKGS=libibverbs1,ibverbs-providers,librdmacm1t64,rdmacm-utils,ibverbs-utils,python3-pyverbs,iproute2,kmod,procps,strace,psmisc,valgrind,iperf3,socat,netcat-openbsd,python3-jsonschema
 MODS="veth rdma_rxe siw rdma_ucm ib_uverbs ib_umad 9pnet_virtio 9p"
 say(){ echo "[build-image $(date +%T)] $*" >&2; }
 die(){ echo "build-image: ERROR: $*" >&2; exit 1; }
@@ -61,6 +61,11 @@ while read -r p v; do
   [ "$got" = "$v" ] || { echo "build-image: $p: key says $v, installed ${got:-nothing}" >&2; bad=1; }
 done < "$EXPECTED"
 [ $bad = 0 ] || die "installed versions differ from the resolved key (sid changed during the build?): rerun"
+# upstream's library package, kept so that a test can swap our .deb in and upstream's back
+mkdir -p "$G/opt/rdma-core/debs"
+chroot "$B" sh -c "cd /root && $APT download librdmacm1t64=$(want librdmacm1t64)" >> apt.log 2>&1 ||
+  { tail -20 apt.log >&2; die "cannot download librdmacm1t64"; }
+cp "$B"/root/librdmacm1t64_*.deb "$G/opt/rdma-core/debs/"
 rm -rf "$G"/var/cache/apt/archives/*.deb "$G"/var/lib/apt/lists/* "$G"/usr/share/{locale,man,info}
 mkdir -p "$G/opt/rdma-core/tests"; cp -a "$G/usr/share/doc/rdma-core/tests/." "$G/opt/rdma-core/tests/"
 gunzip -f "$G"/opt/rdma-core/tests/*.gz 2>/dev/null || true; rm -rf "$G/usr/share/doc"  # dh_compress gzipped some
