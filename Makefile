@@ -31,6 +31,7 @@ OURS_INC := -Iinclude
         check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke vm-bin \
         check-symbols-upstream check-constants check-ratchet deps \
         vm-check demo bench install uninstall clean tools
+.PHONY: install-lib install-dev install-man check-man check-layout-abi deb check-deb
 
 all: lib
 
@@ -63,7 +64,7 @@ deps:
 check: deps
 	$(MAKE) check-host vm-check
 
-check-host: check-ratchet test-rust check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke
+check-host: check-ratchet test-rust check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke check-man check-layout-abi
 
 test-rust:
 	$(CARGO) test --locked --lib
@@ -164,26 +165,51 @@ demo: deps
 bench: lib vm-bin
 	bench/run.sh
 
-install: lib
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/rdma $(DESTDIR)$(INCLUDEDIR)/infiniband \
-	           $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
-	install -m 0755 $(B)/lib/$(REALNAME) $(DESTDIR)$(LIBDIR)/$(REALNAME)
+# install = install-lib + install-dev (headers, pkg-config) + install-man; the Debian
+# package (make deb) installs through the same targets. Nothing of the build tree ends up in
+# an installed file (ctest/check-install.sh checks). UPSTREAM_LEVEL: the rdma-core release whose
+# librdmacm ABI (exports, headers) this library provides in full; pkg-config's Version is
+# 1.5.$(UPSTREAM_LEVEL), upstream's form (rdma-core writes 1.<ABI minor>.<its release>).
+UPSTREAM_LEVEL := 65.0
+HEADERS_RDMA := include/rdma/rdma_cma.h include/rdma/rdma_cma_abi.h include/rdma/rdma_verbs.h include/rdma/rsocket.h
+HEADERS_IB   := include/infiniband/acm.h include/infiniband/ib.h include/infiniband/gid_reachable.h
+install: install-lib install-dev install-man
+
+install-lib: lib
+	install -d $(DESTDIR)$(LIBDIR)
+	install -m 0644 $(B)/lib/$(REALNAME) $(DESTDIR)$(LIBDIR)/$(REALNAME)
 	ln -sf $(REALNAME) $(DESTDIR)$(LIBDIR)/librdmacm.so.1
 	ln -sf librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
-	install -m 0644 include/rdma/rdma_cma.h include/rdma/rsocket.h include/rdma/rdma_verbs.h $(DESTDIR)$(INCLUDEDIR)/rdma/
-	install -m 0644 include/infiniband/gid_reachable.h include/infiniband/ib.h $(DESTDIR)$(INCLUDEDIR)/infiniband/
-	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' \
+
+install-dev:
+	install -d $(DESTDIR)$(INCLUDEDIR)/rdma $(DESTDIR)$(INCLUDEDIR)/infiniband $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 0644 $(HEADERS_RDMA) $(DESTDIR)$(INCLUDEDIR)/rdma/
+	install -m 0644 $(HEADERS_IB) $(DESTDIR)$(INCLUDEDIR)/infiniband/
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|; s|@UPSTREAM_LEVEL@|$(UPSTREAM_LEVEL)|' \
 	    librdmacm.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
-	for m in man/*.3; do [ -e "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man3/; done; true
-	for m in man/*.7; do [ -e "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man7/; done; true
+
+install-man:
+	install -d $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
+	install -m 0644 man/*.3 $(DESTDIR)$(MANDIR)/man3/
+	install -m 0644 man/*.7 $(DESTDIR)$(MANDIR)/man7/
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(REALNAME) $(DESTDIR)$(LIBDIR)/librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
-	rm -f $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_cma.h $(DESTDIR)$(INCLUDEDIR)/rdma/rsocket.h $(DESTDIR)$(INCLUDEDIR)/rdma/rdma_verbs.h
-	rm -f $(DESTDIR)$(INCLUDEDIR)/infiniband/gid_reachable.h $(DESTDIR)$(INCLUDEDIR)/infiniband/ib.h
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/rdma/,$(notdir $(HEADERS_RDMA)))
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/infiniband/,$(notdir $(HEADERS_IB)))
 	rm -f $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
-	for m in man/*.3; do rm -f $(DESTDIR)$(MANDIR)/man3/$$(basename $$m); done; true
-	for m in man/*.7; do rm -f $(DESTDIR)$(MANDIR)/man7/$$(basename $$m); done; true
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard man/*.3)))
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(wildcard man/*.7)))
+
+# Every export and inline helper has a man page; rdma_cm.7 lists every environment
+# variable; every page renders without warnings.
+check-man:
+	ctest/check-man.sh
+
+# <rdma/rdma_cma_abi.h> and <infiniband/acm.h>: sizes, offsets and constants as upstream's
+# (abi/layout-abi.txt; also against every upstream copy of the headers found on the host).
+check-layout-abi:
+	ctest/check-layout-abi.sh
 
 clean:
 	$(CARGO) clean
