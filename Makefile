@@ -31,12 +31,17 @@ OURS_INC := -Iinclude
         check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke vm-bin \
         check-symbols-upstream check-constants check-ratchet deps \
         vm-check demo bench install uninstall clean tools
-.PHONY: install-lib install-dev install-man check-man check-layout-abi deb check-deb
+.PHONY: install-lib install-dev install-man check-man check-layout-abi deb check-deb vm-debs
 
 all: lib
 
+# No path of the build machine in the library: panic locations and debug info name the
+# sources as /usr/src/rdmacm-rs/... and /usr/share/cargo/... (ctest/check-install.sh checks).
+CARGO_HOME_DIR := $(or $(CARGO_HOME),$(HOME)/.cargo)
+REMAP_FLAGS := --remap-path-prefix=$(CURDIR)=/usr/src/rdmacm-rs --remap-path-prefix=$(CARGO_HOME_DIR)=/usr/share/cargo
 lib:
-	$(CARGO) build --release --locked
+	RUSTFLAGS="$(strip $(RUSTFLAGS) $(REMAP_FLAGS))" CFLAGS="$(strip $(CFLAGS) -ffile-prefix-map=$(CURDIR)=/usr/src/rdmacm-rs)" \
+	    $(CARGO) build --release --locked
 	@mkdir -p $(B)/lib
 	cp -f target/release/librdmacm.so $(B)/lib/$(REALNAME)
 	ln -sf $(REALNAME) $(B)/lib/librdmacm.so.1
@@ -200,6 +205,36 @@ uninstall:
 	rm -f $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard man/*.3)))
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(wildcard man/*.7)))
+
+# make deb: the Debian packages librdmacm-rs1 (the library, in place of librdmacm1t64) and
+# librdmacm-rs-dev (headers, pkg-config, man pages; in place of librdmacm-dev) in build/deb/,
+# built with debhelper from debian/ around `make lib` and the install targets, then lintian
+# (every tag it still reports is explained in debian/*.lintian-overrides and the README).
+# Needs debhelper, lintian, fakeroot (scripts/deps.sh). check-deb: what is in them.
+deb: lib
+	@$(MAKE) --no-print-directory $(B)/deb/rdmacm-rs.changes
+DEB_INPUTS := target/release/librdmacm.so $(wildcard debian/* debian/source/*) $(wildcard man/*) \
+              $(HEADERS_RDMA) $(HEADERS_IB) librdmacm.pc.in abi/rdmacm.symbols Makefile
+$(B)/deb/rdmacm-rs.changes: $(DEB_INPUTS)
+	@v=$$(dpkg-parsechangelog -SVersion); [ "$$v" = "$(VERSION)" ] || \
+	    { echo "deb: debian/changelog says $$v, Cargo.toml $(VERSION)" >&2; exit 1; }
+	rm -rf $(B)/deb; mkdir -p $(B)/deb
+	DEBDIR=$(CURDIR)/$(B)/deb dpkg-buildpackage --build=binary --no-sign --no-check-builddeps \
+	    --buildinfo-file=$(CURDIR)/$(B)/deb/rdmacm-rs.buildinfo --changes-file=$(CURDIR)/$@ \
+	    --changes-option=-u$(CURDIR)/$(B)/deb --buildinfo-option=-u$(CURDIR)/$(B)/deb --post-clean
+	lintian --fail-on warning,error --display-info --pedantic $@ || { rm -f $@; exit 1; }
+	@ls -l $(B)/deb/*.deb
+
+# The VM test bed installs the packages into the guest (vm/suite.d/pkg.sh): they travel in
+# build/vm-bin/debs (shipped as /extra/bin/debs).
+vm-debs: deb
+	@mkdir -p $(B)/vm-bin/debs
+	rm -f $(B)/vm-bin/debs/*.deb
+	cp -f $(B)/deb/librdmacm-rs1_*.deb $(B)/deb/librdmacm-rs-dev_*.deb $(B)/vm-bin/debs/
+vm-bin: vm-debs
+
+check-deb: deb
+	ctest/check-deb.sh $(B)/deb
 
 # Every export and inline helper has a man page; rdma_cm.7 lists every environment
 # variable; every page renders without warnings.

@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # `make install` into a temporary DESTDIR, then compile and link a C program
 # with `pkg-config --cflags --libs librdmacm` against the installed copy,
-# run it against the installed library, and `make uninstall` again.
+# run it against the installed library, and `make uninstall` again. Nothing of the build
+# machine's paths may be in an installed file: not the source tree, not cargo's home, not the
+# scratch DESTDIR (pkg-config file, RPATH/RUNPATH, panic locations and debug info of the
+# library); the Debian package is checked the same way (ctest/check-deb.sh).
 set -eu
 top=$(pwd)
 dest=$(mktemp -d); trap 'rm -rf "$dest"' EXIT
@@ -11,7 +14,9 @@ libdir=$prefix/lib64
 make -s install DESTDIR="$dest" PREFIX=$prefix LIBDIR=$libdir >/dev/null
 for f in $libdir/librdmacm.so.1 $libdir/librdmacm.so $prefix/include/rdma/rdma_cma.h \
          $prefix/include/rdma/rsocket.h $prefix/include/infiniband/gid_reachable.h \
-         $libdir/pkgconfig/librdmacm.pc; do
+         $prefix/include/rdma/rdma_cma_abi.h $prefix/include/infiniband/acm.h \
+         $prefix/include/rdma/rdma_verbs.h $prefix/include/infiniband/ib.h \
+         $prefix/share/man/man7/rdma_cm.7 $libdir/pkgconfig/librdmacm.pc; do
     [ -e "$dest$f" ] || { echo "check-install: $f missing" >&2; exit 1; }
 done
 ls "$dest$libdir"/librdmacm.so.1.5.* >/dev/null
@@ -19,10 +24,20 @@ n3=$(ls "$top"/man/*.3 2>/dev/null | wc -l)
 [ "$(ls "$dest$prefix"/share/man/man3/*.3 2>/dev/null | wc -l)" = "$n3" ] ||
     { echo "check-install: man pages not installed" >&2; exit 1; }
 
+n7=$(ls "$top"/man/*.7 | wc -l)
+[ "$(ls "$dest$prefix"/share/man/man7/*.7 2>/dev/null | wc -l)" = "$n7" ] ||
+    { echo "check-install: man7 pages not installed" >&2; exit 1; }
+
+# No path of the build machine in any installed file.
+ctest/check-no-build-paths.sh "$dest" "$dest$prefix"
+
 export PKG_CONFIG_PATH="$dest$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest"
 flags=$(pkg-config --cflags --libs librdmacm)
 case "$flags" in *"$dest$prefix/include"*"-lrdmacm"*) ;; *)
     echo "check-install: unexpected pkg-config output: $flags" >&2; exit 1;; esac
+# Version in upstream's form: 1.<ABI minor>.<rdma-core release>.<its minor> (1.5.65.0)
+v=$(pkg-config --modversion librdmacm)
+echo "$v" | grep -qE '^1\.5\.[0-9]+\.[0-9]+$' || { echo "check-install: pkg-config Version '$v' is not 1.5.<release>.<minor>" >&2; exit 1; }
 cat > "$dest/prog.c" <<'C'
 #include <stdio.h>
 #include <string.h>

@@ -9,7 +9,8 @@
 set -euo pipefail
 PKGS=(build-essential pkg-config lld binutils valgrind
       libibverbs-dev librdmacm-dev rdmacm-utils ibverbs-utils
-      iproute2 util-linux qemu-system-x86 debootstrap cpio xz-utils curl)
+      iproute2 util-linux qemu-system-x86 debootstrap cpio xz-utils curl
+      debhelper dpkg-dev fakeroot lintian man-db groff-base)   # make deb, check-man
 if [ "${1:-}" = --list ]; then printf '%s\n' "${PKGS[@]}"; exit 0; fi
 missing=()
 for p in "${PKGS[@]}"; do
