@@ -8,6 +8,7 @@
 //! [`crate::abi`].
 
 pub mod netdb;
+pub mod netlink;
 use nix::errno::Errno;
 use std::ffi::c_int;
 

@@ -389,6 +389,10 @@ fn addr_of_mut<T>(r: &mut T) -> u64 {
 
 impl Ucma for Kernel {
     fn open(&self) -> Result<RawFd, Errno> {
+        // The real device is found as upstream finds it (netlink, then by name; sys::netlink).
+        if self.dev_path == Kernel::default().dev_path {
+            return super::netlink::open_ucma();
+        }
         let path = std::ffi::CString::new(self.dev_path).map_err(|_| Errno::EINVAL)?;
         // SAFETY: path is a valid NUL-terminated string.
         let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
@@ -631,47 +635,14 @@ pub fn path_from_data(d: &crate::abi::cma::ibv_path_data) -> crate::abi::cma::ib
     }
 }
 
-/// The kernel's ucma ABI version from sysfs (the misc device's, then the
-/// older class's), read the one way the library reads it; None when
-/// neither file exists.
+/// The kernel's ucma ABI version, found as upstream finds it (netlink, then
+/// sysfs under $SYSFS_PATH: sys::netlink); None when neither answers.
 pub fn read_abi_version() -> Option<i64> {
-    ["/sys/class/misc/rdma_cm/abi_version", "/sys/class/infiniband_ucma/abi_version"]
-        .iter()
-        .find_map(|p| std::fs::read_to_string(p).ok())
-        .map(|s| parse_leading_int(&s))
-}
-
-/// strtol(s, NULL, 10) on at most 7 characters (upstream reads 8 bytes).
-fn parse_leading_int(s: &str) -> i64 {
-    let s: String = s.chars().take(7).collect();
-    let t = s.trim_start();
-    let (neg, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let mut v: i64 = 0;
-    for b in digits.bytes().take_while(u8::is_ascii_digit) {
-        v = v * 10 + i64::from(b - b'0');
-    }
-    if neg {
-        -v
-    } else {
-        v
-    }
+    super::netlink::ucma_abi_version()
 }
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn abi_parse() {
-        use super::parse_leading_int;
-        assert_eq!(parse_leading_int("4\n"), 4);
-        assert_eq!(parse_leading_int(" 12x"), 12);
-        assert_eq!(parse_leading_int("-3"), -3);
-        assert_eq!(parse_leading_int(""), 0);
-    }
-
     use super::*;
 
     fn u32_at(b: &[u8], off: usize) -> u32 {
