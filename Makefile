@@ -219,9 +219,9 @@ $(B)/deb/rdmacm-rs.changes: $(DEB_INPUTS)
 	@v=$$(dpkg-parsechangelog -SVersion); [ "$$v" = "$(VERSION)" ] || \
 	    { echo "deb: debian/changelog says $$v, Cargo.toml $(VERSION)" >&2; exit 1; }
 	rm -rf $(B)/deb; mkdir -p $(B)/deb
-	DEBDIR=$(CURDIR)/$(B)/deb dpkg-buildpackage --build=binary --no-sign --no-check-builddeps \
-	    --buildinfo-file=$(CURDIR)/$(B)/deb/rdmacm-rs.buildinfo --changes-file=$(CURDIR)/$@ \
-	    --changes-option=-u$(CURDIR)/$(B)/deb --buildinfo-option=-u$(CURDIR)/$(B)/deb --post-clean
+	DEBDIR=$(abspath $(B))/deb dpkg-buildpackage --build=binary --no-sign --no-check-builddeps \
+	    --buildinfo-file=$(abspath $(B))/deb/rdmacm-rs.buildinfo --changes-file=$(abspath $@) \
+	    --changes-option=-u$(abspath $(B))/deb --buildinfo-option=-u$(abspath $(B))/deb --post-clean
 	lintian --fail-on warning,error --display-info --pedantic $@ || { rm -f $@; exit 1; }
 	@ls -l $(B)/deb/*.deb
 

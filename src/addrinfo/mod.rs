@@ -122,16 +122,12 @@ pub trait CmBackend: Sync + Send {
     /// `af_ib_support`, probed by binding an AF_IB id).  Decides whether an
     /// AF_IB entry is prepended to ibacm results.
     fn af_ib_supported(&self) -> bool;
-    /// Upstream's RAI_SA path first creates an event channel (opens
-    /// `/dev/infiniband/rdma_cm`); its error is the lookup's error.
+    /// Upstream's RAI_SA path first creates an event channel (opens the
+    /// rdma_cm device as `sys::netlink` finds it); its error is the lookup's error.
     fn check_event_channel(&self) -> Result<(), Errno> {
-        match std::fs::OpenOptions::new().read(true).write(true).open("/dev/infiniband/rdma_cm") {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                log::debug!(target: "rdmacm", "rdma_getaddrinfo: RAI_SA: cannot open /dev/infiniband/rdma_cm: {e}");
-                Err(e.raw_os_error().map_or(Errno::ENODEV, Errno::from_raw))
-            }
-        }
+        crate::sys::netlink::check_ucma_open().inspect_err(|e| {
+            log::debug!(target: "rdmacm", "rdma_getaddrinfo: RAI_SA: cannot open the rdma_cm device: {e}");
+        })
     }
     /// GID index 0 of every port with an InfiniBand link layer in state
     /// ACTIVE or better, in device-list then port order.

@@ -351,6 +351,14 @@ pub fn open_ucma() -> Result<RawFd, Errno> {
     }
 }
 
+/// Whether the rdma_cm device opens, found as [`open_ucma`] finds it (opened
+/// and closed again): what upstream's event channel creation would report.
+pub fn check_ucma_open() -> Result<(), Errno> {
+    let fd = open_ucma()?;
+    drop(Fd(fd));
+    Ok(())
+}
+
 /// The ucma ABI version: netlink's answer, else sysfs (misc class, then the
 /// older class), else None (then assumed supported, as upstream).
 pub fn ucma_abi_version() -> Option<i64> {
