@@ -69,7 +69,7 @@ deps:
 check: deps
 	$(MAKE) check-host vm-check
 
-check-host: check-ratchet test-rust check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke check-man check-layout-abi
+check-host: check-ratchet test-rust check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke check-man check-layout-abi check-deb
 
 test-rust:
 	$(CARGO) test --locked --lib
