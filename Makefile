@@ -193,18 +193,18 @@ install-dev:
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|; s|@UPSTREAM_LEVEL@|$(UPSTREAM_LEVEL)|' \
 	    librdmacm.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
 
+# every page of man/ in its section (man/NAME.S -> man<S>/NAME.S)
+MAN_SECTIONS := $(sort $(subst .,,$(suffix $(wildcard man/*.[1-8]))))
 install-man:
-	install -d $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
-	install -m 0644 man/*.3 $(DESTDIR)$(MANDIR)/man3/
-	install -m 0644 man/*.7 $(DESTDIR)$(MANDIR)/man7/
+	for s in $(MAN_SECTIONS); do install -d $(DESTDIR)$(MANDIR)/man$$s && \
+	    install -m 0644 man/*.$$s $(DESTDIR)$(MANDIR)/man$$s/ || exit 1; done
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(REALNAME) $(DESTDIR)$(LIBDIR)/librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/rdma/,$(notdir $(HEADERS_RDMA)))
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/infiniband/,$(notdir $(HEADERS_IB)))
 	rm -f $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
-	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard man/*.3)))
-	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(wildcard man/*.7)))
+	for s in $(MAN_SECTIONS); do for m in man/*.$$s; do rm -f $(DESTDIR)$(MANDIR)/man$$s/$${m#man/}; done; done
 
 # make deb: the Debian packages librdmacm-rs1 (the library, in place of librdmacm1t64) and
 # librdmacm-rs-dev (headers, pkg-config, man pages; in place of librdmacm-dev) in build/deb/,

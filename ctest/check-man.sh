@@ -46,7 +46,7 @@ dest=$(mktemp -d); trap 'rm -rf "$dest"' EXIT
 make -s install-man DESTDIR="$dest" PREFIX=/usr >/dev/null
 mandir=$dest/usr/share/man
 n=0
-for p in "$mandir"/man3/* "$mandir"/man7/*; do
+for p in "$mandir"/man*/*; do
     b=$(basename "$p"); [ -f "man/$b" ] || err "installed page $b is not in man/"
     if head -1 "$p" | grep -q '^\.so '; then
         t=$(head -1 "$p" | sed 's/^\.so //')
