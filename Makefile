@@ -231,7 +231,11 @@ vm-debs: deb
 	@mkdir -p $(B)/vm-bin/debs
 	rm -f $(B)/vm-bin/debs/*.deb
 	cp -f $(B)/deb/librdmacm-rs1_*.deb $(B)/deb/librdmacm-rs-dev_*.deb $(B)/vm-bin/debs/
-vm-bin: vm-debs
+vm-bin: vm-debs $(B)/vm-bin/nonetlink.so
+# LD_PRELOAD shim of vm/suite.d/kmod.sh (kmod_sysfs_fallback): no RDMA netlink socket.
+$(B)/vm-bin/nonetlink.so: ctest/shim/nonetlink.c
+	@mkdir -p $(B)/vm-bin
+	$(CC) $(CWARN) -O1 -shared -fPIC -o $@ $< -ldl
 
 check-deb: deb
 	ctest/check-deb.sh $(B)/deb

@@ -11,6 +11,12 @@
 #     wrong        /dev/infiniband/rdma_cm is another char device (1:3) -> works (checked by number)
 #     no_link      the node removed, /dev/char without the link          -> fails after 5 s (udev wait)
 #     no_char_dir  the node removed, no /dev/char at all                 -> fails at once
+# kmod_sysfs_fallback: no RDMA netlink (LD_PRELOAD=/extra/bin/nonetlink.so fails its socket, as
+#   kernels before 5.3), so the ABI version comes from sysfs, under $SYSFS_PATH when set:
+#     sys          no SYSFS_PATH: /sys, the device by name              -> works
+#     misc5        SYSFS_PATH=fake tree, class/misc/rdma_cm/abi_version 5   -> EPERM (unsupported)
+#     ucma9_slash  only class/infiniband_ucma/abi_version 9, SYSFS_PATH ending in //  -> EPERM
+#     empty        SYSFS_PATH=an empty tree: ABI assumed, libibverbs finds no device there
 # The module and the node are put back after each test whatever happened (outside the test's
 # timeout); a node or module that cannot be restored fails the run (SUITEERR).
 KMOD_COMMON='
@@ -34,7 +40,7 @@ rm -f /run/kmod-elsewhere/rdma_cm; mknod -m 0666 /run/kmod-elsewhere/rdma_cm c "
 set +e
 scen(){ echo "== $1"; local s=$SECONDS; calls; local t=$((SECONDS-s))
   # the udev wait is 5 s: say which side of 3 s the failure came
-  [ "$2" = timed ] && { [ $t -ge 3 ] && echo "waited for udev: yes" || echo "waited for udev: no (${t}s)"; }; }
+  [ "$2" = timed ] && { [ $t -ge 3 ] && echo "waited for udev: yes" || echo "waited for udev: no"; }; }
 rm -f /dev/infiniband/rdma_cm; mkdir -p /dev/char; ln -sfn /run/kmod-elsewhere/rdma_cm "/dev/char/$maj:$min"
 scen missing
 mknod -m 0666 /dev/infiniband/rdma_cm c 1 3
@@ -44,6 +50,16 @@ scen no_link timed
 rmdir /dev/char
 scen no_char_dir timed
 exit 0'
+
+KMOD_SYSFS=$KMOD_COMMON'
+f=/run/kmod-fakesys; rm -rf $f; mkdir -p $f/misc5/class/misc/rdma_cm $f/ucma9/class/infiniband_ucma $f/empty
+echo 5 > $f/misc5/class/misc/rdma_cm/abi_version; echo 9 > $f/ucma9/class/infiniband_ucma/abi_version
+nl=/extra/bin/nonetlink.so; [ -e $nl ] || { note "no $nl (make vm-bin)"; exit 1; }
+echo "== sys"; LD_PRELOAD=$nl calls
+echo "== misc5"; SYSFS_PATH=$f/misc5 LD_PRELOAD=$nl calls
+echo "== ucma9_slash"; SYSFS_PATH=$f/ucma9// LD_PRELOAD=$nl calls
+echo "== empty"; SYSFS_PATH=$f/empty LD_PRELOAD=$nl calls
+rm -rf $f'
 
 # kmod_restore: rdma_ucm loaded, /dev/infiniband/rdma_cm the right device (mode 0666), the
 # scratch nodes gone. A failure to restore fails the run.
@@ -68,3 +84,4 @@ kmod_restore(){ local out rc
 
 if _selected kmod_autoload; then t --cmp kmod_autoload 120 bash -c "$KMOD_AUTOLOAD"; kmod_restore; fi
 if _selected kmod_node_elsewhere; then t --cmp kmod_node_elsewhere 120 bash -c "$KMOD_ELSEWHERE"; kmod_restore; fi
+if _selected kmod_sysfs_fallback; then t --cmp kmod_sysfs_fallback 120 bash -c "$KMOD_SYSFS"; fi
