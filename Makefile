@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # rdmacm-rs: build, test, install.
 #
-#   make               build build/lib/librdmacm.so.1 (release)
+#   make               build build/lib/librdmacm.so.1 (release) and
+#                      build/lib/rsocket/librspreload.so (make preload)
 #   make deps          install what building and testing need (scripts/deps.sh)
 #   make check         everything: Rust tests, ABI/header/table checks, the C
 #                      harness (plain and ASan), install test, the VM test bed
@@ -27,12 +28,12 @@ B          := build
 
 CWARN   := -Wall -Wextra -Werror
 OURS_INC := -Iinclude
-.PHONY: all lib header check check-host test-rust check-symbols check-header \
+.PHONY: all lib preload header check check-host test-rust check-symbols check-header \
         check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke vm-bin \
         check-symbols-upstream check-constants check-ratchet deps \
         vm-check demo bench install uninstall clean tools
 
-all: lib
+all: lib preload
 
 lib:
 	$(CARGO) build --release --locked
@@ -40,6 +41,15 @@ lib:
 	cp -f target/release/librdmacm.so $(B)/lib/$(REALNAME)
 	ln -sf $(REALNAME) $(B)/lib/librdmacm.so.1
 	ln -sf librdmacm.so.1 $(B)/lib/librdmacm.so
+
+# librspreload.so (preload/, a second cdylib of the workspace), linked against the
+# librdmacm.so.1 just built; installed as upstream's: $(LIBDIR)/rsocket/librspreload.so
+# (no SONAME) with librspreload.so.1 and .so.1.0.0 links to it.
+preload: lib
+	RSPRELOAD_RDMACM_DIR=$(CURDIR)/$(B)/lib $(CARGO) build --release --locked -p rspreload
+	@mkdir -p $(B)/lib/rsocket
+	cp -f target/release/librspreload.so $(B)/lib/rsocket/librspreload.so
+	ln -sf librspreload.so $(B)/lib/rsocket/librspreload.so.1
 
 # cbindgen at a pinned version; installed into build/tools when missing.
 CBINDGEN := $(shell command -v cbindgen 2>/dev/null)
@@ -67,6 +77,7 @@ check-host: check-ratchet test-rust check-symbols check-symbols-upstream check-h
 
 test-rust:
 	$(CARGO) test --locked --lib
+	$(CARGO) test --locked --lib -p rspreload
 
 check-symbols: lib
 	ctest/check-symbols.sh $(B)/lib/librdmacm.so.1 abi/rdmacm.symbols
@@ -152,6 +163,8 @@ check-ldd: lib
 vm-bin: lib $(B)/ctest/harness-ours
 	@mkdir -p $(B)/vm-bin
 	cp -f $(B)/ctest/harness-ours $(B)/vm-bin/ctest_harness
+	$(MAKE) preload
+	cp -f $(B)/lib/rsocket/librspreload.so $(B)/vm-bin/librspreload.so
 	$(MAKE) -C ctest/vm B=$(CURDIR)/$(B)
 
 vm-check: lib vm-bin
@@ -164,7 +177,7 @@ demo: deps
 bench: lib vm-bin
 	bench/run.sh
 
-install: lib
+install: lib preload
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/rdma $(DESTDIR)$(INCLUDEDIR)/infiniband \
 	           $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
 	install -m 0755 $(B)/lib/$(REALNAME) $(DESTDIR)$(LIBDIR)/$(REALNAME)
@@ -176,6 +189,10 @@ install: lib
 	    librdmacm.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
 	for m in man/*.3; do [ -e "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man3/; done; true
 	for m in man/*.7; do [ -e "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man7/; done; true
+	install -d $(DESTDIR)$(LIBDIR)/rsocket
+	install -m 0755 $(B)/lib/rsocket/librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so
+	ln -sf librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1
+	ln -sf librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1.0.0
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(REALNAME) $(DESTDIR)$(LIBDIR)/librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
@@ -184,6 +201,9 @@ uninstall:
 	rm -f $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
 	for m in man/*.3; do rm -f $(DESTDIR)$(MANDIR)/man3/$$(basename $$m); done; true
 	for m in man/*.7; do rm -f $(DESTDIR)$(MANDIR)/man7/$$(basename $$m); done; true
+	rm -f $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1 \
+	      $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1.0.0
+	rmdir $(DESTDIR)$(LIBDIR)/rsocket 2>/dev/null || true
 
 clean:
 	$(CARGO) clean
