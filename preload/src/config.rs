@@ -25,6 +25,9 @@ pub struct Config {
     pub rq_size: i32,
     pub inline: i32,
     pub fork: bool,
+    /// RDMACM_RS_LOG set: the library says on stderr what it does with
+    /// fork-mode sockets (off otherwise, like the main library's logging).
+    pub trace: bool,
     pub rules: Vec<Rule>,
 }
 
@@ -144,6 +147,7 @@ pub fn load() -> Config {
         rq_size: num(c"RS_RQ_SIZE"),
         inline: num(c"RS_INLINE"),
         fork: num(c"RDMAV_FORK_SAFE") != 0,
+        trace: env(c"RDMACM_RS_LOG").is_some(),
         rules: std::fs::read(CONFIG_FILE).map(|b| parse_rules(&String::from_utf8_lossy(&b))).unwrap_or_default(),
     }
 }

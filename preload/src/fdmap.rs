@@ -53,8 +53,8 @@ pub struct Entry {
     pub fork: Fork,
     /// The descriptor that does the work.
     pub inner: i32,
-    /// The domain the socket was created with (AF_INET or AF_INET6), for
-    /// replacing it by a real socket when rconnect fails.
+    /// The domain the socket was created with (AF_INET, AF_INET6 or
+    /// AF_IB), for replacing it by a real socket when rconnect fails.
     pub domain: i32,
 }
 
@@ -80,7 +80,11 @@ fn encode(e: Entry) -> u64 {
         Fork::Active => 3,
         Fork::Passive => 4,
     };
-    let domain = if e.domain == libc::AF_INET6 { 1u64 } else { 0 };
+    let domain = match e.domain {
+        libc::AF_INET6 => 1u64,
+        libc::AF_IB => 2,
+        _ => 0,
+    };
     (e.inner as u32 as u64) | kind << 32 | fork << 40 | domain << 48
 }
 
@@ -98,7 +102,11 @@ fn decode(w: u64) -> Option<Entry> {
         4 => Fork::Passive,
         _ => Fork::Ready,
     };
-    let domain = if (w >> 48) & 1 == 1 { libc::AF_INET6 } else { libc::AF_INET };
+    let domain = match (w >> 48) & 3 {
+        1 => libc::AF_INET6,
+        2 => libc::AF_IB,
+        _ => libc::AF_INET,
+    };
     Some(Entry { kind, fork, inner: w as u32 as i32, domain })
 }
 
@@ -186,7 +194,7 @@ mod tests {
     fn entries_round_trip() {
         for kind in [Kind::Rsocket, Kind::Repoll, Kind::Real] {
             for fork in [Fork::Ready, Fork::Fresh, Fork::Listen, Fork::Active, Fork::Passive] {
-                for domain in [libc::AF_INET, libc::AF_INET6] {
+                for domain in [libc::AF_INET, libc::AF_INET6, libc::AF_IB] {
                     for inner in [0, 7, 65535, i32::MAX] {
                         let e = Entry { kind, fork, inner, domain };
                         assert_eq!(decode(encode(e)), Some(e));

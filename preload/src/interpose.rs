@@ -90,9 +90,13 @@ pub unsafe extern "C" fn socket(domain: c_int, type_: c_int, protocol: c_int) ->
         let candidate = matches!(domain, libc::AF_INET | libc::AF_INET6 | libc::AF_IB)
             && matches!(base, libc::SOCK_STREAM | libc::SOCK_DGRAM)
             && !in_rdmacm();
-        let (cfg, prog) = config();
-        if !candidate || !cfg.intercepts(prog, domain, type_, protocol) {
+        if !candidate {
             // SAFETY: libc's socket, same arguments.
+            return unsafe { real::socket(domain, type_, protocol) };
+        }
+        let (cfg, prog) = config();
+        if !cfg.intercepts(prog, domain, type_, protocol) {
+            // SAFETY: as above.
             return unsafe { real::socket(domain, type_, protocol) };
         }
         let idx = placeholder(type_ & libc::SOCK_CLOEXEC != 0);
@@ -100,7 +104,7 @@ pub unsafe extern "C" fn socket(domain: c_int, type_: c_int, protocol: c_int) ->
             return -1;
         }
         let tcp = matches!(domain, libc::AF_INET | libc::AF_INET6)
-            && type_ == libc::SOCK_STREAM
+            && base == libc::SOCK_STREAM
             && (protocol == 0 || protocol == libc::IPPROTO_TCP);
         if cfg.fork && tcp {
             // fork mode: a TCP socket now, an rsocket after the connection is made
@@ -282,7 +286,8 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
             Kind::Rsocket => {
                 // SAFETY: rconnect with the caller's address.
                 let r = inside(|| unsafe { rs::rconnect(e.inner, addr, len) });
-                if r == 0 || errno() == libc::EINPROGRESS {
+                // (AF_IB has no TCP to fall back to)
+                if r == 0 || errno() == libc::EINPROGRESS || e.domain == libc::AF_IB {
                     return r;
                 }
                 // The peer cannot be reached over RDMA: a real socket takes
@@ -328,8 +333,17 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
 // for them, then connects the rsocket.  Upstream's protocol, so either side
 // may be upstream's library.  On any failure the socket stays TCP. ---
 
+macro_rules! trace {
+    ($($t:tt)*) => {
+        if config().0.trace {
+            eprintln!("librspreload[{}]: {}", std::process::id(), format_args!($($t)*));
+        }
+    };
+}
+
 fn fork_switch(fd: c_int, e: Entry) {
-    let _ = keep_errno(|| match e.fork {
+    trace!("fork mode: descriptor {fd} (TCP {}) {:?} becomes an rsocket", e.inner, e.fork);
+    keep_errno(|| match e.fork {
         Fork::Active => fork_active(fd, e),
         _ => fork_passive(fd, e),
     });
@@ -359,6 +373,7 @@ fn fork_active(fd: c_int, e: Entry) {
         real::fcntl(false, s, libc::F_SETFL, 0);
         let n = real::recv(s, msg.as_mut_ptr().cast(), 4, libc::MSG_PEEK);
         real::fcntl(false, s, libc::F_SETFL, fl as c_ulong);
+        trace!("fork mode, connecting side: peeked {n} bytes {msg:?}");
         n == 4 && msg == [0; 4]
     };
     if ok {
@@ -373,7 +388,9 @@ fn fork_active(fd: c_int, e: Entry) {
             let r = inside(|| unsafe { rs::rsocket(fam, libc::SOCK_STREAM, 0) });
             if r >= 0 {
                 // SAFETY: as above.
-                if inside(|| unsafe { rs::rconnect(r, sa, len) }) == 0 {
+                let c = inside(|| unsafe { rs::rconnect(r, sa, len) });
+                trace!("fork mode, connecting side: rconnect {c} (errno {})", errno());
+                if c == 0 {
                     // the 4 bytes were peeked: consume them now
                     // SAFETY: local buffer.
                     unsafe { real::recv(s, msg.as_mut_ptr().cast(), 4, 0) };
@@ -385,6 +402,7 @@ fn fork_active(fd: c_int, e: Entry) {
             }
         }
     }
+    trace!("fork mode, connecting side: stays TCP");
     fdmap::set(fd, Entry { fork: Fork::Ready, ..e });
 }
 
@@ -398,11 +416,10 @@ fn fork_passive(fd: c_int, e: Entry) {
     // SAFETY: local buffers; libc and rsocket calls on our own descriptors.
     unsafe {
         if real::getsockname(s, sa, &mut len) == 0 {
-            // listen on the wildcard address at the TCP socket's port (for
-            // IPv4 this clears sin_addr, which sin6_flowinfo overlays)
-            sin6.sin6_flowinfo = 0;
-            sin6.sin6_scope_id = 0;
-            sin6.sin6_addr = std::mem::zeroed();
+            // Listen at the TCP socket's own address and port. (Upstream
+            // listens on the wildcard address; with soft-iWARP on the host
+            // that listen failed with EADDRINUSE while the program's TCP
+            // listener held the port: an iWARP listen takes the TCP port.)
             let sem = libc::sem_open(c"/rsocket_fork".as_ptr(), libc::O_CREAT | libc::O_RDWR, 0o770 as libc::c_uint, 1 as libc::c_uint);
             if sem != libc::SEM_FAILED {
                 let l = inside(|| rs::rsocket(c_int::from(sin6.sin6_family), libc::SOCK_STREAM, 0));
@@ -415,7 +432,9 @@ fn fork_passive(fd: c_int, e: Entry) {
                         && inside(|| rs::rlisten(l, 1)) == 0
                         && real::write(s, zero.as_ptr().cast(), 4) == 4
                     {
+                        trace!("fork mode, accepting side: listening, 4 zero bytes sent");
                         let r = inside(|| rs::raccept(l, std::ptr::null_mut(), std::ptr::null_mut()));
+                        trace!("fork mode, accepting side: raccept {r} (errno {})", errno());
                         if r >= 0 {
                             replace_with_rsocket(fd, e, r);
                             done = true;
@@ -429,6 +448,7 @@ fn fork_passive(fd: c_int, e: Entry) {
         }
     }
     if !done {
+        trace!("fork mode, accepting side: stays TCP (errno {})", errno());
         fdmap::set(fd, Entry { fork: Fork::Ready, ..e });
     }
 }
@@ -557,7 +577,7 @@ pub unsafe extern "C" fn select(nfds: c_int, r: *mut fd_set, w: *mut fd_set, x: 
                 set_errno(libc::EINVAL);
                 return -1;
             }
-            (t.tv_sec as i64 * 1000 + t.tv_usec as i64 / 1000).min(c_int::MAX as i64) as c_int
+            t.tv_sec.saturating_mul(1000).saturating_add(t.tv_usec / 1000).min(c_int::MAX.into()) as c_int
         };
         let ret = poll_mapped(&mut list, timeout);
         if ret < 0 {
