@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # rdmacm-rs: build, test, install.
 #
-#   make               build build/lib/librdmacm.so.1 (release)
+#   make               build build/lib/librdmacm.so.1 (release) and
+#                      build/lib/rsocket/librspreload.so (make preload)
 #   make deps          install what building and testing need (scripts/deps.sh)
 #   make check         everything: Rust tests, ABI/header/table checks, the C
 #                      harness (plain and ASan), install test, the VM test bed
@@ -27,13 +28,13 @@ B          := build
 
 CWARN   := -Wall -Wextra -Werror
 OURS_INC := -Iinclude
-.PHONY: all lib header check check-host test-rust check-symbols check-header \
+.PHONY: all lib preload header check check-host test-rust check-symbols check-header \
         check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke vm-bin \
         check-symbols-upstream check-constants check-ratchet deps \
         vm-check demo bench install uninstall clean tools
-.PHONY: install-lib install-dev install-man check-man check-layout-abi deb check-deb vm-debs
+.PHONY: install-lib install-preload install-dev install-man check-man check-layout-abi deb check-deb vm-debs
 
-all: lib
+all: lib preload
 
 # No path of the build machine in the library: panic locations and debug info name the
 # sources as /usr/src/rdmacm-rs/... and /usr/share/cargo/... (ctest/check-install.sh checks).
@@ -46,6 +47,15 @@ lib:
 	cp -f target/release/librdmacm.so $(B)/lib/$(REALNAME)
 	ln -sf $(REALNAME) $(B)/lib/librdmacm.so.1
 	ln -sf librdmacm.so.1 $(B)/lib/librdmacm.so
+
+# librspreload.so (preload/, a second cdylib of the workspace), linked against the
+# librdmacm.so.1 just built; installed as upstream's: $(LIBDIR)/rsocket/librspreload.so
+# (no SONAME) with librspreload.so.1 and .so.1.0.0 links to it.
+preload: lib
+	RSPRELOAD_RDMACM_DIR=$(CURDIR)/$(B)/lib RUSTFLAGS="$(strip $(RUSTFLAGS) $(REMAP_FLAGS))" $(CARGO) build --release --locked -p rspreload
+	@mkdir -p $(B)/lib/rsocket
+	cp -f target/release/librspreload.so $(B)/lib/rsocket/librspreload.so
+	ln -sf librspreload.so $(B)/lib/rsocket/librspreload.so.1
 
 # cbindgen at a pinned version; installed into build/tools when missing.
 CBINDGEN := $(shell command -v cbindgen 2>/dev/null)
@@ -73,6 +83,7 @@ check-host: check-ratchet test-rust check-symbols check-symbols-upstream check-h
 
 test-rust:
 	$(CARGO) test --locked --lib
+	$(CARGO) test --locked --lib -p rspreload
 
 check-symbols: lib
 	ctest/check-symbols.sh $(B)/lib/librdmacm.so.1 abi/rdmacm.symbols
@@ -158,6 +169,8 @@ check-ldd: lib
 vm-bin: lib $(B)/ctest/harness-ours
 	@mkdir -p $(B)/vm-bin
 	cp -f $(B)/ctest/harness-ours $(B)/vm-bin/ctest_harness
+	$(MAKE) preload
+	cp -f $(B)/lib/rsocket/librspreload.so $(B)/vm-bin/librspreload.so
 	$(MAKE) -C ctest/vm B=$(CURDIR)/$(B)
 
 vm-check: lib vm-bin
@@ -178,7 +191,7 @@ bench: lib vm-bin
 UPSTREAM_LEVEL := 65.0
 HEADERS_RDMA := include/rdma/rdma_cma.h include/rdma/rdma_cma_abi.h include/rdma/rdma_verbs.h include/rdma/rsocket.h
 HEADERS_IB   := include/infiniband/acm.h include/infiniband/ib.h include/infiniband/gid_reachable.h
-install: install-lib install-dev install-man
+install: install-lib install-preload install-dev install-man
 
 install-lib: lib
 	install -d $(DESTDIR)$(LIBDIR)
@@ -199,21 +212,30 @@ install-man:
 	for s in $(MAN_SECTIONS); do install -d $(DESTDIR)$(MANDIR)/man$$s && \
 	    install -m 0644 man/*.$$s $(DESTDIR)$(MANDIR)/man$$s/ || exit 1; done
 
+install-preload: preload
+	install -d $(DESTDIR)$(LIBDIR)/rsocket
+	install -m 0644 $(B)/lib/rsocket/librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so
+	ln -sf librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1
+	ln -sf librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1.0.0
+
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(REALNAME) $(DESTDIR)$(LIBDIR)/librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/rdma/,$(notdir $(HEADERS_RDMA)))
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/infiniband/,$(notdir $(HEADERS_IB)))
 	rm -f $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
 	for s in $(MAN_SECTIONS); do for m in man/*.$$s; do rm -f $(DESTDIR)$(MANDIR)/man$$s/$${m#man/}; done; done
+	rm -f $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1 \
+	      $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1.0.0
+	rmdir $(DESTDIR)$(LIBDIR)/rsocket 2>/dev/null || true
 
 # make deb: the Debian packages librdmacm-rs1 (the library, in place of librdmacm1t64) and
 # librdmacm-rs-dev (headers, pkg-config, man pages; in place of librdmacm-dev) in build/deb/,
 # built with debhelper from debian/ around `make lib` and the install targets, then lintian
 # (every tag it still reports is explained in debian/*.lintian-overrides and the README).
 # Needs debhelper, lintian, fakeroot (scripts/deps.sh). check-deb: what is in them.
-deb: lib
+deb: lib preload
 	@$(MAKE) --no-print-directory $(B)/deb/rdmacm-rs.changes
-DEB_INPUTS := target/release/librdmacm.so $(wildcard debian/* debian/source/*) $(wildcard man/*) \
+DEB_INPUTS := target/release/librdmacm.so target/release/librspreload.so $(wildcard debian/* debian/source/*) $(wildcard man/*) \
               $(HEADERS_RDMA) $(HEADERS_IB) librdmacm.pc.in abi/rdmacm.symbols Makefile
 $(B)/deb/rdmacm-rs.changes: $(DEB_INPUTS)
 	@v=$$(dpkg-parsechangelog -SVersion); [ "$$v" = "$(VERSION)" ] || \

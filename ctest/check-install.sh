@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # `make install` into a temporary DESTDIR, then compile and link a C program
 # with `pkg-config --cflags --libs librdmacm` against the installed copy,
-# run it against the installed library, and `make uninstall` again. Nothing of the build
-# machine's paths may be in an installed file: not the source tree, not cargo's home, not the
+# run it against the installed library (also with the installed librspreload.so preloaded),
+# and `make uninstall` again. Nothing of the build machine's paths may be in an installed file: not the source tree, not cargo's home, not the
 # scratch DESTDIR (pkg-config file, RPATH/RUNPATH, panic locations and debug info of the
 # library); the Debian package is checked the same way (ctest/check-deb.sh).
 set -eu
@@ -57,6 +57,18 @@ LD_LIBRARY_PATH="$dest$libdir" ldd "$dest/prog" | grep -q "librdmacm.so.1 => $de
     { echo "check-install: program did not load the installed library" >&2; exit 1; }
 objdump -T "$dest/prog" | grep -q 'RDMACM_1.0.*rdma_event_str' ||
     { echo "check-install: program did not record RDMACM_1.0" >&2; exit 1; }
+
+# librspreload.so at upstream's path (no SONAME, .so.1 and .so.1.0.0 links), preloadable
+# into the same program, its librdmacm.so.1 resolved to the installed one
+rsp=$dest$libdir/rsocket/librspreload.so
+[ -f "$rsp" ] && [ "$(readlink "$rsp.1")" = librspreload.so ] && [ "$(readlink "$rsp.1.0.0")" = librspreload.so ] ||
+    { echo "check-install: $libdir/rsocket/librspreload.so or its links missing" >&2; exit 1; }
+! readelf -d "$rsp" | grep -q SONAME || { echo "check-install: librspreload.so has a SONAME" >&2; exit 1; }
+objdump -T "$rsp" | grep -q ' socket$' || { echo "check-install: librspreload.so does not export socket" >&2; exit 1; }
+out=$(LD_PRELOAD="$rsp" LD_LIBRARY_PATH="$dest$libdir" "$dest/prog")
+[ "$out" = "RDMA_CM_EVENT_ESTABLISHED 0" ] || { echo "check-install: preloaded program printed '$out'" >&2; exit 1; }
+LD_LIBRARY_PATH="$dest$libdir" ldd "$rsp" | grep -q "librdmacm.so.1 => $dest$libdir/librdmacm.so.1" ||
+    { echo "check-install: librspreload.so did not load the installed librdmacm" >&2; exit 1; }
 
 make -s uninstall DESTDIR="$dest" PREFIX=$prefix LIBDIR=$libdir >/dev/null
 left=$(find "$dest$prefix" -type f -o -type l | head -5)

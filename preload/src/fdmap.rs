@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! Which descriptors the program holds are stand-ins for rsockets.
+//!
+//! A socket the library takes over is shown to the program as a descriptor
+//! of its own (an open /dev/null, so the kernel never hands the number to
+//! anyone else); the table maps that number to the descriptor that does the
+//! work: an rsocket, an repoll set, or (fork mode) a real TCP socket still
+//! waiting to become an rsocket.  Every interposed call looks its
+//! descriptor up here, so a lookup is two atomic loads and no lock.
+//!
+//! The table is two-level: chunks of slots, allocated on first use and
+//! never freed, so a lookup racing a close of the same number reads a
+//! stale or empty entry, never freed memory.  A slot's entry is one 64-bit
+//! word, so a reader always sees one consistent entry.  The same slots also
+//! count, by *inner* descriptor number, how many program descriptors share
+//! that inner descriptor (dup, dup2): the inner one is closed with the last.
+
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+
+const CHUNK: usize = 1024;
+const CHUNKS: usize = 1024;
+
+/// What a program descriptor stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// An rsocket (inner = its rsocket descriptor).
+    Rsocket,
+    /// An repoll set (inner = repoll_create's descriptor).
+    Repoll,
+    /// Fork mode: a real TCP socket (inner) that becomes an rsocket later.
+    Real,
+}
+
+/// Fork-mode progress of a [`Kind::Real`] socket (upstream's states).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fork {
+    /// Nothing pending.
+    Ready,
+    /// Created in fork mode; neither connected nor listening yet.
+    Fresh,
+    /// A listening TCP socket whose accepted sockets turn into rsockets.
+    Listen,
+    /// Connected over TCP; becomes an rsocket at its first data call.
+    Active,
+    /// Accepted over TCP; becomes an rsocket at its first data call.
+    Passive,
+}
+
+/// One table entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub kind: Kind,
+    pub fork: Fork,
+    /// The descriptor that does the work.
+    pub inner: i32,
+    /// The domain the socket was created with (AF_INET, AF_INET6 or
+    /// AF_IB), for replacing it by a real socket when rconnect fails.
+    pub domain: i32,
+}
+
+struct Slot {
+    word: AtomicU64,
+    refs: AtomicU32,
+}
+
+type Chunk = [Slot; CHUNK];
+
+static TABLE: [AtomicPtr<Chunk>; CHUNKS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNKS];
+
+fn encode(e: Entry) -> u64 {
+    let kind = match e.kind {
+        Kind::Rsocket => 1u64,
+        Kind::Repoll => 2,
+        Kind::Real => 3,
+    };
+    let fork = match e.fork {
+        Fork::Ready => 0u64,
+        Fork::Fresh => 1,
+        Fork::Listen => 2,
+        Fork::Active => 3,
+        Fork::Passive => 4,
+    };
+    let domain = match e.domain {
+        libc::AF_INET6 => 1u64,
+        libc::AF_IB => 2,
+        _ => 0,
+    };
+    (e.inner as u32 as u64) | kind << 32 | fork << 40 | domain << 48
+}
+
+fn decode(w: u64) -> Option<Entry> {
+    let kind = match (w >> 32) & 0xff {
+        1 => Kind::Rsocket,
+        2 => Kind::Repoll,
+        3 => Kind::Real,
+        _ => return None,
+    };
+    let fork = match (w >> 40) & 0xff {
+        1 => Fork::Fresh,
+        2 => Fork::Listen,
+        3 => Fork::Active,
+        4 => Fork::Passive,
+        _ => Fork::Ready,
+    };
+    let domain = match (w >> 48) & 3 {
+        1 => libc::AF_INET6,
+        2 => libc::AF_IB,
+        _ => libc::AF_INET,
+    };
+    Some(Entry { kind, fork, inner: w as u32 as i32, domain })
+}
+
+fn slot(fd: i32, create: bool) -> Option<&'static Slot> {
+    let i = usize::try_from(fd).ok()?;
+    let (c, j) = (i / CHUNK, i % CHUNK);
+    let cell = TABLE.get(c)?;
+    let mut p = cell.load(Ordering::Acquire);
+    if p.is_null() {
+        if !create {
+            return None;
+        }
+        let fresh: Box<Chunk> = Box::new([const { Slot { word: AtomicU64::new(0), refs: AtomicU32::new(0) } }; CHUNK]);
+        let fresh = Box::into_raw(fresh);
+        p = match cell.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => fresh,
+            Err(other) => {
+                // SAFETY: `fresh` came from Box::into_raw above and was never published.
+                drop(unsafe { Box::from_raw(fresh) });
+                other
+            }
+        };
+    }
+    // SAFETY: a published chunk is never freed or moved (see the module comment).
+    Some(unsafe { &(*p)[j] })
+}
+
+/// The entry of program descriptor `fd`, if it stands for something.
+#[inline]
+pub fn get(fd: i32) -> Option<Entry> {
+    decode(slot(fd, false)?.word.load(Ordering::Acquire))
+}
+
+/// Records what `fd` stands for.  False when `fd` is beyond the table.
+pub fn set(fd: i32, e: Entry) -> bool {
+    match slot(fd, true) {
+        Some(s) => {
+            s.word.store(encode(e), Ordering::Release);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Forgets `fd`; returns what it stood for.
+pub fn clear(fd: i32) -> Option<Entry> {
+    decode(slot(fd, false)?.word.swap(0, Ordering::AcqRel))
+}
+
+/// One more program descriptor shares inner descriptor `inner`.
+pub fn hold(inner: i32) {
+    if let Some(s) = slot(inner, true) {
+        s.refs.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// One program descriptor less shares `inner`; true when it was the last.
+pub fn release(inner: i32) -> bool {
+    match slot(inner, false) {
+        Some(s) => {
+            let mut cur = s.refs.load(Ordering::Acquire);
+            loop {
+                if cur <= 1 {
+                    s.refs.store(0, Ordering::Release);
+                    return true;
+                }
+                match s.refs.compare_exchange(cur, cur - 1, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => return false,
+                    Err(now) => cur = now,
+                }
+            }
+        }
+        None => true,
+    }
+}
+
+/// The highest descriptor number the table can hold.
+pub const MAX_FD: usize = CHUNK * CHUNKS - 1;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_round_trip() {
+        for kind in [Kind::Rsocket, Kind::Repoll, Kind::Real] {
+            for fork in [Fork::Ready, Fork::Fresh, Fork::Listen, Fork::Active, Fork::Passive] {
+                for domain in [libc::AF_INET, libc::AF_INET6, libc::AF_IB] {
+                    for inner in [0, 7, 65535, i32::MAX] {
+                        let e = Entry { kind, fork, inner, domain };
+                        assert_eq!(decode(encode(e)), Some(e));
+                    }
+                }
+            }
+        }
+        assert_eq!(decode(0), None);
+    }
+
+    #[test]
+    fn set_get_clear_and_refs() {
+        let e = Entry { kind: Kind::Rsocket, fork: Fork::Ready, inner: 900_001, domain: libc::AF_INET };
+        assert!(get(5000).is_none());
+        assert!(set(5000, e));
+        assert_eq!(get(5000), Some(e));
+        assert_eq!(clear(5000), Some(e));
+        assert!(get(5000).is_none());
+        assert!(!set(-1, e));
+        assert!(!set(MAX_FD as i32 + 1, e));
+        hold(4000);
+        hold(4000);
+        assert!(!release(4000));
+        assert!(release(4000));
+        assert!(release(4001));
+    }
+}

@@ -1,0 +1,174 @@
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+# preload.sh - unmodified TCP programs (iperf3, socat) under librspreload.so over rxe:
+# *_up with upstream's librspreload (the guest's rdma-core package), *_rs with ours
+# (/extra/bin/librspreload.so, from preload/). Each test runs in both variants, so each
+# preload library runs over upstream's librdmacm (variant upstream) and over ours (variant
+# ours: the preload library's librdmacm.so.1 then resolves to /extra/ours/lib).
+# Every exchange must prove it went over RDMA: rxe0's sent-packet counter grew by at least
+# the data's size in packets, and no TCP connection was opened in the root namespace or in
+# ns1 (/proc/net/snmp ActiveOpens + PassiveOpens unchanged). A silent fallback to TCP fails.
+# The *_unix and *_tcp_fallback tests check the other side: sockets librspreload must not
+# take over (a UNIX socket) or cannot (a peer reachable only over plain IP) still work
+# through libc's functions. No --cmp: iperf3 prints timings, the data is checked with cmp.
+PL_UP=$(dpkg -L librdmacm1t64 2>/dev/null | grep '/rsocket/librspreload\.so$' | head -1)
+PL_UP=${PL_UP:-/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so}
+PL_RS=/extra/bin/librspreload.so
+cat > /tmp/pl_lib.sh <<'EOF'
+# helpers for suite.d/preload.sh, sourced by the test commands
+# rxe0's sent packets
+rxe_pkts(){ cat /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts; }
+# TCP connections opened in this network namespace so far
+tcp_opens(){ awk '/^Tcp:/ { if (!h) { for (i = 1; i <= NF; i++) c[$i] = i; h = 1 }
+                           else print $c["ActiveOpens"] + $c["PassiveOpens"] }' /proc/net/snmp; }
+# pl_lib LIB: the librdmacm that preloading LIB brings in is the variant's
+pl_lib(){ local got; got=$(LD_PRELOAD=$1 /extra/bin/whichlib | sed -n 's/^librdmacm //p')
+  case $RDMACM_VARIANT in upstream) [[ $got == /usr/lib/*/librdmacm.so.1* ]];; *) [[ $got == /extra/ours/lib/librdmacm.so.1* ]];; esac ||
+    { echo "FAIL: preloading $1 brought in librdmacm '$got' (variant $RDMACM_VARIANT)" >&2; return 1; }
+  echo "preload library $1 over $got"; }
+# over_rdma PKTS0 TCP0 MINPKTS: since the two snapshots, rxe0 sent at least MINPKTS packets
+# and no TCP connection was opened here
+over_rdma(){ local p=$(( $(rxe_pkts) - $1 )) t=$(( $(tcp_opens) - $2 ))
+  echo "rxe0 sent $p packets, $t TCP connections opened"
+  [ "$t" = 0 ] || { echo "FAIL: $t TCP connection(s) opened: not over RDMA" >&2; return 1; }
+  [ "$p" -ge "$3" ] || { echo "FAIL: rxe0 sent only $p packets (expected >= $3): not over RDMA" >&2; return 1; }; }
+# no_tcp TCP0: no TCP connection opened here since the snapshot (server side, ns1)
+no_tcp(){ local t=$(( $(tcp_opens) - $1 )); echo "server: $t TCP connections opened"
+  [ "$t" = 0 ] || { echo "FAIL: server opened $t TCP connection(s): not over RDMA" >&2; return 1; }; }
+# pl_watch SECS CMD...: runs CMD; if it is still running after SECS seconds, prints where each
+# of its threads waits (wchan, system call, kernel stack) to stderr, kills it, returns 124
+pl_watch(){ local n=$1 end=$((SECONDS + $1)) p t; shift; "$@" & p=$!
+  while [ $SECONDS -lt $end ]; do kill -0 $p 2>/dev/null || { wait $p; return; }; sleep 0.2; done
+  kill -0 $p 2>/dev/null || { wait $p; return; }
+  echo "HANG: $* still running after $n s; its threads (and its children's):" >&2
+  for t in /proc/$p/task/* $(for c in $(cat /proc/$p/task/*/children); do echo /proc/$c/task/*; done); do
+    echo "-- $t $(cat $t/comm) $(cat $t/wchan) syscall: $(cut -d' ' -f1 $t/syscall)" >&2
+    cat $t/stack >&2 2>/dev/null; done
+  kill -9 $p $(cat /proc/$p/task/*/children); wait $p; return 124; }
+# tcp_segs: TCP segments sent in this network namespace so far
+tcp_segs(){ awk '/^Tcp:/ { if (!h) { for (i = 1; i <= NF; i++) c[$i] = i; h = 1 } else print $c["OutSegs"] }' /proc/net/snmp; }
+EOF
+# An epoll echo server (Python's selectors: epoll_create1/epoll_ctl/epoll_wait, a non-blocking
+# listener and connection) and a blocking client that sends 500 lines and reads them back.
+cat > /tmp/pl_epoll_srv.py <<'EOF'
+import selectors, socket, sys
+sel = selectors.EpollSelector()
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("192.0.2.2", 5305)); ls.listen(4); ls.setblocking(False)
+sel.register(ls, selectors.EVENT_READ)
+got = 0
+while True:
+    events = sel.select(timeout=30)
+    if not events:
+        sys.exit("server: no event for 30 s")
+    for key, _ in events:
+        if key.fileobj is ls:
+            conn, _ = ls.accept(); conn.setblocking(False); sel.register(conn, selectors.EVENT_READ)
+            continue
+        data = key.fileobj.recv(65536)
+        if not data:
+            print(f"server: echoed {got} bytes, then EOF"); sys.exit(0)
+        got += len(data); key.fileobj.sendall(data)
+EOF
+cat > /tmp/pl_epoll_cli.py <<'EOF'
+import socket, sys
+msg = b"".join(b"line %d\n" % i for i in range(500))
+c = socket.create_connection(("192.0.2.2", 5305)); c.sendall(msg)
+back = b""
+while len(back) < len(msg):
+    b = c.recv(65536)
+    if not b: break
+    back += b
+c.close()
+print("client: %d lines echoed" % back.count(b"\n")); sys.exit(0 if back == msg else 1)
+EOF
+# Fork mode (RDMAV_FORK_SAFE=1): the server accepts over TCP and hands the connection to a
+# child made by fork(); the child's first recv and the client's first send switch the
+# connection to an rsocket. 2 MB one way, its SHA-256 back.
+cat > /tmp/pl_fork_srv.py <<'EOF'
+import hashlib, os, socket, sys
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("192.0.2.2", 5306)); ls.listen(1)
+c, _ = ls.accept()
+pid = os.fork()
+if pid == 0:
+    ls.close(); h = hashlib.sha256(); n = 0
+    while n < 2000000:
+        b = c.recv(65536)
+        if not b: break
+        h.update(b); n += len(b)
+    c.sendall(h.hexdigest().encode()); c.close()
+    print("server child: received %d bytes" % n, flush=True); os._exit(0 if n == 2000000 else 1)
+c.close()
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+EOF
+cat > /tmp/pl_fork_cli.py <<'EOF'
+import hashlib, os, socket, sys
+data = os.urandom(2000000)
+c = socket.create_connection(("192.0.2.2", 5306)); c.sendall(data)
+back = b""
+while len(back) < 64:
+    b = c.recv(64)
+    if not b: break
+    back += b
+ok = back.decode() == hashlib.sha256(data).hexdigest()
+print("client: digest", "matches" if ok else "differs"); sys.exit(0 if ok else 1)
+EOF
+
+# pl_tests SUFFIX LIB: the tests for one preload library
+pl_tests(){ local s=$1 L=$2
+  # iperf3, both sides preloaded, 8 MB (at rxe's 1024-byte MTU at least 8192 packets)
+  pair --srv-wait 5 preload_iperf3_$s 90 \
+    ". /tmp/pl_lib.sh; t0=\$(tcp_opens); pl_watch 70 env LD_PRELOAD=$L iperf3 -s -1 -B 192.0.2.2 -p 5201; r=\$?; no_tcp \$t0 && exit \$r" \
+    ". /tmp/pl_lib.sh; pl_lib $L || exit 1; p0=\$(rxe_pkts); t0=\$(tcp_opens)
+     pl_watch 60 env LD_PRELOAD=$L iperf3 -c 192.0.2.2 -p 5201 -n 8M -f m; r=\$?; over_rdma \$p0 \$t0 8192 && exit \$r"
+  # socat, a line protocol: 2000 lines sent by the client arrive intact at the server
+  pair --srv-wait 5 preload_socat_$s 60 \
+    ". /tmp/pl_lib.sh; seq 1 2000 > /tmp/pl_socat.exp; rm -f /tmp/pl_socat.out; t0=\$(tcp_opens)
+     LD_PRELOAD=$L socat -u TCP-LISTEN:5301,bind=192.0.2.2,reuseaddr CREATE:/tmp/pl_socat.out; r=\$?
+     no_tcp \$t0 && cmp /tmp/pl_socat.exp /tmp/pl_socat.out && echo 'server: 2000 lines received' && exit \$r" \
+    ". /tmp/pl_lib.sh; pl_lib $L || exit 1; seq 1 2000 > /tmp/pl_socat.in; p0=\$(rxe_pkts); t0=\$(tcp_opens)
+     LD_PRELOAD=$L socat -u OPEN:/tmp/pl_socat.in TCP:192.0.2.2:5301; r=\$?; over_rdma \$p0 \$t0 5 && exit \$r"
+  # a UNIX socket under the preload library: libc's functions do the work
+  t preload_unix_$s 60 bash -c ". /tmp/pl_lib.sh; rm -f /tmp/pl.sock /tmp/pl_unix.out; seq 1 300 > /tmp/pl_unix.in
+     LD_PRELOAD=$L socat -u UNIX-LISTEN:/tmp/pl.sock CREATE:/tmp/pl_unix.out & p=\$!
+     for i in \$(seq 50); do [ -S /tmp/pl.sock ] && break; sleep 0.1; done
+     LD_PRELOAD=$L socat -u OPEN:/tmp/pl_unix.in UNIX-CONNECT:/tmp/pl.sock; r=\$?
+     [ \$r = 0 ] || kill \$p 2>/dev/null; wait \$p; sr=\$?
+     echo \"client \$r server \$sr\"; [ \$r = 0 ] && [ \$sr = 0 ] && cmp /tmp/pl_unix.in /tmp/pl_unix.out"
+  # a peer reachable over IP but not over RDMA (a veth pair without an RDMA device,
+  # 203.0.113.0/24): rconnect fails, the preloaded client continues over TCP
+  t preload_tcp_fallback_$s 60 bash -c ". /tmp/pl_lib.sh
+     ip link show pl0 >/dev/null 2>&1 || { ip link add pl0 type veth peer name pl1 && ip link set pl1 netns ns1 &&
+       ip addr add 203.0.113.1/24 dev pl0 && ip link set pl0 up && $N1 ip addr add 203.0.113.2/24 dev pl1 &&
+       $N1 ip link set pl1 up && sleep 1; } || exit 1
+     rm -f /tmp/pl_fb.out; seq 1 300 > /tmp/pl_fb.in
+     $N1 socat -u TCP-LISTEN:5302,bind=203.0.113.2,reuseaddr CREATE:/tmp/pl_fb.out & p=\$!
+     sleep 0.5; t0=\$(tcp_opens)
+     LD_PRELOAD=$L socat -u OPEN:/tmp/pl_fb.in TCP:203.0.113.2:5302; r=\$?
+     [ \$r = 0 ] || kill \$p 2>/dev/null; wait \$p; sr=\$?
+     t=\$(( \$(tcp_opens) - t0 )); echo \"client \$r server \$sr, \$t TCP connection(s) opened\"
+     [ \$r = 0 ] && [ \$sr = 0 ] && [ \$t = 1 ] && cmp /tmp/pl_fb.in /tmp/pl_fb.out"
+  # epoll (repoll sets under the preload library) in a non-blocking echo server
+  pair --srv-wait 5 preload_epoll_$s 60 \
+    ". /tmp/pl_lib.sh; t0=\$(tcp_opens); LD_PRELOAD=$L python3 /tmp/pl_epoll_srv.py; r=\$?; no_tcp \$t0 && exit \$r" \
+    ". /tmp/pl_lib.sh; pl_lib $L || exit 1; p0=\$(rxe_pkts); t0=\$(tcp_opens)
+     LD_PRELOAD=$L python3 /tmp/pl_epoll_cli.py; r=\$?; over_rdma \$p0 \$t0 5 && exit \$r"
+}
+pl_tests up "$PL_UP"
+pl_tests rs "$PL_RS"
+# Fork mode with ours only: upstream's librspreload takes only sockets of type exactly
+# SOCK_STREAM into fork mode, and Python makes its sockets with SOCK_CLOEXEC; and its accepting
+# side listens at the wildcard address, which fails here with EADDRINUSE (see rspreload(7)).
+# The named semaphore of fork mode is removed first: a run killed between its sem_wait and
+# sem_post would leave it taken, and every later accepting side would wait on it for ever.
+# One TCP connection is opened on each side; the 2 MB must go over rxe (>= 1953 packets of
+# 1024 bytes) while TCP carries only the handshake (< 40 segments sent by the client).
+pair --srv-wait 3 preload_fork_rs 150 \
+  ". /tmp/pl_lib.sh; rm -f /dev/shm/sem.rsocket_fork; pl_watch 130 env LD_PRELOAD=$PL_RS RDMAV_FORK_SAFE=1 python3 /tmp/pl_fork_srv.py" \
+  ". /tmp/pl_lib.sh; pl_lib $PL_RS || exit 1
+   for i in \$(seq 300); do [ -n \"\$($N1 ss -Hltn 'sport = :5306')\" ] && break; sleep 0.1; done
+   p0=\$(rxe_pkts); s0=\$(tcp_segs)
+   pl_watch 120 env LD_PRELOAD=$PL_RS RDMAV_FORK_SAFE=1 python3 /tmp/pl_fork_cli.py; r=\$?
+   p=\$(( \$(rxe_pkts) - p0 )); s=\$(( \$(tcp_segs) - s0 )); echo \"rxe0 sent \$p packets, TCP \$s segments\"
+   [ \$r = 0 ] && [ \$p -ge 1953 ] && [ \$s -lt 40 ]"
