@@ -11,6 +11,7 @@ pub mod netdb;
 use nix::errno::Errno;
 use std::ffi::c_int;
 
+pub mod rtnl;
 pub mod ucma;
 pub mod unix;
 pub mod verbs;
