@@ -152,6 +152,7 @@ check-ldd: lib
 vm-bin: lib $(B)/ctest/harness-ours
 	@mkdir -p $(B)/vm-bin
 	cp -f $(B)/ctest/harness-ours $(B)/vm-bin/ctest_harness
+	cp -f target/release/rdma-resolve man/rdma-resolve.schema.json $(B)/vm-bin/
 	$(MAKE) -C ctest/vm B=$(CURDIR)/$(B)
 
 vm-check: lib vm-bin

@@ -541,15 +541,6 @@ impl<'a> Run<'a> {
     fn route(&mut self, dst: IpAddr, scope: u32, src: Option<IpAddr>) -> Status {
         self.timed("route", |run, s| {
             let link_local = matches!(dst, IpAddr::V6(v) if v.segments()[0] & 0xffc0 == 0xfe80);
-            if link_local && scope == 0 {
-                s.data.set("destination", dst.to_string());
-                let ifs: Vec<String> = run.devs.iter().flat_map(|d| d.ports.iter().filter_map(|p| p.netdev.clone())).collect();
-                let eg = ifs.first().cloned().unwrap_or_else(|| "<interface>".into());
-                return s.fail(
-                    format!("{dst} is an IPv6 link-local address without a scope: the kernel cannot tell which link it is on"),
-                    Some(format!("give the interface: {dst}%{eg}")),
-                );
-            }
             match rtnl::route_get(&dst, src.as_ref(), (scope != 0).then_some(scope)) {
                 Err(e) => {
                     s.summary = format!("no route: {}", errno_text(e));
@@ -593,6 +584,11 @@ impl<'a> Run<'a> {
                     );
                     if matches!(r.rtype, 6..=8) {
                         return s.fail(format!("the kernel's route to {dst} is of type {}: packets are dropped", rtnl::rtn_name(r.rtype)), Some(format!("remove that route (`ip route del {dst}`) or add a better one")));
+                    }
+                    if link_local && scope == 0 {
+                        // The kernel's resolution takes the same guess (the first fe80::/64 route).
+                        s.data.set("warning", format!("{dst} is link-local but has no scope: the kernel picked {name}; write {dst}%{name} to choose the link yourself"));
+                        s.summary.push_str(" (no scope given: the kernel's guess)");
                     }
                     run.egress = Some((oif, name));
                     run.next_hop = Some(r.gateway.unwrap_or(dst));
@@ -707,7 +703,7 @@ pub fn explain(req: &Request, gid_check: GidCheck<'_>) -> Report {
         return Report { request: req.clone(), steps: run.steps, devices: None };
     };
     let first = &list[0];
-    let target = if req.passive { first.src.clone() } else { first.dst.clone() };
+    let target = if req.passive { first.src.clone().or_else(|| wildcard_of(req, first)) } else { first.dst.clone() };
     let src = if req.passive { None } else { first.src.clone() };
     let ip = target.as_deref().and_then(ip_of);
     let wildcard = ip.is_some_and(|(a, _, _)| a.is_unspecified());
@@ -715,7 +711,12 @@ pub fn explain(req: &Request, gid_check: GidCheck<'_>) -> Report {
     match ip {
         Some((a, _, scope)) if !wildcard => {
             let sip = src.as_deref().and_then(ip_of).map(|x| x.0).filter(|s| !s.is_unspecified());
-            failed = run.route(a, scope, sip) == Status::Failed || run.device() == Status::Failed;
+            failed = run.route(a, scope, sip) == Status::Failed;
+            if failed {
+                run.skip("device", "no route");
+            } else {
+                failed = run.device() == Status::Failed;
+            }
         }
         Some(_) => {
             run.skip("route", "wildcard address: no route to look up");
@@ -742,6 +743,14 @@ pub fn explain(req: &Request, gid_check: GidCheck<'_>) -> Report {
     rest(&mut run, "", "an earlier step failed");
     // The order of the list is the order of the steps as they ran.
     Report { request: req.clone(), steps: run.steps, devices: None }
+}
+
+/// The address a listener binds to when rdma_getaddrinfo gave none (no
+/// node, no service): the wildcard of the asked family (IPv4 unless
+/// inet6), port 0, as rping -s and ucmatose do without -a/-b.
+fn wildcard_of(req: &Request, first: &Rai) -> Option<Vec<u8>> {
+    let v6 = req.family == Some(Family::Inet6) || first.family == libc::AF_INET6;
+    parse_addr(if v6 { "::" } else { "0.0.0.0" })
 }
 
 fn raw(cm: &Cm, b: &[u8]) -> RawAddr {
@@ -902,6 +911,13 @@ fn active(run: &mut Run, src: Option<&[u8]>, dst: &[u8], route_failed: bool) {
         });
         if st == Status::Ok {
             if let (Some((guid, port)), Some((_, _, _, dgid, _, _))) = (guid_port, id_facts(run, &id)) {
+                // The destination's GID: for an IP destination the GID that encodes
+                // its address (RoCE's own dgid; iWARP GIDs carry a MAC instead).
+                let dgid = match ip_of(dst).map(|x| x.0) {
+                    Some(IpAddr::V4(v)) => v.to_ipv6_mapped().octets(),
+                    Some(IpAddr::V6(v)) => v.octets(),
+                    None => dgid,
+                };
                 run.timed("gid_reachable", |run, s| {
                     s.data.set("gid", gid_text(&dgid)).set("port", port);
                     match (run.gid_check)(guid, port, &dgid, timeout) {
