@@ -18,6 +18,8 @@ PREFIX     ?= /usr/local
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
+BINDIR     ?= $(PREFIX)/bin
+DATADIR    ?= $(PREFIX)/share
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 DESTDIR    ?=
 CARGO      ?= cargo
@@ -177,6 +179,10 @@ install: lib
 	    librdmacm.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
 	for m in man/*.3; do [ -e "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man3/; done; true
 	for m in man/*.7; do [ -e "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man7/; done; true
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATADIR)/rdmacm-rs
+	install -m 0755 target/release/rdma-resolve $(DESTDIR)$(BINDIR)/rdma-resolve
+	install -m 0644 man/rdma-resolve.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 man/rdma-resolve.schema.json $(DESTDIR)$(DATADIR)/rdmacm-rs/
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(REALNAME) $(DESTDIR)$(LIBDIR)/librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
@@ -185,6 +191,8 @@ uninstall:
 	rm -f $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
 	for m in man/*.3; do rm -f $(DESTDIR)$(MANDIR)/man3/$$(basename $$m); done; true
 	for m in man/*.7; do rm -f $(DESTDIR)$(MANDIR)/man7/$$(basename $$m); done; true
+	rm -f $(DESTDIR)$(BINDIR)/rdma-resolve $(DESTDIR)$(MANDIR)/man1/rdma-resolve.1 $(DESTDIR)$(DATADIR)/rdmacm-rs/rdma-resolve.schema.json
+	-rmdir $(DESTDIR)$(DATADIR)/rdmacm-rs 2>/dev/null
 
 clean:
 	$(CARGO) clean

@@ -998,6 +998,15 @@ mod tests {
         assert_eq!(rate_gbps(3), 10.0);
     }
 
+    /// rdma-resolve(1) shows the schema file verbatim (roff-escaped).
+    #[test]
+    fn schema_in_man_page() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("man");
+        let schema = std::fs::read_to_string(dir.join("rdma-resolve.schema.json")).unwrap();
+        let page = std::fs::read_to_string(dir.join("rdma-resolve.1")).unwrap().replace("\\e", "\\");
+        assert!(page.contains(&schema), "man/rdma-resolve.1 does not show man/rdma-resolve.schema.json as it is (regenerate the JSON OUTPUT section)");
+    }
+
     #[test]
     fn report_text_and_json_agree() {
         let mut s = Step::new("route");
