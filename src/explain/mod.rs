@@ -891,11 +891,11 @@ fn active(run: &mut Run, src: Option<&[u8]>, dst: &[u8], route_failed: bool) {
                     match id_facts(run, &id).and_then(|f| f.5) {
                         Some(path) => {
                             s.summary = format!(
-                                "{}; path: sl {} mtu {} rate {} Gb/s pkey {} hop limit {}",
+                                "{}; path: sl {} mtu {} rate {} pkey {} hop limit {}",
                                 s.summary,
                                 path.get("sl").map_or(String::new(), J::plain),
                                 path.get("mtu").map_or(String::new(), J::plain),
-                                path.get("rate_gbps").map_or(String::new(), J::plain),
+                                path.get("rate_gbps").map_or(String::new(), |r| if *r == J::Num(0.0) { "unspecified".into() } else { format!("{} Gb/s", r.plain()) }),
                                 path.get("pkey").map_or(String::new(), J::plain),
                                 path.get("hop_limit").map_or(String::new(), J::plain)
                             );

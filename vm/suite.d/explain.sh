@@ -151,4 +151,11 @@ t explain_verbose 60 bash -c '. /tmp/explain_lib.sh
   $RR 192.0.2.2 > /tmp/q.out 2> /tmp/q.err; [ ! -s /tmp/q.err ] || { echo "stderr without -v:"; cat /tmp/q.err; exit 1; }
   RDMACM_RS_LOG=debug RDMACM_RS_LOG_FILE=/tmp/f.log $RR 192.0.2.2 > /dev/null 2> /tmp/f.err
   [ ! -s /tmp/f.err ] && grep -q "rdma_getaddrinfo: " /tmp/f.log || { echo "RDMACM_RS_LOG_FILE not honoured"; exit 1; }
+  # any program on our library: rping with RDMACM_RS_LOG=debug (upstream: no such lines)
+  RDMACM_RS_LOG=debug timeout 10 rping -c -a 192.0.2.2 -C 1 > /tmp/rp.out 2> /tmp/rp.err; grep rdmacm-rs /tmp/rp.err
+  if [ "$RDMACM_VARIANT" = ours ]; then
+    for w in "resolve_addr: id .* command to the kernel" "device: id .* takes the device the kernel chose" "event RDMA_CM_EVENT_ROUTE_RESOLVED status 0"; do
+      grep -q "^rdmacm-rs\[[0-9]*\] DEBUG: .*$w" /tmp/rp.err || { echo "rping on ours: no trace line with: $w"; exit 1; }; done
+  else ! grep -q rdmacm-rs /tmp/rp.err || exit 1; fi
+  timeout 10 rping -c -a 192.0.2.2 -C 1 2> /tmp/rq.err; ! grep -q rdmacm-rs /tmp/rq.err || { echo "rping traced without RDMACM_RS_LOG"; exit 1; }
   echo "trace ok: $(wc -l < /tmp/v.err) lines"'
