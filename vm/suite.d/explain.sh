@@ -159,3 +159,27 @@ t explain_verbose 60 bash -c '. /tmp/explain_lib.sh
   else ! grep -q rdmacm-rs /tmp/rp.err || exit 1; fi
   timeout 10 rping -c -a 192.0.2.2 -C 1 2> /tmp/rq.err; ! grep -q rdmacm-rs /tmp/rq.err || { echo "rping traced without RDMACM_RS_LOG"; exit 1; }
   echo "trace ok: $(wc -l < /tmp/v.err) lines"'
+# the kernel's rdma_ucm module unloaded (rmmod, then loaded again; the test checks that the
+# device node and a resolution are back, so no later test runs without them). Upstream's
+# library loads the module itself (it asks RDMA netlink for the rdma_cm char device, which
+# makes the kernel load it); ours does not yet (helper "pkg" adds that query). The tool
+# explains our library, so: when it says "not loaded", rping on OUR library must fail to
+# resolve too (whatever the variant), and upstream's rping is only reported; when our library
+# loads the module itself, the tool must resolve and agree with the variant's rping.
+t explain_no_rdma_ucm 90 bash -c '. /tmp/explain_lib.sh
+  rmmod rdma_ucm || { echo "rmmod rdma_ucm failed"; exit 1; }
+  tool 192.0.2.2; r=0
+  if [ "$TOOL_RC" != 0 ]; then
+    check "j[\"result\"][\"failed_step\"] == \"resolve_addr\"" \
+      "j[\"result\"][\"reason\"].startswith(\"the kernel'"'"'s rdma_ucm module is not loaded\")" "\"modprobe rdma_ucm\" in j[\"result\"][\"fix\"]" || r=1
+    echo "rping on our library:"; LD_LIBRARY_PATH=/extra/ours/lib rping_resolves -a 192.0.2.2; agree "rping (ours)" || r=1
+    if [ "$RDMACM_VARIANT" = upstream ]; then rping_resolves -a 192.0.2.2 && u=resolved || u=failed
+      echo "INFO upstream rping: $u (upstream loads rdma_ucm through RDMA netlink; ours does not yet)"; fi
+  else
+    echo "our library loaded rdma_ucm itself"; check "j[\"result\"][\"ok\"]" || r=1
+    rping_resolves -a 192.0.2.2; agree rping || r=1
+  fi
+  modprobe rdma_ucm; for i in 1 2 3 4 5 6 7 8 9 10; do [ -c /dev/infiniband/rdma_cm ] && break; sleep 0.5; done
+  [ -c /dev/infiniband/rdma_cm ] || { echo "/dev/infiniband/rdma_cm did not come back"; exit 1; }
+  $RR 192.0.2.2 > /dev/null || { echo "no resolution after modprobe rdma_ucm"; exit 1; }
+  exit $r'
