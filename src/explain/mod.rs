@@ -761,7 +761,18 @@ fn raw(cm: &Cm, b: &[u8]) -> RawAddr {
 }
 
 /// The kernel's view of a resolved id: device, port, GIDs, path.
-fn id_facts(run: &Run, p: &cma::IdPriv) -> Option<(u64, u8, [u8; 16], [u8; 16], J, Option<J>)> {
+/// What the kernel says about a resolved or bound id.
+struct Facts {
+    guid: u64,
+    port: u8,
+    dgid: [u8; 16],
+    /// Device, port, addresses, GIDs, GID index and type.
+    json: J,
+    /// The first path record, when there is one.
+    path: Option<J>,
+}
+
+fn id_facts(run: &Run, p: &cma::IdPriv) -> Option<Facts> {
     let r = run.cm.ucma.query_route(p.fd(), p.handle()).ok()?;
     let dev = devices::by_guid(&run.devs, r.node_guid);
     let path0 = r.paths[0];
@@ -790,7 +801,7 @@ fn id_facts(run: &Run, p: &cma::IdPriv) -> Option<(u64, u8, [u8; 16], [u8; 16], 
             .with("packet_life_time", path0.packet_life_time)
             .with("num_paths", r.num_paths)
     });
-    Some((r.node_guid, r.port_num, sgid, dgid, facts, path))
+    Some(Facts { guid: r.node_guid, port: r.port_num, dgid, json: facts, path })
 }
 
 fn active(run: &mut Run, src: Option<&[u8]>, dst: &[u8], route_failed: bool) {
@@ -839,7 +850,7 @@ fn active(run: &mut Run, src: Option<&[u8]>, dst: &[u8], route_failed: bool) {
                 s.summary = format!("{} status {}", ev.name, ev.status);
                 if ev.name == "RDMA_CM_EVENT_ADDR_RESOLVED" && ev.status == 0 {
                     resolved = true;
-                    if let Some((guid, port, _, _, facts, _)) = id_facts(run, &id) {
+                    if let Some(Facts { guid, port, json: facts, .. }) = id_facts(run, &id) {
                         s.summary = format!("{} on {}/{}", s.summary, facts.get("device").map_or("?".into(), J::plain), port);
                         s.data.set("resolved", facts);
                         guid_port = Some((guid, port));
@@ -888,7 +899,7 @@ fn active(run: &mut Run, src: Option<&[u8]>, dst: &[u8], route_failed: bool) {
                         let fix = (e == Errno::ETIMEDOUT).then(|| "InfiniBand: check that a subnet manager runs (`sminfo`, `ibstat`); or raise --timeout".to_string());
                         return s.fail(format!("route resolution failed: {} status {} ({})", ev.name, ev.status, errno_text(e)), fix);
                     }
-                    match id_facts(run, &id).and_then(|f| f.5) {
+                    match id_facts(run, &id).and_then(|f| f.path) {
                         Some(path) => {
                             s.summary = format!(
                                 "{}; path: sl {} mtu {} rate {} pkey {} hop limit {}",
@@ -910,7 +921,7 @@ fn active(run: &mut Run, src: Option<&[u8]>, dst: &[u8], route_failed: bool) {
             }
         });
         if st == Status::Ok {
-            if let (Some((guid, port)), Some((_, _, _, dgid, _, _))) = (guid_port, id_facts(run, &id)) {
+            if let (Some((guid, port)), Some(Facts { dgid, .. })) = (guid_port, id_facts(run, &id)) {
                 // The destination's GID: for an IP destination the GID that encodes
                 // its address (RoCE's own dgid; iWARP GIDs carry a MAC instead).
                 let dgid = match ip_of(dst).map(|x| x.0) {
@@ -961,7 +972,7 @@ fn passive(run: &mut Run, addr: &[u8]) {
                 s.fail(reason, fix);
             }
             Ok(()) => {
-                if let Some((_, port, _, _, facts, _)) = id_facts(run, &id) {
+                if let Some(Facts { port, json: facts, .. }) = id_facts(run, &id) {
                     let dev = facts.get("device").map_or("-".into(), J::plain);
                     s.summary = if dev == "-" { "bound, no device yet (wildcard: any device may receive)".into() } else { format!("bound to {dev}/{port}") };
                     s.data.set("bound", facts);
