@@ -19,6 +19,8 @@ PREFIX     ?= /usr/local
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
+BINDIR     ?= $(PREFIX)/bin
+DATADIR    ?= $(PREFIX)/share
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 DESTDIR    ?=
 CARGO      ?= cargo
@@ -32,7 +34,7 @@ OURS_INC := -Iinclude
         check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke vm-bin \
         check-symbols-upstream check-constants check-ratchet deps \
         vm-check demo bench install uninstall clean tools
-.PHONY: install-lib install-preload install-dev install-man check-man check-layout-abi deb check-deb vm-debs
+.PHONY: install-lib install-preload install-tools install-dev install-man check-man check-layout-abi deb check-deb vm-debs
 
 all: lib preload
 
@@ -171,6 +173,7 @@ vm-bin: lib $(B)/ctest/harness-ours
 	cp -f $(B)/ctest/harness-ours $(B)/vm-bin/ctest_harness
 	$(MAKE) preload
 	cp -f $(B)/lib/rsocket/librspreload.so $(B)/vm-bin/librspreload.so
+	cp -f target/release/rdma-resolve man/rdma-resolve.schema.json $(B)/vm-bin/
 	$(MAKE) -C ctest/vm B=$(CURDIR)/$(B)
 
 vm-check: lib vm-bin
@@ -191,7 +194,7 @@ bench: lib vm-bin
 UPSTREAM_LEVEL := 65.0
 HEADERS_RDMA := include/rdma/rdma_cma.h include/rdma/rdma_cma_abi.h include/rdma/rdma_verbs.h include/rdma/rsocket.h
 HEADERS_IB   := include/infiniband/acm.h include/infiniband/ib.h include/infiniband/gid_reachable.h
-install: install-lib install-preload install-dev install-man
+install: install-lib install-preload install-dev install-man install-tools
 
 install-lib: lib
 	install -d $(DESTDIR)$(LIBDIR)
@@ -218,6 +221,12 @@ install-preload: preload
 	ln -sf librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1
 	ln -sf librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1.0.0
 
+# rdma-resolve (the resolution explainer) and its JSON schema; its page is man/rdma-resolve.1
+install-tools: lib
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/rdmacm-rs
+	install -m 0755 target/release/rdma-resolve $(DESTDIR)$(BINDIR)/rdma-resolve
+	install -m 0644 man/rdma-resolve.schema.json $(DESTDIR)$(DATADIR)/rdmacm-rs/
+
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(REALNAME) $(DESTDIR)$(LIBDIR)/librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/rdma/,$(notdir $(HEADERS_RDMA)))
@@ -227,6 +236,8 @@ uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1 \
 	      $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1.0.0
 	rmdir $(DESTDIR)$(LIBDIR)/rsocket 2>/dev/null || true
+	rm -f $(DESTDIR)$(BINDIR)/rdma-resolve $(DESTDIR)$(DATADIR)/rdmacm-rs/rdma-resolve.schema.json
+	-rmdir $(DESTDIR)$(DATADIR)/rdmacm-rs 2>/dev/null
 
 # make deb: the Debian packages librdmacm-rs1 (the library, in place of librdmacm1t64) and
 # librdmacm-rs-dev (headers, pkg-config, man pages; in place of librdmacm-dev) in build/deb/,

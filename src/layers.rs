@@ -25,7 +25,9 @@ const LAYERS: &[(&str, u8)] = &[
     ("addrinfo", 2),
     ("rsocket", 2),
     ("gid", 2),
+    ("explain", 2),
     ("capi", 3),
+    ("bin", 4),
 ];
 
 /// Upward imports still being removed: (importing module, imported module).
@@ -36,6 +38,7 @@ const PENDING: &[(&str, &str)] = &[];
 const SAFE: &[&str] = &[
     "gid", "addrinfo", "addrinfo::acm", "rsocket", "rsocket::epoll", "cma", "cma::ai", "cma::api", "cma::conn",
     "cma::conn::mcast", "cma::conn::qp", "cma::device", "cma::events", "cma::gid_env",
+    "explain", "explain::devices", "explain::json",
 ];
 
 fn layer_of(module: &[String]) -> Option<u8> {

@@ -22,6 +22,7 @@ pub mod abi;
 pub mod addrinfo;
 pub mod capi;
 pub mod cma;
+pub mod explain;
 pub mod gid;
 pub mod logging;
 pub mod rsocket;

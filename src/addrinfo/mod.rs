@@ -383,6 +383,7 @@ pub fn getaddrinfo_with(
             log::debug!(target: "rdmacm", "rdma_getaddrinfo: RAI_SA with a node or RAI_DNS (EOPNOTSUPP)");
             return Err(Errno::EOPNOTSUPP.into());
         }
+        log::debug!(target: "rdmacm", "rdma_getaddrinfo: RAI_SA branch: the IB service lookup through the kernel");
         return getaddrinfo_sa(service, be).map_err(GaiError::Sys);
     }
 
@@ -415,6 +416,7 @@ pub fn getaddrinfo_with(
         }
     }
 
+    log::debug!(target: "rdmacm", "rdma_getaddrinfo: {} branch, family {}, {}", if node.is_some() || service.is_some() { "libc getaddrinfo" } else { "hints-only" }, rai.family, if rai.flags & RAI_PASSIVE != 0 { "passive (no ibacm lookup)" } else { "active (ibacm lookup next)" });
     let mut list = vec![rai];
     if list[0].flags & RAI_PASSIVE == 0 {
         match acm_target {

@@ -589,6 +589,7 @@ impl Cm {
 
     fn bind_inner(&self, p: &IdPriv, addr: &RawAddr, af_ib: bool) -> Result<(), Errno> {
         let (fd, h) = (p.fd(), p.handle());
+        log::debug!(target: "rdmacm", "bind: id {h} {} command to the kernel", if af_ib { "BIND (AF_IB-capable)" } else { "BIND_IP (legacy)" });
         if af_ib {
             self.ucma.bind(fd, h, addr)?;
             self.query_addr(p)?;
@@ -606,6 +607,7 @@ impl Cm {
             return Err(Errno::EINVAL);
         }
         let (fd, h) = (p.fd(), p.handle());
+        log::debug!(target: "rdmacm", "resolve_addr: id {h} {} command to the kernel, timeout {timeout_ms} ms", if self.af_ib() { "RESOLVE_ADDR (AF_IB-capable)" } else { "RESOLVE_IP (legacy)" });
         if self.af_ib() {
             self.ucma.resolve_addr(fd, h, src.as_ref(), &dst, timeout_ms as u32)?;
         } else {
@@ -619,6 +621,7 @@ impl Cm {
     pub fn resolve_route(&'static self, p: &IdPriv, timeout_ms: i32) -> Result<(), Errno> {
         // Upstream first asks ibacm for a route on InfiniBand devices; without
         // an ibacm answer it falls back to the kernel, which is what we do.
+        log::debug!(target: "rdmacm", "resolve_route: id {} RESOLVE_ROUTE command to the kernel (no ibacm), timeout {timeout_ms} ms", p.handle());
         self.ucma.resolve_route(p.fd(), p.handle(), timeout_ms as u32)?;
         self.complete(p)
     }
@@ -646,6 +649,7 @@ impl Cm {
     // --- queries ----------------------------------------------------------------
 
     fn attach_device(&self, p: &IdPriv, guid: u64, index: Option<u32>) -> Result<(), Errno> {
+        log::debug!(target: "rdmacm", "device: id {} takes the device the kernel chose, node GUID {:016x}, kernel index {index:?}", p.handle(), u64::from_be(guid));
         let d = self.devices.lock().get(&*self.verbs, guid, index)?;
         p.id.set_verbs(d.verbs.0);
         p.id.set_pd(d.pd.0);
@@ -888,6 +892,7 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
             p.complete_event();
             continue;
         }
+        log::debug!(target: "rdmacm", "event {} status {} on id {} (kernel: {} status {})", events::event_name(evt.event.0.event).to_string_lossy(), evt.event.0.status, p.handle(), events::event_name(resp.event).to_string_lossy(), resp.status);
         let got = Got { ptr: &evt.event.0 as *const rdma_cm_event as *mut rdma_cm_event, event: evt.event.0.event, status: evt.event.0.status, id: evt.event.0.id };
         cm.live.lock().events.insert(got.ptr as usize, evt);
         return Ok(got);

@@ -12,6 +12,7 @@ pub mod netlink;
 use nix::errno::Errno;
 use std::ffi::c_int;
 
+pub mod rtnl;
 pub mod ucma;
 pub mod unix;
 pub mod verbs;

@@ -41,4 +41,18 @@ for lib in "${LIBS[@]}"; do
   runpair "ucmatose: connection setup and data transfer" "$lib" 30 \
     "ucmatose" "ucmatose -s 192.0.2.2 -b 192.0.2.1"
 done
+# rdma-resolve (issue 13): the upstream tools' bare error, then the same destination explained
+RR=/extra/bin/rdma-resolve
+if [ -x $RR ]; then
+  hr; echo "#### rdma-resolve: why a destination does (not) resolve"; hr
+  run1 "upstream's rping, nobody at 192.0.2.9: the bare error" upstream 20 "rping -c -a 192.0.2.9 -C 1"
+  run1 "rdma-resolve explains the same destination" ours 20 "$RR -t 2000 192.0.2.9"
+  run1 "upstream's rping in ns1 to 198.51.100.1 (routed via veth3, no RDMA device): the bare error" upstream 20 \
+    "ip netns exec ns1 rping -c -a 198.51.100.1 -C 1"
+  run1 "rdma-resolve explains it" ours 20 "ip netns exec ns1 $RR 198.51.100.1"
+  run1 "rdma-resolve on a reachable destination (rxe1 across the pair)" ours 20 "$RR 192.0.2.2"
+  run1 "rdma-resolve -v: the library's decisions, one line each (stderr)" ours 20 "$RR -v 192.0.2.2 2>&1 >/dev/null | sed 's/^rdmacm-rs\[[0-9]*\] //'"
+else
+  echo "NOTE: /extra/bin/rdma-resolve missing (make vm-bin): rdma-resolve part skipped"
+fi
 hr; echo "end of demo"

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! rdma-resolve: explains, step by step, how the library resolves a
+//! destination and, when it cannot, why (see rdma-resolve(1)).  The work
+//! is done by `rdmacm::explain` over the library's own Rust API; this file
+//! only reads the command line, prints the report, and supplies the one
+//! call that needs an open device context (`ibv_gid_reachable`).
+
+use nix::errno::Errno;
+use rdmacm::abi::cma::{RDMA_PS_IB, RDMA_PS_IPOIB, RDMA_PS_TCP, RDMA_PS_UDP};
+use rdmacm::cma::{self, gid_env::CmGidEnv, objects::Vouched};
+use rdmacm::explain::{self, Family, Request};
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: rdma-resolve [options] [destination]
+  destination              host name or numeric address (IPv6 link-local: fe80::2%veth0)
+  -p, --service SERVICE    port number or service name
+  -b, --source ADDRESS     numeric source address
+  -P, --port-space PS      tcp (default), udp, ib or ipoib
+      --passive            explain a listener (destination optional: the wildcard)
+  -f, --family FAMILY      inet, inet6 or ib
+  -t, --timeout MS         resolution timeout in milliseconds (default 2000)
+      --json               print one JSON document (schema in rdma-resolve(1))
+      --all-devices        list every RDMA device, port and GID
+  -v, --verbose            trace the library's decisions on stderr (RDMACM_RS_LOG=debug)
+  -h, --help               this text
+  -V, --version            the version
+exit status: 0 resolved, 1 a step failed, 2 usage error";
+
+struct Opts {
+    req: Request,
+    json: bool,
+    all_devices: bool,
+    verbose: bool,
+}
+
+fn parse(args: &[String]) -> Result<Option<Opts>, String> {
+    let mut o = Opts { req: Request::default(), json: false, all_devices: false, verbose: false };
+    let mut i = 0;
+    let mut node = None;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let (key, inline) = match a.split_once('=') {
+            Some((k, v)) if a.starts_with("--") => (k, Some(v.to_string())),
+            _ => (a, None),
+        };
+        let mut value = |name: &str| -> Result<String, String> {
+            if let Some(v) = inline.clone() {
+                return Ok(v);
+            }
+            i += 1;
+            args.get(i).cloned().ok_or_else(|| format!("{name} needs a value"))
+        };
+        match key {
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return Ok(None);
+            }
+            "-V" | "--version" => {
+                println!("rdma-resolve {}", env!("CARGO_PKG_VERSION"));
+                return Ok(None);
+            }
+            "-p" | "--service" => o.req.service = Some(value(key)?),
+            "-b" | "--source" => o.req.source = Some(value(key)?),
+            "-P" | "--port-space" => {
+                o.req.port_space = match value(key)?.as_str() {
+                    "tcp" => RDMA_PS_TCP,
+                    "udp" => RDMA_PS_UDP,
+                    "ib" => RDMA_PS_IB,
+                    "ipoib" => RDMA_PS_IPOIB,
+                    v => return Err(format!("unknown port space {v} (tcp, udp, ib, ipoib)")),
+                }
+            }
+            "--passive" => o.req.passive = true,
+            "-f" | "--family" => {
+                o.req.family = Some(match value(key)?.as_str() {
+                    "inet" | "ipv4" | "4" => Family::Inet,
+                    "inet6" | "ipv6" | "6" => Family::Inet6,
+                    "ib" => Family::Ib,
+                    v => return Err(format!("unknown family {v} (inet, inet6, ib)")),
+                })
+            }
+            "-t" | "--timeout" => {
+                let v = value(key)?;
+                o.req.timeout_ms = v.parse::<i32>().ok().filter(|t| *t > 0).ok_or_else(|| format!("bad timeout {v} (milliseconds, > 0)"))?;
+            }
+            "--json" => o.json = true,
+            "--all-devices" => o.all_devices = true,
+            "-v" | "--verbose" => o.verbose = true,
+            s if s.starts_with('-') && s.len() > 1 => return Err(format!("unknown option {s}")),
+            s => {
+                if node.replace(s.to_string()).is_some() {
+                    return Err("more than one destination".into());
+                }
+            }
+        }
+        i += 1;
+    }
+    o.req.node = node;
+    if o.req.node.is_none() && !o.req.passive && o.req.service.is_none() && !o.all_devices {
+        return Err("a destination is needed (or --passive, or --all-devices)".into());
+    }
+    Ok(Some(o))
+}
+
+/// `ibv_gid_reachable` on the CM's own open context of the device with
+/// node GUID `guid`.
+fn gid_check(guid: u64, port: u8, gid: &[u8; 16], timeout: i32) -> Result<(), Errno> {
+    let cm = cma::global();
+    let list = cma::get_devices(cm)?;
+    let ctx = {
+        let devs = cm.devices.lock();
+        list.iter().copied().find(|c| devs.list.iter().any(|d| d.verbs.0 == *c && d.guid == guid))
+    };
+    let r = match ctx {
+        Some(ctx) => {
+            // SAFETY: ctx is a context the CM opened and holds a reference
+            // on (get_devices) until free_devices below, after its last use.
+            let ctx = unsafe { Vouched::new(ctx) };
+            rdmacm::gid::gid_reachable(&CmGidEnv::new(cm, ctx), port.into(), gid, timeout)
+        }
+        None => Err(Errno::ENODEV),
+    };
+    cma::free_devices(cm, &list);
+    r
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let o = match parse(&args) {
+        Ok(Some(o)) => o,
+        Ok(None) => return ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rdma-resolve: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    if o.verbose && std::env::var_os("RDMACM_RS_LOG").is_none() {
+        // Single-threaded still: nothing else reads the environment yet.
+        std::env::set_var("RDMACM_RS_LOG", "debug");
+    }
+    rdmacm::logging::init();
+    let mut report = if o.req.node.is_some() || o.req.passive || o.req.service.is_some() {
+        explain::explain(&o.req, &gid_check)
+    } else {
+        explain::Report { request: o.req.clone(), steps: Vec::new(), devices: None }
+    };
+    if o.all_devices {
+        report.devices = Some(explain::devices::devices());
+    }
+    if o.json {
+        println!("{}", report.to_json());
+    } else {
+        print!("{}", report.to_text());
+    }
+    if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
