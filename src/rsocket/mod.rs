@@ -196,6 +196,11 @@ pub struct Stream {
     /// and F_GETFD/F_SETFD value, stored as upstream stores them.
     fs_flags: c_int,
     fd_flags: c_int,
+    /// rconnect returns EINPROGRESS instead of waiting: set when rfcntl
+    /// F_SETFL turns O_NONBLOCK on before the connection (upstream makes
+    /// the connection manager channel non-blocking only there, so a socket
+    /// made with SOCK_NONBLOCK alone still connects within the call).
+    connect_nonblock: bool,
     err: c_int,
     opts: u32,
     so_reuseaddr: bool,
@@ -449,6 +454,7 @@ impl Stream {
             state: ST_INIT,
             fs_flags: 0,
             fd_flags: 0,
+            connect_nonblock: false,
             err: 0,
             opts: 0,
             so_reuseaddr: false,
@@ -1523,8 +1529,9 @@ fn wait_opened(h: &Handle) -> Result<(), Errno> {
 }
 
 /// rconnect: starts (or continues) the connect; the service thread carries
-/// it on. A non-blocking socket returns EINPROGRESS until it is connected
-/// (then 0); a blocking one sleeps, without the lock, until the outcome.
+/// it on. A socket made non-blocking with rfcntl before (see
+/// `connect_nonblock`) returns EINPROGRESS until it is connected (then 0);
+/// otherwise the call sleeps, without the lock, until the outcome.
 pub fn connect(h: &Handle, addr: &[u8]) -> Result<(), Errno> {
     let (r, nonblock) = {
         let mut s = lock(h)?;
@@ -1535,7 +1542,7 @@ pub fn connect(h: &Handle, addr: &[u8]) -> Result<(), Errno> {
         if matches!(r, Ok(()) | Err(Errno::EINPROGRESS)) {
             s.svc_add(h)?;
         }
-        (r, s.nonblocking())
+        (r, s.connect_nonblock)
     };
     match r {
         Err(Errno::EINPROGRESS) if !nonblock => {
@@ -1798,9 +1805,10 @@ fn int_out(v: c_int) -> OptOut {
     OptOut { bytes: v.to_ne_bytes().to_vec(), set_len: true }
 }
 
-/// `struct tcp_info` as glibc declares it (104 bytes): only the state and
-/// the congestion window are filled, as upstream.
-const TCP_INFO_LEN: usize = 104;
+/// `struct tcp_info` as upstream's library is built with it (the kernel's
+/// <linux/tcp.h> of current distributions: 280 bytes; the fields it fills,
+/// the state and the congestion window, sit where glibc's has them too).
+const TCP_INFO_LEN: usize = 280;
 const TCPI_STATE: usize = 0;
 const TCPI_SND_CWND: usize = 80;
 /// `TCP_ESTABLISHED` and `TCP_CLOSE` of <netinet/tcp.h>.
@@ -1853,7 +1861,10 @@ pub fn getsockopt(h: &Handle, level: c_int, name: c_int, room: usize) -> Result<
             }
             libc::TCP_INFO => {
                 let mut b = vec![0u8; TCP_INFO_LEN];
-                b[TCPI_STATE] = if s.state == ST_CONNECT_RDWR { TCP_ESTABLISHED } else { TCP_CLOSE };
+                // As upstream: "established" only in the state with both directions shut
+                // down and the disconnect not yet completed (its test is for the bare
+                // connected bit).
+                b[TCPI_STATE] = if s.state == ST_CONNECTED { TCP_ESTABLISHED } else { TCP_CLOSE };
                 b[TCPI_SND_CWND..TCPI_SND_CWND + 4].copy_from_slice(&s.sq_size.to_ne_bytes());
                 OptOut { bytes: b, set_len: true }
             }
@@ -1925,6 +1936,10 @@ pub fn fcntl(h: &Handle, cmd: c_int, arg: c_int) -> Result<c_int, Errno> {
     match cmd {
         libc::F_GETFL => Ok(s.fs_flags),
         libc::F_SETFL => {
+            let on = arg & libc::O_NONBLOCK != 0;
+            if on != s.nonblocking() && s.state != ST_LISTENING && s.state < ST_CONNECTED {
+                s.connect_nonblock = on;
+            }
             s.fs_flags = arg;
             s.dirty = true;
             Ok(0)
