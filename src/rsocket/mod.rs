@@ -222,6 +222,11 @@ pub struct Stream {
     retries: u32,
     /// Connections accepted in the background, waiting for raccept.
     accept_queue: VecDeque<c_int>,
+    /// A listener's connections still completing the handshake: they join
+    /// the queue once established (upstream queues only established ones).
+    accepting: Vec<c_int>,
+    /// An accepting stream's listener.
+    listener: Option<std::sync::Weak<Mutex<Stream>>>,
     /// Registered with the service thread.
     in_svc: bool,
 
@@ -470,6 +475,8 @@ impl Stream {
             dst: Vec::new(),
             retries: 0,
             accept_queue: VecDeque::new(),
+            accepting: Vec::new(),
+            listener: None,
             in_svc: false,
             sbuf_size: c.wmem,
             rbuf_size: c.mem,
@@ -1259,9 +1266,10 @@ impl Stream {
     }
 
     /// A listener's connection requests (service thread, never blocks):
-    /// each becomes a stream in the table and the accept queue, accepted
-    /// (or accepting: the service thread completes it).
-    fn accept_requests(&mut self) {
+    /// each becomes a stream in the table, accepted: in the accept queue at
+    /// once when established, else once the service thread has completed
+    /// it (see [`cm_event`]). `me` is this listener.
+    fn accept_requests(&mut self, me: &Handle) {
         let Ok(lid) = self.cm().cloned() else { return };
         for _ in 0..64 {
             let (nid, req) = match lid.get_request() {
@@ -1298,6 +1306,10 @@ impl Stream {
                 continue;
             }
             let fd = s.fd;
+            let established = s.state & ST_CONNECTED != 0;
+            if !established {
+                s.listener = Some(Arc::downgrade(me));
+            }
             let h: Handle = Arc::new(Mutex::new(s));
             {
                 let mut g = lock_any(&h);
@@ -1306,8 +1318,12 @@ impl Stream {
                 }
             }
             table().insert(fd, h);
-            self.accept_queue.push_back(fd);
-            self.dirty = true;
+            if established {
+                self.accept_queue.push_back(fd);
+                self.dirty = true;
+            } else {
+                self.accepting.push(fd);
+            }
         }
     }
 
@@ -1639,7 +1655,8 @@ pub fn close(fd: c_int) -> Result<(), Errno> {
     svc::remove(&h);
     let pending: Vec<c_int> = {
         let mut s = lock_any(&h);
-        let q = s.accept_queue.drain(..).collect();
+        let mut q: Vec<c_int> = s.accept_queue.drain(..).collect();
+        q.append(&mut s.accepting);
         s.destroy();
         q
     };
@@ -1658,7 +1675,38 @@ fn cm_event(h: &Handle) -> bool {
         return false;
     }
     if s.state == ST_LISTENING {
-        s.accept_requests();
+        s.accept_requests(h);
+    } else if s.state == ST_ACCEPTING {
+        let _ = s.connect_step();
+        if s.state & ST_OPENING != 0 {
+            return true;
+        }
+        // Established (to the accept queue) or failed (gone, as upstream
+        // drops a request it could not accept).
+        let (fd, l) = (s.fd, s.listener.take());
+        let mut ok = s.state & ST_CONNECTED != 0;
+        drop(s);
+        if let Some(l) = l.and_then(|l| l.upgrade()) {
+            let mut l = lock_any(&l);
+            let known = l.accepting.iter().any(|x| *x == fd);
+            l.accepting.retain(|x| *x != fd);
+            if ok && known && !l.closed && !l.broken {
+                l.accept_queue.push_back(fd);
+                l.dirty = true;
+            } else {
+                ok = false;
+            }
+        } else {
+            ok = false;
+        }
+        if !ok {
+            let removed = table().remove(&fd);
+            if let Some(other) = removed.filter(|t| !Arc::ptr_eq(t, h)) {
+                table().insert(fd, other);
+            }
+            lock_any(h).destroy();
+            return false;
+        }
     } else if s.state & ST_OPENING != 0 {
         let _ = s.connect_step();
     } else {

@@ -521,3 +521,27 @@ pub fn poll(fds: &mut [libc::pollfd], timeout_ms: c_int) -> Result<c_int, Errno>
         Ok(r)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Registered buffers own whole pages (fork safety with RDMAV_FORK_SAFE:
+    /// libibverbs marks the pages of a registration MADV_DONTFORK, which must
+    /// not cover anyone else's heap data), and start zeroed.
+    #[test]
+    fn buffers_are_whole_zeroed_pages() {
+        // SAFETY: sysconf has no memory arguments.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        for len in [1usize, 32, page - 1, page, page + 1, 3 * page + 5] {
+            let p = page_alloc(len).expect("alloc");
+            assert_eq!(p.as_ptr() as usize % page, 0, "len {len}: not page-aligned");
+            let total = len.div_ceil(page) * page;
+            // SAFETY: page_alloc returned `total` bytes.
+            let s = unsafe { std::slice::from_raw_parts(p.as_ptr(), total) };
+            assert!(s.iter().all(|b| *b == 0), "len {len}: not zeroed");
+            // SAFETY: from posix_memalign.
+            unsafe { libc::free(p.as_ptr() as *mut c_void) };
+        }
+    }
+}
