@@ -171,7 +171,7 @@ static int t_same(void)
 static int t_nbconnect(void)
 {
 	struct sockaddr_in a = addr_of(24102), none = addr_of(24109);
-	int l = listener(24102, 0), c, s, r;
+	int l = listener(24102, 0), c, s, r, e;
 	struct pollfd p;
 	char buf[4];
 
@@ -195,7 +195,17 @@ static int t_nbconnect(void)
 	/* Nobody listens: the connect fails through rpoll and SO_ERROR. */
 	c = rsocket(AF_INET, SOCK_STREAM, 0);
 	check("F_SETFL O_NONBLOCK", rfcntl(c, F_SETFL, O_NONBLOCK), 0, 0);
-	check("rconnect (non-blocking, no listener)", rconnect(c, (struct sockaddr *)&none, sizeof none), -1, EINPROGRESS);
+	/* Over loopback the rejection may already be there when the library
+	 * first looks (both libraries then fail the call with ECONNREFUSED);
+	 * usually it is not (EINPROGRESS). Either way it ends the same below. */
+	r = rconnect(c, (struct sockaddr *)&none, sizeof none);
+	e = errno;
+	printf("rconnect (non-blocking, no listener): %s\n",
+	       r == -1 && (e == EINPROGRESS || e == ECONNREFUSED) ? "-1 EINPROGRESS or ECONNREFUSED" : "unexpected");
+	if (!(r == -1 && (e == EINPROGRESS || e == ECONNREFUSED))) {
+		printf("  FAIL: %d %s\n", r, en(e));
+		failed = 1;
+	}
 	p.fd = c; p.events = POLLOUT | POLLIN; p.revents = 0;
 	r = rpoll(&p, 1, 30000);
 	printf("rpoll: %d %s\n", r, ev(p.revents));

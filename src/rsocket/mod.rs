@@ -1688,7 +1688,7 @@ fn cm_event(h: &Handle) -> bool {
         drop(s);
         if let Some(l) = l.and_then(|l| l.upgrade()) {
             let mut l = lock_any(&l);
-            let known = l.accepting.iter().any(|x| *x == fd);
+            let known = l.accepting.contains(&fd);
             l.accepting.retain(|x| *x != fd);
             if ok && known && !l.closed && !l.broken {
                 l.accept_queue.push_back(fd);
