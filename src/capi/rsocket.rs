@@ -43,7 +43,7 @@ symver!(rbind, "RDMACM_1.0");
 pub unsafe extern "C" fn rlisten(socket: c_int, backlog: c_int) -> c_int {
     entry(|| {
         let h = rs::lookup(socket)?;
-        rs::lock(&h)?.listen(backlog)?;
+        rs::listen(&h, backlog)?;
         Ok(0)
     })
 }
@@ -435,12 +435,16 @@ pub unsafe extern "C" fn rgetsockopt(socket: c_int, level: c_int, optname: c_int
         let h = rs::lookup(socket)?;
         let v = nonnull(optval)?;
         let l = nonnull(optlen)?;
-        let val = rs::getsockopt(&h, level, optname)?;
+        // SAFETY: optlen is writable and readable (caller's contract).
+        let room = unsafe { *l.as_ptr() } as usize;
+        let val = rs::getsockopt(&h, level, optname, room)?;
         // SAFETY: optlen points to the buffer size; optval to that many bytes.
         unsafe {
-            let n = (*l.as_ptr() as usize).min(std::mem::size_of::<c_int>());
-            std::ptr::copy_nonoverlapping(&val as *const c_int as *const u8, v.as_ptr() as *mut u8, n);
-            *l.as_ptr() = std::mem::size_of::<c_int>() as socklen_t;
+            let n = room.min(val.bytes.len());
+            std::ptr::copy_nonoverlapping(val.bytes.as_ptr(), v.as_ptr() as *mut u8, n);
+            if val.set_len {
+                *l.as_ptr() = val.bytes.len() as socklen_t;
+            }
         }
         Ok(0)
     })
@@ -455,15 +459,7 @@ symver!(rgetsockopt, "RDMACM_1.0");
 pub unsafe extern "C" fn rfcntl(socket: c_int, cmd: c_int, arg: c_long) -> c_int {
     entry(|| {
         let h = rs::lookup(socket)?;
-        let mut s = rs::lock(&h)?;
-        match cmd {
-            libc::F_GETFL => Ok(if s.nonblocking() { libc::O_NONBLOCK } else { 0 }),
-            libc::F_SETFL => {
-                s.set_nonblocking(arg as c_int & libc::O_NONBLOCK != 0);
-                Ok(0)
-            }
-            _ => Err(Errno::ENOTSUP),
-        }
+        rs::fcntl(&h, cmd, arg as c_int)
     })
 }
 symver!(rfcntl, "RDMACM_1.0");

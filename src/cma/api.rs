@@ -242,6 +242,46 @@ impl CmId {
     }
 }
 
+/// Non-blocking use of a synchronous id (rsockets' service model): with
+/// the id's channel descriptor set O_NONBLOCK, the synchronous calls above
+/// return EAGAIN once the request is issued, and [`CmId::complete`] picks
+/// up the answer later (upstream's `ucma_complete` on such an id).
+impl CmId {
+    /// Acks the parked event and parks the next one (EAGAIN when none is
+    /// queued on a non-blocking channel); its status as an errno.
+    pub fn complete(&self) -> Result<(), Errno> {
+        self.cm.complete(&self.p)
+    }
+
+    /// The type of the parked event (`RDMA_CM_EVENT_*`), if any.
+    pub fn parked_event(&self) -> Option<u32> {
+        let ev = self.p.id.event();
+        if ev.is_null() {
+            return None;
+        }
+        self.cm.live.lock().events.get(&(ev as usize)).map(|e| e.event.0.event)
+    }
+
+    /// The private data of the parked event (empty when none).
+    pub fn parked_private_data(&self) -> Vec<u8> {
+        self.parked_param().map(|c| c.private_data).unwrap_or_default()
+    }
+
+    /// `rdma_set_option` with the value's bytes (the kernel reads them).
+    pub fn set_option_bytes(&self, level: c_int, name: c_int, val: &[u8]) -> Result<(), Errno> {
+        self.cm.set_option(&self.p, level, name, val.as_ptr() as *mut c_void, val.len())
+    }
+
+    /// The id's resolved paths, as the kernel reports them (none before
+    /// the route is resolved).
+    pub fn route_paths(&self) -> Vec<crate::abi::cma::ibv_sa_path_rec> {
+        match self.cm.ucma.query_route(self.p.fd(), self.p.handle()) {
+            Ok(r) => r.paths[..(r.num_paths as usize).min(r.paths.len())].iter().map(crate::sys::ucma::path_from_kern).collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
 impl Drop for CmId {
     fn drop(&mut self) {
         // Its QP, CQ and channel go first.

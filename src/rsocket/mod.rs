@@ -20,8 +20,21 @@
 //! * Control: immediate `7 << 29 | n`, n = 0 disconnect, 2 shutdown (write side).
 //!
 //! Each rsocket is an rdma_cm id on its own (synchronous) event channel; the
-//! rsocket's number is that channel's descriptor, as upstream. The CQ of the
-//! QP has its own completion channel; rpoll waits on these descriptors.
+//! rsocket's number is that channel's descriptor, as upstream. The channel
+//! is non-blocking: connection manager calls only issue requests, and the
+//! service thread ([`svc`]) takes the answers as they arrive, so rconnect on
+//! a non-blocking socket returns EINPROGRESS, a listener fills an accept
+//! queue in the background, and a peer's disconnect reaches the socket
+//! while nobody calls into it. The CQ of the QP has its own completion
+//! channel; sleepers wait on it and on their wake-up descriptor.
+//!
+//! Sleepers: a thread about to sleep on a stream registers its own
+//! wake-up descriptor (an eventfd per thread) with the stream under the
+//! stream's lock; whoever then changes the stream (reads a CQ event,
+//! processes completions, a connection manager event, rclose) signals the
+//! registered sleepers when it lets go of the lock. So a completion that
+//! another thread took out of the CQ, or a CQ event it consumed, always
+//! wakes the others: nobody sleeps on a change it has not seen.
 //!
 //! Ownership and locking:
 //! * The stream's connection manager id is an `Arc<CmId>` (the safe API of
@@ -44,35 +57,35 @@
 //!   running on state a panic left half-updated.
 #![deny(unsafe_code)]
 
+pub mod conf;
 pub mod epoll;
+mod svc;
 pub mod verbs;
 
 use crate::cma::api::{CmId, ConnParam, QpCaps};
 use nix::errno::Errno;
 use parking_lot::{Mutex, MutexGuard};
-use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
 use std::ffi::c_int;
 use std::sync::Arc;
 use verbs::{Data, Qp, RegBuf, Sge, UserBuf, UserMr, Wake};
 
 const RS_OLAP_START_SIZE: u32 = 2048;
 const RS_MAX_TRANSFER: u32 = 65536;
-const RS_SNDLOWAT: u32 = 2048;
+pub(crate) const RS_SNDLOWAT: u32 = 2048;
 const RS_QP_MIN_SIZE: u32 = 16;
 const RS_QP_MAX_SIZE: u32 = 0xFFFE;
 const RS_QP_CTRL_SIZE: u32 = 4;
 const RS_SGL_SIZE: u32 = 2;
 const RS_MAX_CTRL_MSG: u32 = 16;
 const RS_MSG_SIZE: u32 = 4;
+/// Address and route resolution are tried 7 times, waiting 1, 2, 4 ... 64 s
+/// (upstream's schedule: about two minutes in all).
+const RS_CONN_RETRIES: u32 = 6;
 const CONN_DATA_LEN: usize = 40;
 const IOMAP_ENTRY_SIZE: u32 = 24;
-
-const DEF_INLINE: u32 = 64;
-const DEF_SQSIZE: u32 = 384;
-const DEF_RQSIZE: u32 = 384;
-const DEF_MEM: u32 = 1 << 17;
-const DEF_WMEM: u32 = 1 << 17;
 
 const OP_DATA: u32 = 0;
 const OP_WRITE: u32 = 2;
@@ -80,6 +93,7 @@ const OP_SGL: u32 = 4;
 const OP_IOMAP_SGL: u32 = 6;
 const OP_CTRL: u32 = 7;
 const CTRL_DISCONNECT: u32 = 0;
+const CTRL_KEEPALIVE: u32 = 1;
 const CTRL_SHUTDOWN: u32 = 2;
 
 const WR_RECV: u64 = 1 << 63;
@@ -98,12 +112,19 @@ const RDMA_SQSIZE: c_int = 0;
 const RDMA_RQSIZE: c_int = 1;
 const RDMA_INLINE: c_int = 2;
 const RDMA_IOMAPSIZE: c_int = 3;
+const RDMA_ROUTE: c_int = 4;
 
 // Socket states (bit sets, as the peer never sees them any layout works;
 // these follow the obvious scheme).
 const ST_INIT: u32 = 0;
 const ST_BOUND: u32 = 0x1;
 const ST_LISTENING: u32 = 0x2;
+// Opening: the service thread moves the socket on as answers arrive.
+const ST_OPENING: u32 = 0x4;
+const ST_RESOLVING_ADDR: u32 = ST_OPENING | 0x10;
+const ST_RESOLVING_ROUTE: u32 = ST_OPENING | 0x20;
+const ST_CONNECTING: u32 = ST_OPENING | 0x40;
+const ST_ACCEPTING: u32 = ST_OPENING | 0x80;
 const ST_CONNECTED: u32 = 0x100;
 const ST_WRITABLE: u32 = 0x200;
 const ST_READABLE: u32 = 0x400;
@@ -124,9 +145,6 @@ fn msg_op(m: u32) -> u32 {
 fn msg_data(m: u32) -> u32 {
     m & 0x1FFF_FFFF
 }
-
-// A connect in progress (only between the calls that block without the lock).
-const ST_CONNECTING: u32 = 0x4;
 
 /// An entry of a descriptor table the peer writes into: `struct rs_sge`
 /// (16 bytes: addr, key, length, native byte order unless swapped).
@@ -174,12 +192,43 @@ pub struct Stream {
     fd: c_int,
     domain: c_int,
     state: u32,
-    nonblock: bool,
+    /// rfcntl's F_GETFL/F_SETFL value (O_NONBLOCK makes calls non-blocking)
+    /// and F_GETFD/F_SETFD value, stored as upstream stores them.
+    fs_flags: c_int,
+    fd_flags: c_int,
+    /// rconnect returns EINPROGRESS instead of waiting: set when rfcntl
+    /// F_SETFL turns O_NONBLOCK on before the connection (upstream makes
+    /// the connection manager channel non-blocking only there, so a socket
+    /// made with SOCK_NONBLOCK alone still connects within the call).
+    connect_nonblock: bool,
     err: c_int,
     opts: u32,
-    so_reuseaddr: c_int,
-    so_keepalive: c_int,
-    tcp_nodelay: c_int,
+    so_reuseaddr: bool,
+    so_oobinline: bool,
+    /// SO_LINGER reads l_onoff = 1 until set off (upstream's inverted bit).
+    linger_off: bool,
+    tcp_nodelay: bool,
+    ip_tos: c_int,
+    v6only: bool,
+    /// SO_KEEPALIVE: a keepalive control message every `keepalive_time` s
+    /// while connected (sent by the service thread at `ka_next`).
+    keepalive: bool,
+    keepalive_time: u32,
+    ka_next: Option<Instant>,
+    /// RDMA_ROUTE: path records to use instead of route resolution.
+    route: Option<Vec<u8>>,
+    /// The destination of rconnect, and the resolution attempts so far.
+    dst: Vec<u8>,
+    retries: u32,
+    /// Connections accepted in the background, waiting for raccept.
+    accept_queue: VecDeque<c_int>,
+    /// A listener's connections still completing the handshake: they join
+    /// the queue once established (upstream queues only established ones).
+    accepting: Vec<c_int>,
+    /// An accepting stream's listener.
+    listener: Option<std::sync::Weak<Mutex<Stream>>>,
+    /// Registered with the service thread.
+    in_svc: bool,
 
     sbuf_size: u32,
     rbuf_size: u32,
@@ -222,8 +271,11 @@ pub struct Stream {
     closed: bool,
     /// A call panicked while holding the lock: later calls fail with EIO.
     broken: bool,
-    /// Signalled by rclose; made on the first wait.
-    wake: Option<Arc<Wake>>,
+    /// The wake-up descriptors of the threads sleeping on the stream.
+    sleepers: Vec<Arc<Wake>>,
+    /// Changed under the current guard: its sleepers are signalled when
+    /// the guard goes.
+    dirty: bool,
 }
 
 /// One riomap registration.
@@ -268,9 +320,35 @@ impl Drop for Guard<'_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
             self.g.broken = true;
+            self.g.dirty = true;
+        }
+        if self.g.dirty {
+            self.g.dirty = false;
+            self.g.wake_sleepers();
         }
         HELD.with(|c| c.set(c.get().saturating_sub(1)));
     }
+}
+
+thread_local! {
+    /// This thread's wake-up descriptor (made on its first sleep).
+    static MY_WAKE: RefCell<Option<Arc<Wake>>> = const { RefCell::new(None) };
+}
+
+fn my_wake() -> Result<Arc<Wake>, Errno> {
+    MY_WAKE.with(|w| {
+        let mut w = w.borrow_mut();
+        if let Some(x) = &*w {
+            return Ok(x.clone());
+        }
+        let x = Arc::new(Wake::new()?);
+        *w = Some(x.clone());
+        Ok(x)
+    })
+}
+
+fn is_my_wake(x: &Arc<Wake>) -> bool {
+    MY_WAKE.with(|w| w.borrow().as_ref().is_some_and(|m| Arc::ptr_eq(m, x)))
 }
 
 impl std::ops::Deref for Guard<'_> {
@@ -305,30 +383,29 @@ pub fn lock(h: &Handle) -> Result<Guard<'_>, Errno> {
     }
 }
 
-/// What a blocked call sleeps on: the stream's descriptor (the CQ channel
-/// once connected, else the CM channel) and its wake-up descriptor. The id
-/// clone keeps both channels open until the sleeper is done.
+/// What a blocked call sleeps on: the stream's CQ channel once connected
+/// (none before) and this thread's wake-up descriptor, registered with the
+/// stream. The id clone keeps the channel open until the sleeper is done.
 pub struct WaitToken {
     fd: c_int,
     wake: Arc<Wake>,
     _id: Option<Arc<CmId>>,
 }
 
-/// The longest a blocked call sleeps before it looks at the CQ again. Several
-/// threads may sleep on one completion channel (rrecv and rsend, rshutdown,
-/// rpoll); the one that reads the event may leave the others asleep with the
-/// completion they wait for already in the CQ, so sleepers re-check at least
-/// this often.
-const WAIT_SLICE_MS: c_int = 100;
-
-/// Sleeps until the token's descriptor is readable, the stream is closed, or
-/// `timeout_ms` passes (-1: no limit). Returns whether the descriptor is
-/// readable. Takes no stream: no lock can be held across it, and debug
-/// builds check that the calling thread holds no stream guard at all.
+/// Sleeps until the token's descriptor is readable, the thread is woken
+/// (a change of the stream, rclose), or `timeout_ms` passes (-1: no limit).
+/// Returns whether the descriptor is readable. Takes no stream: no lock can
+/// be held across it, and debug builds check that the calling thread holds
+/// no stream guard at all.
 pub fn wait(tok: &WaitToken, timeout_ms: c_int) -> Result<bool, Errno> {
     debug_assert_eq!(HELD.with(|c| c.get()), 0, "rsocket: blocking wait with a stream lock held");
     let mut p = [libc::pollfd { fd: tok.fd, events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: tok.wake.fd(), events: libc::POLLIN, revents: 0 }];
     verbs::poll(&mut p, timeout_ms)?;
+    // Reset before the caller looks again: a change after this wakes us
+    // on the next sleep.
+    if p[1].revents != 0 {
+        tok.wake.drain();
+    }
     Ok(p[0].revents != 0)
 }
 
@@ -341,22 +418,30 @@ pub fn create(domain: c_int, type_: c_int, protocol: c_int) -> Result<c_int, Err
     let id = CmId::create_tcp()?;
     id.set_src_family(domain);
     let fd = id.channel_fd();
-    let s = Stream { nonblock: type_ & libc::SOCK_NONBLOCK != 0, ..Stream::fresh(Some(Arc::new(id)), fd, domain) };
+    // Connection manager calls never wait (see the module comment).
+    verbs::set_nonblock(fd, true)?;
+    let s = Stream {
+        fs_flags: if type_ & libc::SOCK_NONBLOCK != 0 { libc::O_NONBLOCK } else { 0 },
+        fd_flags: if type_ & libc::SOCK_CLOEXEC != 0 { libc::FD_CLOEXEC } else { 0 },
+        ..Stream::fresh(Some(Arc::new(id)), fd, domain)
+    };
     table().insert(fd, Arc::new(Mutex::new(s)));
     Ok(fd)
 }
 
+/// A stream for a connection request on listener `l`: what upstream copies
+/// from the listener (sizes and descriptor flags; not the options).
 fn inherit(l: &Stream, id: Arc<CmId>) -> Stream {
     let fd = id.channel_fd();
     Stream {
-        nonblock: l.nonblock,
-        so_keepalive: l.so_keepalive,
-        tcp_nodelay: l.tcp_nodelay,
+        fs_flags: l.fs_flags,
+        fd_flags: l.fd_flags,
         sbuf_size: l.sbuf_size,
         rbuf_size: l.rbuf_size,
         sq_size: l.sq_size,
         rq_size: l.rq_size,
         sq_inline: l.sq_inline,
+        ctrl_max_seqno: l.ctrl_max_seqno,
         target_iomap_size: l.target_iomap_size,
         ..Stream::fresh(Some(id), fd, l.domain)
     }
@@ -366,23 +451,39 @@ impl Stream {
     /// A fresh, unconnected stream on `cm` (whose channel fd is `fd`) with
     /// the default sizes and options.
     fn fresh(cm: Option<Arc<CmId>>, fd: c_int, domain: c_int) -> Stream {
+        let c = conf::get();
         Stream {
             cm,
             fd,
             domain,
             state: ST_INIT,
-            nonblock: false,
+            fs_flags: 0,
+            fd_flags: 0,
+            connect_nonblock: false,
             err: 0,
             opts: 0,
-            so_reuseaddr: 0,
-            so_keepalive: 0,
-            tcp_nodelay: 0,
-            sbuf_size: DEF_WMEM,
-            rbuf_size: DEF_MEM,
-            sq_size: DEF_SQSIZE,
-            rq_size: DEF_RQSIZE,
-            sq_inline: DEF_INLINE,
-            target_iomap_size: 0,
+            so_reuseaddr: false,
+            so_oobinline: false,
+            linger_off: false,
+            tcp_nodelay: false,
+            ip_tos: 0,
+            v6only: false,
+            keepalive: false,
+            keepalive_time: 0,
+            ka_next: None,
+            route: None,
+            dst: Vec::new(),
+            retries: 0,
+            accept_queue: VecDeque::new(),
+            accepting: Vec::new(),
+            listener: None,
+            in_svc: false,
+            sbuf_size: c.wmem,
+            rbuf_size: c.mem,
+            sq_size: c.sqsize as u32,
+            rq_size: c.rqsize as u32,
+            sq_inline: c.inline as u32,
+            target_iomap_size: c.iomap_size as u32,
             ctrl_seqno: 0,
             ctrl_max_seqno: RS_QP_CTRL_SIZE,
             sseq_no: 0,
@@ -407,8 +508,26 @@ impl Stream {
             ep: None,
             closed: false,
             broken: false,
-            wake: None,
+            sleepers: Vec::new(),
+            dirty: false,
         }
+    }
+
+    /// Signals the sleepers registered by other threads (they look again).
+    fn wake_sleepers(&mut self) {
+        self.sleepers.retain(|w| {
+            if is_my_wake(w) {
+                true
+            } else {
+                w.signal();
+                false
+            }
+        });
+    }
+
+    /// Drops this thread's registration (it is awake and looks itself).
+    fn unregister_me(&mut self) {
+        self.sleepers.retain(|w| !is_my_wake(w));
     }
 
     fn ep(&self) -> &Ep {
@@ -420,24 +539,22 @@ impl Stream {
         self.cm.as_ref().ok_or(Errno::EBADF)
     }
 
-    /// The descriptor to wait on: the CQ channel once connected, else the CM channel.
+    /// The descriptor to wait on besides the wake-up: the CQ channel once
+    /// connected, else none (-1: the service thread signals the changes).
     pub fn wait_fd(&self) -> c_int {
         match &self.ep {
             Some(ep) if self.state & ST_CONNECTED != 0 => ep.qp.channel_fd(),
-            _ => self.fd,
+            _ => -1,
         }
     }
 
-    /// What a blocking call sleeps on (see [`wait`]).
+    /// What a blocking call sleeps on (see [`wait`]); registers this
+    /// thread as a sleeper of the stream.
     fn wait_token(&mut self) -> Result<WaitToken, Errno> {
-        let wake = match &self.wake {
-            Some(w) => w.clone(),
-            None => {
-                let w = Arc::new(Wake::new()?);
-                self.wake = Some(w.clone());
-                w
-            }
-        };
+        let wake = my_wake()?;
+        if !self.sleepers.iter().any(|w| Arc::ptr_eq(w, &wake)) {
+            self.sleepers.push(wake.clone());
+        }
         Ok(WaitToken { fd: self.wait_fd(), wake, _id: self.cm.clone() })
     }
 
@@ -664,6 +781,8 @@ impl Stream {
                 Ok(None) => break,
                 Err(e) => return Err(e),
             };
+            // Others sleeping on the stream may wait for what this changes.
+            self.dirty = true;
             if wc.wr_id & WR_RECV != 0 {
                 if wc.status != 0 {
                     continue;
@@ -753,9 +872,17 @@ impl Stream {
         }
         let Some(ep) = self.ep.as_mut() else { return };
         match ep.qp.get_cq_event() {
-            Ok(()) => self.cq_armed = false,
+            Ok(()) => {
+                // The CQ is no longer armed: other sleepers must look again
+                // (and re-arm) instead of sleeping on a channel that stays quiet.
+                self.cq_armed = false;
+                self.dirty = true;
+            }
             Err(Errno::EAGAIN) | Err(Errno::EINTR) => {}
-            Err(_) => self.state = ST_ERROR,
+            Err(_) => {
+                self.state = ST_ERROR;
+                self.dirty = true;
+            }
         }
     }
 
@@ -956,35 +1083,32 @@ impl Stream {
         off
     }
 
-    /// rpoll's view: the ready events among `events`, processing completions first.
+    /// rpoll's view: the ready events among `events`, processing completions
+    /// first (as upstream reports them).
     pub fn poll_events(&mut self, events: i16) -> i16 {
-        let mut rev = 0i16;
         if self.state == ST_LISTENING {
-            let mut p = [libc::pollfd { fd: self.fd, events: libc::POLLIN, revents: 0 }];
-            if verbs::poll(&mut p, 0).unwrap_or(0) > 0 && p[0].revents & libc::POLLIN != 0 {
-                rev |= libc::POLLIN & events;
-            }
-            return rev;
+            return if self.accept_queue.is_empty() { 0 } else { libc::POLLIN & events };
         }
-        if self.state & ST_CONNECTED != 0 {
+        let was_connected = self.state & ST_CONNECTED != 0 || self.state == ST_DISCONNECTED || self.state & ST_ERROR != 0;
+        if was_connected && self.ep.is_some() {
             let _ = self.process_cq(Stream::poll_all);
-        }
-        if self.state & ST_CONNECTED != 0 {
+            let mut rev = 0i16;
             if events & libc::POLLIN != 0 && self.conn_have_rdata() {
                 rev |= libc::POLLIN;
             }
             if events & libc::POLLOUT != 0 && self.can_send() {
                 rev |= libc::POLLOUT;
             }
-        } else if self.state == ST_DISCONNECTED {
-            rev |= libc::POLLHUP | (events & libc::POLLIN);
-        } else if self.state == ST_INIT || self.state == ST_BOUND {
-            // An unconnected socket is writable-idle like TCP's: report nothing.
+            if self.state & ST_CONNECTED == 0 {
+                rev |= if self.state == ST_DISCONNECTED { libc::POLLHUP } else { libc::POLLERR };
+            }
+            return rev;
         }
-        if self.state & (ST_ERROR | ST_CONNECT_ERROR) != 0 {
-            rev |= libc::POLLERR;
+        if self.state == ST_CONNECT_ERROR {
+            return (events & (libc::POLLIN | libc::POLLOUT)) | libc::POLLERR;
         }
-        rev
+        // Unconnected, or opening (the service thread signals the outcome).
+        0
     }
 
     /// Arms the CQ before a sleep; true when it was not armed yet (the
@@ -1009,7 +1133,9 @@ impl Stream {
         Ok(())
     }
 
-    pub fn listen(&mut self, backlog: c_int) -> Result<(), Errno> {
+    /// rlisten: requests are accepted by the service thread into the
+    /// accept queue (see [`Stream::accept_requests`]).
+    fn listen(&mut self, backlog: c_int) -> Result<(), Errno> {
         if self.state == ST_LISTENING {
             return Ok(());
         }
@@ -1018,18 +1144,236 @@ impl Stream {
         Ok(())
     }
 
-    /// The first step of rconnect: checks the state, marks the stream
-    /// connecting and hands out the id for the calls that block.
-    fn connect_begin(&mut self) -> Result<Arc<CmId>, Errno> {
-        match self.state {
-            ST_INIT | ST_BOUND => {}
-            ST_CONNECT_ERROR | ST_DISCONNECTED | ST_ERROR => return Err(Errno::ENOTCONN),
-            s if s & ST_CONNECTED != 0 => return Err(Errno::EISCONN),
-            _ => return Err(Errno::EINVAL),
+    /// Registers the stream with the service thread (once).
+    fn svc_add(&mut self, h: &Handle) -> Result<(), Errno> {
+        if !self.in_svc {
+            svc::add(self.fd, h.clone(), self.cm()?.clone())?;
+            self.in_svc = true;
+        }
+        Ok(())
+    }
+
+    /// Moves a connect (or an accept) on as far as it goes without waiting:
+    /// upstream's connect state machine. Ok once connected, EINPROGRESS
+    /// while an answer is outstanding; other errors are the connect's
+    /// outcome (kept for SO_ERROR, the state becomes connect-error).
+    fn connect_step(&mut self) -> Result<(), Errno> {
+        let r = self.connect_step_inner();
+        match r {
+            Err(Errno::EAGAIN) => Err(Errno::EINPROGRESS),
+            Err(e) => {
+                self.state = ST_CONNECT_ERROR;
+                self.err = e as c_int;
+                self.dirty = true;
+                Err(e)
+            }
+            Ok(()) => {
+                self.dirty = true;
+                Ok(())
+            }
+        }
+    }
+
+    fn connect_step_inner(&mut self) -> Result<(), Errno> {
+        enum Step {
+            ResolveAddr,
+            WaitAddr,
+            ResolveRoute,
+            WaitRoute,
+            Connect,
+            WaitConnect,
+            WaitAccept,
         }
         let id = self.cm()?.clone();
-        self.state = ST_CONNECTING;
-        Ok(id)
+        let mut step = match self.state {
+            ST_INIT | ST_BOUND => Step::ResolveAddr,
+            ST_RESOLVING_ADDR => Step::WaitAddr,
+            ST_RESOLVING_ROUTE => Step::WaitRoute,
+            ST_CONNECTING => Step::WaitConnect,
+            ST_ACCEPTING => Step::WaitAccept,
+            ST_CONNECT_ERROR | ST_DISCONNECTED | ST_ERROR => return Err(Errno::ENOTCONN),
+            st if st & ST_CONNECTED != 0 => return Ok(()),
+            _ => return Err(Errno::EINVAL),
+        };
+        loop {
+            step = match step {
+                Step::ResolveAddr => {
+                    let to = 1000 << self.retries;
+                    self.retries += 1;
+                    self.state = ST_RESOLVING_ADDR;
+                    id.resolve_addr(&self.dst, to)?;
+                    self.retries = 0;
+                    Step::ResolveRoute
+                }
+                Step::WaitAddr => match id.complete() {
+                    Ok(()) => {
+                        self.retries = 0;
+                        Step::ResolveRoute
+                    }
+                    Err(Errno::ETIMEDOUT) if self.retries <= RS_CONN_RETRIES => Step::ResolveAddr,
+                    Err(e) => return Err(e),
+                },
+                Step::ResolveRoute => {
+                    self.state = ST_RESOLVING_ROUTE;
+                    if let Some(r) = self.route.take() {
+                        // The caller's path records (RDMA_ROUTE): the kernel
+                        // answers with a resolved route.
+                        id.set_option_bytes(crate::abi::ucma::RDMA_OPTION_IB, crate::abi::ucma::RDMA_OPTION_IB_PATH, &r)?;
+                        Step::WaitRoute
+                    } else {
+                        let to = 1000 << self.retries;
+                        self.retries += 1;
+                        id.resolve_route(to)?;
+                        Step::Connect
+                    }
+                }
+                Step::WaitRoute => match id.complete() {
+                    Ok(()) => Step::Connect,
+                    Err(Errno::ETIMEDOUT) if self.retries <= RS_CONN_RETRIES => Step::ResolveRoute,
+                    Err(e) => return Err(e),
+                },
+                Step::Connect => {
+                    self.create_ep()?;
+                    self.retries = 0;
+                    let param = self.conn_param();
+                    self.state = ST_CONNECTING;
+                    id.connect(&param)?;
+                    return self.connected(&id);
+                }
+                Step::WaitConnect => {
+                    id.complete()?;
+                    return self.connected(&id);
+                }
+                Step::WaitAccept => {
+                    id.complete()?;
+                    self.state = ST_CONNECT_RDWR;
+                    return Ok(());
+                }
+            };
+        }
+    }
+
+    /// The active side's connect completed: takes the peer's connect data.
+    fn connected(&mut self, id: &CmId) -> Result<(), Errno> {
+        let resp = id.parked_private_data();
+        if resp.len() >= CONN_DATA_LEN && resp[0] == 1 {
+            self.save_conn_data(&resp);
+            self.state = ST_CONNECT_RDWR;
+            Ok(())
+        } else {
+            Err(Errno::ENOTSUP)
+        }
+    }
+
+    /// A listener's connection requests (service thread, never blocks):
+    /// each becomes a stream in the table, accepted: in the accept queue at
+    /// once when established, else once the service thread has completed
+    /// it (see [`cm_event`]). `me` is this listener.
+    fn accept_requests(&mut self, me: &Handle) {
+        let Ok(lid) = self.cm().cloned() else { return };
+        for _ in 0..64 {
+            let (nid, req) = match lid.get_request() {
+                Ok(x) => x,
+                Err(Errno::EAGAIN) => return,
+                Err(e) => {
+                    log::debug!(target: "rdmacm", "rsocket listener: a request failed: {e}");
+                    continue;
+                }
+            };
+            let nid = Arc::new(nid);
+            let mut s = inherit(self, nid.clone());
+            let r = (|| {
+                verbs::set_nonblock(s.fd, true)?;
+                let d = &req.private_data;
+                if d.len() < CONN_DATA_LEN || d[0] != 1 {
+                    return Err(Errno::EINVAL);
+                }
+                s.create_ep()?;
+                s.save_conn_data(d);
+                let param = ConnParam { private_data: s.format_conn_data().to_vec(), ..req.clone() };
+                s.state = ST_ACCEPTING;
+                match nid.accept(&param) {
+                    Ok(()) => s.state = ST_CONNECT_RDWR,
+                    Err(Errno::EAGAIN) => {}
+                    Err(e) => return Err(e),
+                }
+                Ok(())
+            })();
+            if let Err(e) = r {
+                log::debug!(target: "rdmacm", "rsocket listener: accepting a request failed: {e}");
+                let _ = nid.reject();
+                s.destroy();
+                continue;
+            }
+            let fd = s.fd;
+            let established = s.state & ST_CONNECTED != 0;
+            if !established {
+                s.listener = Some(Arc::downgrade(me));
+            }
+            let h: Handle = Arc::new(Mutex::new(s));
+            {
+                let mut g = lock_any(&h);
+                if let Err(e) = g.svc_add(&h) {
+                    log::debug!(target: "rdmacm", "rsocket listener: no service for a new stream: {e}");
+                }
+            }
+            table().insert(fd, h);
+            if established {
+                self.accept_queue.push_back(fd);
+                self.dirty = true;
+            } else {
+                self.accepting.push(fd);
+            }
+        }
+    }
+
+    /// Takes the connection manager events of a connected (or failed)
+    /// stream: a disconnect from the peer ends the connection.
+    fn drain_cm_events(&mut self) {
+        let Ok(id) = self.cm().cloned() else { return };
+        for _ in 0..16 {
+            match id.complete() {
+                Err(Errno::EAGAIN) => return,
+                _ => {
+                    if id.parked_event() == Some(crate::abi::cma::RDMA_CM_EVENT_DISCONNECTED) && self.state & ST_CONNECTED != 0 {
+                        self.state = ST_DISCONNECTED;
+                        self.dirty = true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The keepalive due at `now`, if any; the next time one is due.
+    fn keepalive_tick(&mut self, now: Instant) -> Option<Instant> {
+        if !self.keepalive {
+            return None;
+        }
+        let next = *self.ka_next.get_or_insert(now + Duration::from_secs(self.keepalive_time as u64));
+        if next > now {
+            return Some(next);
+        }
+        if self.state & ST_CONNECTED != 0 && self.ep.is_some() && self.ctrl_avail() {
+            self.ctrl_seqno = self.ctrl_seqno.wrapping_add(1);
+            let _ = self.post_msg(msg_set(OP_CTRL, CTRL_KEEPALIVE));
+        }
+        let n = now + Duration::from_secs(self.keepalive_time as u64);
+        self.ka_next = Some(n);
+        Some(n)
+    }
+
+    /// SO_KEEPALIVE on or off; the first time, the interval comes from the
+    /// system's tcp_keepalive_time (7200 s without it), as upstream.
+    fn set_keepalive(&mut self, on: bool) {
+        if on == self.keepalive {
+            return;
+        }
+        if on && self.keepalive_time == 0 {
+            self.keepalive_time = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_keepalive_time").ok().and_then(|t| t.trim().parse().ok()).unwrap_or(7200);
+        }
+        self.keepalive = on;
+        self.ka_next = on.then(|| Instant::now() + Duration::from_secs(self.keepalive_time as u64));
+        svc::kick();
     }
 
     /// The connect parameters of our side (the QP and buffers exist).
@@ -1052,6 +1396,7 @@ impl Stream {
         if self.state & ST_CONNECTED == 0 {
             return None;
         }
+        self.dirty = true;
         if how == libc::SHUT_RDWR {
             self.state &= !(ST_READABLE | ST_WRITABLE);
             Some(CTRL_DISCONNECT)
@@ -1100,11 +1445,7 @@ impl Stream {
     }
 
     pub fn nonblocking(&self) -> bool {
-        self.nonblock
-    }
-
-    pub fn set_nonblocking(&mut self, on: bool) {
-        self.nonblock = on;
+        self.fs_flags & libc::O_NONBLOCK != 0
     }
 
     /// rclose's end: marks the stream closed, wakes its sleepers and drops
@@ -1112,9 +1453,8 @@ impl Stream {
     /// id itself goes when the last sleeper lets go of it).
     fn destroy(&mut self) {
         self.closed = true;
-        if let Some(w) = &self.wake {
-            w.signal();
-        }
+        self.dirty = true;
+        self.wake_sleepers();
         self.iomaps.clear();
         self.ep = None;
         self.cm = None;
@@ -1138,98 +1478,99 @@ fn scale_to_value(value: u32, bits: u32) -> u32 {
     }
 }
 
-/// Re-locks after a wait and reads the CQ event that woke us, if any.
+/// Re-locks after a wait, drops this thread's registration and reads the
+/// CQ event that woke us, if any.
 fn after_wait(h: &Handle) -> Result<(), Errno> {
-    lock(h)?.consume_cq_event();
+    let mut s = lock(h)?;
+    s.unregister_me();
+    s.consume_cq_event();
     Ok(())
+}
+
+/// Runs `check` under the lock until it gives an answer (Some), sleeping
+/// without the lock in between: `check` returns None after it has made
+/// sure that a change will wake this thread (armed the CQ, or the service
+/// thread owes an answer). Busy-polls for `polling_time` first, as upstream.
+fn sleep_until<T>(h: &Handle, mut check: impl FnMut(&mut Stream) -> Result<Option<T>, Errno>) -> Result<T, Errno> {
+    let spin = Duration::from_micros(conf::get().polling_time_us as u64);
+    let mut start: Option<Instant> = None;
+    loop {
+        let tok = {
+            let mut s = lock(h)?;
+            if let Some(v) = check(&mut s)? {
+                return Ok(v);
+            }
+            let t0 = *start.get_or_insert_with(Instant::now);
+            if t0.elapsed() <= spin {
+                None
+            } else {
+                Some(s.prepare_wait()?)
+            }
+        };
+        match tok {
+            None => std::hint::spin_loop(),
+            Some(tok) => {
+                wait(&tok, -1)?;
+                drop(tok);
+                after_wait(h)?;
+            }
+        }
+    }
 }
 
 /// Processes completions until `test` holds, sleeping without the lock in
 /// between (blocking even on a non-blocking socket, as rshutdown does).
 fn wait_until(h: &Handle, test: fn(&Stream) -> bool) -> Result<(), Errno> {
-    loop {
-        let tok = {
-            let mut s = lock(h)?;
-            loop {
+    sleep_until(h, |s| match s.process_cq(test) {
+        Ok(()) => Ok(Some(())),
+        Err(Errno::EWOULDBLOCK) => {
+            // Newly armed: look once more so that nothing that came before
+            // the arming is missed.
+            if s.arm() {
                 match s.process_cq(test) {
-                    Ok(()) => return Ok(()),
+                    Ok(()) => return Ok(Some(())),
                     Err(Errno::EWOULDBLOCK) => {}
                     Err(e) => return Err(e),
                 }
-                // Newly armed: look once more so that nothing that came
-                // before the arming is missed.
-                if !s.arm() {
-                    break;
-                }
             }
-            s.wait_token()?
-        };
-        wait(&tok, WAIT_SLICE_MS)?;
-        after_wait(h)?;
-    }
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    })
 }
 
-/// rconnect: resolves, creates the QP and connects; the calls that block
-/// run on a clone of the id without the stream's lock.
+/// Waits until the stream is no longer opening (connecting or accepting).
+fn wait_opened(h: &Handle) -> Result<(), Errno> {
+    sleep_until(h, |s| Ok((s.state & ST_OPENING == 0).then_some(())))
+}
+
+/// rconnect: starts (or continues) the connect; the service thread carries
+/// it on. A socket made non-blocking with rfcntl before (see
+/// `connect_nonblock`) returns EINPROGRESS until it is connected (then 0);
+/// otherwise the call sleeps, without the lock, until the outcome.
 pub fn connect(h: &Handle, addr: &[u8]) -> Result<(), Errno> {
-    let id = lock(h)?.connect_begin()?;
-    let r = do_connect(h, &id, addr);
-    if let Err(e) = r {
-        if let Ok(mut s) = lock(h) {
-            s.state = ST_CONNECT_ERROR;
-            s.err = e as c_int;
-        }
-    }
-    r
-}
-
-fn do_connect(h: &Handle, id: &CmId, addr: &[u8]) -> Result<(), Errno> {
-    let mut last = Errno::ETIMEDOUT;
-    let mut ok = false;
-    for retry in 0..3 {
-        match id.resolve_addr(addr, 1000 << retry) {
-            Ok(()) => {
-                ok = true;
-                break;
-            }
-            Err(e) => last = e,
-        }
-        if last != Errno::ETIMEDOUT {
-            break;
-        }
-    }
-    if !ok {
-        return Err(last);
-    }
-    ok = false;
-    for retry in 0..3 {
-        match id.resolve_route(1000 << retry) {
-            Ok(()) => {
-                ok = true;
-                break;
-            }
-            Err(e) => last = e,
-        }
-        if last != Errno::ETIMEDOUT {
-            break;
-        }
-    }
-    if !ok {
-        return Err(last);
-    }
-    let param = {
+    let (r, nonblock) = {
         let mut s = lock(h)?;
-        s.create_ep()?;
-        s.conn_param()
+        if s.state == ST_INIT || s.state == ST_BOUND {
+            s.dst = addr.to_vec();
+        }
+        let r = s.connect_step();
+        if matches!(r, Ok(()) | Err(Errno::EINPROGRESS)) {
+            s.svc_add(h)?;
+        }
+        (r, s.connect_nonblock)
     };
-    let resp = id.connect(&param)?;
-    let mut s = lock(h)?;
-    if resp.len() >= CONN_DATA_LEN && resp[0] == 1 {
-        s.save_conn_data(&resp);
-        s.state = ST_CONNECT_RDWR;
-        Ok(())
-    } else {
-        Err(Errno::ENOTSUP)
+    match r {
+        Err(Errno::EINPROGRESS) if !nonblock => {
+            wait_opened(h)?;
+            let s = lock(h)?;
+            if s.state & ST_CONNECTED != 0 {
+                Ok(())
+            } else {
+                Err(crate::sys::errno_from_raw(if s.err != 0 { s.err } else { libc::ECONNREFUSED }))
+            }
+        }
+        r => r,
     }
 }
 
@@ -1263,48 +1604,30 @@ pub fn shutdown(h: &Handle, how: c_int) -> Result<(), Errno> {
     ret
 }
 
-/// Accepts one connection on a listening rsocket; returns the new rsocket.
+/// rlisten: listens and lets the service thread fill the accept queue.
+pub fn listen(h: &Handle, backlog: c_int) -> Result<(), Errno> {
+    let mut s = lock(h)?;
+    s.listen(backlog)?;
+    s.svc_add(h)
+}
+
+/// raccept: the next connection of the accept queue (it may still be
+/// accepting: calls on it wait for, or on a non-blocking socket report
+/// EAGAIN until, the connection is established). A non-blocking
+/// listener returns EAGAIN while the queue is empty.
 pub fn accept(h: &Handle) -> Result<c_int, Errno> {
-    let (lid, tok, nonblock) = {
-        let mut l = lock(h)?;
+    sleep_until(h, |l| {
         if !l.is_listening() {
             return Err(Errno::EBADF);
         }
-        (l.cm()?.clone(), l.wait_token()?, l.nonblock)
-    };
-    let ready = wait(&tok, if nonblock { 0 } else { -1 })?;
-    drop(tok);
-    // Closed meanwhile: EBADF.
-    lock(h)?;
-    if !ready {
-        return Err(Errno::EAGAIN);
-    }
-    let (nid, req) = lid.get_request()?;
-    let nid = Arc::new(nid);
-    let mut s = {
-        let l = lock(h)?;
-        inherit(&l, nid.clone())
-    };
-    let r = (|| {
-        let d = &req.private_data;
-        if d.len() < CONN_DATA_LEN || d[0] != 1 {
-            return Err(Errno::EINVAL);
+        if let Some(fd) = l.accept_queue.pop_front() {
+            return Ok(Some(fd));
         }
-        s.create_ep()?;
-        s.save_conn_data(d);
-        let param = ConnParam { private_data: s.format_conn_data().to_vec(), ..req.clone() };
-        nid.accept(&param)?;
-        s.state = ST_CONNECT_RDWR;
-        Ok(())
-    })();
-    if let Err(e) = r {
-        let _ = nid.reject();
-        s.destroy();
-        return Err(e);
-    }
-    let fd = s.fd;
-    table().insert(fd, Arc::new(Mutex::new(s)));
-    Ok(fd)
+        if l.nonblocking() {
+            return Err(Errno::EAGAIN);
+        }
+        Ok(None)
+    })
 }
 
 /// Closes an rsocket. Threads still sleeping in a call on it wake up and
@@ -1328,28 +1651,103 @@ pub fn close(fd: c_int) -> Result<(), Errno> {
         }
         None => return Err(Errno::EBADF),
     }
-    lock_any(&h).destroy();
+    // The service thread lets go of the stream before its id goes.
+    svc::remove(&h);
+    let pending: Vec<c_int> = {
+        let mut s = lock_any(&h);
+        let mut q: Vec<c_int> = s.accept_queue.drain(..).collect();
+        q.append(&mut s.accepting);
+        s.destroy();
+        q
+    };
+    // Connections nobody accepted go with their listener.
+    for p in pending {
+        let _ = close(p);
+    }
     Ok(())
+}
+
+/// The service thread's work on a stream whose channel is readable; false
+/// once the stream is gone (closed or broken).
+fn cm_event(h: &Handle) -> bool {
+    let mut s = lock_any(h);
+    if s.closed || s.broken {
+        return false;
+    }
+    if s.state == ST_LISTENING {
+        s.accept_requests(h);
+    } else if s.state == ST_ACCEPTING {
+        let _ = s.connect_step();
+        if s.state & ST_OPENING != 0 {
+            return true;
+        }
+        // Established (to the accept queue) or failed (gone, as upstream
+        // drops a request it could not accept).
+        let (fd, l) = (s.fd, s.listener.take());
+        let mut ok = s.state & ST_CONNECTED != 0;
+        drop(s);
+        if let Some(l) = l.and_then(|l| l.upgrade()) {
+            let mut l = lock_any(&l);
+            let known = l.accepting.contains(&fd);
+            l.accepting.retain(|x| *x != fd);
+            if ok && known && !l.closed && !l.broken {
+                l.accept_queue.push_back(fd);
+                l.dirty = true;
+            } else {
+                ok = false;
+            }
+        } else {
+            ok = false;
+        }
+        if !ok {
+            let removed = table().remove(&fd);
+            if let Some(other) = removed.filter(|t| !Arc::ptr_eq(t, h)) {
+                table().insert(fd, other);
+            }
+            lock_any(h).destroy();
+            return false;
+        }
+    } else if s.state & ST_OPENING != 0 {
+        let _ = s.connect_step();
+    } else {
+        s.drain_cm_events();
+    }
+    true
+}
+
+/// The service thread's keepalive work on a stream (see [`Stream::keepalive_tick`]).
+fn keepalive_tick(h: &Handle, now: Instant) -> Option<Instant> {
+    let mut s = lock_any(h);
+    if s.closed || s.broken {
+        return None;
+    }
+    s.keepalive_tick(now)
+}
+
+fn int_of(opt: Option<&[u8]>) -> Result<c_int, Errno> {
+    let b = opt.ok_or(Errno::EFAULT)?;
+    let b = b.get(..4).ok_or(Errno::EINVAL)?;
+    Ok(c_int::from_ne_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 /// Socket options. `opt` is the caller's option value (None for NULL).
 pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> Result<(), Errno> {
     let mut s = lock(h)?;
-    let v = opt.and_then(|b| b.get(..4)).map(|b| c_int::from_ne_bytes([b[0], b[1], b[2], b[3]])).ok_or(Errno::EINVAL);
+    let v = int_of(opt);
     match level {
         libc::SOL_SOCKET => match name {
             libc::SO_REUSEADDR => {
                 let r = match opt {
                     None => Err(Errno::EFAULT),
                     Some(b) if b.len() != std::mem::size_of::<c_int>() => Err(Errno::EINVAL),
-                    Some(_) => s.cm()?.set_reuseaddr(*v.as_ref().map_err(|e| *e)?),
+                    Some(_) => s.cm()?.set_reuseaddr(v?),
                 };
                 if let Err(e) = r {
                     if e != Errno::ENOSYS && s.state == ST_INIT {
                         return Err(e);
                     }
                 }
-                s.so_reuseaddr = v?;
+                s.so_reuseaddr = v? != 0;
                 Ok(())
             }
             libc::SO_RCVBUF => {
@@ -1369,30 +1767,66 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
                 }
                 Ok(())
             }
-            libc::SO_LINGER | libc::SO_OOBINLINE => Ok(()),
+            libc::SO_LINGER => {
+                // struct linger: l_onoff first.
+                s.linger_off = v? == 0;
+                Ok(())
+            }
+            libc::SO_OOBINLINE => {
+                s.so_oobinline = v? != 0;
+                Ok(())
+            }
             libc::SO_KEEPALIVE => {
-                s.so_keepalive = v?;
+                let on = v? != 0;
+                s.set_keepalive(on);
+                Ok(())
+            }
+            _ => Err(Errno::ENOTSUP),
+        },
+        libc::IPPROTO_IP => match name {
+            libc::IP_TOS => {
+                let t = v?;
+                s.ip_tos = t;
+                s.cm()?.set_option_bytes(crate::abi::ucma::RDMA_OPTION_ID, crate::abi::ucma::RDMA_OPTION_ID_TOS, &opt.unwrap_or(&[])[..opt.map_or(0, |b| b.len())])
+            }
+            _ => Err(Errno::ENOTSUP),
+        },
+        libc::IPPROTO_IPV6 => match name {
+            libc::IPV6_V6ONLY => {
+                let on = v?;
+                s.cm()?.set_option_bytes(crate::abi::ucma::RDMA_OPTION_ID, crate::abi::ucma::RDMA_OPTION_ID_AFONLY, opt.unwrap_or(&[]))?;
+                s.v6only = on != 0;
                 Ok(())
             }
             _ => Err(Errno::ENOTSUP),
         },
         libc::IPPROTO_TCP => match name {
             libc::TCP_NODELAY => {
-                s.tcp_nodelay = v?;
+                s.tcp_nodelay = v? != 0;
                 Ok(())
             }
             libc::TCP_KEEPCNT | libc::TCP_KEEPINTVL | libc::TCP_MAXSEG | libc::TCP_CONGESTION => Ok(()),
             libc::TCP_KEEPIDLE => {
-                if v? <= 0 {
+                let t = v?;
+                if t <= 0 {
                     return Err(Errno::EINVAL);
+                }
+                s.keepalive_time = t as u32;
+                if s.keepalive {
+                    s.ka_next = Some(Instant::now() + Duration::from_secs(t as u64));
+                    svc::kick();
                 }
                 Ok(())
             }
             _ => Err(Errno::ENOTSUP),
         },
         SOL_RDMA => {
-            if s.ep.is_some() {
+            if s.state & (ST_OPENING | ST_CONNECTED) != 0 || s.state >= ST_CONNECT_ERROR || s.ep.is_some() {
                 return Err(Errno::EINVAL);
+            }
+            if name == RDMA_ROUTE {
+                s.route = Some(opt.ok_or(Errno::EFAULT)?.to_vec());
+                return Ok(());
             }
             let v = v? as u32;
             match name {
@@ -1407,39 +1841,107 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
         _ => Err(Errno::ENOTSUP),
     }
 }
-/// Socket options: the int value of an option.
-pub fn getsockopt(h: &Handle, level: c_int, name: c_int) -> Result<c_int, Errno> {
+
+/// What rgetsockopt writes: the value's bytes, and whether the length is
+/// updated (upstream leaves it alone for a few options).
+pub struct OptOut {
+    pub bytes: Vec<u8>,
+    pub set_len: bool,
+}
+
+fn int_out(v: c_int) -> OptOut {
+    OptOut { bytes: v.to_ne_bytes().to_vec(), set_len: true }
+}
+
+/// `struct tcp_info` as upstream's library is built with it (the kernel's
+/// <linux/tcp.h> of current distributions: 280 bytes; the fields it fills,
+/// the state and the congestion window, sit where glibc's has them too).
+const TCP_INFO_LEN: usize = 280;
+const TCPI_STATE: usize = 0;
+const TCPI_SND_CWND: usize = 80;
+/// `TCP_ESTABLISHED` and `TCP_CLOSE` of <netinet/tcp.h>.
+const TCP_ESTABLISHED: u8 = 1;
+const TCP_CLOSE: u8 = 7;
+
+/// Socket options: the value of an option (see [`OptOut`]); `room` is the
+/// caller's buffer size (RDMA_ROUTE fills as many records as fit).
+pub fn getsockopt(h: &Handle, level: c_int, name: c_int, room: usize) -> Result<OptOut, Errno> {
     let mut s = lock(h)?;
     let v = match level {
         libc::SOL_SOCKET => match name {
-            libc::SO_REUSEADDR => s.so_reuseaddr,
-            libc::SO_KEEPALIVE => s.so_keepalive,
-            libc::SO_RCVBUF => (s.rbuf_size >> 1) as c_int,
-            libc::SO_SNDBUF => (s.sbuf_size >> 1) as c_int,
+            libc::SO_REUSEADDR => int_out(s.so_reuseaddr as c_int),
+            libc::SO_KEEPALIVE => int_out(s.keepalive as c_int),
+            libc::SO_OOBINLINE => int_out(s.so_oobinline as c_int),
+            libc::SO_RCVBUF => int_out(s.rbuf_size as c_int),
+            libc::SO_SNDBUF => int_out(s.sbuf_size as c_int),
+            libc::SO_LINGER => {
+                let mut b = (!s.linger_off as c_int).to_ne_bytes().to_vec();
+                b.extend_from_slice(&0i32.to_ne_bytes());
+                OptOut { bytes: b, set_len: true }
+            }
             libc::SO_ERROR => {
                 let e = s.err;
                 s.err = 0;
-                e
+                int_out(e)
             }
-            libc::SO_TYPE => libc::SOCK_STREAM,
+            libc::SO_BROADCAST => OptOut { bytes: Vec::new(), set_len: false },
+            _ => return Err(Errno::ENOTSUP),
+        },
+        libc::IPPROTO_IP => match name {
+            libc::IP_TOS => int_out(s.ip_tos),
+            _ => return Err(Errno::ENOTSUP),
+        },
+        libc::IPPROTO_IPV6 => match name {
+            libc::IPV6_V6ONLY => int_out(s.v6only as c_int),
             _ => return Err(Errno::ENOTSUP),
         },
         libc::IPPROTO_TCP => match name {
-            libc::TCP_NODELAY => s.tcp_nodelay,
+            libc::TCP_CONGESTION | libc::TCP_KEEPCNT | libc::TCP_KEEPINTVL => OptOut { bytes: 1i32.to_ne_bytes().to_vec(), set_len: false },
+            libc::TCP_KEEPIDLE => int_out(s.keepalive_time as c_int),
+            libc::TCP_NODELAY => int_out(s.tcp_nodelay as c_int),
             libc::TCP_MAXSEG => {
-                if s.state & ST_CONNECTED != 0 {
-                    RS_MAX_TRANSFER as c_int
-                } else {
-                    536
-                }
+                // The path MTU once resolved (IB MTU enum: 1 = 256 bytes), else 2048.
+                let paths = s.cm.as_ref().map(|c| c.route_paths()).unwrap_or_default();
+                int_out(match paths.first() {
+                    Some(p) => 1 << (7 + p.mtu as u32).min(30),
+                    None => 2048,
+                })
+            }
+            libc::TCP_INFO => {
+                let mut b = vec![0u8; TCP_INFO_LEN];
+                // As upstream: "established" only in the state with both directions shut
+                // down and the disconnect not yet completed (its test is for the bare
+                // connected bit).
+                b[TCPI_STATE] = if s.state == ST_CONNECTED { TCP_ESTABLISHED } else { TCP_CLOSE };
+                b[TCPI_SND_CWND..TCPI_SND_CWND + 4].copy_from_slice(&s.sq_size.to_ne_bytes());
+                OptOut { bytes: b, set_len: true }
             }
             _ => return Err(Errno::ENOTSUP),
         },
         SOL_RDMA => match name {
-            RDMA_SQSIZE => s.sq_size as c_int,
-            RDMA_RQSIZE => s.rq_size as c_int,
-            RDMA_INLINE => s.sq_inline as c_int,
-            RDMA_IOMAPSIZE => s.target_iomap_size as c_int,
+            RDMA_SQSIZE => int_out(s.sq_size as c_int),
+            RDMA_RQSIZE => int_out(s.rq_size as c_int),
+            RDMA_INLINE => int_out(s.sq_inline as c_int),
+            RDMA_IOMAPSIZE => int_out(s.target_iomap_size as c_int),
+            RDMA_ROUTE => {
+                if let Some(r) = &s.route {
+                    if room < r.len() {
+                        return Err(Errno::EINVAL);
+                    }
+                    OptOut { bytes: r.clone(), set_len: true }
+                } else {
+                    let one = std::mem::size_of::<crate::abi::cma::ibv_path_data>();
+                    if room < one {
+                        return Err(Errno::EINVAL);
+                    }
+                    let paths = s.cm.as_ref().map(|c| c.route_paths()).unwrap_or_default();
+                    let mut b = Vec::new();
+                    for p in paths.iter().take(room / one) {
+                        b.extend_from_slice(&path_data_bytes(p));
+                    }
+                    OptOut { bytes: b, set_len: true }
+                }
+            }
             _ => return Err(Errno::ENOTSUP),
         },
         _ => return Err(Errno::ENOTSUP),
@@ -1447,67 +1949,138 @@ pub fn getsockopt(h: &Handle, level: c_int, name: c_int) -> Result<c_int, Errno>
     Ok(v)
 }
 
-/// rpoll over a mix of rsockets and ordinary descriptors.
+/// A resolved path as `struct ibv_path_data` (the wire-format record
+/// RDMA_ROUTE takes and gives).
+fn path_data_bytes(p: &crate::abi::cma::ibv_sa_path_rec) -> Vec<u8> {
+    let mut b = vec![0u8; std::mem::size_of::<crate::abi::cma::ibv_path_data>()];
+    // flags, reserved, then struct ibv_path_record (service_id first).
+    b[0..4].copy_from_slice(&(p.preference as u32).to_ne_bytes());
+    let r = 8;
+    b[r + 8..r + 24].copy_from_slice(&gid_bytes(&p.dgid));
+    b[r + 24..r + 40].copy_from_slice(&gid_bytes(&p.sgid));
+    b[r + 40..r + 42].copy_from_slice(&p.dlid.to_ne_bytes());
+    b[r + 42..r + 44].copy_from_slice(&p.slid.to_ne_bytes());
+    let fl_hop = (u32::from_be(p.flow_label) << 8) | p.hop_limit as u32;
+    b[r + 44..r + 48].copy_from_slice(&fl_hop.to_be_bytes());
+    b[r + 48] = p.traffic_class;
+    b[r + 49] = ((p.reversible as u8) << 7) | 1;
+    b[r + 50..r + 52].copy_from_slice(&p.pkey.to_ne_bytes());
+    b[r + 52..r + 54].copy_from_slice(&(p.sl as u16).to_be_bytes());
+    // "exactly" selectors (2 << 6) with each value.
+    b[r + 54] = p.mtu | 2 << 6;
+    b[r + 55] = p.rate | 2 << 6;
+    b[r + 56] = p.packet_life_time | 2 << 6;
+    b
+}
+
+fn gid_bytes(g: &crate::abi::cma::ibv_gid) -> [u8; 16] {
+    verbs::gid_bytes(g)
+}
+
+/// rfcntl: F_GETFL/F_SETFL (O_NONBLOCK is what counts), F_GETFD/F_SETFD;
+/// the values are stored and read back as given, as upstream.
+pub fn fcntl(h: &Handle, cmd: c_int, arg: c_int) -> Result<c_int, Errno> {
+    let mut s = lock(h)?;
+    match cmd {
+        libc::F_GETFL => Ok(s.fs_flags),
+        libc::F_SETFL => {
+            let on = arg & libc::O_NONBLOCK != 0;
+            if on != s.nonblocking() && s.state != ST_LISTENING && s.state < ST_CONNECTED {
+                s.connect_nonblock = on;
+            }
+            s.fs_flags = arg;
+            s.dirty = true;
+            Ok(0)
+        }
+        libc::F_GETFD => Ok(s.fd_flags),
+        libc::F_SETFD => {
+            s.fd_flags = arg;
+            Ok(0)
+        }
+        _ => Err(Errno::ENOTSUP),
+    }
+}
+
+/// rpoll over a mix of rsockets and ordinary descriptors: busy-polls for
+/// `polling_time`, then sleeps on the rsockets' CQ channels, this thread's
+/// wake-up descriptor (registered with each rsocket) and the ordinary
+/// descriptors, at most `wake_up_interval` at a time, as upstream.
 pub fn poll(fds: &mut [libc::pollfd], timeout: c_int) -> Result<c_int, Errno> {
-    let start = std::time::Instant::now();
+    let start = Instant::now();
+    let c = conf::get();
+    let spin = Duration::from_micros(c.polling_time_us as u64);
     loop {
         let n = check_fds(fds)?;
         if n > 0 || timeout == 0 {
             return Ok(n);
         }
-        // Arm, then look once more so that nothing that arrived meanwhile is missed.
-        // Each rsocket is watched through its wait descriptor and its wake-up
-        // descriptor (two entries); the tokens keep both open while we sleep.
-        let mut rfds: Vec<libc::pollfd> = Vec::with_capacity(fds.len());
-        let mut slots: Vec<(usize, Option<(Handle, WaitToken)>)> = Vec::with_capacity(fds.len());
+        if start.elapsed() > spin {
+            break;
+        }
+        std::hint::spin_loop();
+    }
+    loop {
+        // Arm and register, then look once more so that nothing that
+        // arrived meanwhile is missed.
+        let wake = my_wake()?;
+        let mut rfds: Vec<libc::pollfd> = Vec::with_capacity(fds.len() + 1);
+        let mut slots: Vec<Option<(Handle, WaitToken)>> = Vec::with_capacity(fds.len());
         for f in fds.iter() {
-            let h = table().get(&f.fd).cloned();
+            let h = if f.fd < 0 { None } else { table().get(&f.fd).cloned() };
             let tok = h.and_then(|h| {
-                let tok = {
-                    let mut s = lock(&h).ok()?;
-                    s.arm();
-                    s.wait_token().ok()?
-                };
+                let tok = lock(&h).ok()?.prepare_wait().ok()?;
                 Some((h, tok))
             });
-            slots.push((rfds.len(), None));
-            match tok {
-                Some((h, tok)) => {
-                    rfds.push(libc::pollfd { fd: tok.fd, events: libc::POLLIN, revents: 0 });
-                    rfds.push(libc::pollfd { fd: tok.wake.fd(), events: libc::POLLIN, revents: 0 });
-                    if let Some(last) = slots.last_mut() {
-                        last.1 = Some((h, tok));
-                    }
-                }
+            match &tok {
+                Some((_, t)) => rfds.push(libc::pollfd { fd: t.fd, events: libc::POLLIN, revents: 0 }),
                 None => rfds.push(*f),
             }
+            slots.push(tok);
         }
+        rfds.push(libc::pollfd { fd: wake.fd(), events: libc::POLLIN, revents: 0 });
         let n = check_fds(fds)?;
         if n > 0 {
+            unregister_all(&slots);
             return Ok(n);
         }
+        let slice = if c.wake_up_interval_ms > 0 { c.wake_up_interval_ms } else { -1 };
         let wait_ms = if timeout < 0 {
-            WAIT_SLICE_MS
+            slice
         } else {
-            let el = start.elapsed().as_millis() as i64;
-            if el >= timeout as i64 {
+            let left = timeout as i64 - start.elapsed().as_millis() as i64;
+            if left <= 0 {
+                unregister_all(&slots);
                 return Ok(0);
             }
-            ((timeout as i64 - el) as c_int).min(WAIT_SLICE_MS)
+            if slice < 0 {
+                left as c_int
+            } else {
+                (left as c_int).min(slice)
+            }
         };
         debug_assert_eq!(HELD.with(|c| c.get()), 0, "rsocket: blocking wait with a stream lock held");
-        if verbs::poll(&mut rfds, wait_ms)? == 0 {
-            // A slice passed (see WAIT_SLICE_MS): look again, or time out above.
-            continue;
+        let r = verbs::poll(&mut rfds, wait_ms);
+        if rfds.last().is_some_and(|p| p.revents != 0) {
+            wake.drain();
         }
-        for (i, slot) in &slots {
+        for (i, slot) in slots.iter().enumerate() {
             if let Some((h, _)) = slot {
-                if rfds[*i].revents & libc::POLLIN != 0 {
-                    if let Ok(mut s) = lock(h) {
+                if let Ok(mut s) = lock(h) {
+                    s.unregister_me();
+                    if rfds[i].revents & libc::POLLIN != 0 {
                         s.consume_cq_event();
                     }
                 }
             }
+        }
+        r?;
+    }
+}
+
+fn unregister_all(slots: &[Option<(Handle, WaitToken)>]) {
+    for (h, _) in slots.iter().flatten() {
+        if let Ok(mut s) = lock(h) {
+            s.unregister_me();
         }
     }
 }
@@ -1555,42 +2128,42 @@ impl Stream {
 /// blocking under the lock and returns the bytes it moved and whether the
 /// call is finished; a blocking call that would block (EAGAIN) sleeps
 /// without the lock and tries again. `done` counts the bytes moved so far.
+/// On a socket still opening, a blocking call first waits for the
+/// connection; a non-blocking one returns EAGAIN, as upstream.
 fn run_blocking(h: &Handle, flags: c_int, mut op: impl FnMut(&mut Stream, usize) -> Result<(usize, bool), Errno>) -> Result<usize, Errno> {
     let mut done = 0usize;
-    let partial = |done: usize, e: Errno| if done > 0 { Ok(done) } else { Err(e) };
-    loop {
-        let tok;
-        {
-            let mut s = match lock(h) {
-                Ok(s) => s,
-                Err(e) => return partial(done, e),
-            };
-            let nb = s.nonblock || flags & libc::MSG_DONTWAIT != 0;
-            tok = if !nb && s.is_connected_state() {
-                match s.prepare_wait() {
-                    Ok(t) => Some(t),
-                    Err(e) => return partial(done, e),
-                }
-            } else {
-                None
-            };
-            match op(&mut s, done) {
+    let r = sleep_until(h, |s| {
+        let nb = s.nonblocking() || flags & libc::MSG_DONTWAIT != 0;
+        if s.state & ST_OPENING != 0 {
+            return if nb { Err(Errno::EAGAIN) } else { Ok(None) };
+        }
+        loop {
+            match op(s, done) {
                 Ok((n, fin)) => {
                     done += n;
                     if fin || nb {
-                        return Ok(done);
+                        return Ok(Some(()));
                     }
                     // Progress: try again at once; only an EAGAIN sleeps.
-                    continue;
                 }
-                Err(Errno::EAGAIN) if tok.is_some() => {}
-                Err(e) => return partial(done, e),
+                Err(Errno::EAGAIN) if !nb && s.is_connected_state() => {
+                    // Arm, then look once more before sleeping.
+                    if s.arm() {
+                        continue;
+                    }
+                    return Ok(None);
+                }
+                Err(e) => return Err(e),
             }
         }
-        let Some(tok) = tok else { return Ok(done) };
-        if let Err(e) = wait(&tok, WAIT_SLICE_MS).and_then(|_| after_wait(h)) {
-            return partial(done, e);
+    });
+    match r {
+        Ok(()) => Ok(done),
+        Err(e) if done > 0 => {
+            let _ = e;
+            Ok(done)
         }
+        Err(e) => Err(e),
     }
 }
 
@@ -1887,12 +2460,16 @@ mod tests {
     #[test]
     fn close_wakes_a_sleeper() {
         let h = bare();
-        let tok = token(&h);
         let h2 = h.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
         let t = std::thread::spawn(move || {
+            // The sleeper registers itself (its own wake-up descriptor).
+            let tok = token(&h2);
+            tx.send(()).expect("registered");
             let woke = wait(&tok, 10_000);
             (woke, after_wait(&h2))
         });
+        rx.recv().expect("sleeper");
         std::thread::sleep(std::time::Duration::from_millis(50));
         let start = std::time::Instant::now();
         lock_any(&h).destroy();
@@ -1900,5 +2477,48 @@ mod tests {
         assert!(start.elapsed() < std::time::Duration::from_secs(5));
         assert_eq!(woke, Ok(false));
         assert_eq!(again, Err(Errno::EBADF));
+    }
+
+    /// The exact hand-off: a change made under another thread's guard (a
+    /// completion processed, a CQ event consumed) wakes a registered
+    /// sleeper at once; a change by the sleeper's own thread does not
+    /// signal itself.
+    #[test]
+    fn a_change_wakes_the_other_sleepers() {
+        let h = bare();
+        let h2 = h.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            let tok = token(&h2);
+            tx.send(()).expect("registered");
+            let start = std::time::Instant::now();
+            let woke = wait(&tok, 10_000);
+            (woke, start.elapsed(), lock(&h2).map(|mut s| {
+                s.unregister_me();
+                s.sleepers.len()
+            }))
+        });
+        rx.recv().expect("sleeper");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        {
+            let mut s = lock(&h).expect("usable");
+            // An unchanged stream signals nobody.
+            assert_eq!(s.sleepers.len(), 1);
+            drop(s);
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            s = lock(&h).expect("usable");
+            assert_eq!(s.sleepers.len(), 1, "a guard without a change must not wake sleepers");
+            s.dirty = true;
+        }
+        let (woke, slept, left) = t.join().expect("sleeper");
+        assert_eq!(woke, Ok(false));
+        assert!(slept < std::time::Duration::from_secs(5), "the sleeper must wake at once, slept {slept:?}");
+        assert_eq!(left, Ok(0));
+        // Our own change does not wake ourselves.
+        let tok = token(&h);
+        lock(&h).expect("usable").dirty = true;
+        assert_eq!(wait(&tok, 0), Ok(false));
+        let mut p = [libc::pollfd { fd: tok.wake.fd(), events: libc::POLLIN, revents: 0 }];
+        assert_eq!(verbs::poll(&mut p, 0), Ok(0));
     }
 }

@@ -254,6 +254,24 @@ unsafe fn reg_mr(pd: NonNull<ibv_pd>, addr: *mut u8, len: usize, remote_write: b
     Ok((mr, l, r))
 }
 
+/// A zeroed allocation of whole pages covering `len` bytes (freed with free()).
+fn page_alloc(len: usize) -> Result<NonNull<u8>, Errno> {
+    // SAFETY: sysconf has no memory arguments.
+    let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        n if n > 0 => n as usize,
+        _ => 4096,
+    };
+    let total = len.div_ceil(page).checked_mul(page).ok_or(Errno::ENOMEM)?;
+    let mut p: *mut c_void = std::ptr::null_mut();
+    // SAFETY: p is a valid out pointer; page is a power of two multiple of the pointer size.
+    if unsafe { libc::posix_memalign(&mut p, page, total) } != 0 || p.is_null() {
+        return Err(Errno::ENOMEM);
+    }
+    // SAFETY: p holds total bytes just allocated.
+    unsafe { std::ptr::write_bytes(p as *mut u8, 0, total) };
+    NonNull::new(p as *mut u8).ok_or(Errno::ENOMEM)
+}
+
 /// A registered, zeroed heap buffer (see the module comment).
 pub struct RegBuf {
     _id: Arc<CmId>,
@@ -271,14 +289,16 @@ unsafe impl Send for RegBuf {}
 impl RegBuf {
     fn new(id: &Arc<CmId>, pd: NonNull<ibv_pd>, len: usize, remote_write: bool) -> Result<RegBuf, Errno> {
         let len = len.max(1);
-        // SAFETY: calloc with a non-zero size; checked for NULL.
-        let ptr = NonNull::new(unsafe { libc::calloc(1, len) } as *mut u8).ok_or(Errno::ENOMEM)?;
+        // Whole pages, page-aligned (as upstream): with RDMAV_FORK_SAFE set,
+        // libibverbs marks the registered pages MADV_DONTFORK, which must not
+        // take heap data of others into a child's hole.
+        let ptr = page_alloc(len)?;
         // SAFETY: the PD is live (we hold the id); the buffer stays until
         // Drop, which deregisters first.
         match unsafe { reg_mr(pd, ptr.as_ptr(), len, remote_write) } {
             Ok((mr, lkey, rkey)) => Ok(RegBuf { _id: id.clone(), ptr, len, mr, lkey, rkey }),
             Err(e) => {
-                // SAFETY: from calloc above, never registered.
+                // SAFETY: from posix_memalign above, never registered.
                 unsafe { libc::free(ptr.as_ptr() as *mut c_void) };
                 Err(e)
             }
@@ -426,8 +446,9 @@ impl Drop for UserMr {
     }
 }
 
-/// A wake-up descriptor (eventfd) that never resets: signalled once when
-/// its stream is closed, so that threads sleeping on the stream return.
+/// A wake-up descriptor (eventfd) of one sleeping thread: whoever changes
+/// a stream's state signals the sleepers registered on it; the sleeper
+/// drains it when it wakes (see the parent's module comment).
 pub struct Wake {
     fd: std::os::fd::OwnedFd,
 }
@@ -455,6 +476,36 @@ impl Wake {
         use std::os::fd::AsRawFd;
         self.fd.as_raw_fd()
     }
+
+    /// Resets the descriptor (never blocks: the eventfd is non-blocking).
+    pub fn drain(&self) {
+        use std::os::fd::AsRawFd;
+        let mut b = [0u8; 8];
+        // SAFETY: an 8-byte read from our eventfd into a local buffer.
+        let _ = unsafe { libc::read(self.fd.as_raw_fd(), b.as_mut_ptr() as *mut c_void, 8) };
+    }
+}
+
+/// The 16 bytes of a GID.
+pub fn gid_bytes(g: &crate::abi::cma::ibv_gid) -> [u8; 16] {
+    // SAFETY: every member of the union is 16 bytes of plain data; any bit
+    // pattern is a valid byte array.
+    unsafe { g.raw }
+}
+
+/// Sets or clears O_NONBLOCK on a descriptor the caller owns.
+pub fn set_nonblock(fd: c_int, on: bool) -> Result<(), Errno> {
+    // SAFETY: fcntl on a descriptor, no memory arguments.
+    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if fl < 0 {
+        return Err(Errno::last());
+    }
+    let nfl = if on { fl | libc::O_NONBLOCK } else { fl & !libc::O_NONBLOCK };
+    // SAFETY: as above.
+    if nfl != fl && unsafe { libc::fcntl(fd, libc::F_SETFL, nfl) } < 0 {
+        return Err(Errno::last());
+    }
+    Ok(())
 }
 
 /// poll(2) over `fds` (negative descriptors are ignored, as by poll).
@@ -468,5 +519,29 @@ pub fn poll(fds: &mut [libc::pollfd], timeout_ms: c_int) -> Result<c_int, Errno>
         })
     } else {
         Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Registered buffers own whole pages (fork safety with RDMAV_FORK_SAFE:
+    /// libibverbs marks the pages of a registration MADV_DONTFORK, which must
+    /// not cover anyone else's heap data), and start zeroed.
+    #[test]
+    fn buffers_are_whole_zeroed_pages() {
+        // SAFETY: sysconf has no memory arguments.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        for len in [1usize, 32, page - 1, page, page + 1, 3 * page + 5] {
+            let p = page_alloc(len).expect("alloc");
+            assert_eq!(p.as_ptr() as usize % page, 0, "len {len}: not page-aligned");
+            let total = len.div_ceil(page) * page;
+            // SAFETY: page_alloc returned `total` bytes.
+            let s = unsafe { std::slice::from_raw_parts(p.as_ptr(), total) };
+            assert!(s.iter().all(|b| *b == 0), "len {len}: not zeroed");
+            // SAFETY: from posix_memalign.
+            unsafe { libc::free(p.as_ptr() as *mut c_void) };
+        }
     }
 }

@@ -74,3 +74,30 @@ t --cmp repoll_rxe 60 /extra/bin/repoll
 # POLLIN|POLLHUP in 3 runs of each, and POLLNVAL once with upstream's) ---
 t --cmp repoll_close_rxe 60 env REPOLL_CLOSE=1 /extra/bin/repoll
 t rclose_wait_rxe 60 /extra/bin/rclose_wait
+
+# --- the service model (ctest/vm/rsvc.c; both ends in one process, or a forked peer, on rxe0) ---
+# same: one thread connects (blocking) to its own listener, accepts, exchanges, shuts both ends
+# down; nbconnect: EINPROGRESS + rpoll + SO_ERROR (also a refused connect); nbaccept: raccept
+# EAGAIN until a connection is queued; disconnect: a blocked rrecv sees the peer's rclose, a
+# blocked rpoll sees POLLHUP when the peer is killed; keepalive: TCP_KEEPIDLE 1 sends packets
+# on an idle connection; opts: option and rfcntl values.
+for m in same nbconnect nbaccept disconnect keepalive opts; do
+  t --cmp rsvc_${m}_rxe 60 /extra/bin/rsvc $m
+done
+# The /etc/rdma/rsocket tunables (written for this test, removed after it).
+RS_CONF_SET='mkdir -p /etc/rdma/rsocket && cd /etc/rdma/rsocket && echo 100 > sqsize_default && echo 50 > rqsize_default && echo 32 > inline_default && echo 65536 > mem_default && echo 1000 > wmem_default && echo 200 > iomap_size && echo 0 > polling_time && echo 50 > wake_up_interval'
+RS_CONF_CLR='rm -f /etc/rdma/rsocket/sqsize_default /etc/rdma/rsocket/rqsize_default /etc/rdma/rsocket/inline_default /etc/rdma/rsocket/mem_default /etc/rdma/rsocket/wmem_default /etc/rdma/rsocket/iomap_size /etc/rdma/rsocket/polling_time /etc/rdma/rsocket/wake_up_interval'
+t --cmp rsvc_conf_rxe 60 bash -c "$RS_CONF_SET && /extra/bin/rsvc conf; r=\$?; $RS_CONF_CLR; exit \$r"
+# rstream's non-blocking mode (-T n: O_NONBLOCK before rconnect, so EINPROGRESS + rpoll +
+# SO_ERROR on the client, and raccept/rsend/rrecv with MSG_DONTWAIT) and its async mode with
+# it on the server (-T a: rpoll before every call, raccept after POLLIN on the listener). Not
+# on the client: its last rpoll sees the server's close and rstream then exits 16 (POLLHUP),
+# with upstream's library as with ours.
+pair rstream_rxe_nonblock   60 "rstream -b 192.0.2.2 -S 4096 -C 100 -T n -T v" \
+                               "rstream -s 192.0.2.2 -S 4096 -C 100 -T n -T v"
+pair rstream_rxe_async_srv  60 "rstream -b 192.0.2.2 -S 4096 -C 100 -T a -T n -T v" \
+                               "rstream -s 192.0.2.2 -S 4096 -C 100 -T n -T v"
+pair rstream_rxe_nonblock_x_upsrv 60 "$UPSTREAM_ONLY_ENV rstream -b 192.0.2.2 -S 4096 -C 100 -T n -T v" \
+                               "rstream -s 192.0.2.2 -S 4096 -C 100 -T n -T v"
+pair rstream_rxe_nonblock_x_upcli 60 "rstream -b 192.0.2.2 -S 4096 -C 100 -T n -T v" \
+                               "$UPSTREAM_ONLY_ENV rstream -s 192.0.2.2 -S 4096 -C 100 -T n -T v"
