@@ -381,8 +381,7 @@ symver!(rselect, "RDMACM_1.0");
 pub unsafe extern "C" fn rgetpeername(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
     entry(|| {
         let h = rs::lookup(socket)?;
-        nonnull(addr)?;
-        nonnull(addrlen)?;
+        addr_out(addr, addrlen)?;
         let a = rs::lock(&h)?.peer_addr()?;
         // SAFETY: the caller's address buffer and its size.
         unsafe { copy_addr(&a, addr, addrlen) };
@@ -399,8 +398,7 @@ symver!(rgetpeername, "RDMACM_1.0");
 pub unsafe extern "C" fn rgetsockname(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
     entry(|| {
         let h = rs::lookup(socket)?;
-        nonnull(addr)?;
-        nonnull(addrlen)?;
+        addr_out(addr, addrlen)?;
         let a = rs::lock(&h)?.local_addr()?;
         // SAFETY: the caller's address buffer and its size.
         unsafe { copy_addr(&a, addr, addrlen) };
@@ -654,6 +652,18 @@ unsafe fn sendv_on(socket: c_int, iov: *const iovec, cnt: c_int, flags: c_int) -
 ///
 /// # Safety
 /// `addr` has `*len` writable bytes; `len` is valid.
+/// The address arguments of rgetpeername/rgetsockname: `addrlen` must be
+/// given; `addr` may be NULL when `*addrlen` is 0 (upstream then copies
+/// nothing and only reports the size: its preload library asks this way).
+fn addr_out(addr: *mut sockaddr, addrlen: *mut socklen_t) -> Result<(), Errno> {
+    nonnull(addrlen)?;
+    // SAFETY: addrlen is non-NULL and points at the caller's length.
+    if addr.is_null() && unsafe { *addrlen } != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
 unsafe fn copy_addr(a: &libc::sockaddr_storage, addr: *mut sockaddr, len: *mut socklen_t) {
     let full = match a.ss_family as c_int {
         libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
@@ -662,7 +672,9 @@ unsafe fn copy_addr(a: &libc::sockaddr_storage, addr: *mut sockaddr, len: *mut s
     // SAFETY: the caller's contract.
     unsafe {
         let n = (*len as usize).min(full);
-        std::ptr::copy_nonoverlapping(a as *const _ as *const u8, addr as *mut u8, n);
+        if n > 0 {
+            std::ptr::copy_nonoverlapping(a as *const _ as *const u8, addr as *mut u8, n);
+        }
         *len = full as socklen_t;
     }
 }
