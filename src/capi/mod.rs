@@ -130,7 +130,7 @@ fn in_this_object(p: *const u8) -> bool {
 fn init_once() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        crate::logging::init();
+        crate::logging::init(crate::sys::env::var, crate::sys::env::open_log_file);
         // Unit tests link everything into one object: keep their panic
         // messages (test failures) visible.
         #[cfg(not(test))]

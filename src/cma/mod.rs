@@ -386,7 +386,7 @@ impl Cm {
         self.devices.lock().sync(&*self.verbs)?;
         // RDMACM_RS_FORCE_LEGACY_UCMA (a test hook) keeps the legacy
         // command family even on kernels that take AF_IB.
-        let af_ib = std::env::var_os("RDMACM_RS_FORCE_LEGACY_UCMA").is_none() && self.probe_af_ib();
+        let af_ib = crate::sys::env::var(c"RDMACM_RS_FORCE_LEGACY_UCMA").is_none() && self.probe_af_ib();
         log::debug!(target: "rdmacm", "ucma ABI {abi}, AF_IB support {af_ib}");
         self.af_ib.store(af_ib, Ordering::Release);
         self.inited.store(true, Ordering::Release);

@@ -7,6 +7,7 @@
 //! safely ([`unix`]: send without SIGPIPE, `secure_getenv`).  Imports only
 //! [`crate::abi`].
 
+pub mod env;
 pub mod netdb;
 use nix::errno::Errno;
 use std::ffi::c_int;
