@@ -134,6 +134,9 @@ pub struct ConnState {
     pub remote_ece: (u32, u32),
     /// The QP attributes a passive endpoint creates each request's QP with.
     pub qp_init_attr: Option<objects::Vouched<crate::sys::verbs::QpInitAttr>>,
+    /// rdma_listen succeeded: rdma_get_request may wait for a request
+    /// (on any other id it would wait forever).
+    pub listening: bool,
 }
 
 /// The private state of an id (upstream's `struct cma_id_private`); `id`
