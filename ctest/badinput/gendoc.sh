@@ -33,8 +33,8 @@ and may vary between runs); ours registers ids, channels, events and rsockets an
 `ctest/badinput/check-rows.sh` fails when an export of `abi/rdmacm.symbols` has no case.
 
 HEAD
-echo "Kernel: ${kernel:-see the run's results.txt}. Under ASan+LSan (badinput_leaks): $leaks"
+echo "Kernel: ${kernel:-unknown}. Under ASan+LSan (badinput_leaks): $leaks"
 echo
 cat "$T"
 } > docs/bad-input.md
-echo "gendoc: docs/bad-input.md written ($(grep -c '^| `' docs/bad-input.md) cases)"
+echo "gendoc: docs/bad-input.md written ($(grep -c '^| .\(rdma\|r\|ibv\)' docs/bad-input.md) rows)"

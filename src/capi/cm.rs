@@ -50,7 +50,9 @@ pub unsafe extern "C" fn rdma_create_id(channel: *mut rdma_event_channel, id: *m
     entry(|| {
         let out = nonnull(id)?;
         let ch = if channel.is_null() { None } else { Some(live_channel(channel)?) };
-        let p = cm::global().create_id(ch.as_ref(), context, ps)?;
+        // A synchronous id opens its own channel: out of descriptors, that
+        // is ENOMEM, as upstream reports it.
+        let p = cm::global().create_id(ch.as_ref(), context, ps).map_err(|e| if channel.is_null() { super::fd_exhaustion_as_enomem(e) } else { e })?;
         // SAFETY: out is a writable pointer slot (checked non-NULL).
         unsafe { *out.as_ptr() = p.raw() };
         Ok(0)

@@ -14,7 +14,9 @@ use std::ffi::{c_int, c_long, c_void};
 /// No pointer arguments; always safe to call.
 #[no_mangle]
 pub unsafe extern "C" fn rsocket(domain: c_int, type_: c_int, protocol: c_int) -> c_int {
-    entry(|| rs::create(domain, type_, protocol))
+    // Out of descriptors: ENOMEM, as upstream reports it (its id allocation
+    // fails as a whole).
+    entry(|| rs::create(domain, type_, protocol).map_err(super::fd_exhaustion_as_enomem))
 }
 symver!(rsocket, "RDMACM_1.0");
 
