@@ -29,7 +29,7 @@ CWARN   := -Wall -Wextra -Werror
 OURS_INC := -Iinclude
 .PHONY: all lib header check check-host test-rust check-symbols check-header \
         check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke vm-bin \
-        check-symbols-upstream check-constants check-ratchet deps check-setuid check-badinput-rows badinput-doc \
+        check-symbols-upstream check-constants check-ratchet deps check-setuid check-badinput-rows badinput-doc fuzz \
         vm-check demo bench install uninstall clean tools
 
 all: lib
@@ -140,6 +140,11 @@ check-gai: lib
 FUZZ_SECONDS ?= 60
 fuzz-smoke:
 	ctest/fuzz-smoke.sh $(FUZZ_SECONDS)
+
+# The long fuzz run: FUZZ_TIME seconds per target (README: Fuzzing).
+FUZZ_TIME ?= 600
+fuzz:
+	ctest/fuzz-smoke.sh $$(( $(FUZZ_TIME) * 3 ))
 
 # A setuid-root program run by nobody with RDMACM_RS_LOG/_FILE set creates
 # no log file (secure_getenv; issue 12); ours and upstream's.

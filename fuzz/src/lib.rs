@@ -190,3 +190,113 @@ pub fn acm_response_one(data: &[u8]) {
     // SAFETY: head was built by to_c_list.
     unsafe { free_list(head) };
 }
+
+/// A `GidEnv` whose every answer comes from the fuzz bytes: port count and
+/// states, link layers, GUIDs, interface indexes, resolution results and
+/// errnos. It checks that the decision logic only asks about ports that
+/// exist.
+struct FuzzGidEnv {
+    ports: Vec<rdmacm::gid::PortInfo>,
+    count_err: bool,
+    guid: u64,
+    ifindex: u32,
+    ip: Result<rdmacm::gid::Resolved, nix_errno::Errno>,
+    ib: Result<(), nix_errno::Errno>,
+}
+
+mod nix_errno {
+    pub use rdmacm::capi::Errno;
+}
+
+const FUZZ_ERRNOS: &[nix_errno::Errno] = {
+    use nix_errno::Errno as E;
+    &[E::ETIMEDOUT, E::EHOSTUNREACH, E::ENETUNREACH, E::EADDRNOTAVAIL, E::ENODEV, E::ENOMEM, E::EINTR, E::EINVAL, E::EIO, E::ENOENT, E::ECONNREFUSED, E::EAGAIN]
+};
+
+impl rdmacm::gid::GidEnv for FuzzGidEnv {
+    fn port_count(&self) -> Result<u8, nix_errno::Errno> {
+        if self.count_err {
+            Err(nix_errno::Errno::EIO)
+        } else {
+            Ok(self.ports.len() as u8)
+        }
+    }
+    fn port_info(&self, port: u8) -> Result<rdmacm::gid::PortInfo, nix_errno::Errno> {
+        assert!(port >= 1 && usize::from(port) <= self.ports.len(), "asked about port {port} of {}", self.ports.len());
+        Ok(self.ports[usize::from(port) - 1])
+    }
+    fn node_guid(&self) -> u64 {
+        self.guid
+    }
+    fn ifindex(&self, port: u8) -> u32 {
+        assert!(port >= 1 && usize::from(port) <= self.ports.len());
+        self.ifindex
+    }
+    fn resolve_ip(&self, _dst: &rdmacm::abi::sockaddr::SockAddr, timeout_ms: i32) -> Result<rdmacm::gid::Resolved, nix_errno::Errno> {
+        assert!(timeout_ms > 0, "resolution with timeout {timeout_ms}");
+        self.ip
+    }
+    fn resolve_ib_path(&self, port: u8, _dgid: &[u8; 16], timeout_ms: i32) -> Result<(), nix_errno::Errno> {
+        assert!(port >= 1 && usize::from(port) <= self.ports.len());
+        assert!(timeout_ms > 0);
+        self.ib
+    }
+}
+
+/// One `ibv_gid_reachable` decision (the logic behind the export) from fuzz
+/// bytes: arguments (port, GID, timeout) and the whole environment. The
+/// answer must be success or one of the documented errnos.
+pub fn gid_reachable_one(data: &[u8]) {
+    use nix_errno::Errno as E;
+    let mut r = Reader(data);
+    let sel = r.u8();
+    let nports = usize::from(r.u8() % 5);
+    let ports = (0..nports)
+        .map(|_| rdmacm::gid::PortInfo { state: u32::from(r.u8() % 6), link_layer: r.u8() % 3 })
+        .collect();
+    let errno = |r: &mut Reader| FUZZ_ERRNOS[usize::from(r.u8()) % FUZZ_ERRNOS.len()];
+    let guid = if sel & 1 != 0 { 7 } else { u64::from(r.u8()) };
+    let ip = if sel & 2 != 0 { Err(errno(&mut r)) } else { Ok(rdmacm::gid::Resolved { node_guid: if sel & 4 != 0 { 7 } else { u64::from(r.u8()) }, port: r.u8() % 6 }) };
+    let ib = if sel & 8 != 0 { Err(errno(&mut r)) } else { Ok(()) };
+    let env = FuzzGidEnv { ports, count_err: sel & 16 != 0, guid, ifindex: r.i32() as u32, ip, ib };
+    let port = match r.u8() % 4 {
+        0 => 0,
+        1 => 1,
+        2 => u32::from(r.u8()),
+        _ => r.i32() as u32,
+    };
+    let mut gid = [0u8; 16];
+    match r.u8() % 4 {
+        // IPv4-mapped, link-local, IB-looking, raw
+        0 => {
+            gid[10] = 0xff;
+            gid[11] = 0xff;
+            gid[12..].copy_from_slice(&r.bytes(4).iter().copied().chain(std::iter::repeat(0)).take(4).collect::<Vec<_>>());
+        }
+        1 => {
+            gid[0] = 0xfe;
+            gid[1] = 0x80;
+            for b in &mut gid[8..] {
+                *b = r.u8();
+            }
+        }
+        _ => {
+            for b in &mut gid {
+                *b = r.u8();
+            }
+        }
+    }
+    let timeout = match r.u8() % 4 {
+        0 => 0,
+        1 => -1,
+        2 => 100,
+        _ => r.i32(),
+    };
+    match rdmacm::gid::gid_reachable(&env, port, &gid, timeout) {
+        Ok(()) => {}
+        Err(e) => assert!(
+            [E::EINVAL, E::ENXIO, E::EIO, E::ENOMEM, E::EINTR, E::ENETDOWN].contains(&e),
+            "undocumented errno {e:?} (port {port}, timeout {timeout})"
+        ),
+    }
+}
