@@ -144,7 +144,7 @@ fuzz-smoke:
 # The long fuzz run: FUZZ_TIME seconds per target (README: Fuzzing).
 FUZZ_TIME ?= 600
 fuzz:
-	ctest/fuzz-smoke.sh $$(( $(FUZZ_TIME) * 3 ))
+	ctest/fuzz-smoke.sh $$(( $(FUZZ_TIME) * 4 ))
 
 # A setuid-root program run by nobody with RDMACM_RS_LOG/_FILE set creates
 # no log file (secure_getenv; issue 12); ours and upstream's.

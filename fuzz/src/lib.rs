@@ -300,3 +300,228 @@ pub fn gid_reachable_one(data: &[u8]) {
         ),
     }
 }
+
+/// Kernel events, as the ucma device could report them, decoded by the
+/// connection manager: every event type (and values outside the list),
+/// statuses, uids and handles of known and unknown ids, the parameter union
+/// filled from the bytes (a truncated report is the zero-filled rest), and
+/// the query answers the decoding asks for. Each decoded event is acked;
+/// ids the events created (connection requests) are destroyed.
+pub mod events {
+    use rdmacm::abi::ucma::EventResp;
+    use rdmacm::capi::Errno;
+    use rdmacm::cma::{Channel, Cm, IdPriv};
+    use rdmacm::sys::ucma::{AddrInfo, RawAddr, RouteInfo, Ucma};
+    use rdmacm::sys::verbs::{DevEntry, OpenInfo, Verbs};
+    use std::collections::{HashMap, VecDeque};
+    use std::os::fd::RawFd;
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    const GUID: u64 = 0x1122_3344_5566_7788;
+
+    #[derive(Default)]
+    pub struct FuzzUcma {
+        st: Mutex<St>,
+    }
+    #[derive(Default)]
+    struct St {
+        next_fd: RawFd,
+        next_id: u32,
+        /// handle -> (uid, fd, events reported)
+        ids: HashMap<u32, (u64, RawFd, u32)>,
+        queue: VecDeque<EventResp>,
+        addr: Option<AddrInfo>,
+        route: Option<RouteInfo>,
+    }
+
+    fn v4(last: u8) -> RawAddr {
+        let mut b = [0u8; 16];
+        b[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+        b[4..8].copy_from_slice(&[192, 0, 2, last]);
+        RawAddr::from_slice(&b)
+    }
+
+    impl Ucma for &'static FuzzUcma {
+        fn open(&self) -> Result<RawFd, Errno> {
+            let mut st = self.st.lock().unwrap();
+            st.next_fd += 1;
+            Ok(1000 + st.next_fd)
+        }
+        fn close(&self, _fd: RawFd) {}
+        fn abi_version(&self) -> Option<i32> {
+            Some(4)
+        }
+        fn create_id(&self, fd: RawFd, uid: u64, _ps: u16, _qp: u8) -> Result<u32, Errno> {
+            let mut st = self.st.lock().unwrap();
+            st.next_id += 1;
+            let h = st.next_id;
+            st.ids.insert(h, (uid, fd, 0));
+            Ok(h)
+        }
+        fn destroy_id(&self, _fd: RawFd, id: u32) -> Result<u32, Errno> {
+            let mut st = self.st.lock().unwrap();
+            Ok(st.ids.remove(&id).map_or(0, |e| e.2))
+        }
+        fn bind(&self, _fd: RawFd, _id: u32, _a: &RawAddr) -> Result<(), Errno> {
+            Ok(())
+        }
+        fn bind_ip(&self, _fd: RawFd, _id: u32, _a: &RawAddr) -> Result<(), Errno> {
+            Ok(())
+        }
+        fn resolve_addr(&self, _fd: RawFd, _id: u32, _s: Option<&RawAddr>, _d: &RawAddr, _t: u32) -> Result<(), Errno> {
+            Ok(())
+        }
+        fn resolve_ip(&self, _fd: RawFd, _id: u32, _s: Option<&RawAddr>, _d: &RawAddr, _t: u32) -> Result<(), Errno> {
+            Ok(())
+        }
+        fn resolve_route(&self, _fd: RawFd, _id: u32, _t: u32) -> Result<(), Errno> {
+            Ok(())
+        }
+        fn query_addr(&self, _fd: RawFd, _id: u32) -> Result<AddrInfo, Errno> {
+            self.st.lock().unwrap().addr.ok_or(Errno::EINVAL)
+        }
+        fn query_gid(&self, _fd: RawFd, _id: u32) -> Result<AddrInfo, Errno> {
+            self.st.lock().unwrap().addr.ok_or(Errno::EINVAL)
+        }
+        fn query_path(&self, _fd: RawFd, _id: u32) -> Result<Vec<rdmacm::abi::cma::ibv_path_data>, Errno> {
+            Ok(Vec::new())
+        }
+        fn query_route(&self, _fd: RawFd, _id: u32) -> Result<RouteInfo, Errno> {
+            self.st.lock().unwrap().route.ok_or(Errno::EINVAL)
+        }
+        fn get_event(&self, _fd: RawFd) -> Result<EventResp, Errno> {
+            let mut st = self.st.lock().unwrap();
+            let mut r = st.queue.pop_front().ok_or(Errno::EAGAIN)?;
+            // As the kernel: a connection request names a new id (its own
+            // handle), and the event counts as reported on the id whose uid
+            // it carries (the listener's, for a request).
+            if r.event == rdmacm::abi::cma::RDMA_CM_EVENT_CONNECT_REQUEST {
+                st.next_id += 1;
+                let h = st.next_id;
+                st.ids.insert(h, (0, 0, 0));
+                r.id = h;
+            }
+            let owner = if r.uid != 0 { st.ids.iter().find(|(_, e)| e.0 == r.uid).map(|(h, _)| *h) } else { Some(r.id) };
+            if let Some(e) = owner.and_then(|h| st.ids.get_mut(&h)) {
+                e.2 += 1;
+            }
+            Ok(r)
+        }
+        fn set_option(&self, _fd: RawFd, _id: u32, _l: u32, _n: u32, _v: *mut std::ffi::c_void, _len: u32) -> Result<(), Errno> {
+            Ok(())
+        }
+        fn migrate_id(&self, _new: RawFd, _id: u32, _old: RawFd) -> Result<u32, Errno> {
+            Ok(0)
+        }
+        fn write_cm_event(&self, _fd: RawFd, _id: u32, _e: u32, _s: i32, _a: u64) -> Result<(), Errno> {
+            Ok(())
+        }
+    }
+
+    struct FuzzVerbs;
+    impl Verbs for FuzzVerbs {
+        fn device_list(&self) -> Result<Vec<DevEntry>, Errno> {
+            Ok(vec![DevEntry { dev: 0x1000, guid: GUID, index: 0 }])
+        }
+        fn open(&self, _dev: usize) -> Result<OpenInfo, Errno> {
+            Ok(OpenInfo { ctx: 0x2000, link_layers: vec![2], max_qp_wr: 16, max_qp_init_rd_atom: 4, max_qp_rd_atom: 4 })
+        }
+        fn close(&self, _ctx: usize) {}
+        fn alloc_pd(&self, _ctx: usize) -> Result<usize, Errno> {
+            Ok(0x3000)
+        }
+        fn dealloc_pd(&self, _pd: usize) {}
+        fn transport_is_ib(&self, _ctx: usize) -> bool {
+            true
+        }
+    }
+
+    struct World {
+        cm: &'static Cm,
+        ucma: &'static FuzzUcma,
+        ch: Arc<Channel>,
+        ids: Vec<Arc<IdPriv>>,
+    }
+    // SAFETY (for the fuzz harness only): the world is used from one thread.
+    unsafe impl Send for World {}
+    unsafe impl Sync for World {}
+
+    fn world() -> &'static Mutex<World> {
+        static W: OnceLock<Mutex<World>> = OnceLock::new();
+        W.get_or_init(|| {
+            let ucma: &'static FuzzUcma = Box::leak(Box::default());
+            let cm: &'static Cm = Box::leak(Box::new(Cm::new(Box::new(ucma), Box::new(FuzzVerbs))));
+            let ch = cm.create_channel().expect("channel");
+            let ids = [rdmacm::abi::cma::RDMA_PS_TCP, rdmacm::abi::cma::RDMA_PS_UDP, rdmacm::abi::cma::RDMA_PS_IB]
+                .iter()
+                .map(|&ps| cm.create_id(Some(&ch), std::ptr::null_mut(), ps).expect("id"))
+                .collect();
+            Mutex::new(World { cm, ucma, ch, ids })
+        })
+    }
+
+    /// One batch of kernel events from fuzz bytes.
+    pub fn events_one(data: &[u8]) {
+        let w = world().lock().unwrap_or_else(|e| e.into_inner());
+        let mut r = super::Reader(data);
+        {
+            let mut st = w.ucma.st.lock().unwrap();
+            let sel = r.u8();
+            let info = |r: &mut super::Reader| AddrInfo {
+                node_guid: if r.u8() & 1 == 0 { GUID } else { u64::from(r.u8()) },
+                port_num: r.u8() % 3,
+                pkey: 0xffff,
+                src: v4(1),
+                dst: v4(2),
+                ibdev_index: (r.u8() & 1 == 0).then_some(0),
+            };
+            st.addr = (sel & 1 == 0).then(|| info(&mut r));
+            st.route = (sel & 2 == 0).then(|| RouteInfo {
+                node_guid: GUID,
+                // at most 2: the transport clamps the kernel's count (sys::ucma, tested there)
+                num_paths: u32::from(r.u8() % 3),
+                port_num: 1,
+                src: v4(1),
+                dst: v4(2),
+                ..Default::default()
+            });
+            st.queue.clear();
+            let known: Vec<(u32, u64)> = st.ids.iter().map(|(h, e)| (*h, e.0)).collect();
+            for _ in 0..1 + r.u8() % 4 {
+                let mut ev = EventResp::default();
+                // the raw report, truncated where the bytes end (zeros after)
+                let n = std::mem::size_of::<EventResp>();
+                let take = usize::from(r.u8()) % (n + 1);
+                let raw = r.bytes(take);
+                // SAFETY: EventResp is plain integers and byte arrays; raw.len() <= its size.
+                unsafe { std::ptr::copy_nonoverlapping(raw.as_ptr(), (&mut ev as *mut EventResp).cast::<u8>(), raw.len()) };
+                let pick = r.u8();
+                if pick % 4 != 0 && !known.is_empty() {
+                    let (h, uid) = known[usize::from(pick) % known.len()];
+                    ev.id = h;
+                    ev.uid = if pick & 0x80 != 0 { 0 } else { uid };
+                }
+                if pick & 0x40 == 0 {
+                    ev.event = u32::from(r.u8() % 24);
+                }
+                if pick & 0x20 == 0 {
+                    ev.status = [0, -110i32 as u32, -113i32 as u32, 1, 28][usize::from(r.u8()) % 5];
+                }
+                st.queue.push_back(ev);
+            }
+        }
+        let ours: Vec<*mut rdmacm::abi::cma::rdma_cm_id> = w.ids.iter().map(|p| p.raw()).collect();
+        for _ in 0..8 {
+            let Ok(got) = rdmacm::cma::get_event(&w.ch) else { break };
+            let _ = (got.event, got.status);
+            let new_id = (!ours.contains(&got.id)).then_some(got.id);
+            rdmacm::cma::ack_event(w.cm, got.ptr);
+            if let Some(id) = new_id {
+                if let Ok(p) = w.cm.id(id) {
+                    let p = p.hold_to_destroy();
+                    let _ = w.cm.destroy_id(&p);
+                }
+            }
+        }
+    }
+}

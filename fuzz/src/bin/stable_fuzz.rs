@@ -46,10 +46,11 @@ fn main() {
                 data[i] = next() as u8;
             }
         }
-        match n % 3 {
+        match n % 4 {
             0 => rdmacm_fuzz::getaddrinfo_one(&data),
             1 => rdmacm_fuzz::acm_response_one(&data),
-            _ => rdmacm_fuzz::gid_reachable_one(&data),
+            2 => rdmacm_fuzz::gid_reachable_one(&data),
+            _ => rdmacm_fuzz::events::events_one(&data),
         }
         n += 1;
     }
