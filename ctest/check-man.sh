@@ -36,6 +36,8 @@ vars=$(find src -name '*.rs' ! -name 'tests.rs' ! -path '*/tests/*' -print0 |
     grep -oE '"[A-Z0-9_]+"' | tr -d '"' | sort -u)
 # named through a constant: `let name = c"X"; ... secure_getenv(name)`
 vars=$(printf '%s\n%s\n' "$vars" "$(grep -rhoE 'let [a-z_]+ = c"[A-Z][A-Z0-9_]*";' src | grep -oE '"[A-Z0-9_]+"' | tr -d '"')" | grep . | sort -u)
+# and every name of sys::env::VARIABLES (the one list of what the library reads)
+vars=$(printf '%s\n%s\n' "$vars" "$(sed -n '/^pub const VARIABLES/,/^];/p' src/sys/env.rs | grep -oE '^ *\("[A-Z][A-Z0-9_]*"' | grep -oE '[A-Z][A-Z0-9_]*')" | grep . | sort -u)
 [ -n "$vars" ] || err "found no environment variable in src/ (parser broken?)"
 for v in $vars; do
     grep -q "^\.B $v\$" <<<"$envsec" || err "rdma_cm.7 ENVIRONMENT does not list $v (read in src/)"

@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-# fuzz-smoke.sh - bounded fuzz run of rdma_getaddrinfo and the ibacm answer parser (fuzz/).
+# fuzz-smoke.sh - bounded fuzz run of rdma_getaddrinfo, the ibacm answer parser, ibv_gid_reachable's
+# decision logic and the CM's decoding of kernel events (fuzz/).
 #
-#   ctest/fuzz-smoke.sh [SECONDS]      (default 60; split between the two targets)
+#   ctest/fuzz-smoke.sh [SECONDS]      (default 60; split between the targets)
 #
 # With a nightly toolchain (rustup toolchain list), cargo-fuzz is installed when missing
 # (cargo install --locked cargo-fuzz) and libFuzzer runs each target (ASan on by cargo-fuzz's
@@ -11,7 +12,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 SECS=${1:-60}
-HALF=$(( SECS / 2 > 0 ? SECS / 2 : 1 ))
+# the targets share the time (FUZZ_TARGETS overrides the list)
+TARGETS=${FUZZ_TARGETS:-rdma_getaddrinfo acm_response gid_reachable events}
+NT=$(echo $TARGETS | wc -w)
+HALF=$(( SECS / NT > 0 ? SECS / NT : 1 ))
 say(){ echo "[fuzz-smoke] $*"; }
 
 have_nightly(){ command -v rustup >/dev/null && rustup toolchain list 2>/dev/null | grep -q '^nightly'; }
@@ -25,7 +29,7 @@ fi
 if [ -z "${FUZZ_STABLE:-}" ] && have_nightly && cargo fuzz --version >/dev/null 2>&1; then
   # the main crate's cdylib is linked too: drop its -z defs under the sanitizer (see the script)
   export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-Clinker=$PWD/tools/cc-no-zdefs"
-  for t in rdma_getaddrinfo acm_response; do
+  for t in $TARGETS; do
     say "libFuzzer: $t for ${HALF}s"
     mkdir -p "corpus/$t"
     cargo +nightly fuzz run "$t" "corpus/$t" -- -max_total_time="$HALF" -rss_limit_mb=2048 -print_final_stats=1

@@ -6,7 +6,13 @@
 //! `trace`; any other non-empty value means `debug`).  With it unset the
 //! library's output is byte-identical to upstream's.  Set
 //! `RDMACM_RS_LOG_FILE` to send the messages to a file instead of stderr.
+//! Both are read through the caller's `read_var` (the C API passes
+//! `sys::env::var`, i.e. secure_getenv: a setuid or file-capability program
+//! never logs), and the file is opened through the caller's `open` (which
+//! follows no symbolic link and creates with mode 0600).
 
+use std::ffi::{CStr, OsStr, OsString};
+use std::fs::File;
 use std::io::Write;
 
 use log::{LevelFilter, Log, Metadata, Record};
@@ -46,18 +52,18 @@ fn parse_level(v: &str) -> LevelFilter {
     }
 }
 
-/// Installs the logger the first time it is called, if `RDMACM_RS_LOG` asks
-/// for one.  Cheap after the first call.
-pub fn init() {
+/// Installs the logger the first time it is called, if `RDMACM_RS_LOG` (as
+/// `read_var` reads it) asks for one; `open` opens `RDMACM_RS_LOG_FILE`
+/// (stderr when it is unset or cannot be opened).  Cheap after the first
+/// call.
+pub fn init(read_var: fn(&CStr) -> Option<OsString>, open: fn(&OsStr) -> std::io::Result<File>) {
     INIT.get_or_init(|| {
-        let Some(v) = std::env::var_os("RDMACM_RS_LOG") else { return };
+        let Some(v) = read_var(c"RDMACM_RS_LOG") else { return };
         let level = parse_level(&v.to_string_lossy());
         if level == LevelFilter::Off {
             return;
         }
-        let out: Box<dyn Write + Send> = match std::env::var_os("RDMACM_RS_LOG_FILE")
-            .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok())
-        {
+        let out: Box<dyn Write + Send> = match read_var(c"RDMACM_RS_LOG_FILE").and_then(|p| open(&p).ok()) {
             Some(f) => Box::new(f),
             None => Box::new(std::io::stderr()),
         };

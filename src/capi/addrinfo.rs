@@ -34,17 +34,22 @@ pub unsafe fn hints_from_c(hints: *const rdma_addrinfo) -> Hints {
             Some(unsafe { std::slice::from_raw_parts(p, len) }.to_vec())
         }
     };
+    // No socket address is longer than sockaddr_storage: a longer length
+    // would read past the caller's address; it is refused like a length
+    // without an address (EINVAL).
+    let too_long = |len: libc::socklen_t| len as usize > std::mem::size_of::<libc::sockaddr_storage>();
+    let (src_len, dst_len) = (if too_long(h.ai_src_len) { 0 } else { h.ai_src_len }, if too_long(h.ai_dst_len) { 0 } else { h.ai_dst_len });
     Hints {
         null: false,
         flags: h.ai_flags,
         family: h.ai_family,
         qp_type: h.ai_qp_type,
         port_space: h.ai_port_space,
-        src: copy(h.ai_src_addr as *const u8, h.ai_src_len as usize),
-        dst: copy(h.ai_dst_addr as *const u8, h.ai_dst_len as usize),
+        src: copy(h.ai_src_addr as *const u8, src_len as usize),
+        dst: copy(h.ai_dst_addr as *const u8, dst_len as usize),
         route: copy(h.ai_route as *const u8, h.ai_route_len),
-        bad_src: h.ai_src_len != 0 && h.ai_src_addr.is_null(),
-        bad_dst: h.ai_dst_len != 0 && h.ai_dst_addr.is_null(),
+        bad_src: (h.ai_src_len != 0 && h.ai_src_addr.is_null()) || too_long(h.ai_src_len),
+        bad_dst: (h.ai_dst_len != 0 && h.ai_dst_addr.is_null()) || too_long(h.ai_dst_len),
     }
 }
 

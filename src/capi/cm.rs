@@ -50,7 +50,9 @@ pub unsafe extern "C" fn rdma_create_id(channel: *mut rdma_event_channel, id: *m
     entry(|| {
         let out = nonnull(id)?;
         let ch = if channel.is_null() { None } else { Some(live_channel(channel)?) };
-        let p = cm::global().create_id(ch.as_ref(), context, ps)?;
+        // A synchronous id opens its own channel: out of descriptors, that
+        // is ENOMEM, as upstream reports it.
+        let p = cm::global().create_id(ch.as_ref(), context, ps).map_err(|e| if channel.is_null() { super::fd_exhaustion_as_enomem(e) } else { e })?;
         // SAFETY: out is a writable pointer slot (checked non-NULL).
         unsafe { *out.as_ptr() = p.raw() };
         Ok(0)
@@ -223,6 +225,7 @@ pub unsafe extern "C" fn rdma_get_devices(num_devices: *mut c_int) -> *mut *mut 
                 std::ptr::copy_nonoverlapping(list.as_ptr(), arr, n);
                 *arr.add(n) = std::ptr::null_mut();
             }
+            DEVICE_LISTS.lock().push(arr as usize);
             Ok((arr, n))
         });
         if !num_devices.is_null() {
@@ -246,6 +249,13 @@ symver!(rdma_get_devices, "RDMACM_1.0");
 pub unsafe extern "C" fn rdma_free_devices(list: *mut *mut ibv_context) {
     entry(|| {
         let list = nonnull(list)?.as_ptr();
+        // Only a list this library handed out and that is not freed yet
+        // (a second free, or a list from elsewhere, is EINVAL, untouched).
+        {
+            let mut lists = DEVICE_LISTS.lock();
+            let i = lists.iter().position(|&l| l == list as usize).ok_or(Errno::EINVAL)?;
+            lists.swap_remove(i);
+        }
         let mut n = 0;
         // SAFETY: the caller passes a list from rdma_get_devices: a
         // NULL-terminated array.
@@ -260,6 +270,10 @@ pub unsafe extern "C" fn rdma_free_devices(list: *mut *mut ibv_context) {
     })
 }
 symver!(rdma_free_devices, "RDMACM_1.0");
+
+/// The arrays rdma_get_devices handed out and rdma_free_devices has not
+/// freed yet (addresses): a double free or a foreign list is refused.
+static DEVICE_LISTS: parking_lot::Mutex<Vec<usize>> = parking_lot::Mutex::new(Vec::new());
 
 /// Binds an identifier to a source address (and, for a specific address,
 /// to the RDMA device that owns it).

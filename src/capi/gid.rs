@@ -24,6 +24,12 @@ pub unsafe extern "C" fn ibv_gid_reachable(
 ) -> c_int {
     entry(|| {
         let context = nonnull(context)?;
+        // SAFETY: context points to a readable struct ibv_context (C
+        // contract); only its device pointer is read. Zeroed memory or a
+        // closed context's leftovers have none: EINVAL, not a crash.
+        if !unsafe { crate::sys::verbs::context_has_device(context.as_ptr()) } {
+            return Err(super::Errno::EINVAL);
+        }
         let gid = nonnull(gid)?;
         // SAFETY: gid points to a caller-owned union ibv_gid (16 bytes).
         let raw = unsafe { gid.as_ref().raw };

@@ -130,7 +130,7 @@ fn in_this_object(p: *const u8) -> bool {
 fn init_once() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        crate::logging::init();
+        crate::logging::init(crate::sys::env::var, crate::sys::env::open_log_file);
         // Unit tests link everything into one object: keep their panic
         // messages (test failures) visible.
         #[cfg(not(test))]
@@ -188,6 +188,16 @@ pub fn nonnull<T>(p: *mut T) -> Result<NonNull<T>, Errno> {
 #[inline]
 pub fn nonnull_const<T>(p: *const T) -> Result<NonNull<T>, Errno> {
     NonNull::new(p as *mut T).ok_or(Errno::EINVAL)
+}
+
+/// EMFILE/ENFILE (no descriptor left) as ENOMEM: upstream's errno where
+/// one of its allocations that opens a descriptor (a synchronous id's
+/// channel, an rsocket's id) fails (fault_fd in the VM test bed).
+pub fn fd_exhaustion_as_enomem(e: Errno) -> Errno {
+    match e {
+        Errno::EMFILE | Errno::ENFILE => Errno::ENOMEM,
+        e => e,
+    }
 }
 
 /// The body of a function that is not implemented yet.

@@ -2,7 +2,7 @@
 //! Queue pairs, shared receive queues and endpoints.
 
 use crate::abi::cma::*;
-use super::{entry, nonnull};
+use super::{entry, nonnull, Errno};
 use super::cm::id_of as live_id;
 use crate::cma as cm;
 use crate::cma::conn;
@@ -139,6 +139,13 @@ pub unsafe extern "C" fn rdma_create_ep(id: *mut *mut rdma_cm_id, res: *mut rdma
     entry(|| {
         let out = nonnull(id)?;
         let res = nonnull(res)?;
+        // No socket address is longer than sockaddr_storage: a longer
+        // length is a lie that would read past the caller's address.
+        // SAFETY: res is a valid rdma_addrinfo.
+        let (sl, dl) = unsafe { (res.as_ref().ai_src_len, res.as_ref().ai_dst_len) };
+        if sl as usize > std::mem::size_of::<libc::sockaddr_storage>() || dl as usize > std::mem::size_of::<libc::sockaddr_storage>() {
+            return Err(Errno::EINVAL);
+        }
         // SAFETY: res is a valid rdma_addrinfo.
         let info = unsafe { ep_info(res.as_ref()) };
         let attr_ptr = qp_init_attr as *mut verbs::QpInitAttr;

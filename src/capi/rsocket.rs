@@ -14,7 +14,9 @@ use std::ffi::{c_int, c_long, c_void};
 /// No pointer arguments; always safe to call.
 #[no_mangle]
 pub unsafe extern "C" fn rsocket(domain: c_int, type_: c_int, protocol: c_int) -> c_int {
-    entry(|| rs::create(domain, type_, protocol))
+    // Out of descriptors: ENOMEM, as upstream reports it (its id allocation
+    // fails as a whole).
+    entry(|| rs::create(domain, type_, protocol).map_err(super::fd_exhaustion_as_enomem))
 }
 symver!(rsocket, "RDMACM_1.0");
 
@@ -77,9 +79,13 @@ symver!(raccept, "RDMACM_1.0");
 pub unsafe extern "C" fn rconnect(socket: c_int, addr: *const sockaddr, addrlen: socklen_t) -> c_int {
     entry(|| {
         let h = rs::lookup(socket)?;
-        let _ = addrlen;
         // SAFETY: addr is NULL or a socket address of its family (caller's contract).
         let a = unsafe { sockaddr_bytes(addr)? };
+        // A length shorter than the family's address is EINVAL, as upstream
+        // gives for a length of 0.
+        if (addrlen as usize) < a.len() {
+            return Err(Errno::EINVAL);
+        }
         rs::connect(&h, a)?;
         Ok(0)
     })
@@ -161,6 +167,8 @@ symver!(rrecvfrom, "RDMACM_1.0");
 pub unsafe extern "C" fn rrecvmsg(socket: c_int, msg: *mut msghdr, flags: c_int) -> isize {
     entry(|| {
         let m = nonnull_const(msg)?;
+        // Not an rsocket: EBADF, even with nothing to receive into.
+        rs::lookup(socket)?;
         // SAFETY: msg points to a msghdr (caller's contract).
         let m = unsafe { &*m.as_ptr() };
         if !m.msg_control.is_null() && m.msg_controllen != 0 {
@@ -300,6 +308,13 @@ pub unsafe extern "C" fn rpoll(fds: *mut pollfd, nfds: nfds_t, timeout: c_int) -
         if nfds == 0 {
             return rs::poll(&mut [], timeout);
         }
+        // As poll(2): more entries than the descriptor limit is EINVAL
+        // (a count larger than the caller's array would be read past it).
+        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit writes the rlimit struct it is given.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 && nfds > lim.rlim_cur {
+            return Err(Errno::EINVAL);
+        }
         let f = nonnull(fds)?;
         // SAFETY: fds has nfds entries (caller's contract).
         let f = unsafe { std::slice::from_raw_parts_mut(f.as_ptr(), nfds as usize) };
@@ -315,9 +330,12 @@ symver!(rpoll, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rselect(nfds: c_int, readfds: *mut fd_set, writefds: *mut fd_set, exceptfds: *mut fd_set, timeout: *mut timeval) -> c_int {
     entry(|| {
-        if !(0..=libc::FD_SETSIZE as c_int).contains(&nfds) {
+        // With no set, nfds names nothing (upstream then just waits).
+        let no_sets = readfds.is_null() && writefds.is_null() && exceptfds.is_null();
+        if nfds < 0 || (!no_sets && nfds > libc::FD_SETSIZE as c_int) {
             return Err(Errno::EINVAL);
         }
+        let nfds = if no_sets { 0 } else { nfds };
         let mut pfds: Vec<pollfd> = Vec::new();
         for fd in 0..nfds {
             let mut ev = 0i16;
@@ -528,6 +546,11 @@ symver!(repoll_create, "RDMACM_1.5");
 #[no_mangle]
 pub unsafe extern "C" fn repoll_ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> c_int {
     entry(|| {
+        // Adding or changing a socket without an event: EINVAL (upstream
+        // reads through the NULL pointer).
+        if event.is_null() && op != libc::EPOLL_CTL_DEL {
+            return Ok(libc::EINVAL);
+        }
         let ev = if event.is_null() {
             None
         } else {

@@ -134,6 +134,9 @@ pub struct ConnState {
     pub remote_ece: (u32, u32),
     /// The QP attributes a passive endpoint creates each request's QP with.
     pub qp_init_attr: Option<objects::Vouched<crate::sys::verbs::QpInitAttr>>,
+    /// rdma_listen succeeded: rdma_get_request may wait for a request
+    /// (on any other id it would wait forever).
+    pub listening: bool,
 }
 
 /// The private state of an id (upstream's `struct cma_id_private`); `id`
@@ -386,7 +389,7 @@ impl Cm {
         self.devices.lock().sync(&*self.verbs)?;
         // RDMACM_RS_FORCE_LEGACY_UCMA (a test hook) keeps the legacy
         // command family even on kernels that take AF_IB.
-        let af_ib = std::env::var_os("RDMACM_RS_FORCE_LEGACY_UCMA").is_none() && self.probe_af_ib();
+        let af_ib = crate::sys::env::var(c"RDMACM_RS_FORCE_LEGACY_UCMA").is_none() && self.probe_af_ib();
         log::debug!(target: "rdmacm", "ucma ABI {abi}, AF_IB support {af_ib}");
         self.af_ib.store(af_ib, Ordering::Release);
         self.inited.store(true, Ordering::Release);

@@ -105,7 +105,7 @@ impl Conf {
 pub fn get() -> &'static Conf {
     static CONF: OnceLock<Conf> = OnceLock::new();
     CONF.get_or_init(|| {
-        let dir = crate::sys::unix::secure_getenv(CONF_DIR_ENV).map(PathBuf::from).unwrap_or_else(|| PathBuf::from(CONF_DIR));
+        let dir = crate::sys::env::var(CONF_DIR_ENV).map(PathBuf::from).unwrap_or_else(|| PathBuf::from(CONF_DIR));
         Conf::read_from(&dir)
     })
 }

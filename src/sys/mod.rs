@@ -7,6 +7,7 @@
 //! safely ([`unix`]: send without SIGPIPE, `secure_getenv`).  Imports only
 //! [`crate::abi`].
 
+pub mod env;
 pub mod netdb;
 pub mod netlink;
 use nix::errno::Errno;

@@ -250,7 +250,7 @@ pub fn ucma_chardev() -> Option<&'static CharDev> {
 /// trailing slashes and cut at 256 bytes, as libibverbs' `ibv_get_sysfs_path`;
 /// `/sys` otherwise.
 pub fn sysfs_path() -> PathBuf {
-    sysfs_path_from(super::unix::secure_getenv(c"SYSFS_PATH"))
+    sysfs_path_from(super::env::var(c"SYSFS_PATH"))
 }
 
 fn sysfs_path_from(env: Option<std::ffi::OsString>) -> PathBuf {

@@ -61,6 +61,7 @@ mod sys {
         pub fn rdmacm_shim_phys_port_cnt(ctx: *mut ibv_context) -> c_int;
         pub fn rdmacm_shim_port_ib_active(ctx: *mut ibv_context, port: u8) -> c_int;
         pub fn rdmacm_shim_conn_layout(out: *mut usize, n: usize) -> usize;
+        pub fn rdmacm_shim_context_device(ctx: *mut ibv_context) -> *mut ibv_device;
     }
 }
 
@@ -208,6 +209,16 @@ pub unsafe fn query_ece(qp: *mut ibv_qp) -> Result<(Ece, bool), Errno> {
 pub unsafe fn set_ece(qp: *mut ibv_qp, mut e: Ece) -> Result<(), Errno> {
     // SAFETY: qp is live; e is readable.
     check_ece(unsafe { sys::ibv_set_ece(qp, &mut e) })
+}
+
+/// Whether the verbs context `ctx` names a device (zeroed memory does
+/// not): the one check possible on a context the caller vouches for.
+///
+/// # Safety
+/// `ctx` must point to a readable `struct ibv_context`.
+pub unsafe fn context_has_device(ctx: *mut ibv_context) -> bool {
+    // SAFETY: forwarded contract; only the device pointer is read.
+    !unsafe { sys::rdmacm_shim_context_device(ctx) }.is_null()
 }
 
 /// # Safety

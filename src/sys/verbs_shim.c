@@ -245,3 +245,10 @@ int rdmacm_shim_rs_dereg_mr(struct ibv_mr *mr)
 {
 	return ibv_dereg_mr(mr);
 }
+
+/* The device of a verbs context (NULL in memory that is no open context,
+ * such as zeroed memory: ibv_gid_reachable's argument check). */
+struct ibv_device *rdmacm_shim_context_device(struct ibv_context *ctx)
+{
+	return ctx->device;
+}

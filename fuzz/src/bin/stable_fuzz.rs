@@ -25,6 +25,11 @@ fn main() {
         b"\x02\x041234\x01\x00\x00\x00\x01\x02\x03\x01\x02\x02\x00\x00\x00\x00",
         b"\x00\x00\x10\x00\x00\x00\x00\x00\x00",
     ];
+    // The library's first export call installs its panic hook, which keeps
+    // panics of its own object (here: all of this binary) off stderr; make
+    // the first call now and put a hook back that prints the failure.
+    rdmacm_fuzz::getaddrinfo_one(seeds[0]);
+    std::panic::set_hook(Box::new(|info| eprintln!("stable_fuzz: FAILURE: {info}")));
     let t0 = std::time::Instant::now();
     let mut n: u64 = 0;
     while t0.elapsed().as_secs() < secs {
@@ -41,10 +46,11 @@ fn main() {
                 data[i] = next() as u8;
             }
         }
-        if n % 2 == 0 {
-            rdmacm_fuzz::getaddrinfo_one(&data);
-        } else {
-            rdmacm_fuzz::acm_response_one(&data);
+        match n % 4 {
+            0 => rdmacm_fuzz::getaddrinfo_one(&data),
+            1 => rdmacm_fuzz::acm_response_one(&data),
+            2 => rdmacm_fuzz::gid_reachable_one(&data),
+            _ => rdmacm_fuzz::events::events_one(&data),
         }
         n += 1;
     }

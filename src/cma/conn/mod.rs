@@ -223,6 +223,7 @@ pub fn connect(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Resu
 /// `rdma_listen`.
 pub fn listen(cm: &'static Cm, p: &IdPriv, backlog: c_int) -> Result<(), Errno> {
     cm.ucma.listen(p.fd(), p.handle(), backlog as u32)?;
+    p.conn.lock().listening = true;
     // The listener's address after LISTEN.
     if cm.af_ib() {
         cm.query_addr(p)
@@ -357,7 +358,8 @@ pub fn establish(cm: &Cm, p: &IdPriv) -> Result<(), Errno> {
 /// `rdma_get_request`: the next connection request of a synchronous
 /// listener; the new id carries the request event in `id->event`.
 pub fn get_request(cm: &'static Cm, lp: &IdPriv) -> Result<Arc<IdPriv>, Errno> {
-    if !lp.sync.load(Ordering::Acquire) {
+    // Upstream waits forever on an id that does not listen: EINVAL.
+    if !lp.sync.load(Ordering::Acquire) || !lp.conn.lock().listening {
         return Err(Errno::EINVAL);
     }
     let ev = lp.id.event();
