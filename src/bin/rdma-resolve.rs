@@ -134,11 +134,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if o.verbose && std::env::var_os("RDMACM_RS_LOG").is_none() {
+    if o.verbose && rdmacm::sys::env::var(c"RDMACM_RS_LOG").is_none() {
         // Single-threaded still: nothing else reads the environment yet.
         std::env::set_var("RDMACM_RS_LOG", "debug");
     }
-    rdmacm::logging::init();
+    rdmacm::logging::init(rdmacm::sys::env::var, rdmacm::sys::env::open_log_file);
     let mut report = if o.req.node.is_some() || o.req.passive || o.req.service.is_some() {
         explain::explain(&o.req, &gid_check)
     } else {
