@@ -1725,7 +1725,7 @@ fn keepalive_tick(h: &Handle, now: Instant) -> Option<Instant> {
 }
 
 fn int_of(opt: Option<&[u8]>) -> Result<c_int, Errno> {
-    let b = opt.ok_or(Errno::EFAULT)?;
+    let b = opt.ok_or(Errno::EINVAL)?;
     let b = b.get(..4).ok_or(Errno::EINVAL)?;
     Ok(c_int::from_ne_bytes([b[0], b[1], b[2], b[3]]))
 }
@@ -1738,7 +1738,7 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
         libc::SOL_SOCKET => match name {
             libc::SO_REUSEADDR => {
                 let r = match opt {
-                    None => Err(Errno::EFAULT),
+                    None => Err(Errno::EINVAL),
                     Some(b) if b.len() != std::mem::size_of::<c_int>() => Err(Errno::EINVAL),
                     Some(_) => s.cm()?.set_reuseaddr(v?),
                 };
@@ -1825,7 +1825,7 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
                 return Err(Errno::EINVAL);
             }
             if name == RDMA_ROUTE {
-                s.route = Some(opt.ok_or(Errno::EFAULT)?.to_vec());
+                s.route = Some(opt.ok_or(Errno::EINVAL)?.to_vec());
                 return Ok(());
             }
             let v = v? as u32;
