@@ -103,7 +103,7 @@ pub fn rai_of_service_recs(recs: &[kabi::ServiceRec]) -> Vec<Rai> {
                 qp_type: 0,
                 port_space: RDMA_PS_IB as c_int,
                 src: None,
-                dst: Some(gai::sib_bytes(&sib)),
+                dst: Some(gai::SockAddr::from_ib(&sib)),
                 src_canonname: None,
                 dst_canonname: None,
                 route: None,
@@ -237,7 +237,7 @@ impl Cm {
     /// the answer on `ch` (the id's channel).
     fn resolve_service_on(&'static self, p: &IdPriv, ch: &super::Channel, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
         let sib = sockaddr_ib { sib_family: AF_IB as u16, sib_addr: ib_addr { sib_raw: *gid }, ..Default::default() };
-        self.bind(p, Some(crate::sys::ucma::RawAddr::from_slice(&gai::sib_bytes(&sib))))?;
+        self.bind(p, Some(crate::abi::sockaddr::SockAddr::from_ib(&sib)))?;
         p.ai.lock().resolving = true;
         self.ucma.resolve_ib_service(p.fd(), p.handle(), &ib_service_of(service))?;
         let got = super::get_event(ch)?;
@@ -304,8 +304,7 @@ mod tests {
         assert_eq!((list[0].flags, list[0].family, list[0].port_space), (RAI_SA, AF_IB, RDMA_PS_IB as c_int));
         let dst = list[0].dst.as_ref().unwrap();
         assert_eq!(dst.len(), std::mem::size_of::<sockaddr_ib>());
-        // SAFETY: dst holds a complete sockaddr_ib.
-        let sib: sockaddr_ib = unsafe { std::ptr::read_unaligned(dst.as_ptr().cast()) };
+        let sib = dst.as_ib().unwrap();
         assert_eq!((sib.sib_sid, sib.sib_sid_mask, sib.sib_addr.sib_raw[15]), (r.id, u64::MAX, 7));
     }
 }

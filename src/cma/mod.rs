@@ -41,7 +41,8 @@ use nix::errno::Errno;
 use once_cell::sync::Lazy;
 use parking_lot::{Condvar, Mutex};
 use public::{PubEvent, PubId};
-use crate::sys::ucma::{self as proto, Kernel, RawAddr, Ucma};
+use crate::abi::sockaddr::SockAddr;
+use crate::sys::ucma::{self as proto, Kernel, Ucma};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::ptr::{self, null_mut};
@@ -215,14 +216,10 @@ fn zeroed_event() -> Box<EventPriv> {
     Box::new(EventPriv { event: PubEvent::zeroed(), private_data: [0; kabi::RDMA_MAX_PRIVATE_DATA], id_priv: None, mc: None })
 }
 
-/// Socket address sizes by family, as upstream's `ucma_addrlen`.
+/// Socket address sizes by family, as upstream's `ucma_addrlen`
+/// ([`SockAddr::cm_len`], the one rule).
 pub fn addr_len(family: i32, af_ib: bool) -> usize {
-    match family {
-        libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
-        libc::AF_INET6 => std::mem::size_of::<libc::sockaddr_in6>(),
-        AF_IB if af_ib => std::mem::size_of::<sockaddr_ib>(),
-        _ => 0,
-    }
+    SockAddr::cm_len(family, af_ib)
 }
 
 impl std::fmt::Debug for IdPriv {
@@ -403,7 +400,7 @@ impl Cm {
             sib_sid_mask: RDMA_IB_IP_PS_MASK.to_be(),
             ..Default::default()
         };
-        let ok = self.bind_inner(&p, &RawAddr::from_slice(&crate::addrinfo::sib_bytes(&sib)), true).is_ok();
+        let ok = self.bind_inner(&p, &SockAddr::from_ib(&sib), true).is_ok();
         let _ = self.destroy_id(&p);
         ok
     }
@@ -582,12 +579,16 @@ impl Cm {
     // --- addresses --------------------------------------------------------------
 
     /// `rdma_bind_addr`.
-    pub fn bind(&self, p: &IdPriv, addr: Option<RawAddr>) -> Result<(), Errno> {
-        let addr = addr.filter(|a| a.len > 0).ok_or(Errno::EINVAL)?;
+    ///
+    /// The address goes to the kernel at its own length: callers starting
+    /// from a socket address cut it with [`SockAddr::for_cm`] first;
+    /// `rdma_create_ep` passes its `rdma_addrinfo`'s length, as upstream.
+    pub fn bind(&self, p: &IdPriv, addr: Option<SockAddr>) -> Result<(), Errno> {
+        let addr = addr.filter(|a| !a.is_empty()).ok_or(Errno::EINVAL)?;
         self.bind_inner(p, &addr, self.af_ib())
     }
 
-    fn bind_inner(&self, p: &IdPriv, addr: &RawAddr, af_ib: bool) -> Result<(), Errno> {
+    fn bind_inner(&self, p: &IdPriv, addr: &SockAddr, af_ib: bool) -> Result<(), Errno> {
         let (fd, h) = (p.fd(), p.handle());
         if af_ib {
             self.ucma.bind(fd, h, addr)?;
@@ -600,9 +601,10 @@ impl Cm {
     }
 
     /// `rdma_resolve_addr`.
-    pub fn resolve_addr(&'static self, p: &IdPriv, src: Option<RawAddr>, dst: Option<RawAddr>, timeout_ms: i32) -> Result<(), Errno> {
-        let dst = dst.filter(|a| a.len > 0).ok_or(Errno::EINVAL)?;
-        if matches!(src, Some(s) if s.len == 0) {
+    /// (Addresses at their own length, as for [`Cm::bind`].)
+    pub fn resolve_addr(&'static self, p: &IdPriv, src: Option<SockAddr>, dst: Option<SockAddr>, timeout_ms: i32) -> Result<(), Errno> {
+        let dst = dst.filter(|a| !a.is_empty()).ok_or(Errno::EINVAL)?;
+        if matches!(src, Some(s) if s.is_empty()) {
             return Err(Errno::EINVAL);
         }
         let (fd, h) = (p.fd(), p.handle());
@@ -611,7 +613,7 @@ impl Cm {
         } else {
             self.ucma.resolve_ip(fd, h, src.as_ref(), &dst, timeout_ms as u32)?;
         }
-        p.id.set_dst(dst.as_slice());
+        p.id.set_dst(dst.as_bytes());
         self.complete(p)
     }
 
@@ -655,8 +657,8 @@ impl Cm {
 
     pub(crate) fn query_addr(&self, p: &IdPriv) -> Result<(), Errno> {
         let a = self.ucma.query_addr(p.fd(), p.handle())?;
-        p.id.set_src(a.src.as_slice());
-        p.id.set_dst(a.dst.as_slice());
+        p.id.set_src(a.src.as_bytes());
+        p.id.set_dst(a.dst.as_bytes());
         if p.dev.lock().is_none() && a.node_guid != 0 {
             self.attach_device(p, a.node_guid, a.ibdev_index)?;
             p.id.set_port_num(a.port_num);
@@ -667,12 +669,8 @@ impl Cm {
 
     pub(crate) fn query_gid(&self, p: &IdPriv) -> Result<(), Errno> {
         let a = self.ucma.query_gid(p.fd(), p.handle())?;
-        let mut sgid = [0u8; 16];
-        let mut dgid = [0u8; 16];
-        // The GIDs are the sib_addr of the two sockaddr_ib (offset 8).
-        sgid.copy_from_slice(&a.src.bytes[8..24]);
-        dgid.copy_from_slice(&a.dst.bytes[8..24]);
-        p.id.set_gids(sgid, dgid);
+        // The GIDs are the sib_addr of the two sockaddr_ib.
+        p.id.set_gids(a.src.ib_image().sib_addr.sib_raw, a.dst.ib_image().sib_addr.sib_raw);
         Ok(())
     }
 
@@ -688,8 +686,9 @@ impl Cm {
         p.id.set_paths(&recs)?;
         p.id.set_gids(r.paths[0].sgid, r.paths[0].dgid);
         p.id.set_pkey(r.paths[0].pkey);
-        p.id.set_src(&r.src.bytes[..28]);
-        p.id.set_dst(&r.dst.bytes[..28]);
+        // sockaddr_in6-sized, whatever the family, as upstream copies them.
+        p.id.set_src(r.src.as_bytes());
+        p.id.set_dst(r.dst.as_bytes());
         if p.dev.lock().is_none() && r.node_guid != 0 {
             self.attach_device(p, r.node_guid, r.ibdev_index)?;
             p.id.set_port_num(r.port_num);
