@@ -226,6 +226,14 @@ impl SockAddr {
         read(&self.buf)
     }
 
+    /// Sets the port (network byte order) of an IPv4 or IPv6 address;
+    /// other families are left alone.
+    pub fn set_port(&mut self, port: u16) {
+        if matches!(self.family(), AF_INET | AF_INET6) && self.len() >= 4 {
+            self.buf[2..4].copy_from_slice(&port.to_ne_bytes());
+        }
+    }
+
     /// The port in network byte order, as upstream's `ucma_get_port`: for
     /// AF_IB the low 16 bits of the service id; 0 for other families and
     /// for bytes too short to hold it.

@@ -289,6 +289,25 @@ pub fn resolve_on(fd: BorrowedFd<'_>, list: &mut Vec<Rai>, h: &Hints, af_ib: boo
     apply_response(list, h, &buf, af_ib);
 }
 
+/// The process-wide connection to ibacm, made on first use (`None`: no
+/// daemon answered then).
+fn global() -> Option<&'static Mutex<Conn>> {
+    CONN.get_or_init(|| {
+        let c = connect(&rundir());
+        if c.is_none() {
+            log::debug!(target: "rdmacm", "ibacm: no daemon, route lookups skipped");
+        }
+        c.map(Mutex::new)
+    })
+    .as_ref()
+}
+
+/// Whether the process-wide ibacm connection exists (connecting on first
+/// use), i.e. whether an active lookup may get route data from it.
+pub fn daemon_connected() -> bool {
+    global().is_some()
+}
+
 /// Reads the daemon's TCP port (upstream: fscanf "%hu"; 0 = none).
 pub fn read_port_file(p: &Path) -> u16 {
     let Ok(s) = std::fs::read_to_string(p) else { return 0 };
@@ -357,14 +376,7 @@ static CONN: OnceCell<Option<Mutex<Conn>>> = OnceCell::new();
 /// call (one at a time); silently nothing, without taking a lock, when
 /// there is no daemon.
 pub fn resolve_global(list: &mut Vec<Rai>, h: &Hints, af_ib: impl FnOnce() -> bool) {
-    let conn = CONN.get_or_init(|| {
-        let c = connect(&rundir());
-        if c.is_none() {
-            log::debug!(target: "rdmacm", "ibacm: no daemon, route lookups skipped");
-        }
-        c.map(Mutex::new)
-    });
-    if let Some(c) = conn {
+    if let Some(c) = global() {
         let guard = c.lock();
         resolve_on(guard.as_fd(), list, h, af_ib());
     }

@@ -14,7 +14,9 @@
 //!    plain address translation does not need one;
 //! 3. `RAI_SA`: the IB service lookup through the kernel ([`CmBackend`]);
 //! 4. libc `getaddrinfo` for node/service, first result only, `EAI_*`
-//!    codes passed through unchanged;
+//!    codes passed through unchanged; numeric literals and a family's
+//!    wildcard or loopback address are parsed here instead, with the same
+//!    result ([`numeric`]);
 //! 5. the source address from the hints when the result has none;
 //! 6. for active (non-passive) results, route data from ibacm
 //!    ([`crate::addrinfo::acm`]), silently skipped when no daemon listens.
@@ -22,6 +24,7 @@
 #![deny(unsafe_code)]
 
 pub mod acm;
+pub mod numeric;
 use crate::abi::cma::*;
 pub use crate::abi::sockaddr::SockAddr;
 use crate::sys::netdb;
@@ -243,9 +246,13 @@ pub fn libc_hints_of(flags: c_int, family: c_int, qp_type: c_int, port_space: c_
     ai
 }
 
-/// libc getaddrinfo, first result only.
+/// libc getaddrinfo, first result only (parsed here when the answer
+/// does not need libc: [`numeric::first_result`]).
 pub fn libc_getaddrinfo(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) -> Result<netdb::AddrInfo, c_int> {
     let hints = libc_hints(h);
+    if let Some(ai) = numeric::first_result(node, service, h.null, &hints) {
+        return Ok(ai);
+    }
     match netdb::getaddrinfo(node, service, (!h.null).then_some(&hints)) {
         Ok(list) => Ok(list.first()),
         Err(code) => {
@@ -284,10 +291,19 @@ pub struct First {
 }
 
 fn first_fields(h_flags: c_int, h_family: c_int, h_qp_type: c_int, h_port_space: c_int, ai: &netdb::AddrInfo) -> First {
+    let mut f = First { flags: 0, family: 0, qp_type: 0, port_space: 0, passive: false, addr: ai.addr };
+    fill_first(h_flags, h_family, h_qp_type, h_port_space, ai.flags, ai.family, ai.socktype, ai.protocol, &mut f);
+    f
+}
+
+/// [`first_fields`] in place: `f.addr` holds libc's address and becomes
+/// the result's.
+#[allow(clippy::too_many_arguments)]
+fn fill_first(h_flags: c_int, h_family: c_int, h_qp_type: c_int, h_port_space: c_int, ai_flags: c_int, ai_family: c_int, socktype: c_int, protocol: c_int, f: &mut First) {
     let qp_type = if h_qp_type != 0 {
         h_qp_type
     } else {
-        match ai.socktype {
+        match socktype {
             libc::SOCK_STREAM => IBV_QPT_RC as c_int,
             libc::SOCK_DGRAM => IBV_QPT_UD as c_int,
             _ => 0,
@@ -296,16 +312,46 @@ fn first_fields(h_flags: c_int, h_family: c_int, h_qp_type: c_int, h_port_space:
     let port_space = if h_port_space != 0 {
         h_port_space
     } else {
-        match ai.protocol {
+        match protocol {
             libc::IPPROTO_TCP => RDMA_PS_TCP as c_int,
             libc::IPPROTO_UDP => RDMA_PS_UDP as c_int,
             _ => 0,
         }
     };
     let to_ib = h_flags & RAI_FAMILY != 0 && h_family == AF_IB && h_flags & RAI_NUMERICHOST != 0;
-    let (family, addr) = if to_ib { (AF_IB, to_sockaddr_ib(port_space, &ai.addr)) } else { (ai.family, ai.addr) };
-    let passive = ai.flags & libc::AI_PASSIVE != 0;
-    First { flags: if passive { RAI_PASSIVE } else { 0 }, family, qp_type, port_space, passive, addr }
+    f.family = if to_ib {
+        f.addr = to_sockaddr_ib(port_space, &f.addr);
+        AF_IB
+    } else {
+        ai_family
+    };
+    f.passive = ai_flags & libc::AI_PASSIVE != 0;
+    f.flags = if f.passive { RAI_PASSIVE } else { 0 };
+    f.qp_type = qp_type;
+    f.port_space = port_space;
+}
+
+/// rdma_getaddrinfo's whole answer when it is one node that needs no
+/// name service: a numeric (or absent) node and a numeric service
+/// ([`numeric::first_result`]) under hints without addresses or route,
+/// and no ibacm route data to add (a passive lookup, or no ibacm daemon).
+/// `None`: take the general path ([`getaddrinfo`]), which gives the same
+/// answer when this one has one.
+pub fn getaddrinfo_numeric(node: Option<&CStr>, service: Option<&CStr>, flags: c_int, family: c_int, qp_type: c_int, port_space: c_int, out: &mut First) -> Option<Result<(), GaiError>> {
+    if flags & RAI_SA != 0 || (node.is_none() && service.is_none()) {
+        return None;
+    }
+    let ai = libc_hints_of(flags, family, qp_type, port_space);
+    let (socktype, protocol) = numeric::first_into(node, service, false, &ai, &mut out.addr)?;
+    if let Err(e) = check_abi() {
+        return Some(Err(e.into()));
+    }
+    let ai_family = out.addr.family();
+    fill_first(flags, family, qp_type, port_space, ai.flags, ai_family, socktype, protocol, out);
+    if !out.passive && acm::daemon_connected() {
+        return None;
+    }
+    Some(Ok(()))
 }
 
 /// Where ibacm is reached.

@@ -161,6 +161,35 @@ pub fn to_c_list(list: &[Rai]) -> Result<*mut rdma_addrinfo, Errno> {
     Ok(std::mem::replace(&mut chain.0, std::ptr::null_mut()))
 }
 
+/// The one-node chain of a numeric lookup ([`crate::addrinfo::First`]):
+/// the node and its address, two mallocs.
+fn first_to_c(f: &crate::addrinfo::First) -> Result<*mut rdma_addrinfo, Errno> {
+    let addr = malloc_copy(f.addr.as_bytes())?.cast::<libc::sockaddr>();
+    let len = f.addr.len() as libc::socklen_t;
+    let (src, dst) = if f.passive { (addr, std::ptr::null_mut()) } else { (std::ptr::null_mut(), addr) };
+    malloc_node(rdma_addrinfo {
+        ai_flags: f.flags,
+        ai_family: f.family,
+        ai_qp_type: f.qp_type,
+        ai_port_space: f.port_space,
+        ai_src_len: if f.passive { len } else { 0 },
+        ai_dst_len: if f.passive { 0 } else { len },
+        ai_src_addr: src,
+        ai_dst_addr: dst,
+        ai_src_canonname: std::ptr::null_mut(),
+        ai_dst_canonname: std::ptr::null_mut(),
+        ai_route_len: 0,
+        ai_route: std::ptr::null_mut(),
+        ai_connect_len: 0,
+        ai_connect: std::ptr::null_mut(),
+        ai_next: std::ptr::null_mut(),
+    })
+    .inspect_err(|_| {
+        // SAFETY: addr was malloc'd above and is not referenced elsewhere.
+        unsafe { libc::free(addr.cast()) }
+    })
+}
+
 /// free(p), skipping the call for the many NULL members of a node.
 ///
 /// # Safety
@@ -222,10 +251,7 @@ pub unsafe extern "C" fn rdma_getaddrinfo(
                 (!service.is_null()).then(|| CStr::from_ptr(service)),
             )
         };
-        // SAFETY: hints is NULL or a readable rdma_addrinfo whose address
-        // and route pointers are readable for their lengths.
-        let h = unsafe { hints_from_c(hints) }?;
-        if node.is_none() && service.is_none() && h.null {
+        if node.is_none() && service.is_none() && hints.is_null() {
             return Err(Errno::EINVAL);
         }
         if res.is_null() {
@@ -233,6 +259,28 @@ pub unsafe extern "C" fn rdma_getaddrinfo(
             log::debug!(target: "rdmacm", "rdma_getaddrinfo: res is NULL (EINVAL)");
             return Err(Errno::EINVAL);
         }
+        // Numeric lookups under hints without addresses or route: one node
+        // built straight into C memory.
+        // SAFETY: hints is NULL or a readable rdma_addrinfo.
+        if let Some(hr) = unsafe { hints.as_ref() } {
+            if hr.ai_src_len == 0 && hr.ai_dst_len == 0 && hr.ai_route_len == 0 {
+                let mut f = ai::First { flags: 0, family: 0, qp_type: 0, port_space: 0, passive: false, addr: crate::abi::sockaddr::SockAddr::EMPTY };
+                match ai::getaddrinfo_numeric(node, service, hr.ai_flags, hr.ai_family, hr.ai_qp_type, hr.ai_port_space, &mut f) {
+                    Some(Ok(())) => {
+                        let head = first_to_c(&f)?;
+                        // SAFETY: res is non-NULL and writable (C contract).
+                        unsafe { *res = head };
+                        return Ok(0);
+                    }
+                    Some(Err(GaiError::Sys(e))) => return Err(e),
+                    Some(Err(GaiError::Eai(code))) => return Ok(code),
+                    None => {}
+                }
+            }
+        }
+        // SAFETY: hints is NULL or a readable rdma_addrinfo whose address
+        // and route pointers are readable for their lengths.
+        let h = unsafe { hints_from_c(hints) }?;
         match ai::getaddrinfo(node, service, &h, &crate::cma::ai::CmaBackend) {
             Ok(list) => {
                 let head = to_c_list(&list)?;
