@@ -35,7 +35,7 @@ const PENDING: &[(&str, &str)] = &[];
 /// Domain modules (top-level or deeper) whose files must deny unsafe code.
 const SAFE: &[&str] = &[
     "gid", "addrinfo", "addrinfo::acm", "addrinfo::numeric", "rsocket", "rsocket::epoll", "cma", "cma::ai", "cma::api", "cma::conn",
-    "cma::conn::mcast", "cma::conn::qp", "cma::device", "cma::events", "cma::gid_env",
+    "cma::conn::mcast", "cma::conn::qp", "cma::device", "cma::events", "cma::gid_env", "cma::registry",
 ];
 
 fn layer_of(module: &[String]) -> Option<u8> {

@@ -31,8 +31,9 @@ use std::ffi::{c_int, CStr};
 pub struct AiSlot {
     /// A translation was started and not yet handed over (or failed).
     pub resolving: bool,
-    /// The finished translation, until `rdma_query_addrinfo` takes it.
-    pub resolved: Option<Vec<Rai>>,
+    /// The finished translation, until `rdma_query_addrinfo` takes it
+    /// (boxed: most ids never have one).
+    pub resolved: Option<Box<Vec<Rai>>>,
 }
 
 /// The errno for a libc `getaddrinfo` failure (`EAI_*`).
@@ -148,7 +149,7 @@ impl Cm {
                 eai_errno(code)
             }
         })?;
-        p.ai.lock().resolved = Some(list);
+        p.ai.lock().resolved = Some(Box::new(list));
         if let Err(e) = self.ucma.write_cm_event(p.fd(), p.handle(), RDMA_CM_EVENT_INTERNAL, 0, u64::from(RDMA_CM_EVENT_ADDRINFO_RESOLVED)) {
             p.ai.lock().resolved = None;
             return Err(e);
@@ -163,7 +164,7 @@ impl Cm {
             return Err(Errno::ENOENT);
         }
         ai.resolving = false;
-        ai.resolved.take().ok_or(Errno::ENOENT)
+        ai.resolved.take().map(|l| *l).ok_or(Errno::ENOENT)
     }
 
     /// The library's part of an ADDRINFO_RESOLVED event: nothing for a DNS
@@ -179,7 +180,7 @@ impl Cm {
         });
         let mut ai = p.ai.lock();
         match got {
-            Ok(list) => ai.resolved = Some(list),
+            Ok(list) => ai.resolved = Some(Box::new(list)),
             Err(e) => {
                 log::debug!(target: "rdmacm", "IB service resolved, but reading the records failed: {e}");
                 evt.event.0.event = RDMA_CM_EVENT_ADDRINFO_ERROR;

@@ -31,6 +31,7 @@ pub mod events;
 pub mod gid_env;
 pub mod objects;
 pub mod public;
+pub mod registry;
 
 
 use crate::abi::cma::*;
@@ -43,7 +44,7 @@ use parking_lot::{Condvar, Mutex};
 use public::{PubEvent, PubId};
 use crate::abi::sockaddr::SockAddr;
 use crate::sys::ucma::{self as proto, Kernel, Ucma};
-use std::collections::HashMap;
+use registry::Live;
 use std::ffi::c_void;
 use std::ptr::{self, null_mut};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -60,20 +61,11 @@ pub struct Cm {
     /// The device list (also the lock upstream calls `mut`).
     pub devices: Mutex<Devices>,
     /// Every live channel, id, unacked event and multicast membership of
-    /// this instance, by the address C (or the kernel) knows it by.
-    live: Mutex<Live>,
+    /// this instance, by the address C (or the kernel) knows it by
+    /// (sharded: independent ids take different locks).
+    live: Live,
 }
 
-#[derive(Default)]
-struct Live {
-    channels: HashMap<usize, Arc<Channel>>,
-    ids: HashMap<usize, Arc<IdPriv>>,
-    /// Kernel id handle -> id address, for events without a uid.
-    handles: HashMap<u32, usize>,
-    events: HashMap<usize, Box<EventPriv>>,
-    /// Membership address (the uid of its kernel events) -> membership.
-    mcs: HashMap<usize, Arc<Mc>>,
-}
 
 static GLOBAL: Lazy<Cm> = Lazy::new(|| Cm::new(Box::new(Kernel::default()), Box::new(SysVerbs::default())));
 
@@ -134,7 +126,9 @@ pub struct ConnState {
     pub local_ece: (u32, u32),
     pub remote_ece: (u32, u32),
     /// The QP attributes a passive endpoint creates each request's QP with.
-    pub qp_init_attr: Option<objects::Vouched<crate::sys::verbs::QpInitAttr>>,
+    /// (Boxed: only passive endpoints have one; it would otherwise make
+    /// every id larger.)
+    pub qp_init_attr: Option<Box<objects::Vouched<crate::sys::verbs::QpInitAttr>>>,
 }
 
 /// The private state of an id (upstream's `struct cma_id_private`); `id`
@@ -320,44 +314,44 @@ impl Cm {
             inited: AtomicBool::new(false),
             af_ib: AtomicBool::new(false),
             devices: Mutex::new(Devices::default()),
-            live: Mutex::new(Live::default()),
+            live: Live::default(),
         }
     }
 
     /// The live channel of this instance C knows by `p`, or EINVAL.
     pub fn channel(&self, p: *const rdma_event_channel) -> Result<Arc<Channel>, Errno> {
-        self.live.lock().channels.get(&(p as usize)).cloned().ok_or(Errno::EINVAL)
+        self.live.channels.get(&(p as usize)).ok_or(Errno::EINVAL)
     }
 
     /// The live id of this instance C knows by `p`, or EINVAL.  The clone
     /// keeps the id's memory valid while the caller holds it.
     pub fn id(&self, p: *const rdma_cm_id) -> Result<Arc<IdPriv>, Errno> {
-        self.live.lock().ids.get(&(p as usize)).cloned().ok_or(Errno::EINVAL)
+        self.live.ids.get(&(p as usize)).ok_or(Errno::EINVAL)
     }
 
     /// The connection parameters of an unacked event of this instance (a
     /// synchronous call's parked event, `id->event`) and a copy of its
     /// private data; None for an event that is not ours or not live.
     pub fn event_conn(&self, p: *const rdma_cm_event) -> Option<(rdma_conn_param, Vec<u8>)> {
-        let live = self.live.lock();
-        let e = live.events.get(&(p as usize))?;
-        let c = e.event.conn();
-        let n = (c.private_data_len as usize).min(e.private_data.len());
-        let data = if c.private_data.is_null() { Vec::new() } else { e.private_data[..n].to_vec() };
-        Some((c, data))
+        self.live.events.with(&(p as usize), |e| {
+            let c = e.event.conn();
+            let n = (c.private_data_len as usize).min(e.private_data.len());
+            let data = if c.private_data.is_null() { Vec::new() } else { e.private_data[..n].to_vec() };
+            (c, data)
+        })
     }
 
     /// Whether `p` is an event of this instance not acked yet.
     pub fn event_is_live(&self, p: *const rdma_cm_event) -> bool {
-        self.live.lock().events.contains_key(&(p as usize))
+        self.live.events.contains(&(p as usize))
     }
 
     /// Registers an id (and its kernel handle), so that the C boundary
     /// and the event loop find it.
     fn register_id(&self, p: &Arc<IdPriv>) {
-        let mut live = self.live.lock();
-        live.handles.insert(p.handle(), p.raw() as usize);
-        live.ids.insert(p.raw() as usize, p.clone());
+        // The id first: a handle found leads to a live id (see Live).
+        self.live.ids.insert(p.raw() as usize, p.clone());
+        self.live.handles.insert(p.handle(), p.raw() as usize);
     }
 
     /// Whether the AF_IB-capable command family is in use (after init).
@@ -410,7 +404,7 @@ impl Cm {
     fn open_channel(&'static self) -> Result<Arc<Channel>, Errno> {
         let fd = self.ucma.open()?;
         let ch = Arc::new(Channel { ch: rdma_event_channel { fd }, cm: self });
-        self.live.lock().channels.insert(ch.raw() as usize, ch.clone());
+        self.live.channels.insert(ch.raw() as usize, ch.clone());
         Ok(ch)
     }
 
@@ -423,7 +417,7 @@ impl Cm {
     /// `rdma_destroy_event_channel`: unregisters the channel and closes
     /// its fd (the memory goes with the last reference).
     pub fn destroy_channel(&self, ch: &Channel) {
-        if self.live.lock().channels.remove(&(ch.raw() as usize)).is_some() {
+        if self.live.channels.remove(&(ch.raw() as usize)).is_some() {
             self.ucma.close(ch.fd());
         }
     }
@@ -487,17 +481,13 @@ impl Cm {
     /// the last `Arc`.
     fn free_id(&self, p: &Arc<IdPriv>) {
         let mcs: Vec<Arc<Mc>> = std::mem::take(&mut *p.mcs.lock());
-        {
-            let mut live = self.live.lock();
-            live.ids.remove(&(p.raw() as usize));
-            if live.handles.get(&p.handle()) == Some(&(p.raw() as usize)) {
-                live.handles.remove(&p.handle());
-            }
-            // Memberships left in place are released with the id, as the
-            // kernel drops them too.
-            for mc in &mcs {
-                live.mcs.remove(&(Arc::as_ptr(mc) as usize));
-            }
+        // The handle first (see Live).
+        self.live.handles.remove_if_eq(&p.handle(), &(p.raw() as usize));
+        self.live.ids.remove(&(p.raw() as usize));
+        // Memberships left in place are released with the id, as the
+        // kernel drops them too.
+        for mc in &mcs {
+            self.live.mcs.remove(&(Arc::as_ptr(mc) as usize));
         }
         if let Some(d) = p.dev.lock().take() {
             self.devices.lock().put(&*self.verbs, d.key);
@@ -737,24 +727,23 @@ impl Cm {
     /// The live id the kernel reports by `uid` (its address) or, for old
     /// kernels' uid 0, by handle.
     fn reported_id(&self, uid: u64, handle: u32) -> Option<Arc<IdPriv>> {
-        let live = self.live.lock();
-        let key = if uid != 0 { uid as usize } else { *live.handles.get(&handle)? };
-        live.ids.get(&key).cloned()
+        let key = if uid != 0 { uid as usize } else { self.live.handles.get(&handle)? };
+        self.live.ids.get(&key)
     }
 
     /// The live membership the kernel reports by `uid` (its address).
     fn reported_mc(&self, uid: u64) -> Option<Arc<Mc>> {
-        self.live.lock().mcs.get(&(uid as usize)).cloned()
+        self.live.mcs.get(&(uid as usize))
     }
 
     /// Registers a membership so that its events find it.
     pub(crate) fn register_mc(&self, mc: &Arc<Mc>) {
-        self.live.lock().mcs.insert(Arc::as_ptr(mc) as usize, mc.clone());
+        self.live.mcs.insert(Arc::as_ptr(mc) as usize, mc.clone());
     }
 
     /// Unregisters a membership.
     pub(crate) fn unregister_mc(&self, mc: &Arc<Mc>) {
-        self.live.lock().mcs.remove(&(Arc::as_ptr(mc) as usize));
+        self.live.mcs.remove(&(Arc::as_ptr(mc) as usize));
     }
 }
 
@@ -888,7 +877,7 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
             continue;
         }
         let got = Got { ptr: &evt.event.0 as *const rdma_cm_event as *mut rdma_cm_event, event: evt.event.0.event, status: evt.event.0.status, id: evt.event.0.id };
-        cm.live.lock().events.insert(got.ptr as usize, evt);
+        cm.live.events.insert(got.ptr as usize, evt);
         return Ok(got);
     }
 }
@@ -897,7 +886,7 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
 /// Returns false, touching nothing, when `ev` is not an unacked event of
 /// `cm` (a double ack, or an event the caller already released).
 pub fn ack_event(cm: &Cm, ev: *mut rdma_cm_event) -> bool {
-    let Some(evt) = cm.live.lock().events.remove(&(ev as usize)) else { return false };
+    let Some(evt) = cm.live.events.remove(&(ev as usize)) else { return false };
     if let Some(mc) = &evt.mc {
         mc.acks.add();
     }

@@ -2,6 +2,7 @@
 //! The CM core against test doubles of the kernel and of libibverbs.
 #![allow(unsafe_code)]
 
+use std::collections::HashMap;
 use super::device::fake::FakeVerbs;
 use super::device::DevEntry;
 use crate::sys::ucma::{AddrInfo, RouteInfo, SockAddr, Ucma};

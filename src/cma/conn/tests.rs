@@ -536,7 +536,7 @@ fn endpoints_bind_or_resolve_synchronously() {
         let p = create_ep(cm, &ep(&ai), Vouched::new(0x40 as *mut ibv_pd), Some(&mut attr)).unwrap();
         assert!(p.sync.load(Ordering::Acquire));
         assert_eq!((*p.raw()).pd as usize, 0x40, "the caller's PD");
-        let kept = *p.conn.lock().qp_init_attr.unwrap().get();
+        let kept = *p.conn.lock().qp_init_attr.as_deref().unwrap().get();
         assert_eq!((kept.cap.max_send_wr, kept.qp_type), (3, IBV_QPT_RC), "the QP type of the addrinfo");
         destroy_ep(cm, &p);
         assert!(cm.id(p.raw()).is_err());
