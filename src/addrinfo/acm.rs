@@ -25,7 +25,7 @@
 
 #![deny(unsafe_code)]
 
-use crate::addrinfo::{sid_for, sib_bytes, Hints, Rai, IB_CONNECT_HDR_LEN, RAI_ROUTEONLY};
+use crate::addrinfo::{sid_for, Hints, Rai, SockAddr, IB_CONNECT_HDR_LEN, RAI_ROUTEONLY};
 use crate::abi::cma::*;
 use crate::sys::unix as sys;
 use libc::{AF_INET, AF_INET6};
@@ -75,12 +75,17 @@ fn bytes_at<const N: usize>(a: &[u8], off: usize) -> [u8; N] {
     out
 }
 
-fn is_inet(a: Option<&Vec<u8>>) -> bool {
-    a.is_some_and(|a| !a.is_empty() && matches!(family(a), AF_INET | AF_INET6))
+fn is_inet(a: Option<&SockAddr>) -> bool {
+    a.is_some_and(|a| !a.is_empty() && matches!(a.family(), AF_INET | AF_INET6))
 }
 
-fn is_ib(a: Option<&Vec<u8>>) -> bool {
-    a.is_some_and(|a| !a.is_empty() && family(a) == AF_IB)
+fn is_ib(a: Option<&SockAddr>) -> bool {
+    a.is_some_and(|a| !a.is_empty() && a.family() == AF_IB)
+}
+
+/// An address's bytes (none for no address).
+fn bytes(a: &Option<SockAddr>) -> &[u8] {
+    a.as_ref().map_or(&[], SockAddr::as_bytes)
 }
 
 /// Writes an address endpoint (IPv4 or, for any other family, IPv6).
@@ -109,7 +114,7 @@ pub fn build_request(rai: &Rai, h: &Hints) -> Vec<u8> {
         let r = entry(&mut n);
         let e = &mut msg[r];
         e[0..4].copy_from_slice(&ACM_EP_FLAG_SOURCE.to_ne_bytes());
-        put_ep_addr(e, rai.src.as_deref().unwrap_or_default());
+        put_ep_addr(e, bytes(&rai.src));
     }
     if is_inet(rai.dst.as_ref()) {
         let r = entry(&mut n);
@@ -119,7 +124,7 @@ pub fn build_request(rai: &Rai, h: &Hints) -> Vec<u8> {
             flags |= ACM_FLAGS_NODELAY;
         }
         e[0..4].copy_from_slice(&flags.to_ne_bytes());
-        put_ep_addr(e, rai.dst.as_deref().unwrap_or_default());
+        put_ep_addr(e, bytes(&rai.dst));
     }
     let src_ib = is_ib(rai.src.as_ref());
     let dst_ib = is_ib(rai.dst.as_ref());
@@ -137,10 +142,10 @@ pub fn build_request(rai: &Rai, h: &Hints) -> Vec<u8> {
         }
         // ibv_path_record: dgid at 8, sgid at 24; sockaddr_ib: gid at 8.
         if src_ib {
-            e[8 + 24..8 + 40].copy_from_slice(&bytes_at::<16>(rai.src.as_deref().unwrap_or_default(), 8));
+            e[8 + 24..8 + 40].copy_from_slice(&bytes_at::<16>(bytes(&rai.src), 8));
         }
         if dst_ib {
-            e[8 + 8..8 + 24].copy_from_slice(&bytes_at::<16>(rai.dst.as_deref().unwrap_or_default(), 8));
+            e[8 + 8..8 + 24].copy_from_slice(&bytes_at::<16>(bytes(&rai.dst), 8));
         }
         e[4..6].copy_from_slice(&ACM_EP_INFO_PATH.to_ne_bytes());
     }
@@ -177,16 +182,10 @@ pub fn save_response(rai: &mut Rai, resp: &[u8]) {
                 paths += 1;
             }
             ACM_EP_INFO_ADDRESS_IP if flags & ACM_EP_FLAG_SOURCE != 0 && rai.src_len() == 0 => {
-                let mut sin = vec![0u8; std::mem::size_of::<libc::sockaddr_in>()];
-                sin[0..2].copy_from_slice(&(AF_INET as u16).to_ne_bytes());
-                sin[4..8].copy_from_slice(&msg[off + 8..off + 12]);
-                rai.src = Some(sin);
+                rai.src = Some(SockAddr::v4(u32::from_ne_bytes(bytes_at::<4>(&msg, off + 8))));
             }
             ACM_EP_INFO_ADDRESS_IP6 if flags & ACM_EP_FLAG_SOURCE != 0 && rai.src_len() == 0 => {
-                let mut sin6 = vec![0u8; std::mem::size_of::<libc::sockaddr_in6>()];
-                sin6[0..2].copy_from_slice(&(AF_INET6 as u16).to_ne_bytes());
-                sin6[8..24].copy_from_slice(&msg[off + 8..off + 24]);
-                rai.src = Some(sin6);
+                rai.src = Some(SockAddr::v6(bytes_at::<16>(&msg, off + 8), 0));
             }
             _ => {}
         }
@@ -206,8 +205,8 @@ fn connect_hdr(rai: &Rai) -> Option<Vec<u8>> {
         return None;
     }
     let mut hdr = vec![0u8; IB_CONNECT_HDR_LEN];
-    let src = rai.src.as_deref().unwrap_or_default();
-    let dst = rai.dst.as_deref().unwrap_or_default();
+    let src = bytes(&rai.src);
+    let dst = bytes(&rai.dst);
     if rai.family == AF_INET {
         hdr[1] = 4 << 4;
         hdr[16..20].copy_from_slice(&bytes_at::<4>(src, 4));
@@ -227,9 +226,9 @@ pub fn af_ib_entry(rai: &Rai) -> Rai {
     let pkey = u16::from_ne_bytes([path[50], path[51]]);
     let flh = u32::from_be_bytes(bytes_at::<4>(&path, 44));
     let flow = (flh >> 8).to_be();
-    let mk = |gid: [u8; 16], addr: Option<&[u8]>| {
+    let mk = |gid: [u8; 16], addr: Option<&SockAddr>| {
         let (sid, mask) = sid_for(rai.port_space, addr);
-        sib_bytes(&sockaddr_ib {
+        SockAddr::from_ib(&sockaddr_ib {
             sib_family: AF_IB as u16,
             sib_pkey: pkey,
             sib_flowinfo: flow,
@@ -247,8 +246,8 @@ pub fn af_ib_entry(rai: &Rai) -> Rai {
         src_canonname: rai.src_canonname.clone(),
         dst_canonname: rai.dst_canonname.clone(),
         connect: connect_hdr(rai),
-        src: Some(mk(bytes_at::<16>(&path, 24), rai.src.as_deref())),
-        dst: Some(mk(bytes_at::<16>(&path, 8), rai.dst.as_deref())),
+        src: Some(mk(bytes_at::<16>(&path, 24), rai.src.as_ref())),
+        dst: Some(mk(bytes_at::<16>(&path, 8), rai.dst.as_ref())),
         route: Some(route),
     }
 }
@@ -288,6 +287,25 @@ pub fn resolve_on(fd: BorrowedFd<'_>, list: &mut Vec<Rai>, h: &Hints, af_ib: boo
         }
     }
     apply_response(list, h, &buf, af_ib);
+}
+
+/// The process-wide connection to ibacm, made on first use (`None`: no
+/// daemon answered then).
+fn global() -> Option<&'static Mutex<Conn>> {
+    CONN.get_or_init(|| {
+        let c = connect(&rundir());
+        if c.is_none() {
+            log::debug!(target: "rdmacm", "ibacm: no daemon, route lookups skipped");
+        }
+        c.map(Mutex::new)
+    })
+    .as_ref()
+}
+
+/// Whether the process-wide ibacm connection exists (connecting on first
+/// use), i.e. whether an active lookup may get route data from it.
+pub fn daemon_connected() -> bool {
+    global().is_some()
 }
 
 /// Reads the daemon's TCP port (upstream: fscanf "%hu"; 0 = none).
@@ -358,14 +376,7 @@ static CONN: OnceCell<Option<Mutex<Conn>>> = OnceCell::new();
 /// call (one at a time); silently nothing, without taking a lock, when
 /// there is no daemon.
 pub fn resolve_global(list: &mut Vec<Rai>, h: &Hints, af_ib: impl FnOnce() -> bool) {
-    let conn = CONN.get_or_init(|| {
-        let c = connect(&rundir());
-        if c.is_none() {
-            log::debug!(target: "rdmacm", "ibacm: no daemon, route lookups skipped");
-        }
-        c.map(Mutex::new)
-    });
-    if let Some(c) = conn {
+    if let Some(c) = global() {
         let guard = c.lock();
         resolve_on(guard.as_fd(), list, h, af_ib());
     }
@@ -378,12 +389,12 @@ mod tests {
     use std::io::{Read, Write};
     use std::os::unix::net::UnixListener;
 
-    fn sin(a: [u8; 4], port: u16) -> Vec<u8> {
+    fn sin(a: [u8; 4], port: u16) -> SockAddr {
         let mut v = vec![0u8; 16];
         v[0..2].copy_from_slice(&(AF_INET as u16).to_ne_bytes());
         v[2..4].copy_from_slice(&port.to_be_bytes());
         v[4..8].copy_from_slice(&a);
-        v
+        SockAddr::from_bytes(&v).unwrap()
     }
 
     /// A path record entry with recognisable gids, pkey and flow label.
@@ -483,8 +494,8 @@ mod tests {
         assert_eq!(ib.connect.as_ref().unwrap()[1], 0x40);
         assert_eq!(&ib.connect.as_ref().unwrap()[16..20], &[192, 0, 2, 1]);
         assert_eq!(&ib.connect.as_ref().unwrap()[32..36], &[192, 0, 2, 2]);
-        let s = crate::addrinfo::sib_from_bytes(ib.src.as_ref().unwrap());
-        let d = crate::addrinfo::sib_from_bytes(ib.dst.as_ref().unwrap());
+        let s = ib.src.as_ref().unwrap().as_ib().unwrap();
+        let d = ib.dst.as_ref().unwrap().as_ib().unwrap();
         assert_eq!(s.sib_addr.sib_raw[15], 1);
         assert_eq!(d.sib_addr.sib_raw[15], 2);
         assert_eq!(u32::from_be(d.sib_flowinfo), 0x123);
@@ -536,8 +547,7 @@ mod tests {
         let fd = connect(&dir).expect("tcp connect");
         assert!(matches!(fd, Conn::Tcp(_)));
         let h = Hints { flags: RAI_NUMERICHOST, qp_type: IBV_QPT_RC as c_int, ..Default::default() };
-        let mut hints_src = sin([192, 0, 2, 1], 0);
-        hints_src.truncate(16);
+        let hints_src = sin([192, 0, 2, 1], 0);
         let h = Hints { src: Some(hints_src), ..h };
         let list = getaddrinfo_with(Some(c"2001:db8::2"), Some(c"7471"), &h, &AfIb, AcmTarget::Conn(fd.as_fd())).unwrap();
         let req = srv.join().unwrap();

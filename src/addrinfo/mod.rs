@@ -14,7 +14,9 @@
 //!    plain address translation does not need one;
 //! 3. `RAI_SA`: the IB service lookup through the kernel ([`CmBackend`]);
 //! 4. libc `getaddrinfo` for node/service, first result only, `EAI_*`
-//!    codes passed through unchanged;
+//!    codes passed through unchanged; numeric literals and a family's
+//!    wildcard or loopback address are parsed here instead, with the same
+//!    result ([`numeric`]);
 //! 5. the source address from the hints when the result has none;
 //! 6. for active (non-passive) results, route data from ibacm
 //!    ([`crate::addrinfo::acm`]), silently skipped when no daemon listens.
@@ -22,9 +24,11 @@
 #![deny(unsafe_code)]
 
 pub mod acm;
+pub mod numeric;
 use crate::abi::cma::*;
+pub use crate::abi::sockaddr::SockAddr;
 use crate::sys::netdb;
-use libc::{AF_INET, AF_INET6, AF_UNSPEC};
+
 use nix::errno::Errno;
 use once_cell::sync::OnceCell;
 use std::ffi::{c_int, CStr, CString};
@@ -54,16 +58,16 @@ impl From<Errno> for GaiError {
     }
 }
 
-/// One `struct rdma_addrinfo` node as a Rust value.  Addresses are kept as
-/// the raw bytes of the socket address (their length is `ai_*_len`).
+/// One `struct rdma_addrinfo` node as a Rust value.  Addresses keep the
+/// length they have in C (`ai_*_len`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Rai {
     pub flags: c_int,
     pub family: c_int,
     pub qp_type: c_int,
     pub port_space: c_int,
-    pub src: Option<Vec<u8>>,
-    pub dst: Option<Vec<u8>>,
+    pub src: Option<SockAddr>,
+    pub dst: Option<SockAddr>,
     pub src_canonname: Option<CString>,
     pub dst_canonname: Option<CString>,
     /// `Some(empty)` is a non-NULL pointer with length 0 (what upstream's
@@ -74,10 +78,10 @@ pub struct Rai {
 
 impl Rai {
     pub fn src_len(&self) -> usize {
-        self.src.as_ref().map_or(0, Vec::len)
+        self.src.as_ref().map_or(0, SockAddr::len)
     }
     pub fn dst_len(&self) -> usize {
-        self.dst.as_ref().map_or(0, Vec::len)
+        self.dst.as_ref().map_or(0, SockAddr::len)
     }
     pub fn route_len(&self) -> usize {
         self.route.as_ref().map_or(0, Vec::len)
@@ -94,8 +98,8 @@ pub struct Hints {
     pub family: c_int,
     pub qp_type: c_int,
     pub port_space: c_int,
-    pub src: Option<Vec<u8>>,
-    pub dst: Option<Vec<u8>>,
+    pub src: Option<SockAddr>,
+    pub dst: Option<SockAddr>,
     pub route: Option<Vec<u8>>,
     /// The caller gave a length with a NULL address (upstream would
     /// dereference NULL; we fail with EINVAL where it would crash).
@@ -160,34 +164,10 @@ fn check_abi() -> Result<(), Errno> {
 }
 
 
-/// The port of a raw socket address in network order (upstream's
-/// `ucma_get_port`), 0 for other families or short buffers.
-pub fn port_of_bytes(a: &[u8]) -> u16 {
-    if a.len() < 2 {
-        return 0;
-    }
-    match u16::from_ne_bytes([a[0], a[1]]) as c_int {
-        AF_INET | AF_INET6 if a.len() >= 4 => u16::from_ne_bytes([a[2], a[3]]),
-        AF_IB if a.len() >= 32 => {
-            let sid = u64::from_be_bytes(a[24..32].try_into().unwrap_or([0; 8]));
-            (sid as u16).to_be()
-        }
-        _ => 0,
-    }
-}
-
-fn family_of(a: &[u8]) -> c_int {
-    if a.len() < 2 {
-        AF_UNSPEC
-    } else {
-        u16::from_ne_bytes([a[0], a[1]]) as c_int
-    }
-}
-
 /// Service id and mask (big-endian) for port space `ps` and the port of
 /// `addr` (upstream's `ucma_set_sid`).
-pub fn sid_for(ps: c_int, addr: Option<&[u8]>) -> (u64, u64) {
-    let port = addr.map_or(0, port_of_bytes);
+pub fn sid_for(ps: c_int, addr: Option<&SockAddr>) -> (u64, u64) {
+    let port = addr.map_or(0, SockAddr::port);
     let ps = u64::from(ps as u32);
     let sid = ((ps << 16).wrapping_add(u64::from(u16::from_be(port)))).to_be();
     let mut mask = 0u64;
@@ -200,89 +180,56 @@ pub fn sid_for(ps: c_int, addr: Option<&[u8]>) -> (u64, u64) {
     (sid, mask)
 }
 
-/// Size of `struct sockaddr_ib`.
-pub const SIB_LEN: usize = std::mem::size_of::<sockaddr_ib>();
-const _: () = assert!(SIB_LEN == 48);
-
-/// The bytes of a `sockaddr_ib`, as it lies in memory (its fields are
-/// kept in the byte order they have there, so each is copied natively).
-pub fn sib_bytes(s: &sockaddr_ib) -> Vec<u8> {
-    let mut b = Vec::with_capacity(SIB_LEN);
-    b.extend_from_slice(&s.sib_family.to_ne_bytes());
-    b.extend_from_slice(&s.sib_pkey.to_ne_bytes());
-    b.extend_from_slice(&s.sib_flowinfo.to_ne_bytes());
-    b.extend_from_slice(&s.sib_addr.sib_raw);
-    b.extend_from_slice(&s.sib_sid.to_ne_bytes());
-    b.extend_from_slice(&s.sib_sid_mask.to_ne_bytes());
-    b.extend_from_slice(&s.sib_scope_id.to_ne_bytes());
-    b
-}
-
-/// The `sockaddr_ib` whose memory image starts `b` (zero past its end):
-/// the inverse of [`sib_bytes`].
-pub fn sib_from_bytes(b: &[u8]) -> sockaddr_ib {
-    let mut m = [0u8; SIB_LEN];
-    let n = b.len().min(SIB_LEN);
-    m[..n].copy_from_slice(&b[..n]);
-    let u16_at = |o: usize| u16::from_ne_bytes([m[o], m[o + 1]]);
-    let u32_at = |o: usize| u32::from_ne_bytes([m[o], m[o + 1], m[o + 2], m[o + 3]]);
-    let u64_at = |o: usize| u64::from_ne_bytes(std::array::from_fn(|i| m[o + i]));
-    sockaddr_ib {
-        sib_family: u16_at(0),
-        sib_pkey: u16_at(2),
-        sib_flowinfo: u32_at(4),
-        sib_addr: ib_addr { sib_raw: std::array::from_fn(|i| m[8 + i]) },
-        sib_sid: u64_at(24),
-        sib_sid_mask: u64_at(32),
-        sib_scope_id: u64_at(40),
-    }
-}
-
 /// Converts the libc result address to `sockaddr_ib` (RAI_FAMILY +
 /// AF_IB + RAI_NUMERICHOST).  From an IPv6 address: pkey 0xffff, flow
 /// info, GID = the IPv6 address, service id from the port space and port,
 /// scope id kept.  From an IPv4 address (where upstream reads past the
 /// end of a `sockaddr_in`): the GID is the IPv4-mapped IPv6 address
 /// `::ffff:a.b.c.d`, flow info and scope id 0, service id as for IPv6.
-pub fn to_sockaddr_ib(ps: c_int, a: &[u8]) -> Vec<u8> {
+pub fn to_sockaddr_ib(ps: c_int, a: &SockAddr) -> SockAddr {
     let mut s = sockaddr_ib { sib_family: AF_IB as u16, sib_pkey: 0xffffu16.to_be(), ..Default::default() };
-    match family_of(a) {
-        AF_INET6 if a.len() >= 28 => {
-            s.sib_flowinfo = u32::from_ne_bytes(a[4..8].try_into().unwrap_or([0; 4]));
-            s.sib_addr.sib_raw.copy_from_slice(&a[8..24]);
-            s.sib_scope_id = u64::from(u32::from_ne_bytes(a[24..28].try_into().unwrap_or([0; 4])));
+    match (a.as_v6(), a.as_v4()) {
+        (Some(v6), _) if a.len() >= 28 => {
+            s.sib_flowinfo = v6.sin6_flowinfo;
+            s.sib_addr.sib_raw = v6.sin6_addr.s6_addr;
+            s.sib_scope_id = u64::from(v6.sin6_scope_id);
         }
-        AF_INET if a.len() >= 8 => {
+        (_, Some(v4)) if a.len() >= 8 => {
             s.sib_addr.sib_raw[10] = 0xff;
             s.sib_addr.sib_raw[11] = 0xff;
-            s.sib_addr.sib_raw[12..16].copy_from_slice(&a[4..8]);
+            s.sib_addr.sib_raw[12..16].copy_from_slice(&v4.sin_addr.s_addr.to_ne_bytes());
         }
         _ => {}
     }
     let (sid, mask) = sid_for(ps, Some(a));
     s.sib_sid = sid;
     s.sib_sid_mask = mask;
-    sib_bytes(&s)
+    SockAddr::from_ib(&s)
 }
 
 /// The libc hints upstream derives from rdma hints.
 pub fn libc_hints(h: &Hints) -> netdb::GaiHints {
+    libc_hints_of(h.flags, h.family, h.qp_type, h.port_space)
+}
+
+/// [`libc_hints`] from the hints' flags, family, QP type and port space.
+pub fn libc_hints_of(flags: c_int, family: c_int, qp_type: c_int, port_space: c_int) -> netdb::GaiHints {
     let mut ai = netdb::GaiHints::default();
-    if h.flags & RAI_PASSIVE != 0 {
+    if flags & RAI_PASSIVE != 0 {
         ai.flags = libc::AI_PASSIVE;
     }
-    if h.flags & RAI_NUMERICHOST != 0 {
+    if flags & RAI_NUMERICHOST != 0 {
         ai.flags |= libc::AI_NUMERICHOST;
     }
-    if h.family != AF_IB {
-        ai.family = h.family;
+    if family != AF_IB {
+        ai.family = family;
     }
-    ai.socktype = match h.qp_type as u32 {
+    ai.socktype = match qp_type as u32 {
         IBV_QPT_RC | IBV_QPT_UC | IBV_QPT_XRC_SEND | IBV_QPT_XRC_RECV => libc::SOCK_STREAM,
         IBV_QPT_UD => libc::SOCK_DGRAM,
         _ => 0,
     };
-    ai.protocol = match h.port_space as u32 {
+    ai.protocol = match port_space as u32 {
         RDMA_PS_TCP => libc::IPPROTO_TCP,
         RDMA_PS_IPOIB | RDMA_PS_UDP => libc::IPPROTO_UDP,
         RDMA_PS_IB => match ai.socktype {
@@ -295,9 +242,13 @@ pub fn libc_hints(h: &Hints) -> netdb::GaiHints {
     ai
 }
 
-/// libc getaddrinfo, first result only.
+/// libc getaddrinfo, first result only (parsed here when the answer
+/// does not need libc: [`numeric::first_result`]).
 pub fn libc_getaddrinfo(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) -> Result<netdb::AddrInfo, c_int> {
     let hints = libc_hints(h);
+    if let Some(ai) = numeric::first_result(node, service, h.null, &hints) {
+        return Ok(ai);
+    }
     match netdb::getaddrinfo(node, service, (!h.null).then_some(&hints)) {
         Ok(list) => Ok(list.first()),
         Err(code) => {
@@ -309,41 +260,94 @@ pub fn libc_getaddrinfo(node: Option<&CStr>, service: Option<&CStr>, h: &Hints) 
 
 /// Builds the result node from the first libc result.
 pub fn from_libc(h: &Hints, ai: netdb::AddrInfo) -> Rai {
-    let qp_type = if h.qp_type != 0 {
-        h.qp_type
+    let f = first_fields(h.flags, h.family, h.qp_type, h.port_space, &ai);
+    let mut r = Rai { flags: f.flags, family: f.family, qp_type: f.qp_type, port_space: f.port_space, ..Default::default() };
+    if f.passive {
+        r.src_canonname = ai.canonname;
+        r.src = Some(f.addr);
     } else {
-        match ai.socktype {
+        r.dst_canonname = ai.canonname;
+        r.dst = Some(f.addr);
+    }
+    r
+}
+
+/// The fields of the result node made from libc's first result (its
+/// canonical name aside), for hints with these flags, family, QP type and
+/// port space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct First {
+    pub flags: c_int,
+    pub family: c_int,
+    pub qp_type: c_int,
+    pub port_space: c_int,
+    /// The address is the source (a passive result), else the destination.
+    pub passive: bool,
+    pub addr: SockAddr,
+}
+
+fn first_fields(h_flags: c_int, h_family: c_int, h_qp_type: c_int, h_port_space: c_int, ai: &netdb::AddrInfo) -> First {
+    let mut f = First { flags: 0, family: 0, qp_type: 0, port_space: 0, passive: false, addr: ai.addr };
+    fill_first(h_flags, h_family, h_qp_type, h_port_space, ai.flags, ai.family, ai.socktype, ai.protocol, &mut f);
+    f
+}
+
+/// [`first_fields`] in place: `f.addr` holds libc's address and becomes
+/// the result's.
+#[allow(clippy::too_many_arguments)]
+fn fill_first(h_flags: c_int, h_family: c_int, h_qp_type: c_int, h_port_space: c_int, ai_flags: c_int, ai_family: c_int, socktype: c_int, protocol: c_int, f: &mut First) {
+    let qp_type = if h_qp_type != 0 {
+        h_qp_type
+    } else {
+        match socktype {
             libc::SOCK_STREAM => IBV_QPT_RC as c_int,
             libc::SOCK_DGRAM => IBV_QPT_UD as c_int,
             _ => 0,
         }
     };
-    let port_space = if h.port_space != 0 {
-        h.port_space
+    let port_space = if h_port_space != 0 {
+        h_port_space
     } else {
-        match ai.protocol {
+        match protocol {
             libc::IPPROTO_TCP => RDMA_PS_TCP as c_int,
             libc::IPPROTO_UDP => RDMA_PS_UDP as c_int,
             _ => 0,
         }
     };
-    let mut r = Rai { qp_type, port_space, ..Default::default() };
-    let to_ib = h.flags & RAI_FAMILY != 0 && h.family == AF_IB && h.flags & RAI_NUMERICHOST != 0;
-    let (family, addr) = if to_ib {
-        (AF_IB, to_sockaddr_ib(r.port_space, &ai.addr))
+    let to_ib = h_flags & RAI_FAMILY != 0 && h_family == AF_IB && h_flags & RAI_NUMERICHOST != 0;
+    f.family = if to_ib {
+        f.addr = to_sockaddr_ib(port_space, &f.addr);
+        AF_IB
     } else {
-        (ai.family, ai.addr)
+        ai_family
     };
-    r.family = family;
-    if ai.flags & libc::AI_PASSIVE != 0 {
-        r.flags = RAI_PASSIVE;
-        r.src_canonname = ai.canonname;
-        r.src = Some(addr);
-    } else {
-        r.dst_canonname = ai.canonname;
-        r.dst = Some(addr);
+    f.passive = ai_flags & libc::AI_PASSIVE != 0;
+    f.flags = if f.passive { RAI_PASSIVE } else { 0 };
+    f.qp_type = qp_type;
+    f.port_space = port_space;
+}
+
+/// rdma_getaddrinfo's whole answer when it is one node that needs no
+/// name service: a numeric (or absent) node and a numeric service
+/// ([`numeric::first_result`]) under hints without addresses or route,
+/// and no ibacm route data to add (a passive lookup, or no ibacm daemon).
+/// `None`: take the general path ([`getaddrinfo`]), which gives the same
+/// answer when this one has one.
+pub fn getaddrinfo_numeric(node: Option<&CStr>, service: Option<&CStr>, flags: c_int, family: c_int, qp_type: c_int, port_space: c_int, out: &mut First) -> Option<Result<(), GaiError>> {
+    if flags & RAI_SA != 0 || (node.is_none() && service.is_none()) {
+        return None;
     }
-    r
+    let ai = libc_hints_of(flags, family, qp_type, port_space);
+    let (socktype, protocol) = numeric::first_into(node, service, false, &ai, &mut out.addr)?;
+    if let Err(e) = check_abi() {
+        return Some(Err(e.into()));
+    }
+    let ai_family = out.addr.family();
+    fill_first(flags, family, qp_type, port_space, ai.flags, ai_family, socktype, protocol, out);
+    if !out.passive && acm::daemon_connected() {
+        return None;
+    }
+    Some(Ok(()))
 }
 
 /// Where ibacm is reached.
@@ -402,7 +406,7 @@ pub fn getaddrinfo_with(
             log::debug!(target: "rdmacm", "rdma_getaddrinfo: hints ai_dst_len without ai_dst_addr (EINVAL)");
             return Err(Errno::EINVAL.into());
         }
-        r.dst = h.dst.clone();
+        r.dst = h.dst;
         r
     };
 
@@ -412,7 +416,7 @@ pub fn getaddrinfo_with(
             return Err(Errno::EINVAL.into());
         }
         if h.src.is_some() {
-            rai.src = h.src.clone();
+            rai.src = h.src;
         }
     }
 
@@ -444,12 +448,8 @@ pub fn getaddrinfo_sa(service: Option<&CStr>, be: &dyn CmBackend) -> Result<Vec<
                     let (sid, mask) = sid_for(RDMA_PS_IB as c_int, None);
                     s.sib_sid = sid;
                     s.sib_sid_mask = mask;
-                    s.sib_pkey = r
-                        .dst
-                        .as_deref()
-                        .filter(|d| d.len() >= 4)
-                        .map_or(0, |d| u16::from_ne_bytes([d[2], d[3]]));
-                    r.src = Some(sib_bytes(&s));
+                    s.sib_pkey = r.dst.as_ref().filter(|d| d.len() >= 4).map_or(0, |d| d.ib_image().sib_pkey);
+                    r.src = Some(SockAddr::from_ib(&s));
                 }
                 return Ok(list);
             }
@@ -463,6 +463,7 @@ pub fn getaddrinfo_sa(service: Option<&CStr>, be: &dyn CmBackend) -> Result<Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use libc::AF_INET;
 
     fn c(s: &str) -> CString {
         CString::new(s).unwrap()
@@ -505,7 +506,7 @@ mod tests {
         assert_eq!((r.flags, r.family, r.qp_type, r.port_space), (0, AF_INET, 2, RDMA_PS_TCP as c_int));
         let d = r.dst.as_ref().unwrap();
         assert_eq!(d.len(), 16);
-        assert_eq!(&d[2..8], &[0x1d, 0x2f, 192, 0, 2, 1]);
+        assert_eq!(&d.as_bytes()[2..8], &[0x1d, 0x2f, 192, 0, 2, 1]);
         assert!(r.src.is_none());
     }
 
@@ -518,7 +519,7 @@ mod tests {
         assert_eq!(r.qp_type, IBV_QPT_UD as c_int);
         assert_eq!(r.port_space, RDMA_PS_UDP as c_int);
         assert!(r.dst.is_none());
-        assert_eq!(r.src.as_ref().unwrap()[4..8], [0, 0, 0, 0]);
+        assert_eq!(r.src.as_ref().unwrap().as_bytes()[4..8], [0, 0, 0, 0]);
     }
 
     #[test]
@@ -529,7 +530,7 @@ mod tests {
         assert_eq!(r.family, AF_IB);
         let d = r.dst.as_ref().unwrap();
         assert_eq!(d.len(), 48);
-        let s = sib_from_bytes(d);
+        let s = d.ib_image();
         assert_eq!(s.sib_pkey, 0xffffu16.to_be());
         assert_eq!(u64::from_be(s.sib_sid), 0x0106_1234);
         assert_eq!(u64::from_be(s.sib_sid_mask), 0xffff_ffff_ffff_ffff);
@@ -542,7 +543,7 @@ mod tests {
         let h = hints(RAI_FAMILY | RAI_NUMERICHOST, AF_IB, 0, 0);
         let l = getaddrinfo(Some(&c("192.0.2.1")), None, &h).unwrap();
         let d = l[0].dst.as_ref().unwrap();
-        let s = sib_from_bytes(d);
+        let s = d.ib_image();
         assert_eq!(s.sib_addr.sib_raw, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1]);
         // Port space TCP from libc's first result (SOCK_STREAM/TCP), no port.
         assert_eq!(s.sib_sid_mask, RDMA_IB_IP_PS_MASK.to_be());
@@ -559,15 +560,15 @@ mod tests {
 
     #[test]
     fn hints_only() {
-        let dst = vec![2u8, 0, 0, 1, 192, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0];
-        let src = vec![2u8, 0, 0, 0, 192, 0, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0];
+        let dst = SockAddr::from_bytes(&[2u8, 0, 0, 1, 192, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap();
+        let src = SockAddr::from_bytes(&[2u8, 0, 0, 0, 192, 0, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap();
         let h = Hints {
             flags: RAI_NOROUTE | 0x4000,
             family: AF_INET,
             qp_type: 99,
             port_space: 1234,
-            dst: Some(dst.clone()),
-            src: Some(src.clone()),
+            dst: Some(dst),
+            src: Some(src),
             ..Default::default()
         };
         let l = getaddrinfo(None, None, &h).unwrap();
@@ -608,7 +609,7 @@ mod tests {
                 flags: RAI_SA,
                 family: AF_IB,
                 port_space: RDMA_PS_IB as c_int,
-                dst: Some(sib_bytes(&dst)),
+                dst: Some(SockAddr::from_ib(&dst)),
                 route: Some(vec![0; 72]),
                 ..Default::default()
             }])
@@ -621,7 +622,7 @@ mod tests {
         let l = getaddrinfo_with(None, Some(&c("42")), &h, &FakeSa, AcmTarget::Off).unwrap();
         assert_eq!(l.len(), 1);
         let src = l[0].src.as_ref().unwrap();
-        let s = sib_from_bytes(src);
+        let s = src.ib_image();
         assert_eq!(s.sib_addr.sib_raw, [2; 16], "first port that succeeds");
         assert_eq!(s.sib_pkey, 0x8001u16.to_be(), "pkey of the destination");
         assert_eq!(u64::from_be(s.sib_sid), RDMA_IB_PS_IB);
@@ -630,31 +631,9 @@ mod tests {
 
     #[test]
     fn sid() {
-        let a = [10u8, 0, 0x12, 0x34];
+        let a = SockAddr::from_bytes(&[10u8, 0, 0x12, 0x34]).unwrap();
         assert_eq!(sid_for(RDMA_PS_TCP as c_int, Some(&a)), (0x0106_1234u64.to_be(), u64::MAX.to_be()));
         assert_eq!(sid_for(0, None), (0, 0));
         assert_eq!(sid_for(RDMA_PS_IB as c_int, None), (0x013f_0000u64.to_be(), RDMA_IB_IP_PS_MASK.to_be()));
-    }
-
-    #[test]
-    fn sib_bytes_roundtrip() {
-        let s = sockaddr_ib {
-            sib_family: AF_IB as u16,
-            sib_pkey: 0x8001u16.to_be(),
-            sib_flowinfo: 0x0001_2345u32.to_be(),
-            sib_addr: ib_addr { sib_raw: std::array::from_fn(|i| i as u8) },
-            sib_sid: 0x0106_1234u64.to_be(),
-            sib_sid_mask: u64::MAX,
-            sib_scope_id: 7,
-        };
-        let b = sib_bytes(&s);
-        assert_eq!(b.len(), SIB_LEN);
-        assert_eq!(&b[0..2], &(AF_IB as u16).to_ne_bytes());
-        assert_eq!(&b[2..4], &[0x80, 0x01]);
-        assert_eq!(&b[8..24], &s.sib_addr.sib_raw);
-        assert_eq!(&b[24..32], &0x0106_1234u64.to_be_bytes());
-        assert_eq!(sib_from_bytes(&b), s);
-        assert_eq!(sib_from_bytes(&b[..4]).sib_pkey, s.sib_pkey);
-        assert_eq!(sib_from_bytes(&[]), sockaddr_ib::default());
     }
 }

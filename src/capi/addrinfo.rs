@@ -9,48 +9,56 @@
 //! released member by member with free() ([`free_list`]).
 
 use crate::abi::cma::*;
+use crate::abi::sockaddr::SockAddr;
 use crate::addrinfo::{Hints, Rai};
 use super::{entry, Errno};
 use crate::symver;
 use std::ffi::{c_char, c_int, c_void, CStr};
 
-/// Copies `*hints` (NULL gives [`Hints::none`]).
+/// Copies `*hints` (NULL gives [`Hints::none`]).  EINVAL for an address
+/// longer than `sockaddr_storage` (128 bytes), which is no socket address
+/// (upstream would copy it into the result as it is).
 ///
 /// # Safety
 /// `hints` must be NULL or point to a readable `rdma_addrinfo` whose
 /// non-NULL `ai_src_addr`, `ai_dst_addr` and `ai_route` are readable for
 /// `ai_src_len`, `ai_dst_len` and `ai_route_len` bytes.
-pub unsafe fn hints_from_c(hints: *const rdma_addrinfo) -> Hints {
+pub unsafe fn hints_from_c(hints: *const rdma_addrinfo) -> Result<Hints, Errno> {
     // SAFETY: per the contract, hints is NULL or readable.
     let Some(h) = (unsafe { hints.as_ref() }) else {
-        return Hints::none();
+        return Ok(Hints::none());
     };
-    let copy = |p: *const u8, len: usize| -> Option<Vec<u8>> {
+    let bytes = |p: *const u8, len: usize| -> Option<&[u8]> {
         if len == 0 || p.is_null() {
             None
         } else {
             // SAFETY: per the contract, each non-NULL pointer is readable
             // for its length.
-            Some(unsafe { std::slice::from_raw_parts(p, len) }.to_vec())
+            Some(unsafe { std::slice::from_raw_parts(p, len) })
         }
     };
     // No socket address is longer than sockaddr_storage: a longer length
-    // would read past the caller's address; it is refused like a length
-    // without an address (EINVAL).
+    // would read past the caller's address; it is refused (EINVAL) before
+    // anything is read.
     let too_long = |len: libc::socklen_t| len as usize > std::mem::size_of::<libc::sockaddr_storage>();
-    let (src_len, dst_len) = (if too_long(h.ai_src_len) { 0 } else { h.ai_src_len }, if too_long(h.ai_dst_len) { 0 } else { h.ai_dst_len });
-    Hints {
+    let addr = |p: *const libc::sockaddr, len: libc::socklen_t| -> Result<Option<SockAddr>, Errno> {
+        if too_long(len) {
+            return Err(Errno::EINVAL);
+        }
+        bytes(p.cast(), len as usize).map(|b| SockAddr::from_bytes(b).ok_or(Errno::EINVAL)).transpose()
+    };
+    Ok(Hints {
         null: false,
         flags: h.ai_flags,
         family: h.ai_family,
         qp_type: h.ai_qp_type,
         port_space: h.ai_port_space,
-        src: copy(h.ai_src_addr as *const u8, src_len as usize),
-        dst: copy(h.ai_dst_addr as *const u8, dst_len as usize),
-        route: copy(h.ai_route as *const u8, h.ai_route_len),
-        bad_src: (h.ai_src_len != 0 && h.ai_src_addr.is_null()) || too_long(h.ai_src_len),
-        bad_dst: (h.ai_dst_len != 0 && h.ai_dst_addr.is_null()) || too_long(h.ai_dst_len),
-    }
+        src: addr(h.ai_src_addr, h.ai_src_len)?,
+        dst: addr(h.ai_dst_addr, h.ai_dst_len)?,
+        route: bytes(h.ai_route as *const u8, h.ai_route_len).map(<[u8]>::to_vec),
+        bad_src: h.ai_src_len != 0 && h.ai_src_addr.is_null(),
+        bad_dst: h.ai_dst_len != 0 && h.ai_dst_addr.is_null(),
+    })
 }
 
 /// A malloc'd copy of `b` (one byte is allocated for an empty slice, so
@@ -135,11 +143,11 @@ pub fn to_c_list(list: &[Rai]) -> Result<*mut rdma_addrinfo, Errno> {
         // but is not used while this reference lives.
         let node = unsafe { &mut *n };
         if let Some(s) = &r.src {
-            node.ai_src_addr = malloc_copy(s)?.cast();
+            node.ai_src_addr = malloc_copy(s.as_bytes())?.cast();
             node.ai_src_len = s.len() as libc::socklen_t;
         }
         if let Some(d) = &r.dst {
-            node.ai_dst_addr = malloc_copy(d)?.cast();
+            node.ai_dst_addr = malloc_copy(d.as_bytes())?.cast();
             node.ai_dst_len = d.len() as libc::socklen_t;
         }
         if let Some(c) = &r.src_canonname {
@@ -158,6 +166,35 @@ pub fn to_c_list(list: &[Rai]) -> Result<*mut rdma_addrinfo, Errno> {
         }
     }
     Ok(std::mem::replace(&mut chain.0, std::ptr::null_mut()))
+}
+
+/// The one-node chain of a numeric lookup ([`crate::addrinfo::First`]):
+/// the node and its address, two mallocs.
+fn first_to_c(f: &crate::addrinfo::First) -> Result<*mut rdma_addrinfo, Errno> {
+    let addr = malloc_copy(f.addr.as_bytes())?.cast::<libc::sockaddr>();
+    let len = f.addr.len() as libc::socklen_t;
+    let (src, dst) = if f.passive { (addr, std::ptr::null_mut()) } else { (std::ptr::null_mut(), addr) };
+    malloc_node(rdma_addrinfo {
+        ai_flags: f.flags,
+        ai_family: f.family,
+        ai_qp_type: f.qp_type,
+        ai_port_space: f.port_space,
+        ai_src_len: if f.passive { len } else { 0 },
+        ai_dst_len: if f.passive { 0 } else { len },
+        ai_src_addr: src,
+        ai_dst_addr: dst,
+        ai_src_canonname: std::ptr::null_mut(),
+        ai_dst_canonname: std::ptr::null_mut(),
+        ai_route_len: 0,
+        ai_route: std::ptr::null_mut(),
+        ai_connect_len: 0,
+        ai_connect: std::ptr::null_mut(),
+        ai_next: std::ptr::null_mut(),
+    })
+    .inspect_err(|_| {
+        // SAFETY: addr was malloc'd above and is not referenced elsewhere.
+        unsafe { libc::free(addr.cast()) }
+    })
 }
 
 /// free(p), skipping the call for the many NULL members of a node.
@@ -221,10 +258,7 @@ pub unsafe extern "C" fn rdma_getaddrinfo(
                 (!service.is_null()).then(|| CStr::from_ptr(service)),
             )
         };
-        // SAFETY: hints is NULL or a readable rdma_addrinfo whose address
-        // and route pointers are readable for their lengths.
-        let h = unsafe { hints_from_c(hints) };
-        if node.is_none() && service.is_none() && h.null {
+        if node.is_none() && service.is_none() && hints.is_null() {
             return Err(Errno::EINVAL);
         }
         if res.is_null() {
@@ -232,6 +266,28 @@ pub unsafe extern "C" fn rdma_getaddrinfo(
             log::debug!(target: "rdmacm", "rdma_getaddrinfo: res is NULL (EINVAL)");
             return Err(Errno::EINVAL);
         }
+        // Numeric lookups under hints without addresses or route: one node
+        // built straight into C memory.
+        // SAFETY: hints is NULL or a readable rdma_addrinfo.
+        if let Some(hr) = unsafe { hints.as_ref() } {
+            if hr.ai_src_len == 0 && hr.ai_dst_len == 0 && hr.ai_route_len == 0 {
+                let mut f = ai::First { flags: 0, family: 0, qp_type: 0, port_space: 0, passive: false, addr: crate::abi::sockaddr::SockAddr::EMPTY };
+                match ai::getaddrinfo_numeric(node, service, hr.ai_flags, hr.ai_family, hr.ai_qp_type, hr.ai_port_space, &mut f) {
+                    Some(Ok(())) => {
+                        let head = first_to_c(&f)?;
+                        // SAFETY: res is non-NULL and writable (C contract).
+                        unsafe { *res = head };
+                        return Ok(0);
+                    }
+                    Some(Err(GaiError::Sys(e))) => return Err(e),
+                    Some(Err(GaiError::Eai(code))) => return Ok(code),
+                    None => {}
+                }
+            }
+        }
+        // SAFETY: hints is NULL or a readable rdma_addrinfo whose address
+        // and route pointers are readable for their lengths.
+        let h = unsafe { hints_from_c(hints) }?;
         match ai::getaddrinfo(node, service, &h, &crate::cma::ai::CmaBackend) {
             Ok(list) => {
                 let head = to_c_list(&list)?;
@@ -284,7 +340,7 @@ pub unsafe extern "C" fn rdma_resolve_addrinfo(
             (
                 (!node.is_null()).then(|| CStr::from_ptr(node)),
                 (!service.is_null()).then(|| CStr::from_ptr(service)),
-                hints_from_c(hints),
+                hints_from_c(hints)?,
             )
         };
         cm.resolve_addrinfo(&p, node, service, &h)?;
@@ -325,7 +381,7 @@ mod tests {
         let r = Rai {
             flags: 1,
             family: libc::AF_INET,
-            src: Some(vec![1, 2, 3]),
+            src: SockAddr::from_bytes(&[1, 2, 3]),
             route: Some(vec![]),
             connect: Some(vec![9; 36]),
             dst_canonname: Some(CString::new("x").unwrap()),
@@ -355,7 +411,7 @@ mod tests {
     #[test]
     fn hints_copied() {
         // SAFETY: NULL is allowed.
-        assert_eq!(unsafe { hints_from_c(std::ptr::null()) }, Hints::none());
+        assert_eq!(unsafe { hints_from_c(std::ptr::null()) }, Ok(Hints::none()));
         let mut dst = [2u8, 0, 0, 1, 192, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0];
         let mut route = [7u8; 64];
         // SAFETY: all-zero is a valid rdma_addrinfo.
@@ -368,11 +424,20 @@ mod tests {
         h.ai_route_len = 64;
         h.ai_src_len = 16; // no address: flagged, not read
         // SAFETY: h and its buffers live for the call.
-        let v = unsafe { hints_from_c(&h) };
+        let v = unsafe { hints_from_c(&h) }.unwrap();
         assert!(!v.null);
         assert_eq!((v.flags, v.family), (RAI_NUMERICHOST, libc::AF_INET));
-        assert_eq!(v.dst.as_deref(), Some(&dst[..]));
+        assert_eq!(v.dst.as_ref().map(SockAddr::as_bytes), Some(&dst[..]));
         assert_eq!(v.route.as_deref(), Some(&route[..]));
         assert!(v.src.is_none() && v.bad_src && !v.bad_dst);
+        // An address longer than sockaddr_storage is no socket address.
+        let mut long = [0u8; 129];
+        h.ai_src_addr = long.as_mut_ptr().cast();
+        h.ai_src_len = 129;
+        // SAFETY: as above.
+        assert_eq!(unsafe { hints_from_c(&h) }, Err(Errno::EINVAL));
+        h.ai_src_len = 128;
+        // SAFETY: as above.
+        assert_eq!(unsafe { hints_from_c(&h) }.unwrap().src.map(|a| a.len()), Some(128));
     }
 }

@@ -4,7 +4,7 @@
 use crate::abi::cma::*;
 use super::{entry, nonnull, Errno};
 use crate::cma::{self as cm, Channel, Cm};
-use crate::sys::ucma::RawAddr;
+use crate::abi::sockaddr::SockAddr;
 use crate::symver;
 use libc::sockaddr;
 use std::ffi::{c_char, c_int, c_void};
@@ -85,22 +85,16 @@ fn live_channel(channel: *mut rdma_event_channel) -> Result<Arc<Channel>, Errno>
     cm::global().channel(nonnull(channel)?.as_ptr())
 }
 
-/// Reads a C socket address: `None` for NULL, an empty address (len 0)
-/// for a family the CM does not take.
+/// Reads a C socket address as the connection manager takes it
+/// ([`SockAddr::from_raw_for_cm`]): `None` for NULL, an empty address (which
+/// the CM refuses with EINVAL) for a family it does not take.
 ///
 /// # Safety
 /// `sa` must be NULL or point to a socket address at least as large as
 /// its family's structure.
-pub(super) unsafe fn read_addr(cm: &Cm, sa: *const sockaddr) -> Option<RawAddr> {
-    if sa.is_null() {
-        return None;
-    }
-    // SAFETY: sa points to at least a sockaddr header.
-    let fam = unsafe { (*sa).sa_family } as i32;
-    let len = cm::addr_len(fam, cm.af_ib());
-    // SAFETY: per the contract, len bytes are readable for this family.
-    let b = unsafe { std::slice::from_raw_parts(sa as *const u8, len) };
-    Some(RawAddr::from_slice(b))
+pub(super) unsafe fn read_addr(cm: &Cm, sa: *const sockaddr) -> Option<SockAddr> {
+    // SAFETY: per the contract.
+    unsafe { SockAddr::from_raw_for_cm(sa, cm.af_ib()) }.map(Option::unwrap_or_default)
 }
 
 /// Destroys a communication identifier, after every event reported for it
@@ -373,7 +367,7 @@ pub unsafe extern "C" fn rdma_get_src_port(id: *mut rdma_cm_id) -> u16 {
         // least a readable struct rdma_cm_id); we read the source address
         // union, which is always fully initialised (zeroed at creation).
         let src = unsafe { &(*id.as_ptr()).route.addr.src };
-        Ok(crate::abi::sockaddr::port_of(&crate::abi::sockaddr::SockAddr::from_storage(src)))
+        Ok(SockAddr::from_storage(src).port())
     })
 }
 symver!(rdma_get_src_port, "RDMACM_1.0");
@@ -388,7 +382,7 @@ pub unsafe extern "C" fn rdma_get_dst_port(id: *mut rdma_cm_id) -> u16 {
         let id = super::nonnull(id)?;
         // SAFETY: as in rdma_get_src_port, for the destination union.
         let dst = unsafe { &(*id.as_ptr()).route.addr.dst };
-        Ok(crate::abi::sockaddr::port_of(&crate::abi::sockaddr::SockAddr::from_storage(dst)))
+        Ok(SockAddr::from_storage(dst).port())
     })
 }
 symver!(rdma_get_dst_port, "RDMACM_1.0");

@@ -6,7 +6,7 @@ use crate::abi::cma::*;
 use super::{entry, nonnull, Errno};
 use crate::cma::conn::mcast;
 use crate::symver;
-use crate::sys::ucma::RawAddr;
+use crate::abi::sockaddr::SockAddr;
 use libc::sockaddr;
 use std::ffi::{c_int, c_void};
 
@@ -76,15 +76,7 @@ symver!(rdma_leave_multicast, "RDMACM_1.0");
 ///
 /// # Safety
 /// `addr` must be NULL or a readable socket address.
-unsafe fn mc_addr(addr: *const sockaddr) -> Option<RawAddr> {
-    if addr.is_null() {
-        return None;
-    }
-    // SAFETY: addr points to at least a sockaddr header.
-    let len = crate::cma::addr_len(unsafe { (*addr).sa_family } as i32, true);
-    if len == 0 {
-        return None;
-    }
-    // SAFETY: len bytes are readable for this family.
-    Some(RawAddr::from_slice(unsafe { std::slice::from_raw_parts(addr as *const u8, len) }))
+unsafe fn mc_addr(addr: *const sockaddr) -> Option<SockAddr> {
+    // SAFETY: per the contract, addr is NULL or covers its family's structure.
+    unsafe { SockAddr::from_raw_for_cm(addr, true) }.flatten()
 }

@@ -9,7 +9,7 @@ use crate::cma::conn;
 use crate::cma::objects::Vouched;
 use crate::sys::verbs;
 use crate::symver;
-use crate::sys::ucma::RawAddr;
+use crate::abi::sockaddr::SockAddr;
 use std::ffi::c_int;
 
 /// Allocates a QP for an identifier.
@@ -187,7 +187,8 @@ symver!(rdma_destroy_ep, "RDMACM_1.0");
 unsafe fn ep_info(res: &rdma_addrinfo) -> conn::EpInfo {
     // SAFETY: per the contract.
     let bytes = |p: *const u8, len: usize| if p.is_null() || len == 0 { Vec::new() } else { unsafe { std::slice::from_raw_parts(p, len) }.to_vec() };
-    let addr = |a: *const libc::sockaddr, len: u32| (!a.is_null()).then(|| RawAddr::from_slice(&bytes(a as *const u8, len as usize)));
+    // The rdma_addrinfo's own lengths (the first 128 bytes of a longer one).
+    let addr = |a: *const libc::sockaddr, len: u32| (!a.is_null()).then(|| SockAddr::from_prefix(&bytes(a as *const u8, len as usize)));
     conn::EpInfo {
         passive: res.ai_flags & RAI_PASSIVE != 0,
         port_space: res.ai_port_space as u32,

@@ -31,8 +31,9 @@ use std::ffi::{c_int, CStr};
 pub struct AiSlot {
     /// A translation was started and not yet handed over (or failed).
     pub resolving: bool,
-    /// The finished translation, until `rdma_query_addrinfo` takes it.
-    pub resolved: Option<Vec<Rai>>,
+    /// The finished translation, until `rdma_query_addrinfo` takes it
+    /// (boxed: most ids never have one).
+    pub resolved: Option<Box<Vec<Rai>>>,
 }
 
 /// The errno for a libc `getaddrinfo` failure (`EAI_*`).
@@ -103,7 +104,7 @@ pub fn rai_of_service_recs(recs: &[kabi::ServiceRec]) -> Vec<Rai> {
                 qp_type: 0,
                 port_space: RDMA_PS_IB as c_int,
                 src: None,
-                dst: Some(gai::sib_bytes(&sib)),
+                dst: Some(gai::SockAddr::from_ib(&sib)),
                 src_canonname: None,
                 dst_canonname: None,
                 route: None,
@@ -148,7 +149,7 @@ impl Cm {
                 eai_errno(code)
             }
         })?;
-        p.ai.lock().resolved = Some(list);
+        p.ai.lock().resolved = Some(Box::new(list));
         if let Err(e) = self.ucma.write_cm_event(p.fd(), p.handle(), RDMA_CM_EVENT_INTERNAL, 0, u64::from(RDMA_CM_EVENT_ADDRINFO_RESOLVED)) {
             p.ai.lock().resolved = None;
             return Err(e);
@@ -163,7 +164,7 @@ impl Cm {
             return Err(Errno::ENOENT);
         }
         ai.resolving = false;
-        ai.resolved.take().ok_or(Errno::ENOENT)
+        ai.resolved.take().map(|l| *l).ok_or(Errno::ENOENT)
     }
 
     /// The library's part of an ADDRINFO_RESOLVED event: nothing for a DNS
@@ -179,7 +180,7 @@ impl Cm {
         });
         let mut ai = p.ai.lock();
         match got {
-            Ok(list) => ai.resolved = Some(list),
+            Ok(list) => ai.resolved = Some(Box::new(list)),
             Err(e) => {
                 log::debug!(target: "rdmacm", "IB service resolved, but reading the records failed: {e}");
                 evt.event.0.event = RDMA_CM_EVENT_ADDRINFO_ERROR;
@@ -237,7 +238,7 @@ impl Cm {
     /// the answer on `ch` (the id's channel).
     fn resolve_service_on(&'static self, p: &IdPriv, ch: &super::Channel, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
         let sib = sockaddr_ib { sib_family: AF_IB as u16, sib_addr: ib_addr { sib_raw: *gid }, ..Default::default() };
-        self.bind(p, Some(crate::sys::ucma::RawAddr::from_slice(&gai::sib_bytes(&sib))))?;
+        self.bind(p, Some(crate::abi::sockaddr::SockAddr::from_ib(&sib)))?;
         p.ai.lock().resolving = true;
         self.ucma.resolve_ib_service(p.fd(), p.handle(), &ib_service_of(service))?;
         let got = super::get_event(ch)?;
@@ -304,8 +305,7 @@ mod tests {
         assert_eq!((list[0].flags, list[0].family, list[0].port_space), (RAI_SA, AF_IB, RDMA_PS_IB as c_int));
         let dst = list[0].dst.as_ref().unwrap();
         assert_eq!(dst.len(), std::mem::size_of::<sockaddr_ib>());
-        // SAFETY: dst holds a complete sockaddr_ib.
-        let sib: sockaddr_ib = unsafe { std::ptr::read_unaligned(dst.as_ptr().cast()) };
+        let sib = dst.as_ib().unwrap();
         assert_eq!((sib.sib_sid, sib.sib_sid_mask, sib.sib_addr.sib_raw[15]), (r.id, u64::MAX, 7));
     }
 }

@@ -14,6 +14,7 @@
 use super::objects::Vouched;
 use super::{conn, Cm, IdPriv};
 use crate::abi::cma::{ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp, RDMA_PS_TCP};
+use crate::abi::sockaddr::SockAddr;
 use crate::abi::ucma::{RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR};
 use crate::sys::verbs as cv;
 use nix::errno::Errno;
@@ -92,17 +93,10 @@ impl CmId {
         self.cm.bind(&self.p, Some(a))
     }
 
-    /// A socket address as the core reads it (its family's length).
-    fn addr(&self, b: &[u8]) -> Result<crate::sys::ucma::RawAddr, Errno> {
-        if b.len() < 2 {
-            return Err(Errno::EINVAL);
-        }
-        let fam = u16::from_ne_bytes([b[0], b[1]]) as i32;
-        let len = super::addr_len(fam, self.cm.af_ib());
-        if b.len() < len {
-            return Err(Errno::EINVAL);
-        }
-        Ok(crate::sys::ucma::RawAddr::from_slice(&b[..len]))
+    /// A socket address as the connection manager takes it
+    /// ([`SockAddr::for_cm`]: its family's length, EINVAL when shorter).
+    fn addr(&self, b: &[u8]) -> Result<SockAddr, Errno> {
+        SockAddr::for_cm(b, self.cm.af_ib()).ok_or(Errno::EINVAL)
     }
 
     /// `rdma_listen`.
@@ -259,7 +253,7 @@ impl CmId {
         if ev.is_null() {
             return None;
         }
-        self.cm.live.lock().events.get(&(ev as usize)).map(|e| e.event.0.event)
+        self.cm.live.events.with(&(ev as usize), |e| e.event.0.event)
     }
 
     /// The private data of the parked event (empty when none).

@@ -10,7 +10,6 @@ use super::{Cm, IdPriv};
 use crate::abi::cma::{ib_addr, ibv_context, sockaddr_ib, rdma_port_space, AF_IB, RDMA_PS_IB, RDMA_PS_TCP};
 use crate::abi::sockaddr::SockAddr;
 use crate::gid::{GidEnv, PortInfo, Resolved};
-use crate::sys::ucma::RawAddr;
 use nix::errno::Errno;
 use std::ptr::null_mut;
 use std::sync::Arc;
@@ -46,11 +45,10 @@ impl CmGidEnv {
     }
 
     /// A socket address as the connection manager takes it (its family's
-    /// length).
-    fn raw(&self, a: &SockAddr) -> RawAddr {
-        let b = a.to_bytes();
-        let len = super::addr_len(a.family(), self.cm.af_ib()).min(b.len());
-        RawAddr::from_slice(&b[..len])
+    /// length, [`SockAddr::for_cm`]; EINVAL for AF_IB without kernel
+    /// support, which upstream's rdma_resolve_addr also refuses).
+    fn for_cm(&self, a: &SockAddr) -> Result<SockAddr, Errno> {
+        SockAddr::for_cm(a.as_bytes(), self.cm.af_ib()).ok_or(Errno::EINVAL)
     }
 }
 
@@ -73,7 +71,7 @@ impl GidEnv for CmGidEnv {
     }
 
     fn resolve_ip(&self, dst: &SockAddr, timeout_ms: i32) -> Result<Resolved, Errno> {
-        let dst = self.raw(dst);
+        let dst = self.for_cm(dst)?;
         self.with_id(RDMA_PS_TCP, |p| {
             self.cm.resolve_addr(p, None, Some(dst), timeout_ms)?;
             // The device the kernel picked, as the id's fields now say.
@@ -84,9 +82,9 @@ impl GidEnv for CmGidEnv {
     fn resolve_ib_path(&self, port: u8, dgid: &[u8; 16], timeout_ms: i32) -> Result<(), Errno> {
         let sgid = self.ctx.gid0(port)?;
         let ib = |gid: [u8; 16]| {
-            SockAddr::Ib(sockaddr_ib { sib_family: AF_IB as u16, sib_pkey: 0xffffu16.to_be(), sib_addr: ib_addr { sib_raw: gid }, ..Default::default() })
+            SockAddr::from_ib(&sockaddr_ib { sib_family: AF_IB as u16, sib_pkey: 0xffffu16.to_be(), sib_addr: ib_addr { sib_raw: gid }, ..Default::default() })
         };
-        let (src, dst) = (self.raw(&ib(sgid)), self.raw(&ib(*dgid)));
+        let (src, dst) = (self.for_cm(&ib(sgid))?, self.for_cm(&ib(*dgid))?);
         self.with_id(RDMA_PS_IB, |p| {
             self.cm.resolve_addr(p, Some(src), Some(dst), timeout_ms)?;
             self.cm.resolve_route(p, timeout_ms)

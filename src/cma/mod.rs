@@ -31,6 +31,7 @@ pub mod events;
 pub mod gid_env;
 pub mod objects;
 pub mod public;
+pub mod registry;
 
 
 use crate::abi::cma::*;
@@ -41,8 +42,9 @@ use nix::errno::Errno;
 use once_cell::sync::Lazy;
 use parking_lot::{Condvar, Mutex};
 use public::{PubEvent, PubId};
-use crate::sys::ucma::{self as proto, Kernel, RawAddr, Ucma};
-use std::collections::HashMap;
+use crate::abi::sockaddr::SockAddr;
+use crate::sys::ucma::{self as proto, Kernel, Ucma};
+use registry::Live;
 use std::ffi::c_void;
 use std::ptr::{self, null_mut};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -59,20 +61,11 @@ pub struct Cm {
     /// The device list (also the lock upstream calls `mut`).
     pub devices: Mutex<Devices>,
     /// Every live channel, id, unacked event and multicast membership of
-    /// this instance, by the address C (or the kernel) knows it by.
-    live: Mutex<Live>,
+    /// this instance, by the address C (or the kernel) knows it by
+    /// (sharded: independent ids take different locks).
+    live: Live,
 }
 
-#[derive(Default)]
-struct Live {
-    channels: HashMap<usize, Arc<Channel>>,
-    ids: HashMap<usize, Arc<IdPriv>>,
-    /// Kernel id handle -> id address, for events without a uid.
-    handles: HashMap<u32, usize>,
-    events: HashMap<usize, Box<EventPriv>>,
-    /// Membership address (the uid of its kernel events) -> membership.
-    mcs: HashMap<usize, Arc<Mc>>,
-}
 
 static GLOBAL: Lazy<Cm> = Lazy::new(|| Cm::new(Box::new(Kernel::default()), Box::new(SysVerbs::default())));
 
@@ -133,7 +126,9 @@ pub struct ConnState {
     pub local_ece: (u32, u32),
     pub remote_ece: (u32, u32),
     /// The QP attributes a passive endpoint creates each request's QP with.
-    pub qp_init_attr: Option<objects::Vouched<crate::sys::verbs::QpInitAttr>>,
+    /// (Boxed: only passive endpoints have one; it would otherwise make
+    /// every id larger.)
+    pub qp_init_attr: Option<Box<objects::Vouched<crate::sys::verbs::QpInitAttr>>>,
     /// rdma_listen succeeded: rdma_get_request may wait for a request
     /// (on any other id it would wait forever).
     pub listening: bool,
@@ -218,14 +213,10 @@ fn zeroed_event() -> Box<EventPriv> {
     Box::new(EventPriv { event: PubEvent::zeroed(), private_data: [0; kabi::RDMA_MAX_PRIVATE_DATA], id_priv: None, mc: None })
 }
 
-/// Socket address sizes by family, as upstream's `ucma_addrlen`.
+/// Socket address sizes by family, as upstream's `ucma_addrlen`
+/// ([`SockAddr::cm_len`], the one rule).
 pub fn addr_len(family: i32, af_ib: bool) -> usize {
-    match family {
-        libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
-        libc::AF_INET6 => std::mem::size_of::<libc::sockaddr_in6>(),
-        AF_IB if af_ib => std::mem::size_of::<sockaddr_ib>(),
-        _ => 0,
-    }
+    SockAddr::cm_len(family, af_ib)
 }
 
 impl std::fmt::Debug for IdPriv {
@@ -326,44 +317,44 @@ impl Cm {
             inited: AtomicBool::new(false),
             af_ib: AtomicBool::new(false),
             devices: Mutex::new(Devices::default()),
-            live: Mutex::new(Live::default()),
+            live: Live::default(),
         }
     }
 
     /// The live channel of this instance C knows by `p`, or EINVAL.
     pub fn channel(&self, p: *const rdma_event_channel) -> Result<Arc<Channel>, Errno> {
-        self.live.lock().channels.get(&(p as usize)).cloned().ok_or(Errno::EINVAL)
+        self.live.channels.get(&(p as usize)).ok_or(Errno::EINVAL)
     }
 
     /// The live id of this instance C knows by `p`, or EINVAL.  The clone
     /// keeps the id's memory valid while the caller holds it.
     pub fn id(&self, p: *const rdma_cm_id) -> Result<Arc<IdPriv>, Errno> {
-        self.live.lock().ids.get(&(p as usize)).cloned().ok_or(Errno::EINVAL)
+        self.live.ids.get(&(p as usize)).ok_or(Errno::EINVAL)
     }
 
     /// The connection parameters of an unacked event of this instance (a
     /// synchronous call's parked event, `id->event`) and a copy of its
     /// private data; None for an event that is not ours or not live.
     pub fn event_conn(&self, p: *const rdma_cm_event) -> Option<(rdma_conn_param, Vec<u8>)> {
-        let live = self.live.lock();
-        let e = live.events.get(&(p as usize))?;
-        let c = e.event.conn();
-        let n = (c.private_data_len as usize).min(e.private_data.len());
-        let data = if c.private_data.is_null() { Vec::new() } else { e.private_data[..n].to_vec() };
-        Some((c, data))
+        self.live.events.with(&(p as usize), |e| {
+            let c = e.event.conn();
+            let n = (c.private_data_len as usize).min(e.private_data.len());
+            let data = if c.private_data.is_null() { Vec::new() } else { e.private_data[..n].to_vec() };
+            (c, data)
+        })
     }
 
     /// Whether `p` is an event of this instance not acked yet.
     pub fn event_is_live(&self, p: *const rdma_cm_event) -> bool {
-        self.live.lock().events.contains_key(&(p as usize))
+        self.live.events.contains(&(p as usize))
     }
 
     /// Registers an id (and its kernel handle), so that the C boundary
     /// and the event loop find it.
     fn register_id(&self, p: &Arc<IdPriv>) {
-        let mut live = self.live.lock();
-        live.handles.insert(p.handle(), p.raw() as usize);
-        live.ids.insert(p.raw() as usize, p.clone());
+        // The id first: a handle found leads to a live id (see Live).
+        self.live.ids.insert(p.raw() as usize, p.clone());
+        self.live.handles.insert(p.handle(), p.raw() as usize);
     }
 
     /// Whether the AF_IB-capable command family is in use (after init).
@@ -406,7 +397,7 @@ impl Cm {
             sib_sid_mask: RDMA_IB_IP_PS_MASK.to_be(),
             ..Default::default()
         };
-        let ok = self.bind_inner(&p, &RawAddr::from_slice(&crate::addrinfo::sib_bytes(&sib)), true).is_ok();
+        let ok = self.bind_inner(&p, &SockAddr::from_ib(&sib), true).is_ok();
         let _ = self.destroy_id(&p);
         ok
     }
@@ -416,7 +407,7 @@ impl Cm {
     fn open_channel(&'static self) -> Result<Arc<Channel>, Errno> {
         let fd = self.ucma.open()?;
         let ch = Arc::new(Channel { ch: rdma_event_channel { fd }, cm: self });
-        self.live.lock().channels.insert(ch.raw() as usize, ch.clone());
+        self.live.channels.insert(ch.raw() as usize, ch.clone());
         Ok(ch)
     }
 
@@ -429,7 +420,7 @@ impl Cm {
     /// `rdma_destroy_event_channel`: unregisters the channel and closes
     /// its fd (the memory goes with the last reference).
     pub fn destroy_channel(&self, ch: &Channel) {
-        if self.live.lock().channels.remove(&(ch.raw() as usize)).is_some() {
+        if self.live.channels.remove(&(ch.raw() as usize)).is_some() {
             self.ucma.close(ch.fd());
         }
     }
@@ -493,17 +484,13 @@ impl Cm {
     /// the last `Arc`.
     fn free_id(&self, p: &Arc<IdPriv>) {
         let mcs: Vec<Arc<Mc>> = std::mem::take(&mut *p.mcs.lock());
-        {
-            let mut live = self.live.lock();
-            live.ids.remove(&(p.raw() as usize));
-            if live.handles.get(&p.handle()) == Some(&(p.raw() as usize)) {
-                live.handles.remove(&p.handle());
-            }
-            // Memberships left in place are released with the id, as the
-            // kernel drops them too.
-            for mc in &mcs {
-                live.mcs.remove(&(Arc::as_ptr(mc) as usize));
-            }
+        // The handle first (see Live).
+        self.live.handles.remove_if_eq(&p.handle(), &(p.raw() as usize));
+        self.live.ids.remove(&(p.raw() as usize));
+        // Memberships left in place are released with the id, as the
+        // kernel drops them too.
+        for mc in &mcs {
+            self.live.mcs.remove(&(Arc::as_ptr(mc) as usize));
         }
         if let Some(d) = p.dev.lock().take() {
             self.devices.lock().put(&*self.verbs, d.key);
@@ -585,12 +572,16 @@ impl Cm {
     // --- addresses --------------------------------------------------------------
 
     /// `rdma_bind_addr`.
-    pub fn bind(&self, p: &IdPriv, addr: Option<RawAddr>) -> Result<(), Errno> {
-        let addr = addr.filter(|a| a.len > 0).ok_or(Errno::EINVAL)?;
+    ///
+    /// The address goes to the kernel at its own length: callers starting
+    /// from a socket address cut it with [`SockAddr::for_cm`] first;
+    /// `rdma_create_ep` passes its `rdma_addrinfo`'s length, as upstream.
+    pub fn bind(&self, p: &IdPriv, addr: Option<SockAddr>) -> Result<(), Errno> {
+        let addr = addr.filter(|a| !a.is_empty()).ok_or(Errno::EINVAL)?;
         self.bind_inner(p, &addr, self.af_ib())
     }
 
-    fn bind_inner(&self, p: &IdPriv, addr: &RawAddr, af_ib: bool) -> Result<(), Errno> {
+    fn bind_inner(&self, p: &IdPriv, addr: &SockAddr, af_ib: bool) -> Result<(), Errno> {
         let (fd, h) = (p.fd(), p.handle());
         log::debug!(target: "rdmacm", "bind: id {h} {} command to the kernel", if af_ib { "BIND (AF_IB-capable)" } else { "BIND_IP (legacy)" });
         if af_ib {
@@ -604,9 +595,10 @@ impl Cm {
     }
 
     /// `rdma_resolve_addr`.
-    pub fn resolve_addr(&'static self, p: &IdPriv, src: Option<RawAddr>, dst: Option<RawAddr>, timeout_ms: i32) -> Result<(), Errno> {
-        let dst = dst.filter(|a| a.len > 0).ok_or(Errno::EINVAL)?;
-        if matches!(src, Some(s) if s.len == 0) {
+    /// (Addresses at their own length, as for [`Cm::bind`].)
+    pub fn resolve_addr(&'static self, p: &IdPriv, src: Option<SockAddr>, dst: Option<SockAddr>, timeout_ms: i32) -> Result<(), Errno> {
+        let dst = dst.filter(|a| !a.is_empty()).ok_or(Errno::EINVAL)?;
+        if matches!(src, Some(s) if s.is_empty()) {
             return Err(Errno::EINVAL);
         }
         let (fd, h) = (p.fd(), p.handle());
@@ -616,7 +608,7 @@ impl Cm {
         } else {
             self.ucma.resolve_ip(fd, h, src.as_ref(), &dst, timeout_ms as u32)?;
         }
-        p.id.set_dst(dst.as_slice());
+        p.id.set_dst(dst.as_bytes());
         self.complete(p)
     }
 
@@ -662,8 +654,8 @@ impl Cm {
 
     pub(crate) fn query_addr(&self, p: &IdPriv) -> Result<(), Errno> {
         let a = self.ucma.query_addr(p.fd(), p.handle())?;
-        p.id.set_src(a.src.as_slice());
-        p.id.set_dst(a.dst.as_slice());
+        p.id.set_src(a.src.as_bytes());
+        p.id.set_dst(a.dst.as_bytes());
         if p.dev.lock().is_none() && a.node_guid != 0 {
             self.attach_device(p, a.node_guid, a.ibdev_index)?;
             p.id.set_port_num(a.port_num);
@@ -674,12 +666,8 @@ impl Cm {
 
     pub(crate) fn query_gid(&self, p: &IdPriv) -> Result<(), Errno> {
         let a = self.ucma.query_gid(p.fd(), p.handle())?;
-        let mut sgid = [0u8; 16];
-        let mut dgid = [0u8; 16];
-        // The GIDs are the sib_addr of the two sockaddr_ib (offset 8).
-        sgid.copy_from_slice(&a.src.bytes[8..24]);
-        dgid.copy_from_slice(&a.dst.bytes[8..24]);
-        p.id.set_gids(sgid, dgid);
+        // The GIDs are the sib_addr of the two sockaddr_ib.
+        p.id.set_gids(a.src.ib_image().sib_addr.sib_raw, a.dst.ib_image().sib_addr.sib_raw);
         Ok(())
     }
 
@@ -695,8 +683,9 @@ impl Cm {
         p.id.set_paths(&recs)?;
         p.id.set_gids(r.paths[0].sgid, r.paths[0].dgid);
         p.id.set_pkey(r.paths[0].pkey);
-        p.id.set_src(&r.src.bytes[..28]);
-        p.id.set_dst(&r.dst.bytes[..28]);
+        // sockaddr_in6-sized, whatever the family, as upstream copies them.
+        p.id.set_src(r.src.as_bytes());
+        p.id.set_dst(r.dst.as_bytes());
         if p.dev.lock().is_none() && r.node_guid != 0 {
             self.attach_device(p, r.node_guid, r.ibdev_index)?;
             p.id.set_port_num(r.port_num);
@@ -745,24 +734,23 @@ impl Cm {
     /// The live id the kernel reports by `uid` (its address) or, for old
     /// kernels' uid 0, by handle.
     fn reported_id(&self, uid: u64, handle: u32) -> Option<Arc<IdPriv>> {
-        let live = self.live.lock();
-        let key = if uid != 0 { uid as usize } else { *live.handles.get(&handle)? };
-        live.ids.get(&key).cloned()
+        let key = if uid != 0 { uid as usize } else { self.live.handles.get(&handle)? };
+        self.live.ids.get(&key)
     }
 
     /// The live membership the kernel reports by `uid` (its address).
     fn reported_mc(&self, uid: u64) -> Option<Arc<Mc>> {
-        self.live.lock().mcs.get(&(uid as usize)).cloned()
+        self.live.mcs.get(&(uid as usize))
     }
 
     /// Registers a membership so that its events find it.
     pub(crate) fn register_mc(&self, mc: &Arc<Mc>) {
-        self.live.lock().mcs.insert(Arc::as_ptr(mc) as usize, mc.clone());
+        self.live.mcs.insert(Arc::as_ptr(mc) as usize, mc.clone());
     }
 
     /// Unregisters a membership.
     pub(crate) fn unregister_mc(&self, mc: &Arc<Mc>) {
-        self.live.lock().mcs.remove(&(Arc::as_ptr(mc) as usize));
+        self.live.mcs.remove(&(Arc::as_ptr(mc) as usize));
     }
 }
 
@@ -897,7 +885,7 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
         }
         log::debug!(target: "rdmacm", "event {} status {} on id {} (kernel: {} status {})", events::event_name(evt.event.0.event).to_string_lossy(), evt.event.0.status, p.handle(), events::event_name(resp.event).to_string_lossy(), resp.status);
         let got = Got { ptr: &evt.event.0 as *const rdma_cm_event as *mut rdma_cm_event, event: evt.event.0.event, status: evt.event.0.status, id: evt.event.0.id };
-        cm.live.lock().events.insert(got.ptr as usize, evt);
+        cm.live.events.insert(got.ptr as usize, evt);
         return Ok(got);
     }
 }
@@ -906,7 +894,7 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
 /// Returns false, touching nothing, when `ev` is not an unacked event of
 /// `cm` (a double ack, or an event the caller already released).
 pub fn ack_event(cm: &Cm, ev: *mut rdma_cm_event) -> bool {
-    let Some(evt) = cm.live.lock().events.remove(&(ev as usize)) else { return false };
+    let Some(evt) = cm.live.events.remove(&(ev as usize)) else { return false };
     if let Some(mc) = &evt.mc {
         mc.acks.add();
     }

@@ -2,9 +2,10 @@
 //! The CM core against test doubles of the kernel and of libibverbs.
 #![allow(unsafe_code)]
 
+use std::collections::HashMap;
 use super::device::fake::FakeVerbs;
 use super::device::DevEntry;
-use crate::sys::ucma::{AddrInfo, RawAddr, RouteInfo, Ucma};
+use crate::sys::ucma::{AddrInfo, RouteInfo, SockAddr, Ucma};
 use super::*;
 use std::collections::VecDeque;
 
@@ -44,11 +45,11 @@ impl FakeUcma {
     }
 }
 
-fn addr_v4(last: u8) -> RawAddr {
+fn addr_v4(last: u8) -> SockAddr {
     let mut b = [0u8; 16];
     b[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
     b[4..8].copy_from_slice(&[192, 0, 2, last]);
-    RawAddr::from_slice(&b)
+    SockAddr::from_bytes(&b).unwrap()
 }
 
 impl Ucma for FakeUcma {
@@ -81,27 +82,27 @@ impl Ucma for FakeUcma {
         }
         Ok(reported)
     }
-    fn bind(&self, _fd: i32, _id: u32, addr: &RawAddr) -> Result<(), Errno> {
+    fn bind(&self, _fd: i32, _id: u32, addr: &SockAddr) -> Result<(), Errno> {
         self.st.lock().log.push("bind");
         if addr.family() == AF_IB && !self.af_ib {
             return Err(Errno::EAFNOSUPPORT);
         }
         Ok(())
     }
-    fn bind_ip(&self, _fd: i32, _id: u32, _addr: &RawAddr) -> Result<(), Errno> {
+    fn bind_ip(&self, _fd: i32, _id: u32, _addr: &SockAddr) -> Result<(), Errno> {
         self.st.lock().log.push("bind_ip");
         Ok(())
     }
-    fn resolve_addr(&self, _fd: i32, id: u32, _src: Option<&RawAddr>, dst: &RawAddr, _t: u32) -> Result<(), Errno> {
+    fn resolve_addr(&self, _fd: i32, id: u32, _src: Option<&SockAddr>, dst: &SockAddr, _t: u32) -> Result<(), Errno> {
         self.st.lock().log.push("resolve_addr");
-        if dst.bytes[7] == 99 {
+        if dst.as_bytes()[7] == 99 {
             self.push(id, RDMA_CM_EVENT_ADDR_ERROR, -(libc::ETIMEDOUT));
         } else {
             self.push(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
         }
         Ok(())
     }
-    fn resolve_ip(&self, fd: i32, id: u32, src: Option<&RawAddr>, dst: &RawAddr, t: u32) -> Result<(), Errno> {
+    fn resolve_ip(&self, fd: i32, id: u32, src: Option<&SockAddr>, dst: &SockAddr, t: u32) -> Result<(), Errno> {
         self.resolve_addr(fd, id, src, dst, t)?;
         let mut st = self.st.lock();
         st.log.pop();
@@ -121,8 +122,10 @@ impl Ucma for FakeUcma {
     fn query_gid(&self, _fd: i32, _id: u32) -> Result<AddrInfo, Errno> {
         self.st.lock().log.push("query_gid");
         let mut a = AddrInfo::default();
-        a.src.bytes[8] = 0xfe;
-        a.dst.bytes[8] = 0xfd;
+        let (mut s, mut d) = ([0u8; 48], [0u8; 48]);
+        s[8] = 0xfe;
+        d[8] = 0xfd;
+        (a.src, a.dst) = (SockAddr::from_bytes(&s).unwrap(), SockAddr::from_bytes(&d).unwrap());
         Ok(a)
     }
     fn query_path(&self, _fd: i32, _id: u32) -> Result<Vec<ibv_path_data>, Errno> {
@@ -185,10 +188,10 @@ fn make(af_ib: bool, ib: bool) -> (&'static Cm, &'static FakeUcma) {
         abi_version() -> Option<i32>;
         create_id(fd: i32, uid: u64, ps: u16, q: u8) -> Result<u32, Errno>;
         destroy_id(fd: i32, id: u32) -> Result<u32, Errno>;
-        bind(fd: i32, id: u32, a: &RawAddr) -> Result<(), Errno>;
-        bind_ip(fd: i32, id: u32, a: &RawAddr) -> Result<(), Errno>;
-        resolve_addr(fd: i32, id: u32, s: Option<&RawAddr>, d: &RawAddr, t: u32) -> Result<(), Errno>;
-        resolve_ip(fd: i32, id: u32, s: Option<&RawAddr>, d: &RawAddr, t: u32) -> Result<(), Errno>;
+        bind(fd: i32, id: u32, a: &SockAddr) -> Result<(), Errno>;
+        bind_ip(fd: i32, id: u32, a: &SockAddr) -> Result<(), Errno>;
+        resolve_addr(fd: i32, id: u32, s: Option<&SockAddr>, d: &SockAddr, t: u32) -> Result<(), Errno>;
+        resolve_ip(fd: i32, id: u32, s: Option<&SockAddr>, d: &SockAddr, t: u32) -> Result<(), Errno>;
         resolve_route(fd: i32, id: u32, t: u32) -> Result<(), Errno>;
         query_addr(fd: i32, id: u32) -> Result<AddrInfo, Errno>;
         query_gid(fd: i32, id: u32) -> Result<AddrInfo, Errno>;
@@ -271,8 +274,8 @@ fn sync_errors_map_status_to_errno() {
         assert_eq!(cm.resolve_addr(&p, None, Some(addr_v4(99)), 100).unwrap_err(), Errno::ETIMEDOUT);
         assert_eq!((*(*p.raw()).event).event, RDMA_CM_EVENT_ADDR_ERROR);
         assert_eq!(cm.resolve_addr(&p, None, None, 100).unwrap_err(), Errno::EINVAL);
-        assert_eq!(cm.resolve_addr(&p, Some(RawAddr::default()), Some(addr_v4(2)), 100).unwrap_err(), Errno::EINVAL);
-        assert_eq!(cm.bind(&p, Some(RawAddr::default())).unwrap_err(), Errno::EINVAL);
+        assert_eq!(cm.resolve_addr(&p, Some(SockAddr::default()), Some(addr_v4(2)), 100).unwrap_err(), Errno::EINVAL);
+        assert_eq!(cm.bind(&p, Some(SockAddr::default())).unwrap_err(), Errno::EINVAL);
         assert_eq!(cm.set_option(&p, 7, 0, null_mut(), 0).unwrap_err(), Errno::ENOSYS);
         assert_eq!(cm.write_cm_event(&p, RDMA_CM_EVENT_ADDR_ERROR, 0, 0).unwrap_err(), Errno::EINVAL);
         cm.destroy_id(&p).unwrap();

@@ -24,7 +24,7 @@ use crate::abi::cma::*;
 use crate::addrinfo::{self as gai, GaiError, Hints, Rai};
 use crate::cma::{self, Cm};
 use crate::sys::rtnl;
-use crate::sys::ucma::RawAddr;
+use crate::abi::sockaddr::SockAddr;
 use devices::{gid_text, Device};
 use json::J;
 use nix::errno::Errno;
@@ -126,7 +126,7 @@ pub fn addr_text(a: &[u8]) -> String {
         };
     }
     if a.len() >= 40 && u16::from_ne_bytes([a[0], a[1]]) as i32 == AF_IB {
-        let s = gai::sib_from_bytes(a);
+        let s = SockAddr::from_prefix(a).ib_image();
         return format!(
             "ib gid {} sid {:#x} pkey {:#06x}",
             gid_text(&<[u8; 16]>::try_from(&a[8..24]).unwrap_or_default()),
@@ -173,9 +173,9 @@ pub fn rai_json(r: &Rai) -> J {
         .with("family", family_name(r.family))
         .with("qp_type", qp_name(r.qp_type))
         .with("port_space", ps_name(r.port_space as u32))
-        .with("src_addr", r.src.as_deref().map(addr_text))
+        .with("src_addr", r.src.as_ref().map(|a| addr_text(a.as_bytes())))
         .with("src_len", r.src_len())
-        .with("dst_addr", r.dst.as_deref().map(addr_text))
+        .with("dst_addr", r.dst.as_ref().map(|a| addr_text(a.as_bytes())))
         .with("dst_len", r.dst_len())
         .with("src_canonname", cn(&r.src_canonname))
         .with("dst_canonname", cn(&r.dst_canonname))
@@ -478,7 +478,7 @@ impl<'a> Run<'a> {
             None => {}
         }
         if let Some(s) = &self.req.source {
-            h.src = Some(parse_addr(s).ok_or_else(|| format!("--source {s} is not a numeric IPv4 or IPv6 address"))?);
+            h.src = Some(parse_addr(s).and_then(|b| SockAddr::from_bytes(&b)).ok_or_else(|| format!("--source {s} is not a numeric IPv4 or IPv6 address"))?);
         }
         Ok(h)
     }
@@ -500,7 +500,7 @@ impl<'a> Run<'a> {
                     .with("family", family_name(h.family))
                     .with("qp_type", qp_name(h.qp_type))
                     .with("port_space", ps_name(h.port_space as u32))
-                    .with("src_addr", h.src.as_deref().map(addr_text)),
+                    .with("src_addr", h.src.as_ref().map(|a| addr_text(a.as_bytes()))),
             );
             match gai::getaddrinfo(node.as_deref(), service.as_deref(), &h, &cma::ai::CmaBackend) {
                 Ok(list) => {
@@ -703,8 +703,9 @@ pub fn explain(req: &Request, gid_check: GidCheck<'_>) -> Report {
         return Report { request: req.clone(), steps: run.steps, devices: None };
     };
     let first = &list[0];
-    let target = if req.passive { first.src.clone().or_else(|| wildcard_of(req, first)) } else { first.dst.clone() };
-    let src = if req.passive { None } else { first.src.clone() };
+    let bytes_of = |a: &Option<SockAddr>| a.as_ref().map(|a| a.as_bytes().to_vec());
+    let target = if req.passive { bytes_of(&first.src).or_else(|| wildcard_of(req, first)) } else { bytes_of(&first.dst) };
+    let src = if req.passive { None } else { bytes_of(&first.src) };
     let ip = target.as_deref().and_then(ip_of);
     let wildcard = ip.is_some_and(|(a, _, _)| a.is_unspecified());
     let mut failed = false;
@@ -753,11 +754,11 @@ fn wildcard_of(req: &Request, first: &Rai) -> Option<Vec<u8>> {
     parse_addr(if v6 { "::" } else { "0.0.0.0" })
 }
 
-fn raw(cm: &Cm, b: &[u8]) -> RawAddr {
-    let fam = if b.len() >= 2 { u16::from_ne_bytes([b[0], b[1]]) as i32 } else { 0 };
-    let len = cma::addr_len(fam, cm.af_ib()).min(b.len());
-    let len = if len == 0 { b.len() } else { len };
-    RawAddr::from_slice(&b[..len])
+/// The address as the CM takes it (the library's one rule, SockAddr::for_cm);
+/// the explainer's addresses are whole structures, so this only falls back
+/// to the bytes as given for an unknown family.
+fn raw(cm: &Cm, b: &[u8]) -> SockAddr {
+    SockAddr::for_cm(b, cm.af_ib()).unwrap_or_else(|| SockAddr::from_prefix(b))
 }
 
 /// The kernel's view of a resolved id: device, port, GIDs, path.
@@ -784,8 +785,8 @@ fn id_facts(run: &Run, p: &cma::IdPriv) -> Option<Facts> {
     let facts = J::obj()
         .with("device", dev.map(|d| d.name.clone()))
         .with("port", r.port_num)
-        .with("src_addr", addr_text(r.src.as_slice()))
-        .with("dst_addr", addr_text(r.dst.as_slice()))
+        .with("src_addr", addr_text(r.src.as_bytes()))
+        .with("dst_addr", addr_text(r.dst.as_bytes()))
         .with("sgid", gid_text(&sgid))
         .with("dgid", gid_text(&dgid))
         .with("gid_index", gid_index.as_ref().map(|g| g.0))

@@ -258,27 +258,19 @@ mod tests {
 
     #[test]
     fn gid_forms() {
-        match gid_to_sockaddr(&GID4, 3) {
-            SockAddr::V4(s) => assert_eq!(s.sin_addr.s_addr.to_ne_bytes(), [192, 0, 2, 2]),
-            _ => panic!("IPv4-mapped GID must become AF_INET"),
-        }
+        let s = gid_to_sockaddr(&GID4, 3).as_v4().expect("IPv4-mapped GID must become AF_INET");
+        assert_eq!(s.sin_addr.s_addr.to_ne_bytes(), [192, 0, 2, 2]);
         let mut ll = [0u8; 16];
         ll[0] = 0xfe;
         ll[1] = 0x80;
         ll[15] = 1;
-        match gid_to_sockaddr(&ll, 3) {
-            SockAddr::V6(s) => assert_eq!(s.sin6_scope_id, 3),
-            _ => panic!(),
-        }
+        assert_eq!(gid_to_sockaddr(&ll, 3).as_v6().unwrap().sin6_scope_id, 3);
         let mut g = [0u8; 16];
         g[0] = 0x20;
         g[1] = 0x01;
         g[2] = 0x0d;
         g[3] = 0xb8;
         g[15] = 2;
-        match gid_to_sockaddr(&g, 3) {
-            SockAddr::V6(s) => assert_eq!(s.sin6_scope_id, 0),
-            _ => panic!(),
-        }
+        assert_eq!(gid_to_sockaddr(&g, 3).as_v6().unwrap().sin6_scope_id, 0);
     }
 }

@@ -3,6 +3,7 @@
 //! list ([`AddrInfoList`], released with `freeaddrinfo` when dropped) whose
 //! entries come out as plain Rust values ([`AddrInfo`]).
 
+use crate::abi::sockaddr::SockAddr;
 use std::ffi::{c_int, CStr, CString};
 use std::ptr::NonNull;
 
@@ -23,8 +24,8 @@ pub struct AddrInfo {
     pub family: c_int,
     pub socktype: c_int,
     pub protocol: c_int,
-    /// The socket address, `ai_addrlen` bytes (empty when libc gave none).
-    pub addr: Vec<u8>,
+    /// The socket address at `ai_addrlen` (empty when libc gave none).
+    pub addr: SockAddr,
     pub canonname: Option<CString>,
 }
 
@@ -68,11 +69,12 @@ impl AddrInfoList {
 
 fn copy_entry(ai: &libc::addrinfo) -> AddrInfo {
     let addr = if ai.ai_addr.is_null() || ai.ai_addrlen == 0 {
-        Vec::new()
+        SockAddr::EMPTY
     } else {
         // SAFETY: libc's result addresses are readable for ai_addrlen bytes
-        // while the list lives (it outlives this call).
-        unsafe { std::slice::from_raw_parts(ai.ai_addr.cast::<u8>(), ai.ai_addrlen as usize) }.to_vec()
+        // while the list lives (it outlives this call); they are
+        // sockaddr_in/sockaddr_in6, never longer than sockaddr_storage.
+        SockAddr::from_prefix(unsafe { std::slice::from_raw_parts(ai.ai_addr.cast::<u8>(), ai.ai_addrlen as usize) })
     };
     let canonname = if ai.ai_canonname.is_null() {
         None
@@ -126,7 +128,7 @@ mod tests {
         assert_eq!(a.family, libc::AF_INET);
         assert_eq!(a.socktype, libc::SOCK_STREAM);
         assert_eq!(a.addr.len(), std::mem::size_of::<libc::sockaddr_in>());
-        assert_eq!(&a.addr[2..8], &[0x1d, 0x2f, 192, 0, 2, 1]);
+        assert_eq!(&a.addr.as_bytes()[2..8], &[0x1d, 0x2f, 192, 0, 2, 1]);
         assert_eq!(l.iter().next(), Some(a));
     }
 

@@ -11,48 +11,9 @@ use nix::errno::Errno;
 use std::ffi::c_void;
 use std::os::fd::RawFd;
 
-/// A socket address as raw bytes (what the kernel copies), with its length.
-#[derive(Clone, Copy)]
-pub struct RawAddr {
-    pub len: usize,
-    pub bytes: [u8; 128],
-}
+pub use crate::abi::sockaddr::SockAddr;
 
-impl Default for RawAddr {
-    fn default() -> Self {
-        RawAddr { len: 0, bytes: [0; 128] }
-    }
-}
-
-impl std::fmt::Debug for RawAddr {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "RawAddr({:02x?})", &self.bytes[..self.len])
-    }
-}
-
-impl RawAddr {
-    /// Copies `len` bytes (at most 128).
-    pub fn from_slice(b: &[u8]) -> RawAddr {
-        let mut a = RawAddr::default();
-        let n = b.len().min(128);
-        a.bytes[..n].copy_from_slice(&b[..n]);
-        a.len = n;
-        a
-    }
-    /// The address family (first two bytes, host order), 0 when empty.
-    pub fn family(&self) -> i32 {
-        if self.len < 2 {
-            0
-        } else {
-            u16::from_ne_bytes([self.bytes[0], self.bytes[1]]) as i32
-        }
-    }
-    pub fn as_slice(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-}
-
-/// The decoded answer of QUERY ADDR / QUERY GID.
+/// The decoded answer of QUERY ADDR / QUERY GID ([`dec_addr`], [`dec_gid`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AddrInfo {
     /// Big-endian, as the kernel reports it.
@@ -60,8 +21,8 @@ pub struct AddrInfo {
     pub port_num: u8,
     /// Big-endian.
     pub pkey: u16,
-    pub src: RawAddr,
-    pub dst: RawAddr,
+    pub src: SockAddr,
+    pub dst: SockAddr,
     /// `None` when the kernel does not report the device index.
     pub ibdev_index: Option<u32>,
 }
@@ -73,8 +34,8 @@ pub struct RouteInfo {
     pub paths: [kabi::UserPathRec; 2],
     pub num_paths: u32,
     /// Both are `sockaddr_in6`-sized (28 bytes), as the kernel fills them.
-    pub src: RawAddr,
-    pub dst: RawAddr,
+    pub src: SockAddr,
+    pub dst: SockAddr,
     pub port_num: u8,
     pub ibdev_index: Option<u32>,
 }
@@ -94,13 +55,13 @@ pub trait Ucma: Send + Sync {
     /// Returns the number of events the kernel reported for the id.
     fn destroy_id(&self, fd: RawFd, id: u32) -> Result<u32, Errno>;
     /// BIND (AF_IB-capable family).
-    fn bind(&self, fd: RawFd, id: u32, addr: &RawAddr) -> Result<(), Errno>;
+    fn bind(&self, fd: RawFd, id: u32, addr: &SockAddr) -> Result<(), Errno>;
     /// BIND_IP (legacy family; IPv4/IPv6 only).
-    fn bind_ip(&self, fd: RawFd, id: u32, addr: &RawAddr) -> Result<(), Errno>;
+    fn bind_ip(&self, fd: RawFd, id: u32, addr: &SockAddr) -> Result<(), Errno>;
     /// RESOLVE_ADDR (AF_IB-capable family).
-    fn resolve_addr(&self, fd: RawFd, id: u32, src: Option<&RawAddr>, dst: &RawAddr, timeout_ms: u32) -> Result<(), Errno>;
+    fn resolve_addr(&self, fd: RawFd, id: u32, src: Option<&SockAddr>, dst: &SockAddr, timeout_ms: u32) -> Result<(), Errno>;
     /// RESOLVE_IP (legacy family).
-    fn resolve_ip(&self, fd: RawFd, id: u32, src: Option<&RawAddr>, dst: &RawAddr, timeout_ms: u32) -> Result<(), Errno>;
+    fn resolve_ip(&self, fd: RawFd, id: u32, src: Option<&SockAddr>, dst: &SockAddr, timeout_ms: u32) -> Result<(), Errno>;
     fn resolve_route(&self, fd: RawFd, id: u32, timeout_ms: u32) -> Result<(), Errno>;
     fn query_addr(&self, fd: RawFd, id: u32) -> Result<AddrInfo, Errno>;
     fn query_gid(&self, fd: RawFd, id: u32) -> Result<AddrInfo, Errno>;
@@ -141,7 +102,7 @@ pub trait Ucma: Send + Sync {
     }
     /// JOIN_MCAST (`addr` of any family) or, with `legacy`, JOIN_IP_MCAST;
     /// returns the kernel's handle of the membership.
-    fn join_mcast(&self, _fd: RawFd, _id: u32, _uid: u64, _addr: &RawAddr, _join_flags: u16, _legacy: bool) -> Result<u32, Errno> {
+    fn join_mcast(&self, _fd: RawFd, _id: u32, _uid: u64, _addr: &SockAddr, _join_flags: u16, _legacy: bool) -> Result<u32, Errno> {
         Err(Errno::ENOSYS)
     }
     /// Returns the events reported for the membership.
@@ -175,16 +136,14 @@ pub fn bytes_of<T: Copy>(c: &Cmd<T>) -> &[u8] {
     unsafe { std::slice::from_raw_parts(c as *const Cmd<T> as *const u8, std::mem::size_of::<Cmd<T>>()) }
 }
 
-fn storage_of(a: &RawAddr) -> kabi::KSockaddrStorage {
-    let mut s = kabi::KSockaddrStorage::default();
-    s.bytes[..a.len].copy_from_slice(a.as_slice());
-    s
+fn storage_of(a: &SockAddr) -> kabi::KSockaddrStorage {
+    kabi::KSockaddrStorage { bytes: *a.storage() }
 }
 
-fn in6_of(a: &RawAddr) -> kabi::KSockaddrIn6 {
+/// The legacy commands' `sockaddr_in6` field: the address's first 28 bytes.
+fn in6_of(a: &SockAddr) -> kabi::KSockaddrIn6 {
     let mut s = kabi::KSockaddrIn6::default();
-    let n = a.len.min(28);
-    s.bytes[..n].copy_from_slice(&a.bytes[..n]);
+    s.bytes.copy_from_slice(&a.storage()[..28]);
     s
 }
 
@@ -196,16 +155,16 @@ pub fn enc_destroy_id(id: u32, resp: u64) -> Cmd<kabi::DestroyId> {
     command(cmd::DESTROY_ID, 4, kabi::DestroyId { response: resp, id, reserved: 0 })
 }
 
-pub fn enc_bind(id: u32, addr: &RawAddr) -> Cmd<kabi::Bind> {
-    command(cmd::BIND, 0, kabi::Bind { id, addr_size: addr.len as u16, reserved: 0, addr: storage_of(addr) })
+pub fn enc_bind(id: u32, addr: &SockAddr) -> Cmd<kabi::Bind> {
+    command(cmd::BIND, 0, kabi::Bind { id, addr_size: addr.len() as u16, reserved: 0, addr: storage_of(addr) })
 }
 
-pub fn enc_bind_ip(id: u32, addr: &RawAddr) -> Cmd<kabi::BindIp> {
+pub fn enc_bind_ip(id: u32, addr: &SockAddr) -> Cmd<kabi::BindIp> {
     command(cmd::BIND_IP, 0, kabi::BindIp { response: 0, addr: in6_of(addr), id })
 }
 
-pub fn enc_resolve_addr(id: u32, src: Option<&RawAddr>, dst: &RawAddr, timeout_ms: u32) -> Cmd<kabi::ResolveAddr> {
-    let empty = RawAddr::default();
+pub fn enc_resolve_addr(id: u32, src: Option<&SockAddr>, dst: &SockAddr, timeout_ms: u32) -> Cmd<kabi::ResolveAddr> {
+    let empty = SockAddr::EMPTY;
     let src = src.unwrap_or(&empty);
     command(
         cmd::RESOLVE_ADDR,
@@ -213,8 +172,8 @@ pub fn enc_resolve_addr(id: u32, src: Option<&RawAddr>, dst: &RawAddr, timeout_m
         kabi::ResolveAddr {
             id,
             timeout_ms,
-            src_size: src.len as u16,
-            dst_size: dst.len as u16,
+            src_size: src.len() as u16,
+            dst_size: dst.len() as u16,
             reserved: 0,
             src_addr: storage_of(src),
             dst_addr: storage_of(dst),
@@ -222,8 +181,8 @@ pub fn enc_resolve_addr(id: u32, src: Option<&RawAddr>, dst: &RawAddr, timeout_m
     )
 }
 
-pub fn enc_resolve_ip(id: u32, src: Option<&RawAddr>, dst: &RawAddr, timeout_ms: u32) -> Cmd<kabi::ResolveIp> {
-    let empty = RawAddr::default();
+pub fn enc_resolve_ip(id: u32, src: Option<&SockAddr>, dst: &SockAddr, timeout_ms: u32) -> Cmd<kabi::ResolveIp> {
+    let empty = SockAddr::EMPTY;
     command(cmd::RESOLVE_IP, 0, kabi::ResolveIp { src_addr: in6_of(src.unwrap_or(&empty)), dst_addr: in6_of(dst), id, timeout_ms })
 }
 
@@ -285,15 +244,15 @@ pub fn enc_notify(id: u32, event: u32) -> Cmd<kabi::Notify> {
     command(cmd::NOTIFY, 0, kabi::Notify { id, event })
 }
 
-pub fn enc_join_mcast(id: u32, uid: u64, addr: &RawAddr, join_flags: u16, resp: u64) -> Cmd<kabi::JoinMcast> {
+pub fn enc_join_mcast(id: u32, uid: u64, addr: &SockAddr, join_flags: u16, resp: u64) -> Cmd<kabi::JoinMcast> {
     command(
         cmd::JOIN_MCAST,
         std::mem::size_of::<kabi::CreateIdResp>(),
-        kabi::JoinMcast { response: resp, uid, id, addr_size: addr.len as u16, join_flags, addr: storage_of(addr) },
+        kabi::JoinMcast { response: resp, uid, id, addr_size: addr.len() as u16, join_flags, addr: storage_of(addr) },
     )
 }
 
-pub fn enc_join_ip_mcast(id: u32, uid: u64, addr: &RawAddr, resp: u64) -> Cmd<kabi::JoinIpMcast> {
+pub fn enc_join_ip_mcast(id: u32, uid: u64, addr: &SockAddr, resp: u64) -> Cmd<kabi::JoinIpMcast> {
     command(cmd::JOIN_IP_MCAST, std::mem::size_of::<kabi::CreateIdResp>(), kabi::JoinIpMcast { response: resp, uid, addr: in6_of(addr), id })
 }
 
@@ -314,18 +273,22 @@ fn index_of(v: u32) -> Option<u32> {
 }
 
 pub fn dec_addr(r: &kabi::QueryAddrResp) -> AddrInfo {
-    let src_len = (r.src_size as usize).min(128);
-    let dst_len = (r.dst_size as usize).min(128);
     AddrInfo {
         node_guid: r.node_guid,
         port_num: r.port_num,
         pkey: r.pkey,
-        // The whole storage is kept (QUERY GID readers look past the
-        // reported size, as upstream does); `len` is the reported size.
-        src: RawAddr { len: src_len, bytes: r.src_addr.bytes },
-        dst: RawAddr { len: dst_len, bytes: r.dst_addr.bytes },
+        // The reported sizes, at most the storage's 128 bytes.
+        src: SockAddr::from_prefix(&r.src_addr.bytes[..(r.src_size as usize).min(128)]),
+        dst: SockAddr::from_prefix(&r.dst_addr.bytes[..(r.dst_size as usize).min(128)]),
         ibdev_index: index_of(r.ibdev_index),
     }
+}
+
+/// QUERY GID's answer: both addresses are `sockaddr_ib` images, read as
+/// such whatever size the kernel reports (as upstream reads them).
+pub fn dec_gid(r: &kabi::QueryAddrResp) -> AddrInfo {
+    const SIB: usize = std::mem::size_of::<crate::abi::cma::sockaddr_ib>();
+    AddrInfo { src: SockAddr::from_prefix(&r.src_addr.bytes[..SIB]), dst: SockAddr::from_prefix(&r.dst_addr.bytes[..SIB]), ..dec_addr(r) }
 }
 
 pub fn dec_route(r: &kabi::QueryRouteResp) -> RouteInfo {
@@ -333,8 +296,8 @@ pub fn dec_route(r: &kabi::QueryRouteResp) -> RouteInfo {
         node_guid: r.node_guid,
         paths: r.ib_route,
         num_paths: r.num_paths.min(2),
-        src: RawAddr::from_slice(&r.src_addr.bytes),
-        dst: RawAddr::from_slice(&r.dst_addr.bytes),
+        src: SockAddr::from_prefix(&r.src_addr.bytes),
+        dst: SockAddr::from_prefix(&r.dst_addr.bytes),
         port_num: r.port_num,
         ibdev_index: index_of(r.ibdev_index),
     }
@@ -432,19 +395,19 @@ impl Ucma for Kernel {
         Ok(resp.events_reported)
     }
 
-    fn bind(&self, fd: RawFd, id: u32, addr: &RawAddr) -> Result<(), Errno> {
+    fn bind(&self, fd: RawFd, id: u32, addr: &SockAddr) -> Result<(), Errno> {
         send(fd, &enc_bind(id, addr))
     }
 
-    fn bind_ip(&self, fd: RawFd, id: u32, addr: &RawAddr) -> Result<(), Errno> {
+    fn bind_ip(&self, fd: RawFd, id: u32, addr: &SockAddr) -> Result<(), Errno> {
         send(fd, &enc_bind_ip(id, addr))
     }
 
-    fn resolve_addr(&self, fd: RawFd, id: u32, src: Option<&RawAddr>, dst: &RawAddr, timeout_ms: u32) -> Result<(), Errno> {
+    fn resolve_addr(&self, fd: RawFd, id: u32, src: Option<&SockAddr>, dst: &SockAddr, timeout_ms: u32) -> Result<(), Errno> {
         send(fd, &enc_resolve_addr(id, src, dst, timeout_ms))
     }
 
-    fn resolve_ip(&self, fd: RawFd, id: u32, src: Option<&RawAddr>, dst: &RawAddr, timeout_ms: u32) -> Result<(), Errno> {
+    fn resolve_ip(&self, fd: RawFd, id: u32, src: Option<&SockAddr>, dst: &SockAddr, timeout_ms: u32) -> Result<(), Errno> {
         send(fd, &enc_resolve_ip(id, src, dst, timeout_ms))
     }
 
@@ -463,7 +426,7 @@ impl Ucma for Kernel {
         let mut resp = kabi::QueryAddrResp { ibdev_index: INVALID_INDEX, ..Default::default() };
         let out = std::mem::size_of_val(&resp);
         send(fd, &enc_query(cmd::QUERY, id, kabi::QUERY_GID, addr_of_mut(&mut resp), out))?;
-        Ok(dec_addr(&resp))
+        Ok(dec_gid(&resp))
     }
 
     fn query_path(&self, fd: RawFd, id: u32) -> Result<Vec<crate::abi::cma::ibv_path_data>, Errno> {
@@ -530,7 +493,7 @@ impl Ucma for Kernel {
         send(fd, &enc_notify(id, event))
     }
 
-    fn join_mcast(&self, fd: RawFd, id: u32, uid: u64, addr: &RawAddr, join_flags: u16, legacy: bool) -> Result<u32, Errno> {
+    fn join_mcast(&self, fd: RawFd, id: u32, uid: u64, addr: &SockAddr, join_flags: u16, legacy: bool) -> Result<u32, Errno> {
         let mut resp = kabi::CreateIdResp::default();
         if legacy {
             send(fd, &enc_join_ip_mcast(id, uid, addr, addr_of_mut(&mut resp)))?;
@@ -655,12 +618,12 @@ mod tests {
         u64::from_ne_bytes(b[off..off + 8].try_into().unwrap())
     }
 
-    fn v4(a: [u8; 4], port: u16) -> RawAddr {
+    fn v4(a: [u8; 4], port: u16) -> SockAddr {
         let mut b = [0u8; 16];
         b[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
         b[2..4].copy_from_slice(&port.to_be_bytes());
         b[4..8].copy_from_slice(&a);
-        RawAddr::from_slice(&b)
+        SockAddr::from_bytes(&b).unwrap()
     }
 
     #[test]
@@ -698,11 +661,11 @@ mod tests {
         assert_eq!((u32_at(b, 0), u16_at(b, 4), u16_at(b, 6)), (cmd::BIND, 136, 0));
         assert_eq!(u32_at(b, 8), 3);
         assert_eq!(u16_at(b, 12), 16);
-        assert_eq!(&b[16..32], a.as_slice());
+        assert_eq!(&b[16..32], a.as_bytes());
         let c = enc_bind_ip(3, &a);
         let b = bytes_of(&c);
         assert_eq!((u32_at(b, 0), u16_at(b, 4)), (cmd::BIND_IP, 40));
-        assert_eq!(&b[16..32], a.as_slice());
+        assert_eq!(&b[16..32], a.as_bytes());
         assert_eq!(u32_at(b, 44), 3);
     }
 
@@ -715,16 +678,25 @@ mod tests {
         assert_eq!((u32_at(b, 0), u16_at(b, 4)), (cmd::RESOLVE_ADDR, 272));
         assert_eq!((u32_at(b, 8), u32_at(b, 12)), (4, 2000));
         assert_eq!((u16_at(b, 16), u16_at(b, 18)), (16, 16));
-        assert_eq!(&b[24..40], s.as_slice());
-        assert_eq!(&b[152..168], d.as_slice());
+        assert_eq!(&b[24..40], s.as_bytes());
+        assert_eq!(&b[152..168], d.as_bytes());
         let c = enc_resolve_addr(4, None, &d, 1);
         assert_eq!(u16_at(bytes_of(&c), 16), 0);
         let c = enc_resolve_ip(4, None, &d, 500);
         let b = bytes_of(&c);
         assert_eq!((u32_at(b, 0), u16_at(b, 4)), (cmd::RESOLVE_IP, 64));
         assert_eq!(&b[8..36], &[0u8; 28]);
-        assert_eq!(&b[36..52], d.as_slice());
+        assert_eq!(&b[36..52], d.as_bytes());
         assert_eq!((u32_at(b, 64), u32_at(b, 68)), (4, 500));
+        // The legacy sockaddr_in6 fields carry a whole IPv6 address (the
+        // scope id is its last field).
+        let d6 = SockAddr::v6([0xfe; 16], 7);
+        let b = bytes_of(&enc_resolve_ip(4, Some(&d6), &d6, 1)).to_vec();
+        assert_eq!((&b[8..36], &b[36..64]), (d6.as_bytes(), d6.as_bytes()));
+        let b = bytes_of(&enc_bind(4, &d6)).to_vec();
+        assert_eq!(u16_at(&b, 12), 28);
+        assert_eq!(&b[16..44], d6.as_bytes());
+        assert!(b[44..].iter().all(|&x| x == 0), "zero past the address");
         let c = enc_resolve_route(4, 2000);
         let b = bytes_of(&c);
         assert_eq!((u32_at(b, 0), u16_at(b, 4), u32_at(b, 8), u32_at(b, 12)), (cmd::RESOLVE_ROUTE, 8, 4, 2000));
@@ -782,7 +754,7 @@ mod tests {
         let b = bytes_of(&enc_join_mcast(5, 0x77, &a, 1, 0x88)).to_vec();
         assert_eq!((u32_at(&b, 0), u16_at(&b, 4), u16_at(&b, 6)), (cmd::JOIN_MCAST, 152, 4));
         assert_eq!((u64_at(&b, 8), u64_at(&b, 16), u32_at(&b, 24), u16_at(&b, 28), u16_at(&b, 30)), (0x88, 0x77, 5, 16, 1));
-        assert_eq!(&b[32..48], a.as_slice());
+        assert_eq!(&b[32..48], a.as_bytes());
         let b = bytes_of(&enc_join_ip_mcast(5, 0x77, &a, 0x88)).to_vec();
         assert_eq!((u32_at(&b, 0), u16_at(&b, 4), u32_at(&b, 52)), (cmd::JOIN_IP_MCAST, 48, 5));
         let b = bytes_of(&enc_leave_mcast(3, 0x88)).to_vec();
@@ -798,8 +770,11 @@ mod tests {
         let mut r = kabi::QueryAddrResp { node_guid: 0x1122, port_num: 1, pkey: 0xffff, src_size: 16, dst_size: 200, ibdev_index: 3, ..Default::default() };
         r.src_addr.bytes[0] = 2;
         let a = dec_addr(&r);
-        assert_eq!(a.src.len, 16);
-        assert_eq!(a.dst.len, 128, "sizes are clamped to the storage");
+        assert_eq!(a.src.len(), 16);
+        assert_eq!(a.dst.len(), 128, "sizes are clamped to the storage");
+        r.src_addr.bytes[8] = 0xfe;
+        r.src_size = 0;
+        assert_eq!(dec_gid(&r).src.ib_image().sib_addr.sib_raw[0], 0xfe, "QUERY GID: a sockaddr_ib whatever the size");
         assert_eq!(a.ibdev_index, Some(3));
         assert_eq!(a.src.family(), 2);
         r.ibdev_index = u32::MAX;

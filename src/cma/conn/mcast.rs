@@ -4,7 +4,7 @@
 //! group).
 #![deny(unsafe_code)]
 
-use crate::sys::ucma::RawAddr;
+use crate::abi::sockaddr::SockAddr;
 use crate::cma::public::CPtr;
 use crate::cma::{Acks, Cm, EventPriv, IdPriv};
 use crate::abi::cma::*;
@@ -36,13 +36,13 @@ pub struct Mc {
     /// Group GID and LID from the join event.
     pub group: Mutex<(ibv_gid, u16)>,
     pub join_flags: u16,
-    pub addr: RawAddr,
+    pub addr: SockAddr,
     /// Its acked events, which leave waits on.
     pub acks: Acks,
 }
 
 /// `rdma_join_multicast` / `rdma_join_multicast_ex` after their checks.
-pub fn join(cm: &'static Cm, p: &Arc<IdPriv>, addr: RawAddr, join_flags: u16, context: *mut c_void) -> Result<(), Errno> {
+pub fn join(cm: &'static Cm, p: &Arc<IdPriv>, addr: SockAddr, join_flags: u16, context: *mut c_void) -> Result<(), Errno> {
     let mc = Arc::new(Mc {
         id: Arc::downgrade(p),
         context: CPtr(context),
@@ -71,10 +71,10 @@ pub fn join(cm: &'static Cm, p: &Arc<IdPriv>, addr: RawAddr, join_flags: u16, co
 
 /// `rdma_leave_multicast` after its checks: waits until every event the
 /// kernel reported for the membership has been acked.
-pub fn leave(cm: &Cm, p: &IdPriv, addr: RawAddr) -> Result<(), Errno> {
+pub fn leave(cm: &Cm, p: &IdPriv, addr: SockAddr) -> Result<(), Errno> {
     let mc = {
         let mut mcs = p.mcs.lock();
-        let pos = mcs.iter().position(|m| m.addr.bytes[..addr.len] == addr.bytes[..addr.len]).ok_or(Errno::EADDRNOTAVAIL)?;
+        let pos = mcs.iter().position(|m| m.addr.storage()[..addr.len()] == *addr.as_bytes()).ok_or(Errno::EADDRNOTAVAIL)?;
         mcs.remove(pos)
     };
     if !p.id.qp().is_null() && mc.join_flags != JOIN_FLAG_SENDONLY_FULLMEMBER {

@@ -18,7 +18,7 @@ pub mod qp;
 mod tests;
 
 pub use qp::{create_ep, create_qp, create_qp_ex, create_srq, create_srq_ex, destroy_cqs, destroy_ep, destroy_qp_of, destroy_srq_of};
-use crate::sys::ucma::RawAddr;
+use crate::abi::sockaddr::SockAddr;
 use crate::sys::verbs::{copy_qp_attr_from_kern, Ece, QpAttr, IBV_LINK_LAYER_INFINIBAND, IBV_QPS_ERR, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_TRANSPORT_IB, IBV_TRANSPORT_IWARP};
 use crate::cma::public::CPtr;
 use crate::cma::{self as cm, Channel, Cm, EventPriv, IdPriv};
@@ -403,8 +403,9 @@ pub struct EpInfo {
     pub passive: bool,
     pub port_space: u32,
     pub qp_type: u32,
-    pub src: Option<RawAddr>,
-    pub dst: Option<RawAddr>,
+    /// At the `rdma_addrinfo`'s lengths (the kernel checks them).
+    pub src: Option<SockAddr>,
+    pub dst: Option<SockAddr>,
     /// `ai_route` and `ai_route_len` (path records for
     /// RDMA_OPTION_IB_PATH), handed to the kernel as they are.
     pub route: CPtr<c_void>,

@@ -131,7 +131,7 @@ pub fn destroy_qp_of(p: &IdPriv) {
 /// The QP of a new connection of a synchronous passive endpoint, created
 /// with the attributes `rdma_create_ep` kept and the listener's PD.
 pub fn create_request_qp(cm: &Cm, np: &IdPriv, lp: &IdPriv) -> Result<(), Errno> {
-    let attr = lp.conn.lock().qp_init_attr;
+    let attr = lp.conn.lock().qp_init_attr.as_deref().copied();
     if let Some(mut a) = attr {
         create_qp(cm, np, lp.id.pd_handle(), &mut a)?;
     }
@@ -234,7 +234,7 @@ fn setup_ep(cm: &'static Cm, p: &IdPriv, res: &EpInfo, pd: Vouched<*mut ibv_pd>,
         if let Some(attr) = attr {
             let mut a = *attr;
             a.set_qp_type(res.qp_type);
-            p.conn.lock().qp_init_attr = Some(a);
+            p.conn.lock().qp_init_attr = Some(Box::new(a));
         }
         return Ok(());
     }

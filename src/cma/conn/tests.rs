@@ -83,20 +83,20 @@ impl Ucma for &'static Fake {
         }
         Ok(n)
     }
-    fn bind(&self, _fd: RawFd, _id: u32, a: &RawAddr) -> Result<(), Errno> {
+    fn bind(&self, _fd: RawFd, _id: u32, a: &SockAddr) -> Result<(), Errno> {
         if a.family() == AF_IB && !self.af_ib {
             return Err(Errno::EAFNOSUPPORT);
         }
         Ok(())
     }
-    fn bind_ip(&self, _fd: RawFd, _id: u32, _a: &RawAddr) -> Result<(), Errno> {
+    fn bind_ip(&self, _fd: RawFd, _id: u32, _a: &SockAddr) -> Result<(), Errno> {
         Ok(())
     }
-    fn resolve_addr(&self, _fd: RawFd, id: u32, _s: Option<&RawAddr>, _d: &RawAddr, _t: u32) -> Result<(), Errno> {
+    fn resolve_addr(&self, _fd: RawFd, id: u32, _s: Option<&SockAddr>, _d: &SockAddr, _t: u32) -> Result<(), Errno> {
         self.push(id, None, |r| r.event = RDMA_CM_EVENT_ADDR_RESOLVED);
         Ok(())
     }
-    fn resolve_ip(&self, fd: RawFd, id: u32, s: Option<&RawAddr>, d: &RawAddr, t: u32) -> Result<(), Errno> {
+    fn resolve_ip(&self, fd: RawFd, id: u32, s: Option<&SockAddr>, d: &SockAddr, t: u32) -> Result<(), Errno> {
         self.resolve_addr(fd, id, s, d, t)
     }
     fn resolve_route(&self, _fd: RawFd, id: u32, _t: u32) -> Result<(), Errno> {
@@ -174,9 +174,9 @@ impl Ucma for &'static Fake {
         self.log(&format!("notify {id} {event}"));
         Ok(())
     }
-    fn join_mcast(&self, fd: RawFd, id: u32, uid: u64, addr: &RawAddr, flags: u16, legacy: bool) -> Result<u32, Errno> {
+    fn join_mcast(&self, fd: RawFd, id: u32, uid: u64, addr: &SockAddr, flags: u16, legacy: bool) -> Result<u32, Errno> {
         let mut st = self.st.lock();
-        st.log.push(format!("join {id} {} {flags} {legacy}", addr.len));
+        st.log.push(format!("join {id} {} {flags} {legacy}", addr.len()));
         st.next_id += 1;
         let h = st.next_id;
         st.mcs.insert(h, (uid, fd, 0));
@@ -198,11 +198,11 @@ fn make(af_ib: bool) -> (&'static Cm, &'static Fake) {
     (cm, f)
 }
 
-fn v4(last: u8) -> RawAddr {
+fn v4(last: u8) -> SockAddr {
     let mut b = [0u8; 16];
     b[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
     b[4..8].copy_from_slice(&[192, 0, 2, last]);
-    RawAddr::from_slice(&b)
+    SockAddr::from_bytes(&b).unwrap()
 }
 
 fn handle(p: &IdPriv) -> u32 {
@@ -438,8 +438,7 @@ fn multicast_join_event_and_leave() {
     unsafe {
         let ch = cm.create_channel().unwrap();
         let p = cm.create_id(Some(&ch), null_mut(), RDMA_PS_UDP).unwrap();
-        let mut g = v4(0);
-        g.bytes[4..8].copy_from_slice(&[239, 0, 0, 1]);
+        let g = SockAddr::v4(u32::from_ne_bytes([239, 0, 0, 1]));
         mcast::join(cm, &p, g, mcast::JOIN_FLAG_FULLMEMBER, 0x42 as *mut c_void).unwrap();
         assert!(f.logged().last().unwrap().starts_with(&format!("join {} 16 0 false", handle(&p))));
         let mc = Arc::as_ptr(&p.mcs.lock()[0]) as u64;
@@ -458,8 +457,7 @@ fn multicast_join_event_and_leave() {
         assert_eq!(e.param.ud.private_data as usize, 0x42, "the join's context");
         assert_eq!((e.param.ud.qp_num, e.param.ud.qkey, e.param.ud.ah_attr.dlid), (0xFF_FFFF, 0x1234, 0xc001));
         assert_eq!((*(mc as usize as *const mcast::Mc)).group.lock().1, 0xc001);
-        let mut other = g;
-        other.bytes[7] = 2;
+        let other = SockAddr::v4(u32::from_ne_bytes([239, 0, 0, 2]));
         assert_eq!(mcast::leave(cm, &p, other).unwrap_err(), Errno::EADDRNOTAVAIL);
         // Leaving waits for the join event to be acked.
         let evp = ev as usize;
@@ -501,25 +499,25 @@ fn ep(ai: &rdma_addrinfo) -> EpInfo {
         passive: ai.ai_flags & RAI_PASSIVE != 0,
         port_space: ai.ai_port_space as u32,
         qp_type: ai.ai_qp_type as u32,
-        src: Some(RawAddr::from_slice(&bytes(ai.ai_src_addr as *const u8, ai.ai_src_len as usize))),
-        dst: Some(RawAddr::from_slice(&bytes(ai.ai_dst_addr as *const u8, ai.ai_dst_len as usize))),
+        src: Some(SockAddr::from_prefix(&bytes(ai.ai_src_addr as *const u8, ai.ai_src_len as usize))),
+        dst: Some(SockAddr::from_prefix(&bytes(ai.ai_dst_addr as *const u8, ai.ai_dst_len as usize))),
         route: crate::cma::public::CPtr(ai.ai_route),
         route_len: ai.ai_route_len,
         connect: bytes(ai.ai_connect as *const u8, ai.ai_connect_len),
     }
 }
 
-fn addrinfo(flags: c_int, src: &RawAddr, dst: &RawAddr) -> rdma_addrinfo {
+fn addrinfo(flags: c_int, src: &SockAddr, dst: &SockAddr) -> rdma_addrinfo {
     // SAFETY: rdma_addrinfo is plain data; all-zero is valid.
     let mut ai: rdma_addrinfo = unsafe { std::mem::zeroed() };
     ai.ai_flags = flags;
     ai.ai_family = libc::AF_INET;
     ai.ai_qp_type = IBV_QPT_RC as c_int;
     ai.ai_port_space = RDMA_PS_TCP as c_int;
-    ai.ai_src_len = src.len as u32;
-    ai.ai_src_addr = src.bytes.as_ptr() as *mut libc::sockaddr;
-    ai.ai_dst_len = dst.len as u32;
-    ai.ai_dst_addr = dst.bytes.as_ptr() as *mut libc::sockaddr;
+    ai.ai_src_len = src.len() as u32;
+    ai.ai_src_addr = src.as_bytes().as_ptr() as *mut libc::sockaddr;
+    ai.ai_dst_len = dst.len() as u32;
+    ai.ai_dst_addr = dst.as_bytes().as_ptr() as *mut libc::sockaddr;
     ai
 }
 
@@ -538,7 +536,7 @@ fn endpoints_bind_or_resolve_synchronously() {
         let p = create_ep(cm, &ep(&ai), Vouched::new(0x40 as *mut ibv_pd), Some(&mut attr)).unwrap();
         assert!(p.sync.load(Ordering::Acquire));
         assert_eq!((*p.raw()).pd as usize, 0x40, "the caller's PD");
-        let kept = *p.conn.lock().qp_init_attr.unwrap().get();
+        let kept = *p.conn.lock().qp_init_attr.as_deref().unwrap().get();
         assert_eq!((kept.cap.max_send_wr, kept.qp_type), (3, IBV_QPT_RC), "the QP type of the addrinfo");
         destroy_ep(cm, &p);
         assert!(cm.id(p.raw()).is_err());
