@@ -1,7 +1,189 @@
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-# bench.sh - micro-benchmarks (ctest/vm/bench_resolve.c), only for `make bench` (VM_BENCH=1);
-# bench/run.sh turns the two runs (upstream, ours) into ratios.
-# (vm/tests.txt marks it "bench": the host expects it only in a VM_BENCH run.)
+# bench.sh - the benchmark of issue 10 (bench/run.sh, `make bench`) and its short mode.
+#
+# bench_driver MODE runs every case once with the library of the variant it is started in
+# (LD_LIBRARY_PATH is inherited by every process it starts, servers in ns1 included, so both
+# ends of cmtime and rstream use the same library) and prints one line per number:
+#   BENCH <case> <value> <unit>        (every value: lower is better)
+#   BENCH <case> FAIL <reason>
+# It exits non-zero when any case it attempted has no number.
+#   full   (VM_BENCH=1 runs only: tests bench_r1, bench_r2 = two rounds, each upstream then ours,
+#          so the libraries alternate U O U O; bench/run.sh keeps the better round per case)
+#   short  (every run: test bench_short, small counts, ~1 min of VM time for both variants);
+#          the ours run also prints a ratio table against the upstream run of the same boot
+#          (/host/out/bench_short.upstream.out); its numbers mean little, only that every case
+#          still produces one.
+# Cases (issue 10): cmtime over rxe (both its tests, every step), rdma_getaddrinfo (numeric
+# IPv4, IPv6, AF_IB, passive, a hosts-file name, first call in a fresh process), synchronous
+# ids (time per id, RSS per 1000), the id loop from 1/2/4/8 threads, rdma_resolve_addrinfo
+# against a DNS server that answers after 500 ms, rstream 64 KiB throughput / 64 B latency,
+# instructions per call under callgrind (library object only, and the whole process).
+
+# A DNS server on 127.0.0.1:53 that answers every query after $1 seconds: A queries for any
+# name with 192.0.2.2, anything else with an empty answer. Touches $2 once it listens.
+BENCH_DNS_PY='
+import socket, struct, sys, threading, time
+delay = float(sys.argv[1])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 53))
+open(sys.argv[2], "w").close()
+def answer(q, a):
+    time.sleep(delay)
+    i = 12
+    while i < len(q) and q[i]:
+        i += q[i] + 1
+    qtype = struct.unpack(">H", q[i + 1:i + 3])[0]
+    ans = b""
+    if qtype == 1:
+        ans = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + socket.inet_aton("192.0.2.2")
+    s.sendto(q[:2] + struct.pack(">HHHHH", 0x8180, 1, 1 if ans else 0, 0, 0) + q[12:i + 5] + ans, a)
+while True:
+    q, a = s.recvfrom(512)
+    threading.Thread(target=answer, args=(q, a), daemon=True).start()
+'
+export BENCH_DNS_PY
+
+# bench_wait_listen PID SECS: until an RDMA listen shows up (rdma res in the root namespace
+# lists the ids of every namespace) or the server died
+bench_wait_listen(){ local end=$((SECONDS + $2)); while [ $SECONDS -lt $end ]; do kill -0 "$1" 2>/dev/null || return 1
+  rdma res show cm_id 2>/dev/null | grep -q LISTEN && { sleep 0.3; return 0; }; sleep 0.1; done; return 1; }
+# bench_stop PID: stop a server that is still running (after its client failed)
+bench_stop(){ local i; for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$1" 2>/dev/null || break; sleep 0.3; done
+  kill -0 "$1" 2>/dev/null && { pkill -TERM -P "$1" 2>/dev/null; kill "$1" 2>/dev/null; }; wait "$1" 2>/dev/null; }
+bench_fail(){ echo "BENCH $1 FAIL ${*:2}"; }
+
+# cmtime -c N across the pair; every step of both tables (with QPs: "qp", without: "noqp"),
+# total(us) (wall time of the step over all connections) and us/conn (per-connection sum)
+bench_cmtime(){ local n=$1 to=$2 o=/tmp/bench-cmtime.$1 s c steps
+  steps="full_connect create_id bind_addr resolve_addr resolve_route create_qp init_qp_attr init_qp rtr_qp_attr rtr_qp rts_qp_attr rts_qp cm_connect establish disconnect destroy_id destroy_qp"
+  ip netns exec ns1 cmtime -b 192.0.2.2 -C 192.0.2.2 -L -c "$n" > "$o.srv" 2>&1 & s=$!
+  bench_wait_listen $s 30
+  timeout "$to" cmtime -b 192.0.2.1 -C 192.0.2.2 -c "$n" > "$o" 2>&1; c=$?
+  [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null
+  awk -v n="$n" -v c="$c" -v steps="$steps" '
+    /^qp_conn/ { t = "qp" } /^cm_conn/ { t = "noqp" }
+    t != "" && NF >= 7 && $1 != "step" && $(NF - 5) ~ /^[0-9]+$/ {
+      k = $1; for (i = 2; i <= NF - 6; i++) k = k "_" $i; o = NF - 6
+      tot[t, k] = $(o + 2); per[t, k] = $(o + 3) }
+    END { split(steps, s, " ")
+      for (x = 1; x <= 2; x++) { t = x == 1 ? "qp" : "noqp"
+        for (i = 1; i in s; i++) { k = s[i]; nm = "cmtime" n "_" t "_" k
+          if ((t, k) in tot) { printf "BENCH %s_total %s us\n", nm, tot[t, k]; printf "BENCH %s_per_conn %s us\n", nm, per[t, k] }
+          else { printf "BENCH %s_total FAIL cmtime_rc=%s_no_such_row\n", nm, c; printf "BENCH %s_per_conn FAIL cmtime_rc=%s\n", nm, c } } } }' "$o"
+  [ $c = 0 ] || { echo "cmtime -c $n: client exit $c; output tail:"; tail -5 "$o"; echo "server tail:"; tail -5 "$o.srv"; } >&2
+}
+
+# rstream across the pair: NAME SIZE 'client/server options' COLUMN (8: usec/xfer)
+bench_rstream(){ local nm=$1 o=/tmp/bench-rstream.$1 s c v
+  ip netns exec ns1 rstream -b 192.0.2.2 $2 > "$o.srv" 2>&1 & s=$!
+  bench_wait_listen $s 20
+  timeout 300 rstream -s 192.0.2.2 $2 > "$o" 2>&1; c=$?
+  [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null
+  v=$(awk 'NR == 2 && NF == 8 { print $8 }' "$o")
+  if [ $c = 0 ] && [ -n "$v" ]; then echo "BENCH $nm $v us/xfer"
+  else bench_fail "$nm" "rstream_rc=$c"; sed 's/^/  rstream: /' "$o" "$o.srv" >&2; fi
+}
+
+# instructions per call under callgrind (counted inside measured_<case> only)
+bench_callgrind(){ local c=$1 n=$2 f=/tmp/bench-cg.$1 r
+  rm -f "$f"
+  timeout 600 valgrind -q --tool=callgrind --toggle-collect="measured_$c" --callgrind-out-file="$f" \
+    /extra/bin/bench_calls "$c" "$n" > "$f.out" 2> "$f.err"; r=$?
+  if [ $r != 0 ] || ! grep -qx "calls $n" "$f.out"; then
+    bench_fail "cg_${c}_lib" "rc=$r"; bench_fail "cg_${c}_total" "rc=$r"; sed 's/^/  valgrind: /' "$f.err" >&2; return; fi
+  # self cost per object: "ob=" sets the object of the functions that follow; the cost line
+  # after "calls=" is a callee's inclusive cost (not self); names are compressed as "(id) name"
+  awk -v c="$c" -v n="$n" '
+    function obname(v,   id) { if (match(v, /^\([0-9]+\)/)) { id = substr(v, 1, RLENGTH); v = substr(v, RLENGTH + 2)
+                                 if (v != "") nm[id] = v; return nm[id] } return v }
+    /^ob=/ { cur = obname(substr($0, 4)); next }
+    /^cob=/ { obname(substr($0, 5)); next }
+    /^calls=/ { skip = 1; next }
+    /^summary:/ { total = $2; next }
+    /^[0-9+*-]/ { if (skip) { skip = 0; next } self[cur] += $2 }
+    END { lib = 0; for (o in self) if (o ~ /librdmacm\.so/) lib += self[o]
+      if (total == "" || total == 0) { printf "BENCH cg_%s_lib FAIL no_instructions_counted\nBENCH cg_%s_total FAIL no_instructions_counted\n", c, c; exit }
+      printf "BENCH cg_%s_lib %.0f instr/call\n", c, lib / n; printf "BENCH cg_%s_total %.0f instr/call\n", c, total / n }' "$f"
+}
+
+# bench_gai NAME NODE SERVICE FLAGS FAMILY CALLS [WRAP...]
+bench_gai(){ local a=("${@:1:6}"); shift 6; "$@" /extra/bin/bench_resolve gai "${a[@]}" || true; }
+
+# rdma_getaddrinfo of a name from /etc/hosts, and rdma_resolve_addrinfo of a name the slow DNS
+# server answers: both in a private mount namespace whose /etc/hosts, /etc/nsswitch.conf and
+# /etc/resolv.conf are ours, so nothing else in the guest sees them
+bench_etc(){ # MODE(hosts|dns) CMD...
+  local d=/tmp/bench-etc m=$1; shift; mkdir -p $d
+  printf '127.0.0.1 localhost\n::1 localhost\n192.0.2.2 bench-peer.test\n' > $d/hosts
+  if [ "$m" = dns ]; then printf 'hosts: files dns\n' > $d/nsswitch.conf; else printf 'hosts: files\n' > $d/nsswitch.conf; fi
+  printf 'nameserver 127.0.0.1\noptions timeout:5 attempts:1\n' > $d/resolv.conf
+  local f; for f in hosts nsswitch.conf resolv.conf; do [ -e /etc/$f ] || : > /etc/$f; done
+  unshare -m bash -c 'for f in hosts nsswitch.conf resolv.conf; do mount --bind '$d'/$f /etc/$f || exit 97; done; exec "$@"' bench "$@"
+}
+bench_dns(){ local s r=/tmp/bench-dns.ready i
+  rm -f $r; python3 -c "$BENCH_DNS_PY" 0.5 $r & s=$!
+  for i in $(seq 100); do [ -e $r ] && break; kill -0 $s 2>/dev/null || break; sleep 0.1; done
+  if [ -e $r ]; then bench_etc dns /extra/bin/bench_resolve dns bench-slow.test 7471 || true
+  else bench_fail dns_call_returns_us dns_server_did_not_start; bench_fail dns_event_arrives_us dns_server_did_not_start; fi
+  kill $s 2>/dev/null; wait $s 2>/dev/null
+}
+
+bench_first(){ local k=$1 i v vals=()
+  for ((i = 0; i < k; i++)); do
+    v=$(/extra/bin/bench_resolve first | awk '$1 == "BENCH" && $3 ~ /^[0-9]+$/ { print $3 }')
+    [ -n "$v" ] || { bench_fail gai_first_call "run_$i"; return; }; vals+=("$v"); done
+  printf '%s\n' "${vals[@]}" | sort -n | awk '{ v[NR] = $1 } END { printf "BENCH gai_first_call %s ns\n", v[int((NR + 1) / 2)] }'
+}
+
+# bench_sec NAME CMD...: run a section, then say how long it took (a comment line)
+# (BENCH_SECTIONS, when set, names the sections to run: for debugging the harness)
+bench_sec(){ local t0=$SECONDS; [ -z "${BENCH_SECTIONS:-}" ] || [[ " $BENCH_SECTIONS " == *" $1 "* ]] || return 0
+  "${@:2}"; echo "# $1: $((SECONDS - t0)) s"; }
+bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECONDS
+  local gn=2000 gs=500 ids=10000 tn=2000 cm="1000:1200 10000:480" rs_s="-S 65536 -C 1000" rs_l="-S 64 -C 1 -I 2000"
+  local cg=100 cgc="gai create_destroy get_ack event_str" first=21
+  # callgrind counts are repeatable: only the first round counts them
+  [ "$round" = 1 ] || cgc=
+  if [ "$mode" = short ]; then gn=200 gs=50 ids=200 tn=80 cm=10:60 rs_s= rs_l="-S 64 -C 1 -I 50" cg=10 cgc=gai first=3; fi
+  {
+    echo "# bench $mode: ${RDMACM_VARIANT:-?} librdmacm: $(/extra/bin/whichlib | sed -n 's/^librdmacm //p')"
+    bench_sec gai bench_gai gai_numeric_v4 192.0.2.2 7471 numeric inet $gn
+    bench_sec gai bench_gai gai_numeric_v6 2001:db8::2 7471 numeric inet6 $gn
+    bench_sec gai bench_gai gai_numeric_ib 2001:db8::2 7471 numeric,family ib $gn
+    bench_sec gai bench_gai gai_passive - 7471 passive inet $gs
+    bench_sec gai bench_gai gai_hosts_name bench-peer.test 7471 - inet $gs bench_etc hosts
+    bench_sec first bench_first $first
+    bench_sec ids /extra/bin/bench_resolve ids $ids 192.0.2.2
+    for t in $([ "$mode" = short ] && echo 1 8 || echo 1 2 4 8); do bench_sec threads /extra/bin/bench_resolve threads $t $tn 192.0.2.2; done
+    bench_sec dns bench_dns
+    [ -z "$rs_s" ] || bench_sec rstream bench_rstream rstream_64k_xfer_us "$rs_s"
+    bench_sec rstream bench_rstream rstream_64b_lat_us "$rs_l"
+    for c in $cgc; do bench_sec callgrind bench_callgrind $c $cg; done
+    for n in $cm; do bench_sec cmtime bench_cmtime ${n%:*} ${n#*:}; done
+  } 2>&1 | tee $out
+  echo "# bench $mode round $round: $((SECONDS - t0)) s"
+  ! grep -q '^BENCH [^ ]* FAIL' $out
+}
+export -f bench_sec bench_wait_listen bench_stop bench_fail bench_cmtime bench_rstream bench_callgrind bench_gai \
+  bench_etc bench_dns bench_first bench_driver
+
+# the short mode's table, in the ours run: this run against the upstream run of the same boot
+bench_short(){ local up=/host/out/bench_short.upstream.out rc=0
+  bench_driver short || rc=1
+  if [ "${RDMACM_VARIANT:-}" = ours ]; then
+    [ -s $up ] || { echo "bench_short: no upstream run ($up)"; return 1; }
+    awk 'FNR == 1 { f++ } $1 == "BENCH" { v[f, $2] = $3; if (f == 2 && !($2 in seen)) { seen[$2] = 1; o[n++] = $2 } }
+      END { printf "\n%-44s %14s %14s %8s\n", "case (short mode: counts too small to mean much)", "upstream", "ours", "ratio"
+        for (i = 0; i < n; i++) { c = o[i]; u = v[1, c]; w = v[2, c]
+          r = (u ~ /^[0-9.]+$/ && w ~ /^[0-9.]+$/ && u > 0) ? sprintf("%.2f", w / u) : "-"
+          printf "%-44s %14s %14s %8s\n", c, u, w, r } }' $up /tmp/bench-driver.out
+  fi
+  return $rc
+}
+export -f bench_short
+
 if [ -n "${BENCH:-}" ]; then
-  t bench_resolve 600 /extra/bin/bench_resolve
+  t bench_r1 3600 bash -c 'bench_driver full 1'
+  t bench_r2 3600 bash -c 'bench_driver full 2'
 fi
+t bench_short 300 bash -c bench_short
