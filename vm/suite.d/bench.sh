@@ -162,7 +162,20 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
     for n in $cm; do bench_sec cmtime bench_cmtime ${n%:*} ${n#*:}; done
   } 2>&1 | tee $out
   echo "# bench $mode round $round: $((SECONDS - t0)) s"
-  ! grep -q '^BENCH [^ ]* FAIL' $out
+  # every case this mode runs must have printed a number (a program that died before printing
+  # anything leaves no FAIL line behind)
+  local want="gai_numeric_v4 gai_numeric_v6 gai_numeric_ib gai_passive gai_hosts_name gai_first_call
+    ids_sync_ns_per_id ids_rss_kb_per_1000 dns_call_returns_us dns_event_arrives_us rstream_64b_lat_us" c n t s rc=0
+  [ -z "$rs_s" ] || want+=" rstream_64k_xfer_us"
+  for t in $([ "$mode" = short ] && echo 1 8 || echo 1 2 4 8); do want+=" ids_threads_${t}_ns_per_id"; done
+  for c in $cgc; do want+=" cg_${c}_lib cg_${c}_total"; done
+  for n in $cm; do for t in qp noqp; do for s in full_connect create_id bind_addr resolve_addr resolve_route \
+      create_qp init_qp_attr init_qp rtr_qp_attr rtr_qp rts_qp_attr rts_qp cm_connect establish disconnect \
+      destroy_id destroy_qp; do want+=" cmtime${n%:*}_${t}_${s}_total cmtime${n%:*}_${t}_${s}_per_conn"; done; done; done
+  for c in $want; do
+    grep -Eq "^BENCH $c [0-9]" $out || { echo "BENCH $c FAIL no_number_printed"; rc=1; }
+  done
+  ! grep -q '^BENCH [^ ]* FAIL' $out && [ $rc = 0 ]
 }
 export -f bench_sec bench_wait_listen bench_stop bench_fail bench_cmtime bench_rstream bench_callgrind bench_gai \
   bench_etc bench_dns bench_first bench_driver
