@@ -140,8 +140,8 @@ bench_first(){ local k=$1 i v vals=()
 bench_sec(){ local t0=$SECONDS; [ -z "${BENCH_SECTIONS:-}" ] || [[ " $BENCH_SECTIONS " == *" $1 "* ]] || return 0
   "${@:2}"; echo "# $1: $((SECONDS - t0)) s"; }
 bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECONDS
-  local gn=2000 gs=500 ids=10000 tn=2000 cm="1000:1200 10000:480" rs_s="-S 65536 -C 1000" rs_l="-S 64 -C 1 -I 2000"
-  local cg=100 cgc="gai create_destroy get_ack event_str" first=21
+  local gn=2000 gs=500 ids=10000 tn=2000 cm="1000:900 10000:400" rs_s="-S 65536 -C 300" rs_l="-S 64 -C 1 -I 2000"
+  local cg=100 cgc="gai create_destroy get_ack event_str" first=11
   # callgrind counts are repeatable: only the first round counts them
   [ "$round" = 1 ] || cgc=
   if [ "$mode" = short ]; then gn=200 gs=50 ids=200 tn=80 cm=10:60 rs_s= rs_l="-S 64 -C 1 -I 50" cg=10 cgc=gai first=3; fi
