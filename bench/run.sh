@@ -21,7 +21,9 @@ mkdir -p build
 if [ "${1:-}" = --report ]; then
   out=${2:?usage: bench/run.sh --report DIR}; vmrc=0; log=
 else
-  export VM_BENCH=1 VM_ONLY="bench_r1 bench_r2" VM_TIMEOUT=${VM_TIMEOUT:-10800}
+  # BENCH_CMTIME_CONNS="1000 10000" (default): the cmtime sizes, passed to the guest in VM_BENCH
+  VM_BENCH=1; [ -z "${BENCH_CMTIME_CONNS:-}" ] || VM_BENCH="cmtime=$(echo $BENCH_CMTIME_CONNS | tr ' ' ,)"
+  export VM_BENCH VM_ONLY="bench_r1 bench_r2" VM_TIMEOUT=${VM_TIMEOUT:-10800}
   export RDMACM_VM_WORK=${RDMACM_VM_WORK:-$PWD/build/vm-bench}
   log=$RDMACM_VM_WORK.log
   vm/testbed.sh host || exit 1

@@ -56,9 +56,9 @@ bench_fail(){ echo "BENCH $1 FAIL ${*:2}"; }
 # total(us) (wall time of the step over all connections) and us/conn (per-connection sum)
 bench_cmtime(){ local n=$1 to=$2 o=/tmp/bench-cmtime.$1 s c steps
   steps="full_connect create_id bind_addr resolve_addr resolve_route create_qp init_qp_attr init_qp rtr_qp_attr rtr_qp rts_qp_attr rts_qp cm_connect establish disconnect destroy_id destroy_qp"
-  ip netns exec ns1 cmtime -b 192.0.2.2 -C 192.0.2.2 -L -c "$n" > "$o.srv" 2>&1 & s=$!
+  ip netns exec ns1 stdbuf -oL -eL cmtime -b 192.0.2.2 -C 192.0.2.2 -L -c "$n" > "$o.srv" 2>&1 & s=$!
   bench_wait_listen $s 30
-  timeout "$to" cmtime -b 192.0.2.1 -C 192.0.2.2 -c "$n" > "$o" 2>&1; c=$?
+  timeout "$to" stdbuf -oL -eL cmtime -b 192.0.2.1 -C 192.0.2.2 -c "$n" > "$o" 2>&1; c=$?
   [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null
   awk -v n="$n" -v c="$c" -v steps="$steps" '
     /^qp_conn/ { t = "qp" } /^cm_conn/ { t = "noqp" }
@@ -140,7 +140,9 @@ bench_first(){ local k=$1 i v vals=()
 bench_sec(){ local t0=$SECONDS; [ -z "${BENCH_SECTIONS:-}" ] || [[ " $BENCH_SECTIONS " == *" $1 "* ]] || return 0
   "${@:2}"; echo "# $1: $((SECONDS - t0)) s"; }
 bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECONDS
-  local gn=2000 gs=500 ids=10000 tn=2000 cm="1000:900 10000:400" rs_s="-S 65536 -C 300" rs_l="-S 64 -C 1 -I 2000"
+  local gn=2000 gs=500 ids=10000 tn=2000 cm="1000:900 10000:900" rs_s="-S 65536 -C 300" rs_l="-S 64 -C 1 -I 2000"
+  # BENCH_CMTIME="N ..." (bench/run.sh passes BENCH_CMTIME_CONNS through VM_BENCH) picks other sizes
+  [ -z "${BENCH_CMTIME:-}" ] || cm=$(for n in $BENCH_CMTIME; do echo "$n:900"; done)
   local cg=100 cgc="gai create_destroy get_ack event_str" first=11
   # callgrind counts are repeatable: only the first round counts them
   [ "$round" = 1 ] || cgc=
@@ -195,6 +197,8 @@ bench_short(){ local up=/host/out/bench_short.upstream.out rc=0
 }
 export -f bench_short
 
+# VM_BENCH on the host arrives here as BENCH: "1", or "cmtime=N,N" for other cmtime sizes
+case ${BENCH:-} in *cmtime=*) BENCH_CMTIME=${BENCH#*cmtime=}; BENCH_CMTIME=${BENCH_CMTIME%% *}; export BENCH_CMTIME=${BENCH_CMTIME//,/ };; esac
 if [ -n "${BENCH:-}" ]; then
   t bench_r1 3600 bash -c 'bench_driver full 1'
   t bench_r2 3600 bash -c 'bench_driver full 2'
