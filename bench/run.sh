@@ -28,7 +28,7 @@ else
   log=$RDMACM_VM_WORK.log
   vm/testbed.sh host || exit 1
   vm/testbed.sh image || exit 1
-  echo "bench: booting the VM (log: $log; ~1 h under TCG)" >&2
+  echo "bench: booting the VM (log: $log; ~20 min under TCG with cmtime -c 1000; -c 10000 adds up to an hour)" >&2
   vm/testbed.sh run > "$log" 2>&1; vmrc=$?
   out=$RDMACM_VM_WORK/suite/share/out
   tail -n 1 "$log" >&2

@@ -9,7 +9,8 @@
 # It exits non-zero when any case it attempted has no number.
 #   full   (VM_BENCH=1 runs only: tests bench_r1, bench_r2 = two rounds, each upstream then ours,
 #          so the libraries alternate U O U O; bench/run.sh keeps the better round per case)
-#   short  (every run: test bench_short, small counts, ~1 min of VM time for both variants);
+#   short  (every run: test bench_short, small counts; ~3 min of VM time for both variants at
+#          host load 18, less on a quiet machine);
 #          the ours run also prints a ratio table against the upstream run of the same boot
 #          (/host/out/bench_short.upstream.out); its numbers mean little, only that every case
 #          still produces one.
