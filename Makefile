@@ -207,6 +207,13 @@ demo: deps
 bench: lib vm-bin
 	bench/run.sh
 
+# The benchmark's short mode alone (it also runs in every suite run, as test bench_short):
+# every case with small counts, upstream then ours; prints the ours run's table.
+.PHONY: bench-short
+bench-short: lib vm-bin
+	RDMACM_VM_WORK=$(CURDIR)/$(B)/vm-bench-short VM_ONLY=bench_short vm/testbed.sh run
+	sed -n '/^case (short mode/,$$p' $(B)/vm-bench-short/suite/share/out/bench_short.ours.out
+
 # install = install-lib + install-dev (headers, pkg-config) + install-man; the Debian
 # package (make deb) installs through the same targets. Nothing of the build tree ends up in
 # an installed file (ctest/check-install.sh checks). UPSTREAM_LEVEL: the rdma-core release whose

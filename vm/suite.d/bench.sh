@@ -9,7 +9,8 @@
 # It exits non-zero when any case it attempted has no number.
 #   full   (VM_BENCH=1 runs only: tests bench_r1, bench_r2 = two rounds, each upstream then ours,
 #          so the libraries alternate U O U O; bench/run.sh keeps the better round per case)
-#   short  (every run: test bench_short, small counts, ~1 min of VM time for both variants);
+#   short  (every run: test bench_short, small counts; 42 s of VM time for both variants at
+#          host load 3, measured 2026-11-23);
 #          the ours run also prints a ratio table against the upstream run of the same boot
 #          (/host/out/bench_short.upstream.out); its numbers mean little, only that every case
 #          still produces one.
@@ -43,10 +44,13 @@ while True:
 '
 export BENCH_DNS_PY
 
-# bench_wait_listen PID SECS: until an RDMA listen shows up (rdma res in the root namespace
-# lists the ids of every namespace) or the server died
+# bench_wait_listen PID SECS [TCPPORT]: until an RDMA listen shows up (rdma res in the root
+# namespace lists the ids of every namespace), or with TCPPORT a TCP listen on that port in ns1
+# (cmtime's out-of-band socket: its RDMA listen comes only after the client connected to it),
+# or the server died
 bench_wait_listen(){ local end=$((SECONDS + $2)); while [ $SECONDS -lt $end ]; do kill -0 "$1" 2>/dev/null || return 1
-  rdma res show cm_id 2>/dev/null | grep -q LISTEN && { sleep 0.3; return 0; }; sleep 0.1; done; return 1; }
+  if [ -n "${3:-}" ]; then ip netns exec ns1 ss -Hltn "sport = :$3" 2>/dev/null | grep -q . && return 0
+  else rdma res show cm_id 2>/dev/null | grep -q LISTEN && { sleep 0.3; return 0; }; fi; sleep 0.1; done; return 1; }
 # bench_stop PID: stop a server that is still running (after its client failed)
 bench_stop(){ local i; for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$1" 2>/dev/null || break; sleep 0.3; done
   kill -0 "$1" 2>/dev/null && { pkill -TERM -P "$1" 2>/dev/null; kill "$1" 2>/dev/null; }; wait "$1" 2>/dev/null; }
@@ -56,9 +60,9 @@ bench_fail(){ echo "BENCH $1 FAIL ${*:2}"; }
 # total(us) (wall time of the step over all connections) and us/conn (per-connection sum)
 bench_cmtime(){ local n=$1 to=$2 o=/tmp/bench-cmtime.$1 s c steps
   steps="full_connect create_id bind_addr resolve_addr resolve_route create_qp init_qp_attr init_qp rtr_qp_attr rtr_qp rts_qp_attr rts_qp cm_connect establish disconnect destroy_id destroy_qp"
-  ip netns exec ns1 cmtime -b 192.0.2.2 -C 192.0.2.2 -L -c "$n" > "$o.srv" 2>&1 & s=$!
-  bench_wait_listen $s 30
-  timeout "$to" cmtime -b 192.0.2.1 -C 192.0.2.2 -c "$n" > "$o" 2>&1; c=$?
+  ip netns exec ns1 stdbuf -oL -eL cmtime -b 192.0.2.2 -C 192.0.2.2 -L -c "$n" > "$o.srv" 2>&1 & s=$!
+  bench_wait_listen $s 30 7471
+  timeout "$to" stdbuf -oL -eL cmtime -b 192.0.2.1 -C 192.0.2.2 -c "$n" > "$o" 2>&1; c=$?
   [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null
   awk -v n="$n" -v c="$c" -v steps="$steps" '
     /^qp_conn/ { t = "qp" } /^cm_conn/ { t = "noqp" }
@@ -140,8 +144,10 @@ bench_first(){ local k=$1 i v vals=()
 bench_sec(){ local t0=$SECONDS; [ -z "${BENCH_SECTIONS:-}" ] || [[ " $BENCH_SECTIONS " == *" $1 "* ]] || return 0
   "${@:2}"; echo "# $1: $((SECONDS - t0)) s"; }
 bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECONDS
-  local gn=2000 gs=500 ids=10000 tn=2000 cm="1000:1200 10000:480" rs_s="-S 65536 -C 1000" rs_l="-S 64 -C 1 -I 2000"
-  local cg=100 cgc="gai create_destroy get_ack event_str" first=21
+  local gn=2000 gs=500 ids=10000 tn=2000 cm="1000:900 10000:900" rs_s="-S 65536 -C 300" rs_l="-S 64 -C 1 -I 2000"
+  # BENCH_CMTIME="N ..." (bench/run.sh passes BENCH_CMTIME_CONNS through VM_BENCH) picks other sizes
+  [ -z "${BENCH_CMTIME:-}" ] || cm=$(for n in $BENCH_CMTIME; do echo "$n:900"; done)
+  local cg=100 cgc="gai create_destroy get_ack event_str" first=11
   # callgrind counts are repeatable: only the first round counts them
   [ "$round" = 1 ] || cgc=
   if [ "$mode" = short ]; then gn=200 gs=50 ids=200 tn=80 cm=10:60 rs_s= rs_l="-S 64 -C 1 -I 50" cg=10 cgc=gai first=3; fi
@@ -195,6 +201,8 @@ bench_short(){ local up=/host/out/bench_short.upstream.out rc=0
 }
 export -f bench_short
 
+# VM_BENCH on the host arrives here as BENCH: "1", or "cmtime=N,N" for other cmtime sizes
+case ${BENCH:-} in *cmtime=*) BENCH_CMTIME=${BENCH#*cmtime=}; BENCH_CMTIME=${BENCH_CMTIME%% *}; export BENCH_CMTIME=${BENCH_CMTIME//,/ };; esac
 if [ -n "${BENCH:-}" ]; then
   t bench_r1 3600 bash -c 'bench_driver full 1'
   t bench_r2 3600 bash -c 'bench_driver full 2'
