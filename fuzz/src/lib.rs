@@ -165,8 +165,8 @@ pub fn acm_response_one(data: &[u8]) {
         family,
         qp_type: r.pick(&[2, 4]),
         port_space: r.pick(&[0x106, 0x111, 0x13f]),
-        src: r.addr(),
-        dst: r.addr(),
+        src: r.addr().map(|b| rdmacm::abi::sockaddr::SockAddr::from_prefix(&b)),
+        dst: r.addr().map(|b| rdmacm::abi::sockaddr::SockAddr::from_prefix(&b)),
         ..Default::default()
     };
     let h = Hints {
@@ -311,7 +311,8 @@ pub mod events {
     use rdmacm::abi::ucma::EventResp;
     use rdmacm::capi::Errno;
     use rdmacm::cma::{Channel, Cm, IdPriv};
-    use rdmacm::sys::ucma::{AddrInfo, RawAddr, RouteInfo, Ucma};
+    use rdmacm::abi::sockaddr::SockAddr;
+    use rdmacm::sys::ucma::{AddrInfo, RouteInfo, Ucma};
     use rdmacm::sys::verbs::{DevEntry, OpenInfo, Verbs};
     use std::collections::{HashMap, VecDeque};
     use std::os::fd::RawFd;
@@ -334,11 +335,11 @@ pub mod events {
         route: Option<RouteInfo>,
     }
 
-    fn v4(last: u8) -> RawAddr {
+    fn v4(last: u8) -> SockAddr {
         let mut b = [0u8; 16];
         b[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
         b[4..8].copy_from_slice(&[192, 0, 2, last]);
-        RawAddr::from_slice(&b)
+        SockAddr::from_prefix(&b)
     }
 
     impl Ucma for &'static FuzzUcma {
@@ -362,16 +363,16 @@ pub mod events {
             let mut st = self.st.lock().unwrap();
             Ok(st.ids.remove(&id).map_or(0, |e| e.2))
         }
-        fn bind(&self, _fd: RawFd, _id: u32, _a: &RawAddr) -> Result<(), Errno> {
+        fn bind(&self, _fd: RawFd, _id: u32, _a: &SockAddr) -> Result<(), Errno> {
             Ok(())
         }
-        fn bind_ip(&self, _fd: RawFd, _id: u32, _a: &RawAddr) -> Result<(), Errno> {
+        fn bind_ip(&self, _fd: RawFd, _id: u32, _a: &SockAddr) -> Result<(), Errno> {
             Ok(())
         }
-        fn resolve_addr(&self, _fd: RawFd, _id: u32, _s: Option<&RawAddr>, _d: &RawAddr, _t: u32) -> Result<(), Errno> {
+        fn resolve_addr(&self, _fd: RawFd, _id: u32, _s: Option<&SockAddr>, _d: &SockAddr, _t: u32) -> Result<(), Errno> {
             Ok(())
         }
-        fn resolve_ip(&self, _fd: RawFd, _id: u32, _s: Option<&RawAddr>, _d: &RawAddr, _t: u32) -> Result<(), Errno> {
+        fn resolve_ip(&self, _fd: RawFd, _id: u32, _s: Option<&SockAddr>, _d: &SockAddr, _t: u32) -> Result<(), Errno> {
             Ok(())
         }
         fn resolve_route(&self, _fd: RawFd, _id: u32, _t: u32) -> Result<(), Errno> {
