@@ -21,8 +21,11 @@ mkdir -p build
 if [ "${1:-}" = --report ]; then
   out=${2:?usage: bench/run.sh --report DIR}; vmrc=0; log=
 else
-  # BENCH_CMTIME_CONNS="1000 10000" (default): the cmtime sizes, passed to the guest in VM_BENCH
-  VM_BENCH=1; [ -z "${BENCH_CMTIME_CONNS:-}" ] || VM_BENCH="cmtime=$(echo $BENCH_CMTIME_CONNS | tr ' ' ,)"
+  # BENCH_CMTIME_CONNS: the cmtime sizes, passed to the guest in VM_BENCH. Default 1000:
+  # "1000 10000" adds issue 10's -c 10000 case, which upstream itself does not complete in this
+  # guest (its no-QP test is REJECTED with status 28): that run then fails naming those cases.
+  BENCH_CMTIME_CONNS=${BENCH_CMTIME_CONNS:-1000}
+  VM_BENCH="cmtime=$(echo $BENCH_CMTIME_CONNS | tr ' ' ,)"
   export VM_BENCH VM_ONLY="bench_r1 bench_r2" VM_TIMEOUT=${VM_TIMEOUT:-10800}
   export RDMACM_VM_WORK=${RDMACM_VM_WORK:-$PWD/build/vm-bench}
   log=$RDMACM_VM_WORK.log
@@ -46,7 +49,7 @@ expected="gai_numeric_v4 gai_numeric_v6 gai_numeric_ib gai_passive gai_hosts_nam
   ids_threads_4_ns_per_id ids_threads_8_ns_per_id dns_call_returns_us dns_event_arrives_us
   rstream_64k_xfer_us rstream_64b_lat_us"
 for c in gai create_destroy get_ack event_str; do expected+=" cg_${c}_lib cg_${c}_total"; done
-for n in ${BENCH_CMTIME_CONNS:-1000 10000}; do for t in qp noqp; do
+for n in ${BENCH_CMTIME_CONNS:-1000}; do for t in qp noqp; do
   for s in full_connect create_id bind_addr resolve_addr resolve_route create_qp init_qp_attr init_qp \
            rtr_qp_attr rtr_qp rts_qp_attr rts_qp cm_connect establish disconnect destroy_id destroy_qp; do
     expected+=" cmtime${n}_${t}_${s}_total cmtime${n}_${t}_${s}_per_conn"; done; done; done
