@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <rdma/rdma_cma.h>
+#include "scenarios.h"
 #include <rdma/rsocket.h>
 
 #define MAXOBJ 4096
@@ -174,40 +175,11 @@ static void rsockets(void)
 		rclose(s);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} scen[] = { { "first_call", first_call }, { "channels", channels }, { "sync_ids", sync_ids },
+static const struct scenario scen[] = { { "first_call", first_call }, { "channels", channels }, { "sync_ids", sync_ids },
 	     { "async_ids", async_ids }, { "getaddrinfo", getaddrinfo_nofd }, { "rsockets", rsockets } };
 
 int main(int argc, char **argv)
 {
-	int fail = 0;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (size_t i = 0; i < sizeof scen / sizeof scen[0]; i++) {
-		int want = argc == 1;
-		for (int a = 1; a < argc; a++)
-			want |= !strcmp(argv[a], scen[i].name);
-		if (!want)
-			continue;
-		fflush(stdout);
-		pid_t p = fork();
-		if (p == 0) {
-			alarm(60);
-			scen[i].fn();
-			fflush(stdout);
-			_exit(0);
-		}
-		int st;
-		waitpid(p, &st, 0);
-		if (WIFSIGNALED(st)) {
-			printf("%s: child killed by SIG%s\n", scen[i].name,
-			       WTERMSIG(st) == SIGALRM ? "ALRM (hang)" : sigabbrev_np(WTERMSIG(st)));
-			fail = 1;
-		} else if (WEXITSTATUS(st)) {
-			printf("%s: child exit %d\n", scen[i].name, WEXITSTATUS(st));
-			fail = 1;
-		}
-	}
-	return fail;
+	return run_scenarios(scen, sizeof scen / sizeof scen[0], argc, argv);
 }

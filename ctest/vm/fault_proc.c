@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+#include "scenarios.h"
 #include <rdma/rdma_verbs.h>
 
 static const char *en(int e)
@@ -256,10 +257,7 @@ static void basic(void)
 		rdma_destroy_event_channel(c);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} scen[] = { { "basic", basic },
+static const struct scenario scen[] = { { "basic", basic },
 	     { "fork", fork_ids },
 	     { "signal_event_eintr", signal_event_eintr },
 	     { "signal_event_restart", signal_event_restart },
@@ -269,35 +267,9 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	int fail = 0;
 	A1 = sa4("192.0.2.1", 0);
 	A2 = sa4("192.0.2.2", 7471);
 	NOWHERE = sa4("192.0.2.99", 7471);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (size_t i = 0; i < sizeof scen / sizeof scen[0]; i++) {
-		int want = argc == 1;
-		for (int a = 1; a < argc; a++)
-			want |= !strcmp(argv[a], scen[i].name);
-		if (!want)
-			continue;
-		fflush(stdout);
-		pid_t p = fork();
-		if (p == 0) {
-			alarm(60);
-			scen[i].fn();
-			fflush(stdout);
-			_exit(0);
-		}
-		int st;
-		waitpid(p, &st, 0);
-		if (WIFSIGNALED(st)) {
-			printf("%s: child killed by SIG%s\n", scen[i].name,
-			       WTERMSIG(st) == SIGALRM ? "ALRM (hang)" : sigabbrev_np(WTERMSIG(st)));
-			fail = 1;
-		} else if (WEXITSTATUS(st)) {
-			printf("%s: child exit %d\n", scen[i].name, WEXITSTATUS(st));
-			fail = 1;
-		}
-	}
-	return fail;
+	return run_scenarios(scen, sizeof scen / sizeof scen[0], argc, argv);
 }
