@@ -9,7 +9,7 @@ set -eu
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 grep -v '^#' abi/rdmacm.symbols | sed '/^$/d; s/@@/ /' | sort > "$tmp/syms"
 # README rows: | `name` | NODE | status |
-sed -n 's/^| `\([a-z_]*\)` | \([A-Z0-9_.]*\) | \(.*\) |$/\1 \2 \3/p' README.md | sort > "$tmp/rows"
+sed -n 's/^| `\([a-z_]*\)` | \(RDMACM_[A-Z0-9_.]*\) | \(.*\) |$/\1 \2 \3/p' README.md | sort > "$tmp/rows"
 cut -d' ' -f1,2 "$tmp/rows" > "$tmp/row-syms"
 status=0
 if ! diff -u "$tmp/syms" "$tmp/row-syms"; then
