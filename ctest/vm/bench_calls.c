@@ -6,7 +6,10 @@
  * counted.  One call of each kind is made first, outside the measured function, so first-use
  * costs (device list, lazy initialisation) are not part of the per-call figure.
  *
- *   bench_calls CASE N      CASE: gai | create_destroy | get_ack | event_str
+ *   bench_calls CASE N      CASE: gai | create_destroy | get_ack | write_get_ack | event_str
+ *
+ * get_ack: rdma_get_cm_event + rdma_ack_cm_event of an event written (unmeasured) before;
+ * write_get_ack: rdma_write_cm_event + rdma_get_cm_event + rdma_ack_cm_event, all measured.
  *
  * Prints "calls N" on success; exits 1 (with the reason on stderr) when a call fails.
  */
@@ -58,6 +61,13 @@ static int do_get_ack(void)
 	return rdma_ack_cm_event(ev);
 }
 
+static int do_write_get_ack(void)
+{
+	if (rdma_write_cm_event(evid, RDMA_CM_EVENT_USER, 0, 7))
+		return -1;
+	return do_get_ack();
+}
+
 static int do_event_str(void)
 {
 	sink = rdma_event_str(RDMA_CM_EVENT_ESTABLISHED);
@@ -68,6 +78,7 @@ static int do_event_str(void)
 __attribute__((noinline)) static int measured_gai(void) { return do_gai(); }
 __attribute__((noinline)) static int measured_create_destroy(void) { return do_create_destroy(); }
 __attribute__((noinline)) static int measured_get_ack(void) { return do_get_ack(); }
+__attribute__((noinline)) static int measured_write_get_ack(void) { return do_write_get_ack(); }
 __attribute__((noinline)) static int measured_event_str(void) { return do_event_str(); }
 
 int main(int argc, char **argv)
@@ -75,7 +86,7 @@ int main(int argc, char **argv)
 	int (*fn)(void), (*warm)(void);
 	const char *c = argc == 3 ? argv[1] : "";
 	int n = argc == 3 ? atoi(argv[2]) : 0;
-	int get_ack;
+	int get_ack, write_get_ack;
 
 	if (!strcmp(c, "gai"))
 		fn = measured_gai, warm = do_gai;
@@ -83,19 +94,22 @@ int main(int argc, char **argv)
 		fn = measured_create_destroy, warm = do_create_destroy;
 	else if (!strcmp(c, "get_ack"))
 		fn = measured_get_ack, warm = do_get_ack;
+	else if (!strcmp(c, "write_get_ack"))
+		fn = measured_write_get_ack, warm = do_write_get_ack;
 	else if (!strcmp(c, "event_str"))
 		fn = measured_event_str, warm = do_event_str;
 	else {
-		fprintf(stderr, "usage: bench_calls gai|create_destroy|get_ack|event_str N\n");
+		fprintf(stderr, "usage: bench_calls gai|create_destroy|get_ack|write_get_ack|event_str N\n");
 		return 2;
 	}
 	get_ack = fn == measured_get_ack;
-	if (fn == measured_create_destroy || get_ack) {
+	write_get_ack = fn == measured_write_get_ack;
+	if (fn == measured_create_destroy || get_ack || write_get_ack) {
 		ch = rdma_create_event_channel();
 		if (!ch)
 			die("rdma_create_event_channel");
 	}
-	if (get_ack && rdma_create_id(ch, &evid, NULL, RDMA_PS_TCP))
+	if ((get_ack || write_get_ack) && rdma_create_id(ch, &evid, NULL, RDMA_PS_TCP))
 		die("rdma_create_id");
 	for (int i = 0; i <= n; i++) {    /* i == 0: the unmeasured first call */
 		if (get_ack && rdma_write_cm_event(evid, RDMA_CM_EVENT_USER, 0, i))

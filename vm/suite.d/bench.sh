@@ -93,6 +93,9 @@ bench_callgrind(){ local c=$1 n=$2 f=/tmp/bench-cg.$1 r
   rm -f "$f"
   timeout 600 valgrind -q --tool=callgrind --toggle-collect="measured_$c" --callgrind-out-file="$f" \
     /extra/bin/bench_calls "$c" "$n" > "$f.out" 2> "$f.err"; r=$?
+  # keep the profile in the run's work dir (suite/share/out/callgrind/<variant>.<case>.<round>)
+  # for callgrind_annotate on the host
+  if [ -d /host/out ] && [ -s "$f" ]; then mkdir -p /host/out/callgrind; cp "$f" "/host/out/callgrind/${RDMACM_VARIANT:-x}.$c.${BENCH_ROUND:-1}"; fi
   if [ $r != 0 ] || ! grep -qx "calls $n" "$f.out"; then
     bench_fail "cg_${c}_lib" "rc=$r"; bench_fail "cg_${c}_total" "rc=$r"; sed 's/^/  valgrind: /' "$f.err" >&2; return; fi
   # self cost per object: "ob=" sets the object of the functions that follow; the cost line
@@ -147,10 +150,11 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   local gn=2000 gs=500 ids=10000 tn=2000 cm="1000:900 10000:900" rs_s="-S 65536 -C 300" rs_l="-S 64 -C 1 -I 2000"
   # BENCH_CMTIME="N ..." (bench/run.sh passes BENCH_CMTIME_CONNS through VM_BENCH) picks other sizes
   [ -z "${BENCH_CMTIME:-}" ] || cm=$(for n in $BENCH_CMTIME; do echo "$n:900"; done)
-  local cg=100 cgc="gai create_destroy get_ack event_str" first=11
+  local cg=100 cgc="gai create_destroy get_ack write_get_ack event_str" first=11
+  export BENCH_ROUND=$round
   # callgrind counts are repeatable: only the first round counts them
   [ "$round" = 1 ] || cgc=
-  if [ "$mode" = short ]; then gn=200 gs=50 ids=200 tn=80 cm=10:60 rs_s= rs_l="-S 64 -C 1 -I 50" cg=10 cgc=gai first=3; fi
+  if [ "$mode" = short ]; then gn=200 gs=50 ids=200 tn=80 cm=10:60 rs_s= rs_l="-S 64 -C 1 -I 50" cg=10 first=3; fi
   {
     echo "# bench $mode: ${RDMACM_VARIANT:-?} librdmacm: $(/extra/bin/whichlib | sed -n 's/^librdmacm //p')"
     bench_sec gai bench_gai gai_numeric_v4 192.0.2.2 7471 numeric inet $gn
