@@ -253,7 +253,7 @@ impl CmId {
         if ev.is_null() {
             return None;
         }
-        self.cm.live.events.with(&(ev as usize), |e| e.event.0.event)
+        self.cm.live.events.with(ev as usize, |e| e.event.0.event)
     }
 
     /// The private data of the parked event (empty when none).

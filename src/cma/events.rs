@@ -29,6 +29,7 @@ const NAMES: [&CStr; 18] = [
 ];
 
 /// The C name of an event type, or "UNKNOWN EVENT".
+#[inline]
 pub fn event_name(event: u32) -> &'static CStr {
     NAMES.get(event as usize).copied().unwrap_or(c"UNKNOWN EVENT")
 }

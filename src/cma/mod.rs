@@ -323,20 +323,20 @@ impl Cm {
 
     /// The live channel of this instance C knows by `p`, or EINVAL.
     pub fn channel(&self, p: *const rdma_event_channel) -> Result<Arc<Channel>, Errno> {
-        self.live.channels.get(&(p as usize)).ok_or(Errno::EINVAL)
+        self.live.channels.get(p as usize).ok_or(Errno::EINVAL)
     }
 
     /// The live id of this instance C knows by `p`, or EINVAL.  The clone
     /// keeps the id's memory valid while the caller holds it.
     pub fn id(&self, p: *const rdma_cm_id) -> Result<Arc<IdPriv>, Errno> {
-        self.live.ids.get(&(p as usize)).ok_or(Errno::EINVAL)
+        self.live.ids.get(p as usize).ok_or(Errno::EINVAL)
     }
 
     /// The connection parameters of an unacked event of this instance (a
     /// synchronous call's parked event, `id->event`) and a copy of its
     /// private data; None for an event that is not ours or not live.
     pub fn event_conn(&self, p: *const rdma_cm_event) -> Option<(rdma_conn_param, Vec<u8>)> {
-        self.live.events.with(&(p as usize), |e| {
+        self.live.events.with(p as usize, |e| {
             let c = e.event.conn();
             let n = (c.private_data_len as usize).min(e.private_data.len());
             let data = if c.private_data.is_null() { Vec::new() } else { e.private_data[..n].to_vec() };
@@ -346,15 +346,12 @@ impl Cm {
 
     /// Whether `p` is an event of this instance not acked yet.
     pub fn event_is_live(&self, p: *const rdma_cm_event) -> bool {
-        self.live.events.contains(&(p as usize))
+        self.live.events.contains(p as usize)
     }
 
-    /// Registers an id (and its kernel handle), so that the C boundary
-    /// and the event loop find it.
+    /// Registers an id, so that the C boundary and the event loop find it.
     fn register_id(&self, p: &Arc<IdPriv>) {
-        // The id first: a handle found leads to a live id (see Live).
-        self.live.ids.insert(p.raw() as usize, p.clone());
-        self.live.handles.insert(p.handle(), p.raw() as usize);
+        self.live.ids.insert(p.clone());
     }
 
     /// Whether the AF_IB-capable command family is in use (after init).
@@ -407,7 +404,7 @@ impl Cm {
     fn open_channel(&'static self) -> Result<Arc<Channel>, Errno> {
         let fd = self.ucma.open()?;
         let ch = Arc::new(Channel { ch: rdma_event_channel { fd }, cm: self });
-        self.live.channels.insert(ch.raw() as usize, ch.clone());
+        self.live.channels.insert(ch.clone());
         Ok(ch)
     }
 
@@ -420,7 +417,7 @@ impl Cm {
     /// `rdma_destroy_event_channel`: unregisters the channel and closes
     /// its fd (the memory goes with the last reference).
     pub fn destroy_channel(&self, ch: &Channel) {
-        if self.live.channels.remove(&(ch.raw() as usize)).is_some() {
+        if self.live.channels.remove(ch.raw() as usize).is_some() {
             self.ucma.close(ch.fd());
         }
     }
@@ -484,13 +481,11 @@ impl Cm {
     /// the last `Arc`.
     fn free_id(&self, p: &Arc<IdPriv>) {
         let mcs: Vec<Arc<Mc>> = std::mem::take(&mut *p.mcs.lock());
-        // The handle first (see Live).
-        self.live.handles.remove_if_eq(&p.handle(), &(p.raw() as usize));
-        self.live.ids.remove(&(p.raw() as usize));
+        self.live.ids.remove(p.raw() as usize);
         // Memberships left in place are released with the id, as the
         // kernel drops them too.
         for mc in &mcs {
-            self.live.mcs.remove(&(Arc::as_ptr(mc) as usize));
+            self.live.mcs.remove(Arc::as_ptr(mc) as usize);
         }
         if let Some(d) = p.dev.lock().take() {
             self.devices.lock().put(&*self.verbs, d.key);
@@ -734,23 +729,27 @@ impl Cm {
     /// The live id the kernel reports by `uid` (its address) or, for old
     /// kernels' uid 0, by handle.
     fn reported_id(&self, uid: u64, handle: u32) -> Option<Arc<IdPriv>> {
-        let key = if uid != 0 { uid as usize } else { self.live.handles.get(&handle)? };
-        self.live.ids.get(&key)
+        if uid != 0 {
+            self.live.ids.get(uid as usize)
+        } else {
+            // Rare (a bug of old kernels): searched, not indexed (see Live).
+            self.live.ids.find(|p| p.handle() == handle)
+        }
     }
 
     /// The live membership the kernel reports by `uid` (its address).
     fn reported_mc(&self, uid: u64) -> Option<Arc<Mc>> {
-        self.live.mcs.get(&(uid as usize))
+        self.live.mcs.get(uid as usize)
     }
 
     /// Registers a membership so that its events find it.
     pub(crate) fn register_mc(&self, mc: &Arc<Mc>) {
-        self.live.mcs.insert(Arc::as_ptr(mc) as usize, mc.clone());
+        self.live.mcs.insert(mc.clone());
     }
 
     /// Unregisters a membership.
     pub(crate) fn unregister_mc(&self, mc: &Arc<Mc>) {
-        self.live.mcs.remove(&(Arc::as_ptr(mc) as usize));
+        self.live.mcs.remove(Arc::as_ptr(mc) as usize);
     }
 }
 
@@ -885,7 +884,7 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
         }
         log::debug!(target: "rdmacm", "event {} status {} on id {} (kernel: {} status {})", events::event_name(evt.event.0.event).to_string_lossy(), evt.event.0.status, p.handle(), events::event_name(resp.event).to_string_lossy(), resp.status);
         let got = Got { ptr: &evt.event.0 as *const rdma_cm_event as *mut rdma_cm_event, event: evt.event.0.event, status: evt.event.0.status, id: evt.event.0.id };
-        cm.live.events.insert(got.ptr as usize, evt);
+        cm.live.events.insert(evt);
         return Ok(got);
     }
 }
@@ -894,7 +893,7 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
 /// Returns false, touching nothing, when `ev` is not an unacked event of
 /// `cm` (a double ack, or an event the caller already released).
 pub fn ack_event(cm: &Cm, ev: *mut rdma_cm_event) -> bool {
-    let Some(evt) = cm.live.events.remove(&(ev as usize)) else { return false };
+    let Some(evt) = cm.live.events.remove(ev as usize) else { return false };
     if let Some(mc) = &evt.mc {
         mc.acks.add();
     }

@@ -1,123 +1,220 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-//! The registry of live objects ([`Live`]): channels, ids, kernel handles,
-//! unacked events and multicast memberships, each a map from the address
-//! (or handle) C or the kernel knows the object by.
+//! The registry of live objects ([`Live`]): channels, ids, unacked events
+//! and multicast memberships, each a set of the objects themselves, found
+//! by the address C (or the kernel, as a uid) knows them by.
 //!
-//! Independent ids must not wait for each other: every map is split into
-//! [`SHARDS`] shards, each behind its own lock, chosen by the key; a
-//! lookup, insertion or removal takes one shard's lock for a few
-//! instructions.  The keys are addresses and small integers, hashed with
-//! one multiplication ([`KeyHasher`]) instead of SipHash (nothing here is
-//! keyed by data an attacker chooses: the keys are the library's own
-//! allocations and the kernel's handles).
+//! Every object here is known by its own address: a channel's, an id's and
+//! an event's public struct is the first field of the object (`repr(C)`),
+//! a membership's uid is its address.  So a set holds only the owning
+//! pointers (`Arc`/`Box`, 8 bytes a slot) and compares a slot's address
+//! with the one looked up: no key is stored, nothing is followed before it
+//! matched ([`Addressed`]).
+//!
+//! Independent ids must not wait for each other: every set is split into
+//! [`SHARDS`] shards, each behind its own lock, chosen by the address's
+//! hash (one multiplication); a lookup, insertion or removal takes one
+//! shard's lock for a few instructions.  A shard is an open-addressing
+//! table with linear probing (at most 3/4 full, removal by backward shift:
+//! no tombstones), sized in powers of two.  Nothing here is keyed by data
+//! an attacker chooses: the keys are the library's own allocations.
 
 #![deny(unsafe_code)]
 
 use super::conn::mcast::Mc;
 use super::{Channel, EventPriv, IdPriv};
 use parking_lot::Mutex;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 
-/// Shards per map.
+/// Shards per set.
 pub const SHARDS: usize = 32;
+const SHARD_BITS: u32 = SHARDS.trailing_zeros();
 
-/// A multiplicative hash of one integer key (Fibonacci hashing: the high
-/// bits, which the map uses first, depend on every bit of the key).
-#[derive(Default)]
-pub struct KeyHasher(u64);
+/// An owning pointer that knows the address its object is known by.
+pub trait Addressed {
+    fn addr(&self) -> usize;
+}
 
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
+impl<T> Addressed for Arc<T> {
+    fn addr(&self) -> usize {
+        Arc::as_ptr(self) as *const u8 as usize
     }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
+}
+
+impl<T> Addressed for Box<T> {
+    fn addr(&self) -> usize {
+        &**self as *const T as *const u8 as usize
+    }
+}
+
+/// Fibonacci hashing: the high bits depend on every bit of the address
+/// (malloc's addresses are 16-byte aligned: their low bits say nothing).
+/// The top [`SHARD_BITS`] choose the shard, the next ones the slot.
+#[inline]
+fn hash(addr: usize) -> u64 {
+    (addr as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+#[inline]
+fn shard_of(addr: usize) -> usize {
+    (hash(addr) >> (64 - SHARD_BITS)) as usize
+}
+
+/// One shard: `slots.len()` is 0 or a power of two.
+struct Table<P> {
+    slots: Vec<Option<P>>,
+    len: usize,
+}
+
+impl<P: Addressed> Table<P> {
+    const fn new() -> Self {
+        Table { slots: Vec::new(), len: 0 }
+    }
+
+    /// The slot `addr` hashes to (the table is not empty).
+    #[inline]
+    fn home(&self, addr: usize) -> usize {
+        let bits = self.slots.len().trailing_zeros();
+        ((hash(addr) << SHARD_BITS) >> (64 - bits)) as usize
+    }
+
+    /// The slot holding `addr`, if any.
+    #[inline]
+    fn position(&self, addr: usize) -> Option<usize> {
+        if self.len == 0 {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(addr);
+        loop {
+            match &self.slots[i] {
+                None => return None,
+                Some(p) if p.addr() == addr => return Some(i),
+                Some(_) => i = (i + 1) & mask,
+            }
         }
     }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+
+    fn get(&self, addr: usize) -> Option<&P> {
+        self.position(addr).and_then(|i| self.slots[i].as_ref())
     }
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
+
+    /// Puts `p` in the first free slot from its home (the table has one).
+    fn place(&mut self, p: P) {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(p.addr());
+        while self.slots[i].is_some() {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = Some(p);
     }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
+
+    /// Inserts `p`, replacing an entry with the same address.
+    fn insert(&mut self, p: P) {
+        if let Some(i) = self.position(p.addr()) {
+            self.slots[i] = Some(p);
+            return;
+        }
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            self.resize((self.slots.len() * 2).max(8));
+        }
+        self.place(p);
+        self.len += 1;
+    }
+
+    fn remove(&mut self, addr: usize) -> Option<P> {
+        let mut hole = self.position(addr)?;
+        let p = self.slots[hole].take();
+        self.len -= 1;
+        // Backward shift: move up every later entry of the run whose home
+        // is not between the hole and its slot (cyclically), so that every
+        // entry stays reachable from its home without tombstones.
+        let mask = self.slots.len() - 1;
+        let mut j = hole;
+        loop {
+            j = (j + 1) & mask;
+            let Some(q) = &self.slots[j] else { break };
+            let home = self.home(q.addr());
+            if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(hole) & mask) {
+                self.slots[hole] = self.slots[j].take();
+                hole = j;
+            }
+        }
+        if self.slots.len() > 8 && self.len * 8 < self.slots.len() {
+            // Mostly empty: half the size (a quarter full), so that memory
+            // goes back after a burst of ids (never below 8 slots, so that
+            // one id created and destroyed over and over costs no
+            // allocation).
+            self.resize(self.slots.len() / 2);
+        }
+        p
+    }
+
+    /// Rebuilds the table with `n` slots (a power of two, > len).
+    fn resize(&mut self, n: usize) {
+        let old = std::mem::replace(&mut self.slots, std::iter::repeat_with(|| None).take(n).collect());
+        for q in old.into_iter().flatten() {
+            self.place(q);
+        }
     }
 }
 
-type Map<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
-
-/// A map split into shards, each behind its own lock.
-pub struct Sharded<K, V> {
-    shards: [Mutex<Map<K, V>>; SHARDS],
+/// A set split into shards, each behind its own lock.
+pub struct Sharded<P> {
+    shards: [Mutex<Table<P>>; SHARDS],
 }
 
-impl<K, V> Default for Sharded<K, V> {
+impl<P: Addressed> Default for Sharded<P> {
     fn default() -> Self {
-        Sharded { shards: std::array::from_fn(|_| Mutex::new(Map::default())) }
+        Sharded { shards: std::array::from_fn(|_| Mutex::new(Table::new())) }
     }
 }
 
-/// A key's shard: addresses from malloc are 16-byte aligned, so their low
-/// bits say nothing; the hash's high bits do.
-fn shard_of<K: Hash>(k: &K) -> usize {
-    let mut h = KeyHasher::default();
-    k.hash(&mut h);
-    (h.finish() >> 59) as usize % SHARDS
-}
-
-impl<K: Hash + Eq, V> Sharded<K, V> {
-    fn shard(&self, k: &K) -> &Mutex<Map<K, V>> {
-        &self.shards[shard_of(k)]
+impl<P: Addressed> Sharded<P> {
+    #[inline]
+    fn shard(&self, addr: usize) -> &Mutex<Table<P>> {
+        &self.shards[shard_of(addr)]
     }
-    pub fn insert(&self, k: K, v: V) {
-        self.shard(&k).lock().insert(k, v);
+    /// Adds `p` (known by `p.addr()`).
+    pub fn insert(&self, p: P) {
+        self.shard(p.addr()).lock().insert(p);
     }
-    pub fn remove(&self, k: &K) -> Option<V> {
-        self.shard(k).lock().remove(k)
+    pub fn remove(&self, addr: usize) -> Option<P> {
+        self.shard(addr).lock().remove(addr)
     }
-    pub fn contains(&self, k: &K) -> bool {
-        self.shard(k).lock().contains_key(k)
+    pub fn contains(&self, addr: usize) -> bool {
+        self.shard(addr).lock().position(addr).is_some()
     }
-    /// Removes `k` only while it maps to `v`.
-    pub fn remove_if_eq(&self, k: &K, v: &V)
-    where
-        V: PartialEq,
-    {
-        let mut s = self.shard(k).lock();
-        if s.get(k) == Some(v) {
-            s.remove(k);
-        }
-    }
-    /// Runs `f` on the value of `k` under its shard's lock.
-    pub fn with<R>(&self, k: &K, f: impl FnOnce(&V) -> R) -> Option<R> {
-        self.shard(k).lock().get(k).map(f)
+    /// Runs `f` on the object known by `addr` under its shard's lock.
+    pub fn with<R>(&self, addr: usize, f: impl FnOnce(&P) -> R) -> Option<R> {
+        self.shard(addr).lock().get(addr).map(f)
     }
 }
 
-impl<K: Hash + Eq, V: Clone> Sharded<K, V> {
-    pub fn get(&self, k: &K) -> Option<V> {
-        self.shard(k).lock().get(k).cloned()
+impl<P: Addressed + Clone> Sharded<P> {
+    pub fn get(&self, addr: usize) -> Option<P> {
+        self.shard(addr).lock().get(addr).cloned()
+    }
+
+    /// An object `pred` accepts, searching every shard (one lock at a
+    /// time): for the rare lookups by something other than the address.
+    pub fn find(&self, mut pred: impl FnMut(&P) -> bool) -> Option<P> {
+        self.shards.iter().find_map(|s| s.lock().slots.iter().flatten().find(|p| pred(p)).cloned())
     }
 }
 
 /// Every live channel, id, unacked event and multicast membership of a
-/// CM instance, by the address C (or the kernel) knows it by.  Each map
-/// changes by single insertions and removals; an id is inserted in `ids`
-/// before its handle in `handles`, and removed from `handles` first, so a
-/// handle found always leads to a live id or to none.
+/// CM instance, by the address C (or the kernel) knows it by.  Each set
+/// changes by single insertions and removals.  There is no map by kernel
+/// handle: only events of old kernels without a uid need one, and they
+/// search `ids` ([`Sharded::find`]) instead of every id paying for a
+/// second entry.
 #[derive(Default)]
 pub struct Live {
-    pub channels: Sharded<usize, Arc<Channel>>,
-    pub ids: Sharded<usize, Arc<IdPriv>>,
-    /// Kernel id handle -> id address, for events without a uid.
-    pub handles: Sharded<u32, usize>,
-    pub events: Sharded<usize, Box<EventPriv>>,
+    pub channels: Sharded<Arc<Channel>>,
+    pub ids: Sharded<Arc<IdPriv>>,
+    pub events: Sharded<Box<EventPriv>>,
     /// Membership address (the uid of its kernel events) -> membership.
-    pub mcs: Sharded<usize, Arc<Mc>>,
+    pub mcs: Sharded<Arc<Mc>>,
 }
 
 #[cfg(test)]
@@ -128,28 +225,58 @@ mod tests {
     fn shards_spread_aligned_addresses() {
         let mut count = [0usize; SHARDS];
         for i in 0..4096usize {
-            count[shard_of(&(0x5555_0000_0000 + i * 0x240))] += 1;
+            count[shard_of(0x5555_0000_0000 + i * 0x240)] += 1;
         }
         let (min, max) = (count.iter().min().unwrap(), count.iter().max().unwrap());
         assert!(*min > 4096 / SHARDS / 2 && *max < 4096 / SHARDS * 2, "{count:?}");
-        let m: Sharded<usize, u32> = Sharded::default();
-        m.insert(16, 1);
-        assert_eq!(m.get(&16), Some(1));
-        assert!(m.contains(&16));
-        m.remove_if_eq(&16, &2);
-        assert_eq!(m.with(&16, |v| *v + 1), Some(2));
-        m.remove_if_eq(&16, &1);
-        assert_eq!(m.remove(&16), None);
     }
-}
-#[cfg(test)]
-mod size {
-    /// What one id costs in memory (IdPriv, inside an Arc): a ratchet.
-    /// Upstream's struct cma_id_private is 608 bytes (x86_64); ours holds
-    /// the same rdma_cm_id (416) and keeps rare state boxed.
+
     #[test]
-    fn id_size() {
-        assert_eq!(std::mem::size_of::<crate::abi::cma::rdma_cm_id>(), 416);
-        assert!(std::mem::size_of::<super::super::IdPriv>() <= 656, "{}", std::mem::size_of::<super::super::IdPriv>());
+    fn set_operations() {
+        let m: Sharded<Arc<u32>> = Sharded::default();
+        let a = Arc::new(1u32);
+        let k = a.addr();
+        m.insert(a.clone());
+        assert_eq!(m.get(k).as_deref(), Some(&1));
+        assert!(m.contains(k));
+        assert!(!m.contains(k + 16));
+        assert_eq!(m.with(k, |v| **v + 1), Some(2));
+        assert_eq!(m.find(|v| **v == 1).map(|v| v.addr()), Some(k));
+        assert!(m.find(|v| **v == 3).is_none());
+        assert_eq!(m.remove(k).map(|v| *v), Some(1));
+        assert!(m.remove(k).is_none());
+        assert_eq!(Arc::strong_count(&a), 1);
+    }
+
+    /// Many entries in one table, removed in an order unlike the insertion
+    /// order: every one stays findable until removed (backward shift), and
+    /// the table grows and empties.
+    #[test]
+    fn table_insert_remove_many() {
+        let objs: Vec<Box<u64>> = (0..3000u64).map(Box::new).collect();
+        let mut t: Table<&Box<u64>> = Table::new();
+        for o in &objs {
+            t.insert(o);
+        }
+        assert_eq!(t.len, 3000);
+        assert!(t.slots.len().is_power_of_two() && t.len * 4 <= t.slots.len() * 3);
+        for (n, i) in (0..3000).map(|i| (i * 7919) % 3000).enumerate() {
+            let a = objs[i].addr();
+            assert_eq!(t.remove(a).map(|b| **b), Some(i as u64));
+            assert!(t.get(a).is_none());
+            if n % 97 == 0 {
+                for j in (0..3000).map(|j| (j * 7919) % 3000).skip(n + 1).step_by(13) {
+                    assert_eq!(t.get(objs[j].addr()).map(|b| ***b), Some(j as u64), "after {n} removals");
+                }
+            }
+        }
+        assert_eq!(t.len, 0);
+        assert_eq!(t.slots.len(), 8, "shrunk back to the smallest table");
+    }
+
+    impl Addressed for &Box<u64> {
+        fn addr(&self) -> usize {
+            (**self).addr()
+        }
     }
 }

@@ -40,6 +40,14 @@ impl FakeUcma {
         st.queues.entry(fd).or_default().push_back((handle, r));
         self.cv.notify_all();
     }
+    /// An event as old kernels could report it: uid 0, the id by handle only.
+    /// (`on`: the id whose channel gets it; `handle`: what it names.)
+    fn push_uid0(&self, on: u32, handle: u32, event: u32) {
+        let mut st = self.st.lock();
+        let (_, fd, _) = st.ids[&on];
+        let r = kabi::EventResp { uid: 0, id: handle, event, ..Default::default() };
+        st.queues.entry(fd).or_default().push_back((handle, r));
+    }
     fn log(&self) -> Vec<&'static str> {
         self.st.lock().log.clone()
     }
@@ -452,5 +460,27 @@ fn a_panic_while_holding_an_id_breaks_it() {
     let held = cm.id(raw).unwrap().hold_to_destroy();
     cm.destroy_id(&held).unwrap();
     assert_eq!(cm.id(raw).unwrap_err(), Errno::EINVAL, "destroyed");
+    cm.destroy_channel(&ch);
+}
+
+#[test]
+fn uid0_events_find_the_id_by_handle() {
+    let (cm, u) = make(true, false);
+    let ch = cm.create_channel().unwrap();
+    let p = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
+    let q = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
+    // Without a uid only ESTABLISHED is delivered (found by handle); other
+    // events are counted as completed and dropped, as upstream.
+    let h = q.handle();
+    u.push_uid0(h, h, RDMA_CM_EVENT_DISCONNECTED);
+    u.push_uid0(h, h, RDMA_CM_EVENT_ESTABLISHED);
+    u.push_uid0(h, 9999, RDMA_CM_EVENT_ESTABLISHED);
+    let got = get_event(&ch).unwrap();
+    assert_eq!((got.id, got.event), (q.raw(), RDMA_CM_EVENT_ESTABLISHED));
+    assert!(ack_event(cm, got.ptr));
+    // the one for an unknown handle is discarded: nothing left
+    assert_eq!(get_event(&ch).unwrap_err(), Errno::EAGAIN);
+    cm.destroy_id(&q).unwrap();
+    cm.destroy_id(&p).unwrap();
     cm.destroy_channel(&ch);
 }
