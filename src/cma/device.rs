@@ -27,8 +27,9 @@ pub struct CmDevice {
     pub verbs: CPtr<ibv_context>,
     /// Shared protection domain, allocated on first use by an id.
     pub pd: CPtr<ibv_pd>,
-    /// Link layer of each port (index 0 = port 1).
-    pub link_layers: Vec<u8>,
+    /// Link layer of each port (index 0 = port 1); shared with the ids
+    /// bound to the device (a reference count, not a copy per id).
+    pub link_layers: std::sync::Arc<[u8]>,
     pub max_qpsize: i32,
     pub max_initiator_depth: u8,
     pub max_responder_resources: u8,
@@ -49,7 +50,7 @@ pub struct DevRef {
     pub key: usize,
     pub verbs: CPtr<ibv_context>,
     pub pd: CPtr<ibv_pd>,
-    pub link_layers: Vec<u8>,
+    pub link_layers: std::sync::Arc<[u8]>,
     pub max_initiator_depth: u8,
     pub max_responder_resources: u8,
 }
@@ -89,7 +90,7 @@ impl Devices {
                     index: e.index,
                     verbs: CPtr::default(),
                     pd: CPtr::default(),
-                    link_layers: Vec::new(),
+                    link_layers: std::sync::Arc::from([]),
                     max_qpsize: 0,
                     max_initiator_depth: 0,
                     max_responder_resources: 0,
@@ -135,7 +136,7 @@ impl Devices {
         }
         let info = verbs.open(d.dev)?;
         d.verbs = CPtr(info.ctx as *mut ibv_context);
-        d.link_layers = info.link_layers;
+        d.link_layers = info.link_layers.into();
         d.max_qpsize = info.max_qp_wr;
         d.max_initiator_depth = info.max_qp_init_rd_atom as u8;
         d.max_responder_resources = info.max_qp_rd_atom as u8;

@@ -462,7 +462,7 @@ impl Cm {
 
     /// A new, unregistered id on channel `ch`.
     fn new_id_priv(&'static self, ch: Arc<Channel>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32, sync: bool) -> Arc<IdPriv> {
-        Arc::new(IdPriv {
+        public::arc_in_place(|| IdPriv {
             id: PubId::new(context, ps, qp_type, ch.raw()),
             cm: self,
             handle: AtomicU32::new(handle),
@@ -812,8 +812,10 @@ fn copy_ud(evt: &mut EventPriv, src: &kabi::UdParam) {
 pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
     let (cm, fd) = (ch.cm, ch.fd());
     cm.init()?;
+    // Zeroed once, as upstream: the kernel writes all of it for each event.
+    let mut resp = kabi::EventResp::default();
     loop {
-        let resp = cm.ucma.get_event(fd)?;
+        cm.ucma.get_event_into(fd, &mut resp)?;
         let mut evt = zeroed_event();
         evt.event.0.event = resp.event;
         let mcast = matches!(resp.event, RDMA_CM_EVENT_MULTICAST_JOIN | RDMA_CM_EVENT_MULTICAST_ERROR);

@@ -34,6 +34,17 @@ use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::ptr::{addr_of, addr_of_mut};
 
+/// `Arc::new(f())` with the value built straight in the new allocation:
+/// `Arc::new` of a large struct (an id: about 650 bytes) builds it on the
+/// stack and copies it over (a memcpy per id, issue 10).
+#[inline(always)]
+pub fn arc_in_place<T>(f: impl FnOnce() -> T) -> std::sync::Arc<T> {
+    let mut a = std::sync::Arc::<T>::new_uninit();
+    std::sync::Arc::get_mut(&mut a).expect("a new Arc is unique").write(f());
+    // SAFETY: the value was written just above.
+    unsafe { a.assume_init() }
+}
+
 /// The public part of an id (`struct rdma_cm_id`), shared with C.
 #[repr(transparent)]
 pub struct PubId(UnsafeCell<rdma_cm_id>);

@@ -69,6 +69,12 @@ pub trait Ucma: Send + Sync {
     fn query_route(&self, fd: RawFd, id: u32) -> Result<RouteInfo, Errno>;
     /// Blocks until the channel has an event.
     fn get_event(&self, fd: RawFd) -> Result<kabi::EventResp, Errno>;
+    /// [`Ucma::get_event`] into the caller's response (the kernel writes it
+    /// in place: no copy of the ~300-byte response per event).
+    fn get_event_into(&self, fd: RawFd, resp: &mut kabi::EventResp) -> Result<(), Errno> {
+        *resp = self.get_event(fd)?;
+        Ok(())
+    }
     /// `optval` is handed to the kernel as a user address.
     fn set_option(&self, fd: RawFd, id: u32, level: u32, optname: u32, optval: *mut c_void, optlen: u32) -> Result<(), Errno>;
     /// Moves `id` from the channel `old_fd` to `new_fd`; returns the events
@@ -445,8 +451,12 @@ impl Ucma for Kernel {
 
     fn get_event(&self, fd: RawFd) -> Result<kabi::EventResp, Errno> {
         let mut resp = kabi::EventResp::default();
-        send(fd, &enc_get_event(addr_of_mut(&mut resp)))?;
+        self.get_event_into(fd, &mut resp)?;
         Ok(resp)
+    }
+
+    fn get_event_into(&self, fd: RawFd, resp: &mut kabi::EventResp) -> Result<(), Errno> {
+        send(fd, &enc_get_event(addr_of_mut(resp)))
     }
 
     fn set_option(&self, fd: RawFd, id: u32, level: u32, optname: u32, optval: *mut c_void, optlen: u32) -> Result<(), Errno> {
