@@ -15,6 +15,7 @@
 
 use super::conn::mcast::Mc;
 use super::{Channel, EventPriv, IdPriv};
+use nix::errno::Errno;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
@@ -75,6 +76,20 @@ impl<K: Hash + Eq, V> Sharded<K, V> {
     }
     pub fn insert(&self, k: K, v: V) {
         self.shard(&k).lock().insert(k, v);
+    }
+    /// [`insert`](Self::insert), with ENOMEM (and nothing inserted) when
+    /// the shard must grow and memory is short.
+    pub fn try_insert(&self, k: K, v: V) -> Result<(), Errno> {
+        let mut s = self.shard(&k).lock();
+        s.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+        s.insert(k, v);
+        Ok(())
+    }
+    /// Makes room for one more entry in `k`'s shard, so that inserting
+    /// `k` later is unlikely to need memory (another thread may take the
+    /// room meanwhile; [`try_insert`](Self::try_insert) still checks).
+    pub fn try_reserve_for(&self, k: &K) -> Result<(), Errno> {
+        self.shard(k).lock().try_reserve(1).map_err(|_| Errno::ENOMEM)
     }
     pub fn remove(&self, k: &K) -> Option<V> {
         self.shard(k).lock().remove(k)
