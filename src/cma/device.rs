@@ -162,22 +162,21 @@ impl Devices {
             }
         };
         let d = &mut self.list[pos.ok_or(Errno::ENODEV)?];
-        d.refcnt += 1;
-        let r = Self::open(verbs, d).and_then(|_| {
-            if d.pd.0.is_null() {
-                d.pd = CPtr(verbs.alloc_pd(d.verbs.0 as usize)? as *mut ibv_pd);
-            }
-            Ok(())
-        });
-        if let Err(e) = r {
-            d.refcnt -= 1;
-            return Err(e);
+        Self::open(verbs, d)?;
+        // The reference's copy of the port table first: out of memory,
+        // nothing was taken (ENOMEM, not an abort).
+        let mut link_layers = Vec::new();
+        link_layers.try_reserve_exact(d.link_layers.len()).map_err(|_| Errno::ENOMEM)?;
+        link_layers.extend_from_slice(&d.link_layers);
+        if d.pd.0.is_null() {
+            d.pd = CPtr(verbs.alloc_pd(d.verbs.0 as usize)? as *mut ibv_pd);
         }
+        d.refcnt += 1;
         Ok(DevRef {
             key: d.dev,
             verbs: d.verbs,
             pd: d.pd,
-            link_layers: d.link_layers.clone(),
+            link_layers,
             max_initiator_depth: d.max_initiator_depth,
             max_responder_resources: d.max_responder_resources,
         })
