@@ -12,9 +12,8 @@
  * control values, SGL updates that point nowhere).
  *
  * The server's transcript is printed; the run fails (exit 1) with RDMACM_VARIANT other than
- * upstream when a server child crashed, hung (alarm) or exited non-zero. Run it under
- * valgrind too (vm/suite.d/fault.sh): a read or write outside the library's own buffers is
- * then an error as well. The upstream run only records upstream's outcomes.
+ * upstream when a server or peer child crashed, hung (alarm) or exited non-zero. The
+ * upstream run only records upstream's outcomes.
  *
  *   rs_hostile [case...]        (default: all)
  */
