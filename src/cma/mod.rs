@@ -43,6 +43,7 @@ use once_cell::sync::Lazy;
 use parking_lot::{Condvar, Mutex};
 use public::{PubEvent, PubId};
 use crate::abi::sockaddr::SockAddr;
+use crate::sys::alloc;
 use crate::sys::ucma::{self as proto, Kernel, Ucma};
 use registry::Live;
 use std::ffi::c_void;
@@ -209,8 +210,8 @@ pub struct Got {
     pub id: *mut rdma_cm_id,
 }
 
-fn zeroed_event() -> Box<EventPriv> {
-    Box::new(EventPriv { event: PubEvent::zeroed(), private_data: [0; kabi::RDMA_MAX_PRIVATE_DATA], id_priv: None, mc: None })
+fn zeroed_event() -> EventPriv {
+    EventPriv { event: PubEvent::zeroed(), private_data: [0; kabi::RDMA_MAX_PRIVATE_DATA], id_priv: None, mc: None }
 }
 
 /// Socket address sizes by family, as upstream's `ucma_addrlen`
@@ -349,9 +350,10 @@ impl Cm {
         self.live.events.contains(p as usize)
     }
 
-    /// Registers an id, so that the C boundary and the event loop find it.
-    fn register_id(&self, p: &Arc<IdPriv>) {
-        self.live.ids.insert(p.clone());
+    /// Registers an id, so that the C boundary and the event loop find it;
+    /// ENOMEM when memory is short.
+    fn register_id(&self, p: &Arc<IdPriv>) -> Result<(), Errno> {
+        self.live.ids.insert(p.clone())
     }
 
     /// Whether the AF_IB-capable command family is in use (after init).
@@ -403,8 +405,18 @@ impl Cm {
 
     fn open_channel(&'static self) -> Result<Arc<Channel>, Errno> {
         let fd = self.ucma.open()?;
-        let ch = Arc::new(Channel { ch: rdma_event_channel { fd }, cm: self });
-        self.live.channels.insert(ch.clone());
+        // Out of memory, the descriptor goes back (upstream: ENOMEM).
+        let ch = match alloc::try_arc(Channel { ch: rdma_event_channel { fd }, cm: self }) {
+            Ok(ch) => ch,
+            Err(e) => {
+                self.ucma.close(fd);
+                return Err(e);
+            }
+        };
+        if let Err(e) = self.live.channels.insert(ch.clone()) {
+            self.ucma.close(fd);
+            return Err(e);
+        }
         Ok(ch)
     }
 
@@ -438,11 +450,24 @@ impl Cm {
             Some(c) => (c.clone(), false),
             None => (self.open_channel()?, true),
         };
-        let p = self.new_id_priv(ch.clone(), context, ps, qp_type, u32::MAX, sync);
+        let p = match self.new_id_priv(ch.clone(), context, ps, qp_type, u32::MAX, sync) {
+            Ok(p) => p,
+            Err(e) => {
+                if sync {
+                    self.destroy_channel(&ch);
+                }
+                return Err(e);
+            }
+        };
         match self.ucma.create_id(ch.fd(), p.uid(), ps as u16, qp_type as u8) {
             Ok(h) => {
                 p.handle.store(h, Ordering::Release);
-                self.register_id(&p);
+                if let Err(e) = self.register_id(&p) {
+                    // Not published: the kernel id goes, then ours.
+                    let _ = self.ucma.destroy_id(ch.fd(), h);
+                    self.free_id(&p);
+                    return Err(e);
+                }
                 Ok(p)
             }
             Err(e) => {
@@ -454,15 +479,19 @@ impl Cm {
 
     /// An id for a kernel id that already exists (the new connection of a
     /// connection request), on channel `ch`.
-    pub fn adopt_id(&'static self, ch: Arc<Channel>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32) -> Arc<IdPriv> {
-        let p = self.new_id_priv(ch, context, ps, qp_type, handle, false);
-        self.register_id(&p);
-        p
+    /// ENOMEM when memory is short (the caller still owns the kernel id).
+    pub fn adopt_id(&'static self, ch: Arc<Channel>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32) -> Result<Arc<IdPriv>, Errno> {
+        let p = self.new_id_priv(ch, context, ps, qp_type, handle, false)?;
+        if let Err(e) = self.register_id(&p) {
+            self.free_id(&p);
+            return Err(e);
+        }
+        Ok(p)
     }
 
     /// A new, unregistered id on channel `ch`.
-    fn new_id_priv(&'static self, ch: Arc<Channel>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32, sync: bool) -> Arc<IdPriv> {
-        public::arc_in_place(|| IdPriv {
+    fn new_id_priv(&'static self, ch: Arc<Channel>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32, sync: bool) -> Result<Arc<IdPriv>, Errno> {
+        public::try_arc_in_place(|| IdPriv {
             id: PubId::new(context, ps, qp_type, ch.raw()),
             cm: self,
             handle: AtomicU32::new(handle),
@@ -742,9 +771,10 @@ impl Cm {
         self.live.mcs.get(uid as usize)
     }
 
-    /// Registers a membership so that its events find it.
-    pub(crate) fn register_mc(&self, mc: &Arc<Mc>) {
-        self.live.mcs.insert(mc.clone());
+    /// Registers a membership so that its events find it (ENOMEM when
+    /// memory is short).
+    pub(crate) fn register_mc(&self, mc: &Arc<Mc>) -> Result<(), Errno> {
+        self.live.mcs.insert(mc.clone())
     }
 
     /// Unregisters a membership.
@@ -814,9 +844,15 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
     cm.init()?;
     // Zeroed once, as upstream: the kernel writes all of it for each event.
     let mut resp = kabi::EventResp::default();
+    // The event's memory, and room for it in the registry, before the
+    // kernel hands the event over: out of memory, the call fails with
+    // ENOMEM and the event stays queued in the kernel (as upstream, which
+    // allocates its event first).
+    let mut evt = alloc::try_box(zeroed_event())?;
+    cm.live.events.reserve_for(&evt.event.0 as *const rdma_cm_event as usize)?;
     loop {
         cm.ucma.get_event_into(fd, &mut resp)?;
-        let mut evt = zeroed_event();
+        *evt = zeroed_event();
         evt.event.0.event = resp.event;
         let mcast = matches!(resp.event, RDMA_CM_EVENT_MULTICAST_JOIN | RDMA_CM_EVENT_MULTICAST_ERROR);
         let mc = if mcast && resp.uid != 0 { cm.reported_mc(resp.uid) } else { None };
@@ -886,7 +922,13 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
         }
         log::debug!(target: "rdmacm", "event {} status {} on id {} (kernel: {} status {})", events::event_name(evt.event.0.event).to_string_lossy(), evt.event.0.status, p.handle(), events::event_name(resp.event).to_string_lossy(), resp.status);
         let got = Got { ptr: &evt.event.0 as *const rdma_cm_event as *mut rdma_cm_event, event: evt.event.0.event, status: evt.event.0.status, id: evt.event.0.id };
-        cm.live.events.insert(evt);
+        if let Err(e) = cm.live.events.insert(evt) {
+            // The room reserved above was taken by another thread and
+            // memory is short: the event cannot be handed out.
+            log::debug!(target: "rdmacm", "dropping an event: {e}");
+            p.complete_event();
+            return Err(e);
+        }
         return Ok(got);
     }
 }

@@ -45,6 +45,16 @@ pub fn arc_in_place<T>(f: impl FnOnce() -> T) -> std::sync::Arc<T> {
     unsafe { a.assume_init() }
 }
 
+/// [`arc_in_place`], ENOMEM instead of an abort when memory is short
+/// (the block is allocated and checked first: `sys::alloc::reserved`).
+#[inline(always)]
+pub fn try_arc_in_place<T>(f: impl FnOnce() -> T) -> Result<std::sync::Arc<T>, nix::errno::Errno> {
+    let mut a = crate::sys::alloc::reserved(crate::sys::alloc::arc_layout::<T>(), std::sync::Arc::<T>::new_uninit)?;
+    std::sync::Arc::get_mut(&mut a).expect("a new Arc is unique").write(f());
+    // SAFETY: the value was written just above.
+    Ok(unsafe { a.assume_init() })
+}
+
 /// The public part of an id (`struct rdma_cm_id`), shared with C.
 #[repr(transparent)]
 pub struct PubId(UnsafeCell<rdma_cm_id>);

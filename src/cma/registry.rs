@@ -22,6 +22,7 @@
 
 use super::conn::mcast::Mc;
 use super::{Channel, EventPriv, IdPriv};
+use nix::errno::Errno;
 use parking_lot::Mutex;
 use std::sync::Arc;
 
@@ -108,17 +109,26 @@ impl<P: Addressed> Table<P> {
         self.slots[i] = Some(p);
     }
 
-    /// Inserts `p`, replacing an entry with the same address.
-    fn insert(&mut self, p: P) {
+    /// Inserts `p`, replacing an entry with the same address; ENOMEM (and
+    /// `p` dropped, the table unchanged) when the table must grow and
+    /// memory is short.
+    fn insert(&mut self, p: P) -> Result<(), Errno> {
         if let Some(i) = self.position(p.addr()) {
             self.slots[i] = Some(p);
-            return;
+            return Ok(());
         }
-        if (self.len + 1) * 4 > self.slots.len() * 3 {
-            self.resize((self.slots.len() * 2).max(8));
-        }
+        self.make_room()?;
         self.place(p);
         self.len += 1;
+        Ok(())
+    }
+
+    /// Grows the table if one more entry would make it more than 3/4 full.
+    fn make_room(&mut self) -> Result<(), Errno> {
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            self.resize((self.slots.len() * 2).max(8))?;
+        }
+        Ok(())
     }
 
     fn remove(&mut self, addr: usize) -> Option<P> {
@@ -144,17 +154,23 @@ impl<P: Addressed> Table<P> {
             // goes back after a burst of ids (never below 8 slots, so that
             // one id created and destroyed over and over costs no
             // allocation).
-            self.resize(self.slots.len() / 2);
+            // (Out of memory, it simply stays as large as it is.)
+            let _ = self.resize(self.slots.len() / 2);
         }
         p
     }
 
-    /// Rebuilds the table with `n` slots (a power of two, > len).
-    fn resize(&mut self, n: usize) {
-        let old = std::mem::replace(&mut self.slots, std::iter::repeat_with(|| None).take(n).collect());
+    /// Rebuilds the table with `n` slots (a power of two, > len); ENOMEM,
+    /// the table unchanged, when the new slots cannot be allocated.
+    fn resize(&mut self, n: usize) -> Result<(), Errno> {
+        let mut slots = Vec::new();
+        slots.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
+        slots.resize_with(n, || None);
+        let old = std::mem::replace(&mut self.slots, slots);
         for q in old.into_iter().flatten() {
             self.place(q);
         }
+        Ok(())
     }
 }
 
@@ -174,9 +190,16 @@ impl<P: Addressed> Sharded<P> {
     fn shard(&self, addr: usize) -> &Mutex<Table<P>> {
         &self.shards[shard_of(addr)]
     }
-    /// Adds `p` (known by `p.addr()`).
-    pub fn insert(&self, p: P) {
-        self.shard(p.addr()).lock().insert(p);
+    /// Adds `p` (known by `p.addr()`); ENOMEM, `p` dropped, when the
+    /// shard must grow and memory is short.
+    pub fn insert(&self, p: P) -> Result<(), Errno> {
+        self.shard(p.addr()).lock().insert(p)
+    }
+    /// Makes room for one more object in `addr`'s shard, so that inserting
+    /// it later is unlikely to need memory (another thread may take the
+    /// room meanwhile; [`insert`](Self::insert) still checks).
+    pub fn reserve_for(&self, addr: usize) -> Result<(), Errno> {
+        self.shard(addr).lock().make_room()
     }
     pub fn remove(&self, addr: usize) -> Option<P> {
         self.shard(addr).lock().remove(addr)

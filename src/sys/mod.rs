@@ -4,9 +4,11 @@
 //! trait), libibverbs (with the C shim for its `static inline`
 //! functions), libc's name service ([`netdb`]: getaddrinfo behind an owning
 //! list) and the few socket and environment calls std does not offer
-//! safely ([`unix`]: send without SIGPIPE, `secure_getenv`).  Imports only
+//! safely ([`unix`]: send without SIGPIPE, `secure_getenv`), and the global
+//! allocator ([`alloc`]: libc malloc, fallible `Arc`/`Box`).  Imports only
 //! [`crate::abi`].
 
+pub mod alloc;
 pub mod env;
 pub mod netdb;
 pub mod netlink;

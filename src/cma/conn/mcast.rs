@@ -43,7 +43,7 @@ pub struct Mc {
 
 /// `rdma_join_multicast` / `rdma_join_multicast_ex` after their checks.
 pub fn join(cm: &'static Cm, p: &Arc<IdPriv>, addr: SockAddr, join_flags: u16, context: *mut c_void) -> Result<(), Errno> {
-    let mc = Arc::new(Mc {
+    let mc = crate::sys::alloc::try_arc(Mc {
         id: Arc::downgrade(p),
         context: CPtr(context),
         handle: Mutex::new(0),
@@ -51,9 +51,13 @@ pub fn join(cm: &'static Cm, p: &Arc<IdPriv>, addr: SockAddr, join_flags: u16, c
         join_flags,
         addr,
         acks: Acks::default(),
-    });
+    })?;
+    cm.register_mc(&mc)?;
+    if p.mcs.lock().try_reserve(1).is_err() {
+        cm.unregister_mc(&mc);
+        return Err(Errno::ENOMEM);
+    }
     p.mcs.lock().insert(0, mc.clone());
-    cm.register_mc(&mc);
     let uid = Arc::as_ptr(&mc) as usize as u64;
     match cm.ucma.join_mcast(p.fd(), p.handle(), uid, &addr, join_flags, !cm.af_ib()) {
         Ok(handle) => {

@@ -491,7 +491,15 @@ pub fn process_event(cm: &'static Cm, resp: &kabi::EventResp, evt: &mut EventPri
 fn process_conn_req(cm: &'static Cm, lp: &IdPriv, handle: u32, ece: kabi::Ece, evt: &mut EventPriv) -> Result<(), Errno> {
     let lid = &lp.id;
     let ch: Arc<Channel> = lp.channel();
-    let np = cm.adopt_id(ch, lid.context(), lid.ps(), lid.qp_type(), handle);
+    let np = match cm.adopt_id(ch, lid.context(), lid.ps(), lid.qp_type(), handle) {
+        Ok(np) => np,
+        Err(e) => {
+            // Out of memory: the kernel's new id goes, as upstream drops
+            // a request it cannot take.
+            let _ = cm.ucma.destroy_id(lp.fd(), handle);
+            return Err(e);
+        }
+    };
     evt.event.0.listen_id = lp.raw();
     evt.event.0.id = np.raw();
     // The connection parameters were copied into the event.

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! The library's global allocator, and fallible allocation for std's
+//! containers.
+//!
+//! Memory comes from libc's `malloc` family ([`System`]), as before; what
+//! this adds is a way to make one `Arc::new`/`Box::new` fail with ENOMEM
+//! instead of aborting the host program.  On stable Rust an allocation
+//! that std makes and that fails ends in `handle_alloc_error`, which
+//! aborts; a C library cannot do that to the MPI rank or storage daemon
+//! that loaded it when the first `malloc` of `rdma_create_id` fails.
+//!
+//! The mechanism: [`reserved`] allocates the block the next allocation will
+//! need *before* std asks for it (a plain, checked `malloc`), parks it in
+//! a per-thread slot, and runs the closure that makes the container; the
+//! allocator hands the parked block to the first request of this thread
+//! that fits it.  So the one allocation that could fail fails where we can
+//! still return ENOMEM, and std's own request cannot fail.  A block the
+//! closure did not take is freed when [`reserved`] returns.
+//!
+//! Vectors, strings and maps use std's own `try_reserve` instead.
+//! The cost for every other allocation: one relaxed atomic load.
+
+use nix::errno::Errno;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// libc's allocator, with the per-thread reserved block (see the module).
+pub struct Alloc;
+
+#[global_allocator]
+static GLOBAL: Alloc = Alloc;
+
+/// How many threads have a block parked: the allocator looks at its
+/// thread-local slot only when this is not zero.
+static PARKED: AtomicUsize = AtomicUsize::new(0);
+
+#[derive(Clone, Copy)]
+struct Parked {
+    ptr: *mut u8,
+    size: usize,
+    align: usize,
+}
+
+const EMPTY: Parked = Parked { ptr: std::ptr::null_mut(), size: 0, align: 0 };
+
+thread_local! {
+    // A `Cell` of a `Copy` value with a const initialiser: no destructor
+    // is registered, so the allocator may touch it at any time (during
+    // thread exit `try_with` fails and the slot is simply not used).
+    static SLOT: Cell<Parked> = const { Cell::new(EMPTY) };
+}
+
+/// The parked block of this thread if `l` fits in it; the slot is emptied.
+fn take(l: Layout) -> Option<*mut u8> {
+    SLOT.try_with(|s| {
+        let p = s.get();
+        if p.ptr.is_null() || l.size() > p.size || l.align() > p.align {
+            return None;
+        }
+        s.set(EMPTY);
+        PARKED.fetch_sub(1, Ordering::Relaxed);
+        Some(p.ptr)
+    })
+    .ok()
+    .flatten()
+}
+
+// SAFETY: every method forwards to `System` (libc malloc/free), except
+// that `alloc`/`alloc_zeroed` may return a parked block: one that
+// `System.alloc` returned for a layout at least as large and at least as
+// aligned as the request, owned by nobody else (it left the slot in
+// `take`).  `System.dealloc`/`realloc` accept such a block with the smaller
+// layout: on Unix they call `free`/`realloc` (or copy for over-aligned
+// layouts), which do not depend on the size or alignment passed.
+unsafe impl GlobalAlloc for Alloc {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        if PARKED.load(Ordering::Relaxed) != 0 {
+            if let Some(p) = take(l) {
+                return p;
+            }
+        }
+        // SAFETY: the caller's contract (non-zero size) is passed on.
+        unsafe { System.alloc(l) }
+    }
+
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        if PARKED.load(Ordering::Relaxed) != 0 {
+            if let Some(p) = take(l) {
+                // SAFETY: p is a block of at least l.size() bytes (take).
+                unsafe { std::ptr::write_bytes(p, 0, l.size()) };
+                return p;
+            }
+        }
+        // SAFETY: as in alloc.
+        unsafe { System.alloc_zeroed(l) }
+    }
+
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: p came from this allocator (System, possibly via the slot).
+        unsafe { System.dealloc(p, l) }
+    }
+
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        // SAFETY: as in dealloc; the caller's contract is passed on.
+        unsafe { System.realloc(p, l, new) }
+    }
+}
+
+/// Runs `make` with a block of `layout` allocated and parked for the first
+/// allocation of this thread that fits it; ENOMEM (and `make` not run)
+/// when the block cannot be had.  Meant for a closure that allocates once,
+/// such as `|| Arc::new(value)`.
+pub fn reserved<R>(layout: Layout, make: impl FnOnce() -> R) -> Result<R, Errno> {
+    if layout.size() == 0 {
+        return Ok(make());
+    }
+    // SAFETY: the size is not zero.
+    let ptr = unsafe { System.alloc(layout) };
+    if ptr.is_null() {
+        return Err(Errno::ENOMEM);
+    }
+    let parked = Parked { ptr, size: layout.size(), align: layout.align() };
+    // An earlier block still parked on this thread (only if `make` of an
+    // outer call allocates through a nested one): keep it, and give this
+    // block back, so nothing is lost.
+    let swapped = SLOT.try_with(|s| {
+        if s.get().ptr.is_null() {
+            s.set(parked);
+            PARKED.fetch_add(1, Ordering::Relaxed);
+            true
+        } else {
+            false
+        }
+    });
+    if swapped != Ok(true) {
+        // SAFETY: ptr came from System.alloc(layout) just above.
+        unsafe { System.dealloc(ptr, layout) };
+        return Ok(make());
+    }
+    let out = make();
+    // Not taken (make allocated nothing that fits): free it.
+    let left = SLOT.try_with(|s| {
+        let p = s.get();
+        if p.ptr == ptr {
+            s.set(EMPTY);
+            PARKED.fetch_sub(1, Ordering::Relaxed);
+            true
+        } else {
+            false
+        }
+    });
+    if left == Ok(true) {
+        // SAFETY: the block left the slot unused; it is ours to free.
+        unsafe { System.dealloc(ptr, layout) };
+    }
+    Ok(out)
+}
+
+/// The layout of the allocation `Arc::new` makes for a `T`: the two
+/// reference counts followed by the value.  (If std ever laid it out
+/// differently the parked block would simply not be taken; the unit test
+/// `arc_takes_the_parked_block` would notice.)
+pub fn arc_layout<T>() -> Layout {
+    let counts = Layout::new::<[usize; 2]>();
+    match counts.extend(Layout::new::<T>()) {
+        Ok((l, _)) => l.pad_to_align(),
+        Err(_) => counts,
+    }
+}
+
+/// `Arc::new(v)`, ENOMEM instead of an abort when memory is short.
+pub fn try_arc<T>(v: T) -> Result<Arc<T>, Errno> {
+    reserved(arc_layout::<T>(), move || Arc::new(v))
+}
+
+/// `Box::new(v)`, ENOMEM instead of an abort when memory is short.
+pub fn try_box<T>(v: T) -> Result<Box<T>, Errno> {
+    reserved(Layout::new::<T>(), move || Box::new(v))
+}
+
+/// `v.push(x)`, ENOMEM instead of an abort when memory is short.
+pub fn try_push<T>(v: &mut Vec<T>, x: T) -> Result<(), Errno> {
+    v.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+    v.push(x);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the next allocation of this thread, made by `f`, got the
+    /// parked block.
+    fn took<R>(layout: Layout, f: impl FnOnce() -> R) -> bool {
+        let mut got = false;
+        reserved(layout, || {
+            f();
+            got = SLOT.with(|s| s.get().ptr.is_null());
+        })
+        .unwrap();
+        assert!(SLOT.with(|s| s.get().ptr.is_null()), "the slot is empty after reserved()");
+        got
+    }
+
+    #[test]
+    fn arc_takes_the_parked_block() {
+        #[allow(dead_code)]
+        struct Big([u64; 9], u8);
+        assert!(took(arc_layout::<Big>(), || Arc::new(Big([1; 9], 2))));
+        assert!(took(arc_layout::<u8>(), || Arc::new(7u8)));
+        assert!(took(Layout::new::<[u32; 5]>(), || Box::new([3u32; 5])));
+    }
+
+    #[test]
+    fn an_unused_block_is_freed_and_the_slot_emptied() {
+        assert!(!took(Layout::new::<[u8; 64]>(), || 5));
+        assert!(SLOT.with(|s| s.get().ptr.is_null()));
+        // A request larger than the block does not take it.
+        assert!(!took(Layout::new::<[u8; 8]>(), || Box::new([0u8; 32])));
+    }
+
+    #[test]
+    fn nested_reservations_keep_both_blocks_accounted() {
+        let v = try_arc(try_box(41u32).unwrap()).unwrap();
+        assert_eq!(**v, 41);
+        let mut xs = Vec::new();
+        try_push(&mut xs, 1u8).unwrap();
+        assert_eq!(xs, [1]);
+    }
+}
