@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! The threads that run the name lookups of asynchronous
+//! `rdma_resolve_addrinfo` calls (see [`super::ai`]), so that the call
+//! returns at once and the result comes as an event.
+//!
+//! A small bounded pool: at most [`MAX_WORKERS`] threads, started one at a
+//! time when a job finds no idle thread, each leaving after [`IDLE`]
+//! without work.  Jobs beyond that wait in a queue (never a thread per
+//! call).  No lock is held while a job runs.
+//!
+//! fork(2): a child has none of its parent's threads.  The pool notes the
+//! process that started its threads; the first job a child submits finds
+//! another process id, drops the parent's queue (lookups of the parent's
+//! ids, which in the child would never end anyway, as upstream's would
+//! not) and starts the child's own threads.
+#![deny(unsafe_code)]
+
+use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// One lookup, with what it does with its result.
+pub type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// At most this many lookups run at the same time.
+pub const MAX_WORKERS: usize = 4;
+/// A thread without work for this long ends.
+pub const IDLE: Duration = Duration::from_secs(10);
+
+struct State {
+    queue: VecDeque<Job>,
+    /// Threads alive, and how many of them wait for work.
+    workers: usize,
+    idle: usize,
+    /// The process the threads belong to (0: none started yet).
+    pid: u32,
+}
+
+struct Pool {
+    st: Mutex<State>,
+    cond: Condvar,
+}
+
+static POOL: Pool = Pool { st: Mutex::new(State { queue: VecDeque::new(), workers: 0, idle: 0, pid: 0 }), cond: Condvar::new() };
+
+/// Queues `job` for a worker thread.  Gives the job back when no thread
+/// exists and none can be started (the caller then runs it itself).
+pub fn submit(job: Job) -> Result<(), Job> {
+    let mut st = POOL.st.lock();
+    let pid = std::process::id();
+    if st.pid != pid {
+        // First use, or a child of fork(2): the threads counted are the
+        // parent's.
+        st.queue.clear();
+        st.workers = 0;
+        st.idle = 0;
+        st.pid = pid;
+    }
+    st.queue.push_back(job);
+    if st.queue.len() > st.idle && st.workers < MAX_WORKERS {
+        match std::thread::Builder::new().name("rdmacm-ai".into()).spawn(run) {
+            Ok(_) => st.workers += 1,
+            Err(e) => {
+                log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: cannot start a lookup thread: {e}");
+                if st.workers == 0 {
+                    return Err(st.queue.pop_back().expect("the job just queued"));
+                }
+            }
+        }
+    }
+    POOL.cond.notify_one();
+    Ok(())
+}
+
+/// How many worker threads this process has (tests).
+pub fn workers() -> usize {
+    let st = POOL.st.lock();
+    if st.pid == std::process::id() {
+        st.workers
+    } else {
+        0
+    }
+}
+
+fn run() {
+    loop {
+        let job = {
+            let mut st = POOL.st.lock();
+            loop {
+                if let Some(j) = st.queue.pop_front() {
+                    break j;
+                }
+                st.idle += 1;
+                let timed_out = POOL.cond.wait_for(&mut st, IDLE).timed_out();
+                st.idle -= 1;
+                if timed_out && st.queue.is_empty() {
+                    st.workers -= 1;
+                    return;
+                }
+            }
+        };
+        job();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    /// Many slow jobs: all of them run, on at most MAX_WORKERS threads,
+    /// and submitting never waits for a job.
+    #[test]
+    fn bounded_and_never_blocks() {
+        let done = Arc::new(AtomicUsize::new(0));
+        let running = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let t0 = Instant::now();
+        for _ in 0..12 {
+            let (done, running, peak) = (done.clone(), running.clone(), peak.clone());
+            let r = submit(Box::new(move || {
+                let n = running.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(n, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(50));
+                running.fetch_sub(1, Ordering::SeqCst);
+                done.fetch_add(1, Ordering::SeqCst);
+            }));
+            assert!(r.is_ok());
+        }
+        assert!(t0.elapsed() < Duration::from_millis(40), "submit waited: {:?}", t0.elapsed());
+        assert!(workers() <= MAX_WORKERS);
+        while done.load(Ordering::SeqCst) < 12 {
+            assert!(t0.elapsed() < Duration::from_secs(10), "jobs did not finish");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(peak.load(Ordering::SeqCst) <= MAX_WORKERS);
+        assert!(peak.load(Ordering::SeqCst) >= 2, "jobs ran one at a time");
+    }
+}
