@@ -36,7 +36,7 @@ use crate::abi::cma::*;
 use crate::abi::ucma as kabi;
 use nix::errno::Errno;
 use std::ffi::{c_int, CStr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// Per-id state of an address translation.
@@ -50,11 +50,12 @@ pub struct AiSlot {
     /// The ticket of the name lookup running on a worker for this id (0:
     /// none).  The worker delivers its result only while the ticket is
     /// still here; destroying the id takes it away.
-    pub pending: u64,
+    /// (32 bits: fits the slot's padding; an id has at most one lookup.)
+    pub pending: u32,
 }
 
-/// Tickets of worker lookups (never 0).
-static TICKETS: AtomicU64 = AtomicU64::new(1);
+/// Tickets of worker lookups.
+static TICKETS: AtomicU32 = AtomicU32::new(1);
 
 /// The errno for a libc `getaddrinfo` failure (`EAI_*`).
 pub fn eai_errno(code: c_int) -> Errno {
@@ -178,7 +179,8 @@ impl Cm {
     /// Hands the name lookup of an asynchronous id to a worker thread (or
     /// runs it here when no thread can be started).
     fn start_lookup(&'static self, p: &Arc<IdPriv>, node: &CStr, service: Option<&CStr>, hints: &Hints) {
-        let ticket = TICKETS.fetch_add(1, Ordering::Relaxed);
+        // (0 means none: skipped when the counter wraps.)
+        let ticket = TICKETS.fetch_add(1, Ordering::Relaxed).max(1);
         p.ai.lock().pending = ticket;
         log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: id {}: name lookup of {:?} on a worker (ticket {ticket})", p.handle(), node);
         let (p, node, service, hints) = (p.clone(), node.to_owned(), service.map(CStr::to_owned), hints.clone());
@@ -265,7 +267,7 @@ pub fn needs_name_lookup(node: &CStr, h: &Hints) -> bool {
 /// The id's lock is not held during the lookup; it is held while the event
 /// is queued, so that destroy cannot free the kernel id (whose handle a new
 /// id may then get) between the check and the write.
-fn run_lookup(p: &IdPriv, ticket: u64, node: &CStr, service: Option<&CStr>, hints: &Hints) {
+fn run_lookup(p: &IdPriv, ticket: u32, node: &CStr, service: Option<&CStr>, hints: &Hints) {
     if p.ai.lock().pending != ticket {
         return;
     }
