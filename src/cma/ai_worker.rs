@@ -8,15 +8,20 @@
 //! without work.  Jobs beyond that wait in a queue (never a thread per
 //! call).  No lock is held while a job runs.
 //!
-//! fork(2): a child has none of its parent's threads.  The pool notes the
-//! process that started its threads; the first job a child submits finds
-//! another process id, drops the parent's queue (lookups of the parent's
-//! ids, which in the child would never end anyway, as upstream's would
-//! not) and starts the child's own threads.
+//! fork(2): a child has none of its parent's threads.  The pool belongs to
+//! the process that made it; the first job a child submits finds another
+//! process id and makes the child its own pool (new lock, new condition,
+//! new threads), leaving the parent's untouched: its queue (lookups of the
+//! parent's ids, which in the child would never end anyway, as upstream's
+//! would not) and its condition, on which the parent's idle threads are
+//! still recorded as waiting (parking_lot keeps waiters in a process-wide
+//! table: a notify would hand the lock to a thread that does not exist in
+//! the child, found by the unit test `child_of_fork_runs_its_jobs`).
 #![deny(unsafe_code)]
 
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// One lookup, with what it does with its result.
@@ -32,33 +37,42 @@ struct State {
     /// Threads alive, and how many of them wait for work.
     workers: usize,
     idle: usize,
-    /// The process the threads belong to (0: none started yet).
-    pid: u32,
 }
 
 struct Pool {
+    /// The process the pool belongs to.
+    pid: u32,
     st: Mutex<State>,
     cond: Condvar,
 }
 
-static POOL: Pool = Pool { st: Mutex::new(State { queue: VecDeque::new(), workers: 0, idle: 0, pid: 0 }), cond: Condvar::new() };
+/// This process's pool.  The lock is only held to look the pool up (never
+/// across a wait).
+static CURRENT: Mutex<Option<Arc<Pool>>> = Mutex::new(None);
+
+fn pool() -> Arc<Pool> {
+    let mut cur = CURRENT.lock();
+    let pid = std::process::id();
+    if let Some(p) = cur.as_ref().filter(|p| p.pid == pid) {
+        return p.clone();
+    }
+    // First use, or a child of fork(2): the parent's pool is left as it is
+    // (never dropped here: its jobs hold the parent's ids).
+    std::mem::forget(cur.take());
+    let p = Arc::new(Pool { pid, st: Mutex::new(State { queue: VecDeque::new(), workers: 0, idle: 0 }), cond: Condvar::new() });
+    *cur = Some(p.clone());
+    p
+}
 
 /// Queues `job` for a worker thread.  Gives the job back when no thread
 /// exists and none can be started (the caller then runs it itself).
 pub fn submit(job: Job) -> Result<(), Job> {
-    let mut st = POOL.st.lock();
-    let pid = std::process::id();
-    if st.pid != pid {
-        // First use, or a child of fork(2): the threads counted are the
-        // parent's.
-        st.queue.clear();
-        st.workers = 0;
-        st.idle = 0;
-        st.pid = pid;
-    }
+    let pool = pool();
+    let mut st = pool.st.lock();
     st.queue.push_back(job);
     if st.queue.len() > st.idle && st.workers < MAX_WORKERS {
-        match std::thread::Builder::new().name("rdmacm-ai".into()).spawn(run) {
+        let p = pool.clone();
+        match std::thread::Builder::new().name("rdmacm-ai".into()).spawn(move || run(&p)) {
             Ok(_) => st.workers += 1,
             Err(e) => {
                 log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: cannot start a lookup thread: {e}");
@@ -68,30 +82,25 @@ pub fn submit(job: Job) -> Result<(), Job> {
             }
         }
     }
-    POOL.cond.notify_one();
+    pool.cond.notify_one();
     Ok(())
 }
 
 /// How many worker threads this process has (tests).
 pub fn workers() -> usize {
-    let st = POOL.st.lock();
-    if st.pid == std::process::id() {
-        st.workers
-    } else {
-        0
-    }
+    pool().st.lock().workers
 }
 
-fn run() {
+fn run(pool: &Pool) {
     loop {
         let job = {
-            let mut st = POOL.st.lock();
+            let mut st = pool.st.lock();
             loop {
                 if let Some(j) = st.queue.pop_front() {
                     break j;
                 }
                 st.idle += 1;
-                let timed_out = POOL.cond.wait_for(&mut st, IDLE).timed_out();
+                let timed_out = pool.cond.wait_for(&mut st, IDLE).timed_out();
                 st.idle -= 1;
                 if timed_out && st.queue.is_empty() {
                     st.workers -= 1;
@@ -137,5 +146,40 @@ mod tests {
         }
         assert!(peak.load(Ordering::SeqCst) <= MAX_WORKERS);
         assert!(peak.load(Ordering::SeqCst) >= 2, "jobs ran one at a time");
+    }
+}
+
+#[cfg(test)]
+#[allow(unsafe_code)]
+mod fork_tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// A child of fork(2) gets its own threads: its job runs, although the
+    /// parent had threads (one busy, others idle) when it forked.
+    #[test]
+    fn child_of_fork_runs_its_jobs() {
+        for _ in 0..3 {
+            let _ = submit(Box::new(|| std::thread::sleep(Duration::from_millis(20))));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let _ = submit(Box::new(|| std::thread::sleep(Duration::from_millis(300))));
+        std::thread::sleep(Duration::from_millis(20));
+        // SAFETY: the child only uses the pool and exits with _exit.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let (tx, rx) = mpsc::channel();
+            let ok = submit(Box::new(move || {
+                let _ = tx.send(());
+            }))
+            .is_ok();
+            let ran = rx.recv_timeout(Duration::from_secs(3)).is_ok();
+            // SAFETY: leaving the child without running the parent's test harness.
+            unsafe { libc::_exit(if ok && ran { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "child status {status:#x}");
     }
 }
