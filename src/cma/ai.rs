@@ -4,10 +4,21 @@
 //!
 //! Two ways, as upstream:
 //! * **DNS** (the default, or `RAI_DNS`): the translation is
-//!   `rdma_getaddrinfo`'s, run in the caller's thread; its result is kept
-//!   on the id and announced by an `RDMA_CM_EVENT_ADDRINFO_RESOLVED` event
-//!   that the library queues through the kernel (an INTERNAL event it
-//!   rewrites when it reads it).  A failed translation fails the call.
+//!   `rdma_getaddrinfo`'s; its result is kept on the id and announced by
+//!   an `RDMA_CM_EVENT_ADDRINFO_RESOLVED` event that the library queues
+//!   through the kernel (an INTERNAL event it rewrites when it reads it).
+//!   Upstream runs it in the caller's thread, so an asynchronous id waits
+//!   for the resolver.  Here, on an id with an event channel, a node that
+//!   needs a name lookup (not a literal address, no `RAI_NUMERICHOST`) is
+//!   looked up on a worker thread ([`super::ai_worker`]): the call returns
+//!   at once, and the result comes as ADDRINFO_RESOLVED, or as
+//!   `RDMA_CM_EVENT_ADDRINFO_ERROR` with the errno as status (queued as
+//!   INTERNAL too).  Everything else (argument errors, literals, no node,
+//!   synchronous ids) is decided in the call, as upstream: a failed
+//!   translation fails the call.  Until the worker is done,
+//!   `rdma_query_addrinfo` says ENOENT and another resolve EBUSY, what
+//!   upstream says while its lookup runs; destroying the id drops the
+//!   lookup's result (no event).
 //! * **SA** (`RAI_SA`): the kernel resolves an InfiniBand service
 //!   (`RESOLVE_IB_SERVICE`); on its ADDRINFO_RESOLVED the library reads the
 //!   service records and turns them into AF_IB entries, or reports
@@ -25,6 +36,8 @@ use crate::abi::cma::*;
 use crate::abi::ucma as kabi;
 use nix::errno::Errno;
 use std::ffi::{c_int, CStr};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 /// Per-id state of an address translation.
 #[derive(Default)]
@@ -34,7 +47,15 @@ pub struct AiSlot {
     /// The finished translation, until `rdma_query_addrinfo` takes it
     /// (boxed: most ids never have one).
     pub resolved: Option<Box<Vec<Rai>>>,
+    /// The ticket of the name lookup running on a worker for this id (0:
+    /// none).  The worker delivers its result only while the ticket is
+    /// still here; destroying the id takes it away.
+    /// (32 bits: fits the slot's padding; an id has at most one lookup.)
+    pub pending: u32,
 }
+
+/// Tickets of worker lookups.
+static TICKETS: AtomicU32 = AtomicU32::new(1);
 
 /// The errno for a libc `getaddrinfo` failure (`EAI_*`).
 pub fn eai_errno(code: c_int) -> Errno {
@@ -116,7 +137,7 @@ pub fn rai_of_service_recs(recs: &[kabi::ServiceRec]) -> Vec<Rai> {
 
 impl Cm {
     /// `rdma_resolve_addrinfo`.
-    pub fn resolve_addrinfo(&'static self, p: &IdPriv, node: Option<&CStr>, service: Option<&CStr>, hints: &Hints) -> Result<(), Errno> {
+    pub fn resolve_addrinfo(&'static self, p: &Arc<IdPriv>, node: Option<&CStr>, service: Option<&CStr>, hints: &Hints) -> Result<(), Errno> {
         {
             let mut ai = p.ai.lock();
             if ai.resolving {
@@ -132,7 +153,7 @@ impl Cm {
         r
     }
 
-    fn start_addrinfo(&'static self, p: &IdPriv, node: Option<&CStr>, service: Option<&CStr>, hints: &Hints) -> Result<(), Errno> {
+    fn start_addrinfo(&'static self, p: &Arc<IdPriv>, node: Option<&CStr>, service: Option<&CStr>, hints: &Hints) -> Result<(), Errno> {
         let flags = if hints.null { 0 } else { hints.flags };
         if flags & RAI_SA != 0 {
             if flags & RAI_DNS != 0 || node.is_some() {
@@ -142,19 +163,41 @@ impl Cm {
             self.ucma.resolve_ib_service(p.fd(), p.handle(), &ib_service_of(service))?;
             return self.complete(p);
         }
-        let list = gai::getaddrinfo(node, service, hints, &CmaBackend).map_err(|e| match e {
-            GaiError::Sys(e) => e,
-            GaiError::Eai(code) => {
-                log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: getaddrinfo: {}", crate::sys::gai_strerror(code));
-                eai_errno(code)
-            }
-        })?;
+        if let Some(node) = node.filter(|n| !p.sync.load(Ordering::Acquire) && needs_name_lookup(n, hints)) {
+            self.start_lookup(p, node, service, hints);
+            return Ok(());
+        }
+        let list = dns(node, service, hints)?;
         p.ai.lock().resolved = Some(Box::new(list));
         if let Err(e) = self.ucma.write_cm_event(p.fd(), p.handle(), RDMA_CM_EVENT_INTERNAL, 0, u64::from(RDMA_CM_EVENT_ADDRINFO_RESOLVED)) {
             p.ai.lock().resolved = None;
             return Err(e);
         }
         self.complete(p)
+    }
+
+    /// Hands the name lookup of an asynchronous id to a worker thread (or
+    /// runs it here when no thread can be started).
+    fn start_lookup(&'static self, p: &Arc<IdPriv>, node: &CStr, service: Option<&CStr>, hints: &Hints) {
+        // (0 means none: skipped when the counter wraps.)
+        let ticket = TICKETS.fetch_add(1, Ordering::Relaxed).max(1);
+        p.ai.lock().pending = ticket;
+        log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: id {}: name lookup of {:?} on a worker (ticket {ticket})", p.handle(), node);
+        let (p, node, service, hints) = (p.clone(), node.to_owned(), service.map(CStr::to_owned), hints.clone());
+        let job: super::ai_worker::Job = Box::new(move || run_lookup(&p, ticket, &node, service.as_deref(), &hints));
+        if let Err(job) = super::ai_worker::submit(job) {
+            job();
+        }
+    }
+
+    /// Forgets a worker lookup of `p` (rdma_destroy_id): its result is
+    /// dropped and no event is queued for the id.
+    pub(super) fn cancel_addrinfo(&self, p: &IdPriv) {
+        let mut ai = p.ai.lock();
+        if ai.pending != 0 {
+            log::debug!(target: "rdmacm", "rdma_destroy_id: id {}: its name lookup's result will be dropped", p.handle());
+            ai.pending = 0;
+        }
     }
 
     /// `rdma_query_addrinfo`: hands over the finished translation.
@@ -193,6 +236,62 @@ impl Cm {
     /// The library's part of an ADDRINFO_ERROR event.
     pub(super) fn process_addrinfo_error(&self, p: &IdPriv) {
         p.ai.lock().resolving = false;
+    }
+}
+
+/// rdma_getaddrinfo for an id's translation, with libc failures as errnos.
+fn dns(node: Option<&CStr>, service: Option<&CStr>, hints: &Hints) -> Result<Vec<Rai>, Errno> {
+    gai::getaddrinfo(node, service, hints, &CmaBackend).map_err(|e| match e {
+        GaiError::Sys(e) => e,
+        GaiError::Eai(code) => {
+            log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: getaddrinfo: {}", crate::sys::gai_strerror(code));
+            eai_errno(code)
+        }
+    })
+}
+
+/// Whether translating `node` may ask a resolver (and so may take long):
+/// not with `RAI_NUMERICHOST`, nor for a literal address (libc parses those
+/// without a lookup), nor with malformed hints (their error stays the
+/// call's, as upstream).
+pub fn needs_name_lookup(node: &CStr, h: &Hints) -> bool {
+    if h.bad_src || h.bad_dst || (!h.null && h.flags & RAI_NUMERICHOST != 0) {
+        return false;
+    }
+    let literal = crate::sys::netdb::GaiHints { flags: libc::AI_NUMERICHOST, ..Default::default() };
+    crate::sys::netdb::getaddrinfo(Some(node), None, Some(&literal)).is_err()
+}
+
+/// A worker's lookup for id `p`: the result is kept on the id and announced
+/// by an event, unless the id was destroyed meanwhile (its ticket gone).
+/// The id's lock is not held during the lookup; it is held while the event
+/// is queued, so that destroy cannot free the kernel id (whose handle a new
+/// id may then get) between the check and the write.
+fn run_lookup(p: &IdPriv, ticket: u32, node: &CStr, service: Option<&CStr>, hints: &Hints) {
+    if p.ai.lock().pending != ticket {
+        return;
+    }
+    let r = dns(Some(node), service, hints);
+    let mut ai = p.ai.lock();
+    if ai.pending != ticket {
+        log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: the id of ticket {ticket} was destroyed: result dropped");
+        return;
+    }
+    ai.pending = 0;
+    let (status, arg) = match r {
+        Ok(list) => {
+            ai.resolved = Some(Box::new(list));
+            (0, RDMA_CM_EVENT_ADDRINFO_RESOLVED)
+        }
+        Err(e) => {
+            log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: ticket {ticket}: {e}: reported as ADDRINFO_ERROR");
+            (e as i32, RDMA_CM_EVENT_ADDRINFO_ERROR)
+        }
+    };
+    if let Err(e) = p.cm.ucma.write_cm_event(p.fd(), p.handle(), RDMA_CM_EVENT_INTERNAL, status, u64::from(arg)) {
+        log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: ticket {ticket}: queueing the event failed: {e}");
+        ai.resolved = None;
+        ai.resolving = false;
     }
 }
 
@@ -282,6 +381,23 @@ mod tests {
         let h = Hints { flags: RAI_SA, ..Default::default() };
         let e = gai::getaddrinfo_with(None, Some(c"42"), &h, &CmaBackend, gai::AcmTarget::Off).unwrap_err();
         assert!(matches!(e, GaiError::Sys(Errno::ENOENT | Errno::EACCES | Errno::EPERM)), "{e:?}");
+    }
+
+    /// Literals and RAI_NUMERICHOST are decided in the call; names go to a worker.
+    #[test]
+    fn which_nodes_need_a_lookup() {
+        let h = Hints::default();
+        for lit in [c"192.0.2.2", c"127.1", c"0x7f.1", c"2001:db8::1", c"::ffff:192.0.2.1"] {
+            assert!(!needs_name_lookup(lit, &h), "{lit:?}");
+            assert!(!needs_name_lookup(lit, &Hints::none()), "{lit:?}");
+        }
+        for name in [c"bench-slow.test", c"localhost", c"no-such-host.invalid", c""] {
+            assert!(needs_name_lookup(name, &h), "{name:?}");
+        }
+        let numeric = Hints { flags: RAI_NUMERICHOST, ..Default::default() };
+        assert!(!needs_name_lookup(c"some-name", &numeric));
+        let bad = Hints { bad_src: true, ..Default::default() };
+        assert!(!needs_name_lookup(c"some-name", &bad));
     }
 
     #[test]

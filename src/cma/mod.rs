@@ -26,6 +26,7 @@
 pub mod api;
 pub mod device;
 pub mod ai;
+pub mod ai_worker;
 pub mod conn;
 pub mod events;
 pub mod gid_env;
@@ -538,6 +539,8 @@ impl Cm {
     /// `rdma_destroy_id`: waits until every event reported for the id has
     /// been acked (a parked synchronous event is acked here).
     pub fn destroy_id(&self, p: &Arc<IdPriv>) -> Result<(), Errno> {
+        // A name lookup still running queues no event for the id from here on.
+        self.cancel_addrinfo(p);
         let reported = self.ucma.destroy_id(p.fd(), p.handle())?;
         self.ack_parked(p);
         p.acks.wait(reported);
@@ -892,14 +895,19 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
             RDMA_CM_EVENT_ROUTE_RESOLVED => cm.process_route_resolved(&p, &mut evt),
             RDMA_CM_EVENT_USER => evt.event.0.param.arg = resp.arg(),
             RDMA_CM_EVENT_INTERNAL => {
-                // The library's own events: the only one is the end of a
-                // DNS rdma_resolve_addrinfo, which reads as ADDRINFO_RESOLVED.
-                if resp.arg() != u64::from(RDMA_CM_EVENT_ADDRINFO_RESOLVED) {
+                // The library's own events: the end of a DNS
+                // rdma_resolve_addrinfo, which reads as ADDRINFO_RESOLVED,
+                // or (a worker's lookup that failed, see ai) ADDRINFO_ERROR.
+                if resp.arg() == u64::from(RDMA_CM_EVENT_ADDRINFO_ERROR) {
+                    evt.event.0.event = RDMA_CM_EVENT_ADDRINFO_ERROR;
+                    cm.process_addrinfo_error(&p);
+                } else if resp.arg() != u64::from(RDMA_CM_EVENT_ADDRINFO_RESOLVED) {
                     p.complete_event();
                     return Err(Errno::EBADE);
+                } else {
+                    evt.event.0.event = RDMA_CM_EVENT_ADDRINFO_RESOLVED;
+                    cm.process_addrinfo_resolved(&p, &mut evt)
                 }
-                evt.event.0.event = RDMA_CM_EVENT_ADDRINFO_RESOLVED;
-                cm.process_addrinfo_resolved(&p, &mut evt)
             }
             RDMA_CM_EVENT_ADDRINFO_RESOLVED => cm.process_addrinfo_resolved(&p, &mut evt),
             RDMA_CM_EVENT_ADDRINFO_ERROR => cm.process_addrinfo_error(&p),

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! The threads that run the name lookups of asynchronous
+//! `rdma_resolve_addrinfo` calls (see [`super::ai`]), so that the call
+//! returns at once and the result comes as an event.
+//!
+//! A small bounded pool: at most [`MAX_WORKERS`] threads, started one at a
+//! time when a job finds no idle thread, each leaving after [`IDLE`]
+//! without work.  Jobs beyond that wait in a queue (never a thread per
+//! call).  No lock is held while a job runs.
+//!
+//! fork(2): a child has none of its parent's threads.  The pool belongs to
+//! the process that made it; the first job a child submits finds another
+//! process id and makes the child its own pool (new lock, new condition,
+//! new threads), leaving the parent's untouched: its queue (lookups of the
+//! parent's ids, which in the child would never end anyway, as upstream's
+//! would not) and its condition, on which the parent's idle threads are
+//! still recorded as waiting (parking_lot keeps waiters in a process-wide
+//! table: a notify would hand the lock to a thread that does not exist in
+//! the child, found by the unit test `child_of_fork_runs_its_jobs`).
+#![deny(unsafe_code)]
+
+use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One lookup, with what it does with its result.
+pub type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// At most this many lookups run at the same time.
+pub const MAX_WORKERS: usize = 4;
+/// A thread without work for this long ends.
+pub const IDLE: Duration = Duration::from_secs(10);
+
+struct State {
+    queue: VecDeque<Job>,
+    /// Threads alive, and how many of them wait for work.
+    workers: usize,
+    idle: usize,
+}
+
+struct Pool {
+    /// The process the pool belongs to.
+    pid: u32,
+    st: Mutex<State>,
+    cond: Condvar,
+}
+
+/// This process's pool.  The lock is only held to look the pool up (never
+/// across a wait).
+static CURRENT: Mutex<Option<Arc<Pool>>> = Mutex::new(None);
+
+fn pool() -> Arc<Pool> {
+    let mut cur = CURRENT.lock();
+    let pid = std::process::id();
+    if let Some(p) = cur.as_ref().filter(|p| p.pid == pid) {
+        return p.clone();
+    }
+    // First use, or a child of fork(2): the parent's pool is left as it is
+    // (never dropped here: its jobs hold the parent's ids).
+    std::mem::forget(cur.take());
+    let p = Arc::new(Pool { pid, st: Mutex::new(State { queue: VecDeque::new(), workers: 0, idle: 0 }), cond: Condvar::new() });
+    *cur = Some(p.clone());
+    p
+}
+
+/// Queues `job` for a worker thread.  Gives the job back when no thread
+/// exists and none can be started (the caller then runs it itself).
+pub fn submit(job: Job) -> Result<(), Job> {
+    let pool = pool();
+    let mut st = pool.st.lock();
+    st.queue.push_back(job);
+    if st.queue.len() > st.idle && st.workers < MAX_WORKERS {
+        let p = pool.clone();
+        match std::thread::Builder::new().name("rdmacm-ai".into()).spawn(move || run(&p)) {
+            Ok(_) => st.workers += 1,
+            Err(e) => {
+                log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: cannot start a lookup thread: {e}");
+                if st.workers == 0 {
+                    return Err(st.queue.pop_back().expect("the job just queued"));
+                }
+            }
+        }
+    }
+    pool.cond.notify_one();
+    Ok(())
+}
+
+/// How many worker threads this process has (tests).
+pub fn workers() -> usize {
+    pool().st.lock().workers
+}
+
+fn run(pool: &Pool) {
+    loop {
+        let job = {
+            let mut st = pool.st.lock();
+            loop {
+                if let Some(j) = st.queue.pop_front() {
+                    break j;
+                }
+                st.idle += 1;
+                let timed_out = pool.cond.wait_for(&mut st, IDLE).timed_out();
+                st.idle -= 1;
+                if timed_out && st.queue.is_empty() {
+                    st.workers -= 1;
+                    return;
+                }
+            }
+        };
+        job();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    /// Many slow jobs: all of them run, on at most MAX_WORKERS threads,
+    /// and submitting never waits for a job.
+    #[test]
+    fn bounded_and_never_blocks() {
+        let done = Arc::new(AtomicUsize::new(0));
+        let running = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let t0 = Instant::now();
+        for _ in 0..12 {
+            let (done, running, peak) = (done.clone(), running.clone(), peak.clone());
+            let r = submit(Box::new(move || {
+                let n = running.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(n, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(50));
+                running.fetch_sub(1, Ordering::SeqCst);
+                done.fetch_add(1, Ordering::SeqCst);
+            }));
+            assert!(r.is_ok());
+        }
+        assert!(t0.elapsed() < Duration::from_millis(40), "submit waited: {:?}", t0.elapsed());
+        assert!(workers() <= MAX_WORKERS);
+        while done.load(Ordering::SeqCst) < 12 {
+            assert!(t0.elapsed() < Duration::from_secs(10), "jobs did not finish");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(peak.load(Ordering::SeqCst) <= MAX_WORKERS);
+        assert!(peak.load(Ordering::SeqCst) >= 2, "jobs ran one at a time");
+    }
+}
+
+#[cfg(test)]
+#[allow(unsafe_code)]
+mod fork_tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// A child of fork(2) gets its own threads: its job runs, although the
+    /// parent had threads (one busy, others idle) when it forked.
+    #[test]
+    fn child_of_fork_runs_its_jobs() {
+        for _ in 0..3 {
+            let _ = submit(Box::new(|| std::thread::sleep(Duration::from_millis(20))));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let _ = submit(Box::new(|| std::thread::sleep(Duration::from_millis(300))));
+        std::thread::sleep(Duration::from_millis(20));
+        // SAFETY: the child only uses the pool and exits with _exit.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let (tx, rx) = mpsc::channel();
+            let ok = submit(Box::new(move || {
+                let _ = tx.send(());
+            }))
+            .is_ok();
+            let ran = rx.recv_timeout(Duration::from_secs(3)).is_ok();
+            // SAFETY: leaving the child without running the parent's test harness.
+            unsafe { libc::_exit(if ok && ran { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "child status {status:#x}");
+    }
+}
