@@ -73,7 +73,19 @@ pair0 --srv-wait 1 udpong_rxe_loop 60 "$(rs_bg_server /tmp/udpong.done "udpong -
 pair --srv-wait 1 udpong_rxe_block 60 "$(rs_bg_server /tmp/udpong.done "udpong -b 192.0.2.2 -T b")" \
   "$(rs_bg_client /tmp/udpong.done "udpong -s 192.0.2.2 -S 500 -C 200 -T b")"
 pair --srv-wait 1 udpong_rxe_async 60 "$(rs_bg_server /tmp/udpong.done "udpong -b 192.0.2.2 -T a")" \
-  "$(rs_bg_client /tmp/udpong.done "udpong -s 192.0.2.2 -S 100 -C 100 -T e")"
+  "$(rs_bg_client /tmp/udpong.done "udpong -s 192.0.2.2 -S 100 -C 100")"
+# Upstream's library runs here with the test shim /extra/bin/libudgrh.so (ctest/vm/preload/
+# udgrh.c) preloaded: it gives the GRH-less address handle upstream makes for its own QP a GRH
+# to the device's own IPv4 GID (and logs "udgrh:" on stderr); every other AH, and all of ours,
+# pass unchanged. So upstream's udpong passes, and each side can be upstream's against ours:
+# x_upsrv runs the server always on upstream's library, x_upcli the client.
+UDGRH="LD_PRELOAD=/extra/bin/libudgrh.so"
+pair --srv-wait 1 udpong_rxe_upgrh 60 "$(rs_bg_server /tmp/udpong.done "env $UDGRH udpong -b 192.0.2.2")" \
+  "$(rs_bg_client /tmp/udpong.done "env $UDGRH udpong -s 192.0.2.2 -S 100 -C 100")"
+pair --srv-wait 1 udpong_rxe_upgrh_x_upsrv 60 "$(rs_bg_server /tmp/udpong.done "$UPSTREAM_ONLY_ENV $UDGRH udpong -b 192.0.2.2")" \
+  "$(rs_bg_client /tmp/udpong.done "env $UDGRH udpong -s 192.0.2.2 -S 100 -C 100")"
+pair --srv-wait 1 udpong_rxe_upgrh_x_upcli 60 "$(rs_bg_server /tmp/udpong.done "env $UDGRH udpong -b 192.0.2.2")" \
+  "$(rs_bg_client /tmp/udpong.done "$UPSTREAM_ONLY_ENV $UDGRH udpong -s 192.0.2.2 -S 100 -C 100")"
 pair --srv-wait 1 udpong_rxe_ipv6 60 "$(rs_bg_server /tmp/udpong.done "udpong -b 2001:db8::2")" \
   "$(rs_bg_client /tmp/udpong.done "udpong -s 2001:db8::2 -S 100 -C 100")"
 
