@@ -27,6 +27,12 @@ symver!(rsocket, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rbind(socket: c_int, addr: *const sockaddr, addrlen: socklen_t) -> c_int {
     entry(|| {
+        if let Some(d) = rs::dgram::lookup(socket) {
+            // SAFETY: addr is NULL or a socket address of its family (caller's contract).
+            let a = unsafe { sockaddr_bytes(addr)? };
+            rs::dgram::bind(&d, &a[..a.len().min(addrlen as usize)])?;
+            return Ok(0);
+        }
         let h = rs::lookup(socket)?;
         let _ = addrlen;
         // SAFETY: addr is NULL or a socket address of its family (caller's contract).
@@ -44,6 +50,7 @@ symver!(rbind, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rlisten(socket: c_int, backlog: c_int) -> c_int {
     entry(|| {
+        dgram_unsupported(socket)?;
         let h = rs::lookup(socket)?;
         rs::listen(&h, backlog)?;
         Ok(0)
@@ -58,6 +65,7 @@ symver!(rlisten, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn raccept(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
     entry(|| {
+        dgram_unsupported(socket)?;
         let h = rs::lookup(socket)?;
         let fd = rs::accept(&h)?;
         if !addr.is_null() && !addrlen.is_null() {
@@ -78,6 +86,15 @@ symver!(raccept, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rconnect(socket: c_int, addr: *const sockaddr, addrlen: socklen_t) -> c_int {
     entry(|| {
+        if let Some(d) = rs::dgram::lookup(socket) {
+            // SAFETY: addr is NULL or a socket address of its family (caller's contract).
+            let a = unsafe { sockaddr_bytes(addr)? };
+            if (addrlen as usize) < a.len() {
+                return Err(Errno::EINVAL);
+            }
+            rs::dgram::connect(&d, a)?;
+            return Ok(0);
+        }
         let h = rs::lookup(socket)?;
         // SAFETY: addr is NULL or a socket address of its family (caller's contract).
         let a = unsafe { sockaddr_bytes(addr)? };
@@ -99,6 +116,7 @@ symver!(rconnect, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rshutdown(socket: c_int, how: c_int) -> c_int {
     entry(|| {
+        dgram_unsupported(socket)?;
         let h = rs::lookup(socket)?;
         rs::shutdown(&h, how)?;
         Ok(0)
@@ -117,6 +135,10 @@ pub unsafe extern "C" fn rclose(socket: c_int) -> c_int {
             Some(Ok(())) => return Ok(0),
             Some(Err(e)) => return Ok(e as c_int),
             None => {}
+        }
+        if rs::dgram::lookup(socket).is_some() {
+            rs::dgram::close(socket)?;
+            return Ok(0);
         }
         rs::close(socket)?;
         Ok(0)
@@ -147,6 +169,14 @@ pub unsafe extern "C" fn rrecvfrom(socket: c_int, buf: *mut c_void, len: usize, 
     entry(|| {
         // SAFETY: as rrecv.
         let b = unsafe { buf_mut(buf, len)? };
+        if let Some(d) = rs::dgram::lookup(socket) {
+            let (n, src) = rs::dgram::recv_from(&d, b, flags)?;
+            if !src_addr.is_null() && !addrlen.is_null() {
+                // SAFETY: the caller's address buffer and its size.
+                unsafe { copy_src(&src, src_addr, addrlen) };
+            }
+            return Ok(n as isize);
+        }
         let n = recv_on(socket, b, flags)?;
         if n > 0 && !src_addr.is_null() && !addrlen.is_null() {
             let h = rs::lookup(socket)?;
@@ -168,7 +198,9 @@ pub unsafe extern "C" fn rrecvmsg(socket: c_int, msg: *mut msghdr, flags: c_int)
     entry(|| {
         let m = nonnull_const(msg)?;
         // Not an rsocket: EBADF, even with nothing to receive into.
-        rs::lookup(socket)?;
+        if rs::dgram::lookup(socket).is_none() {
+            rs::lookup(socket)?;
+        }
         // SAFETY: msg points to a msghdr (caller's contract).
         let m = unsafe { &*m.as_ptr() };
         if !m.msg_control.is_null() && m.msg_controllen != 0 {
@@ -207,6 +239,19 @@ symver!(rsend, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rsendto(socket: c_int, buf: *const c_void, len: usize, flags: c_int, dest_addr: *const sockaddr, addrlen: socklen_t) -> isize {
     entry(|| {
+        if let Some(d) = rs::dgram::lookup(socket) {
+            // SAFETY: as rsend.
+            let b = unsafe { buf_ref(buf, len)? };
+            if dest_addr.is_null() {
+                return Ok(rs::dgram::send_to(&d, b, flags, None)? as isize);
+            }
+            // SAFETY: dest_addr is a socket address of its family (caller's contract).
+            let a = unsafe { sockaddr_bytes(dest_addr)? };
+            if (addrlen as usize) < a.len() {
+                return Err(Errno::EINVAL);
+            }
+            return Ok(rs::dgram::send_to(&d, b, flags, Some(a))? as isize);
+        }
         if !dest_addr.is_null() || addrlen != 0 {
             rs::lookup(socket)?;
             return Err(Errno::EISCONN);
@@ -398,6 +443,13 @@ symver!(rselect, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rgetpeername(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
     entry(|| {
+        if let Some(d) = rs::dgram::lookup(socket) {
+            addr_out(addr, addrlen)?;
+            let a = rs::dgram::peer_addr(&d)?;
+            // SAFETY: the caller's address buffer and its size.
+            unsafe { copy_name(&a, addr, addrlen) };
+            return Ok(0);
+        }
         let h = rs::lookup(socket)?;
         addr_out(addr, addrlen)?;
         let a = rs::lock(&h)?.peer_addr()?;
@@ -415,6 +467,13 @@ symver!(rgetpeername, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rgetsockname(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
     entry(|| {
+        if let Some(d) = rs::dgram::lookup(socket) {
+            addr_out(addr, addrlen)?;
+            let a = rs::dgram::local_addr(&d)?;
+            // SAFETY: the caller's address buffer and its size.
+            unsafe { copy_name(&a, addr, addrlen) };
+            return Ok(0);
+        }
         let h = rs::lookup(socket)?;
         addr_out(addr, addrlen)?;
         let a = rs::lock(&h)?.local_addr()?;
@@ -432,9 +491,13 @@ symver!(rgetsockname, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rsetsockopt(socket: c_int, level: c_int, optname: c_int, optval: *const c_void, optlen: socklen_t) -> c_int {
     entry(|| {
-        let h = rs::lookup(socket)?;
         // SAFETY: optval is readable for optlen bytes (caller's contract).
         let opt = if optval.is_null() { None } else { Some(unsafe { std::slice::from_raw_parts(optval as *const u8, optlen as usize) }) };
+        if let Some(d) = rs::dgram::lookup(socket) {
+            rs::dgram::setsockopt(&d, level, optname, opt)?;
+            return Ok(0);
+        }
+        let h = rs::lookup(socket)?;
         rs::setsockopt(&h, level, optname, opt)?;
         Ok(0)
     })
@@ -448,12 +511,25 @@ symver!(rsetsockopt, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rgetsockopt(socket: c_int, level: c_int, optname: c_int, optval: *mut c_void, optlen: *mut socklen_t) -> c_int {
     entry(|| {
-        let h = rs::lookup(socket)?;
+        let h = match rs::dgram::lookup(socket) {
+            Some(_) => None,
+            None => Some(rs::lookup(socket)?),
+        };
         let v = nonnull(optval)?;
         let l = nonnull(optlen)?;
         // SAFETY: optlen is writable and readable (caller's contract).
         let room = unsafe { *l.as_ptr() } as usize;
-        let val = rs::getsockopt(&h, level, optname, room)?;
+        if let Some(d) = rs::dgram::lookup(socket) {
+            let (bytes, full) = rs::dgram::getsockopt(&d, level, optname, room)?;
+            // SAFETY: optlen points to the buffer size; optval to that many bytes.
+            unsafe {
+                let n = room.min(bytes.len());
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_ptr() as *mut u8, n);
+                *l.as_ptr() = full.min(room) as socklen_t;
+            }
+            return Ok(0);
+        }
+        let val = rs::getsockopt(h.as_ref().ok_or(Errno::EBADF)?, level, optname, room)?;
         // SAFETY: optlen points to the buffer size; optval to that many bytes.
         unsafe {
             let n = room.min(val.bytes.len());
@@ -474,6 +550,9 @@ symver!(rgetsockopt, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rfcntl(socket: c_int, cmd: c_int, arg: c_long) -> c_int {
     entry(|| {
+        if let Some(d) = rs::dgram::lookup(socket) {
+            return rs::dgram::fcntl(&d, cmd, arg as c_int);
+        }
         let h = rs::lookup(socket)?;
         rs::fcntl(&h, cmd, arg as c_int)
     })
@@ -633,11 +712,17 @@ unsafe fn buf_mut<'a>(p: *mut c_void, len: usize) -> Result<&'a mut [u8], Errno>
 }
 
 fn recv_on(socket: c_int, b: &mut [u8], flags: c_int) -> Result<isize, Errno> {
+    if let Some(d) = rs::dgram::lookup(socket) {
+        return Ok(rs::dgram::recv_from(&d, b, flags)?.0 as isize);
+    }
     let h = rs::lookup(socket)?;
     Ok(rs::recv(&h, b, flags)? as isize)
 }
 
 fn send_on(socket: c_int, b: &[u8], flags: c_int) -> Result<isize, Errno> {
+    if let Some(d) = rs::dgram::lookup(socket) {
+        return Ok(rs::dgram::send_to(&d, b, flags, None)? as isize);
+    }
     let h = rs::lookup(socket)?;
     Ok(rs::send(&h, b, flags)? as isize)
 }
@@ -647,10 +732,23 @@ fn send_on(socket: c_int, b: &[u8], flags: c_int) -> Result<isize, Errno> {
 /// # Safety
 /// `iov` has `cnt` entries, each describing readable memory.
 unsafe fn sendv_on(socket: c_int, iov: *const iovec, cnt: c_int, flags: c_int) -> Result<isize, Errno> {
-    let h = rs::lookup(socket)?;
+    let dg = rs::dgram::lookup(socket);
+    let h = if dg.is_some() { None } else { Some(rs::lookup(socket)?) };
     if cnt < 0 || (cnt > 0 && iov.is_null()) {
         return Err(Errno::EINVAL);
     }
+    if let Some(d) = dg {
+        // A datagram rsocket sends the vector as one datagram.
+        let mut all = Vec::new();
+        for i in 0..cnt as usize {
+            // SAFETY: i < cnt.
+            let v = unsafe { *iov.add(i) };
+            // SAFETY: the iovec describes readable memory.
+            all.extend_from_slice(unsafe { buf_ref(v.iov_base, v.iov_len)? });
+        }
+        return Ok(rs::dgram::send_to(&d, &all, flags, None)? as isize);
+    }
+    let h = h.ok_or(Errno::EBADF)?;
     let mut total = 0usize;
     for i in 0..cnt as usize {
         // SAFETY: i < cnt.
@@ -685,6 +783,43 @@ fn addr_out(addr: *mut sockaddr, addrlen: *mut socklen_t) -> Result<(), Errno> {
         return Err(Errno::EINVAL);
     }
     Ok(())
+}
+
+/// rlisten, raccept and rshutdown on a datagram rsocket: ENOTSUP.
+fn dgram_unsupported(socket: c_int) -> Result<(), Errno> {
+    match rs::dgram::lookup(socket) {
+        Some(_) => Err(Errno::ENOTSUP),
+        None => Ok(()),
+    }
+}
+
+/// A datagram's source address out, as upstream's rrecvfrom: at most
+/// `*len` bytes, and `*len` lowered to the address's size when larger.
+///
+/// # Safety
+/// `addr` has `*len` writable bytes; `len` is valid.
+unsafe fn copy_src(a: &[u8], addr: *mut sockaddr, len: *mut socklen_t) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let n = (*len as usize).min(a.len());
+        std::ptr::copy_nonoverlapping(a.as_ptr(), addr as *mut u8, n);
+        *len = n as socklen_t;
+    }
+}
+
+/// An address out like getsockname(2): truncated to the buffer, the full length reported.
+///
+/// # Safety
+/// `addr` has `*len` writable bytes (or is NULL with `*len` 0); `len` is valid.
+unsafe fn copy_name(a: &[u8], addr: *mut sockaddr, len: *mut socklen_t) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let n = (*len as usize).min(a.len());
+        if n > 0 {
+            std::ptr::copy_nonoverlapping(a.as_ptr(), addr as *mut u8, n);
+        }
+        *len = a.len() as socklen_t;
+    }
 }
 
 unsafe fn copy_addr(a: &libc::sockaddr_storage, addr: *mut sockaddr, len: *mut socklen_t) {

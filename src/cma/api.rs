@@ -13,7 +13,7 @@
 
 use super::objects::Vouched;
 use super::{conn, Cm, IdPriv};
-use crate::abi::cma::{ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp, RDMA_PS_TCP};
+use crate::abi::cma::{ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp, RDMA_PS_TCP, RDMA_PS_UDP};
 use crate::abi::sockaddr::SockAddr;
 use crate::abi::ucma::{RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR};
 use crate::sys::verbs as cv;
@@ -73,6 +73,19 @@ impl CmId {
         let cm = super::global();
         let p = cm.create_id(None, null_mut(), RDMA_PS_TCP)?;
         Ok(CmId { p, cm })
+    }
+
+    /// A synchronous id with its own event channel, port space UDP (UD QPs:
+    /// datagram rsockets).
+    pub fn create_udp() -> Result<CmId, Errno> {
+        let cm = super::global();
+        let p = cm.create_id(None, null_mut(), RDMA_PS_UDP)?;
+        Ok(CmId { p, cm })
+    }
+
+    /// The id's port number (0 before it has a device).
+    pub fn port_num(&self) -> u8 {
+        self.p.id.port_num()
     }
 
     /// The descriptor of the id's event channel.
@@ -208,13 +221,23 @@ impl CmId {
     /// Once only.
     /// Returns the capacities the device granted.
     pub fn create_rc_qp(&self, cqe: u32, caps: QpCaps) -> Result<QpCaps, Errno> {
+        self.create_qp_of(crate::abi::cma::IBV_QPT_RC, cqe, caps)
+    }
+
+    /// As [`CmId::create_rc_qp`], a UD QP (port space UDP: the connection
+    /// manager moves it to RTS with the UDP qkey).
+    pub fn create_ud_qp(&self, cqe: u32, caps: QpCaps) -> Result<QpCaps, Errno> {
+        self.create_qp_of(crate::abi::cma::IBV_QPT_UD, cqe, caps)
+    }
+
+    fn create_qp_of(&self, qp_type: crate::abi::cma::ibv_qp_type, cqe: u32, caps: QpCaps) -> Result<QpCaps, Errno> {
         if !self.has_device() || !self.p.id.qp().is_null() {
             return Err(Errno::EINVAL);
         }
         self.p.id.create_shared_cq(cqe)?;
         let cap = cv::QpCap { max_send_wr: caps.max_send_wr, max_recv_wr: caps.max_recv_wr, max_send_sge: caps.max_send_sge, max_recv_sge: caps.max_recv_sge, max_inline_data: caps.max_inline_data };
         // No handles of our own: the QP gets the id's PD and its shared CQ.
-        let mut attr = Vouched::without_handles(cap, crate::abi::cma::IBV_QPT_RC, 1);
+        let mut attr = Vouched::without_handles(cap, qp_type, 1);
         if let Err(e) = conn::qp::create_qp(self.cm, &self.p, self.p.id.pd_handle(), &mut attr) {
             // Only the CQ and its channel exist.
             conn::qp::destroy_qp_of(&self.p);

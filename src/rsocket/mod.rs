@@ -58,6 +58,7 @@
 #![deny(unsafe_code)]
 
 pub mod conf;
+pub mod dgram;
 pub mod epoll;
 mod svc;
 pub mod verbs;
@@ -412,6 +413,9 @@ pub fn wait(tok: &WaitToken, timeout_ms: c_int) -> Result<bool, Errno> {
 /// Creates a stream rsocket; returns its number.
 pub fn create(domain: c_int, type_: c_int, protocol: c_int) -> Result<c_int, Errno> {
     let st = type_ & !(libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK);
+    if (domain == libc::AF_INET || domain == libc::AF_INET6) && st == libc::SOCK_DGRAM && (protocol == 0 || protocol == libc::IPPROTO_UDP) {
+        return dgram::create(domain, type_);
+    }
     if (domain != libc::AF_INET && domain != libc::AF_INET6) || st != libc::SOCK_STREAM || (protocol != 0 && protocol != libc::IPPROTO_TCP) {
         return Err(Errno::ENOTSUP);
     }
@@ -2025,22 +2029,27 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: c_int) -> Result<c_int, Errno> {
         let wake = my_wake()?;
         let mut rfds: Vec<libc::pollfd> = Vec::with_capacity(fds.len() + 1);
         let mut slots: Vec<Option<(Handle, WaitToken)>> = Vec::with_capacity(fds.len());
+        let mut dslots: Vec<Option<dgram::PollSlot>> = Vec::with_capacity(fds.len());
         for f in fds.iter() {
             let h = if f.fd < 0 { None } else { table().get(&f.fd).cloned() };
             let tok = h.and_then(|h| {
                 let tok = lock(&h).ok()?.prepare_wait().ok()?;
                 Some((h, tok))
             });
-            match &tok {
-                Some((_, t)) => rfds.push(libc::pollfd { fd: t.fd, events: libc::POLLIN, revents: 0 }),
-                None => rfds.push(*f),
+            let ds = if tok.is_none() && f.fd >= 0 { dgram::prepare_wait(f.fd) } else { None };
+            match (&tok, &ds) {
+                (Some((_, t)), _) => rfds.push(libc::pollfd { fd: t.fd, events: libc::POLLIN, revents: 0 }),
+                (None, Some(d)) => rfds.push(libc::pollfd { fd: d.fd(), events: libc::POLLIN, revents: 0 }),
+                (None, None) => rfds.push(*f),
             }
             slots.push(tok);
+            dslots.push(ds);
         }
         rfds.push(libc::pollfd { fd: wake.fd(), events: libc::POLLIN, revents: 0 });
         let n = check_fds(fds)?;
         if n > 0 {
             unregister_all(&slots);
+            dslots.iter().flatten().for_each(|d| d.done(false));
             return Ok(n);
         }
         let slice = if c.wake_up_interval_ms > 0 { c.wake_up_interval_ms } else { -1 };
@@ -2050,6 +2059,7 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: c_int) -> Result<c_int, Errno> {
             let left = timeout as i64 - start.elapsed().as_millis() as i64;
             if left <= 0 {
                 unregister_all(&slots);
+                dslots.iter().flatten().for_each(|d| d.done(false));
                 return Ok(0);
             }
             if slice < 0 {
@@ -2062,6 +2072,11 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: c_int) -> Result<c_int, Errno> {
         let r = verbs::poll(&mut rfds, wait_ms);
         if rfds.last().is_some_and(|p| p.revents != 0) {
             wake.drain();
+        }
+        for (i, d) in dslots.iter().enumerate() {
+            if let Some(d) = d {
+                d.done(rfds[i].revents & libc::POLLIN != 0);
+            }
         }
         for (i, slot) in slots.iter().enumerate() {
             if let Some((h, _)) = slot {
@@ -2102,6 +2117,7 @@ fn check_fds(fds: &mut [libc::pollfd]) -> Result<c_int, Errno> {
                     Err(_) => libc::POLLERR,
                 };
             }
+            None if dgram::lookup(f.fd).is_some() => f.revents = dgram::poll_events(f.fd, f.events).unwrap_or(libc::POLLNVAL),
             None => {
                 let mut p = [libc::pollfd { fd: f.fd, events: f.events, revents: 0 }];
                 if verbs::poll(&mut p, 0).unwrap_or(0) > 0 {
@@ -2394,7 +2410,12 @@ mod tests {
         assert_eq!(create(libc::AF_UNIX, libc::SOCK_STREAM, 0).err(), Some(Errno::ENOTSUP));
         assert_eq!(create(libc::AF_INET, libc::SOCK_SEQPACKET, 0).err(), Some(Errno::ENOTSUP));
         assert_eq!(create(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_UDP).err(), Some(Errno::ENOTSUP));
-        assert_eq!(create(libc::AF_INET, libc::SOCK_DGRAM, 0).err(), Some(Errno::ENOTSUP));
+        assert_eq!(create(libc::AF_INET, libc::SOCK_DGRAM, libc::IPPROTO_TCP).err(), Some(Errno::ENOTSUP));
+        assert_eq!(create(libc::AF_UNIX, libc::SOCK_DGRAM, 0).err(), Some(Errno::ENOTSUP));
+        // SOCK_DGRAM is a datagram rsocket (its UDP socket's number).
+        let d = create(libc::AF_INET, libc::SOCK_DGRAM, libc::IPPROTO_UDP).expect("dgram rsocket");
+        assert!(dgram::lookup(d).is_some());
+        dgram::close(d).expect("close");
         assert_eq!(lookup(-1).err(), Some(Errno::EBADF));
         assert_eq!(close(-1).err(), Some(Errno::EBADF));
     }

@@ -82,6 +82,12 @@ mod sys {
         pub(super) fn rdmacm_shim_rs_reg_mr(pd: *mut ibv_pd, addr: *mut c_void, len: usize, remote_write: c_int) -> *mut IbvMr;
         pub(super) fn rdmacm_shim_rs_mr_keys(mr: *mut IbvMr, lkey: *mut u32, rkey: *mut u32);
         pub(super) fn rdmacm_shim_rs_dereg_mr(mr: *mut IbvMr) -> c_int;
+        pub(super) fn rdmacm_shim_rs_poll_cq_len(cq: *mut ibv_cq, wr_id: *mut u64, out: *mut u32) -> c_int;
+        pub(super) fn rdmacm_shim_rs_post_ud_send(qp: *mut ibv_qp, wr_id: u64, sge: *mut Sge, flags: c_int, ah: *mut IbvAh, qpn: u32, qkey: u32) -> c_int;
+        pub(super) fn rdmacm_shim_rs_qp_num(qp: *mut ibv_qp) -> u32;
+        #[allow(clippy::too_many_arguments)]
+        pub(super) fn rdmacm_shim_rs_create_ah(pd: *mut ibv_pd, port: u8, dgid: *const u8, sgid: *const u8, flow_label: u32, hop_limit: u8, traffic_class: u8, dlid: u16, slid: u16, sl: u8, rate: u8) -> *mut IbvAh;
+        pub(super) fn rdmacm_shim_rs_destroy_ah(ah: *mut IbvAh) -> c_int;
     }
 }
 
@@ -227,6 +233,113 @@ impl Qp {
         // the memory allocated until the returned registration is dropped.
         let (mr, _, rkey) = unsafe { reg_mr(self.p.pd, b.ptr, b.len, remote_write)? };
         Ok(UserMr { _id: self.id.clone(), mr, rkey, addr: b.ptr as u64, len: b.len })
+    }
+}
+
+/// One completion of a UD QP: its length and direction too.
+pub struct UdWc {
+    pub wr_id: u64,
+    pub status: u32,
+    pub byte_len: u32,
+    pub recv: bool,
+}
+
+/// `RDMA_UDP_QKEY`: the qkey of the UDP port space.
+pub const UDP_QKEY: u32 = 0x0123_4567;
+
+/// The datagram side of [`Qp`]: a UD QP of a port-space-UDP id.
+impl Qp {
+    /// Creates the id's UD QP (see [`CmId::create_ud_qp`]) over one CQ
+    /// with a non-blocking completion channel, and arms the CQ (so that
+    /// the first completion makes the channel readable).
+    pub fn new_ud(id: &Arc<CmId>, cqe: u32, caps: QpCaps) -> Result<(Qp, QpCaps), Errno> {
+        let got = id.create_ud_qp(cqe, caps)?;
+        let p = id.qp_ptrs().ok_or(Errno::EINVAL)?;
+        // SAFETY: the channel is live while the id lives (we hold it).
+        let chan_fd = unsafe { sys::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) };
+        set_nonblock(chan_fd, true)?;
+        let q = Qp { id: id.clone(), p, chan_fd, unacked: 0, ack_batch: (caps.max_send_wr + caps.max_recv_wr).max(1) };
+        q.req_notify()?;
+        Ok((q, got))
+    }
+
+    /// The QP number.
+    pub fn qp_num(&self) -> u32 {
+        // SAFETY: the QP is live (we hold its id); reads one field.
+        unsafe { sys::rdmacm_shim_rs_qp_num(self.p.qp.as_ptr()) }
+    }
+
+    /// Polls one completion with its length.
+    pub fn poll_len(&self) -> Result<Option<UdWc>, Errno> {
+        let mut wr_id = 0u64;
+        let mut out = [0u32; 3];
+        // SAFETY: the CQ is live; the out pointers are valid locals (3 words).
+        let r = unsafe { sys::rdmacm_shim_rs_poll_cq_len(self.p.cq.as_ptr(), &mut wr_id, out.as_mut_ptr()) };
+        match r {
+            0 => Ok(None),
+            r if r < 0 => Err(Errno::EIO),
+            _ => Ok(Some(UdWc { wr_id, status: out[0], byte_len: out[1], recv: out[2] != 0 })),
+        }
+    }
+
+    /// Posts a send of `sge` (registered memory of this QP's PD) to the
+    /// QP `qpn` behind `ah`, with the UDP port space's qkey.
+    pub fn post_ud_send(&self, wr_id: u64, sge: Sge, inline: bool, ah: &Ah, qpn: u32) -> Result<(), Errno> {
+        let mut s = [sge];
+        let flags = if inline { SEND_INLINE } else { 0 };
+        // SAFETY: the QP and the AH are live (we hold the id, the caller
+        // the AH); the SGE is keyed (checked by the device) or, inline,
+        // copied by the provider before the call returns.
+        check(unsafe { sys::rdmacm_shim_rs_post_ud_send(self.p.qp.as_ptr(), wr_id, s.as_mut_ptr(), flags, ah.ah.as_ptr(), qpn, UDP_QKEY) })
+    }
+
+    /// An address handle on this QP's PD and port for a resolved path.
+    pub fn create_ah(&self, path: &crate::abi::cma::ibv_sa_path_rec) -> Result<Ah, Errno> {
+        let dgid = gid_bytes(&path.dgid);
+        let sgid = gid_bytes(&path.sgid);
+        // SAFETY: the PD is live (we hold the id); the GIDs are 16-byte locals.
+        let ah = unsafe {
+            sys::rdmacm_shim_rs_create_ah(
+                self.p.pd.as_ptr(),
+                self.id.port_num(),
+                dgid.as_ptr(),
+                sgid.as_ptr(),
+                u32::from_be(path.flow_label),
+                path.hop_limit,
+                path.traffic_class,
+                u16::from_be(path.dlid),
+                u16::from_be(path.slid),
+                path.sl,
+                path.rate,
+            )
+        };
+        let ah = NonNull::new(ah).ok_or_else(|| match Errno::last() {
+            Errno::UnknownErrno => Errno::ENOMEM,
+            e => e,
+        })?;
+        Ok(Ah { _id: self.id.clone(), ah })
+    }
+}
+
+/// Opaque `struct ibv_ah`.
+#[repr(C)]
+pub struct IbvAh {
+    _private: [u8; 0],
+}
+
+/// An address handle; keeps the id (so the PD) alive; Drop destroys it.
+pub struct Ah {
+    _id: Arc<CmId>,
+    ah: NonNull<IbvAh>,
+}
+
+// SAFETY: an owned handle; libibverbs AHs may be used from any thread.
+unsafe impl Send for Ah {}
+
+impl Drop for Ah {
+    fn drop(&mut self) {
+        // SAFETY: created by rdmacm_shim_rs_create_ah, destroyed once.
+        unsafe { sys::rdmacm_shim_rs_destroy_ah(self.ah.as_ptr()) };
     }
 }
 
@@ -483,6 +596,183 @@ impl Wake {
         let mut b = [0u8; 8];
         // SAFETY: an 8-byte read from our eventfd into a local buffer.
         let _ = unsafe { libc::read(self.fd.as_raw_fd(), b.as_mut_ptr() as *mut c_void, 8) };
+    }
+}
+
+/// A kernel UDP socket (the addressing side of a datagram rsocket).
+pub struct Udp {
+    fd: std::os::fd::OwnedFd,
+}
+
+fn sockaddr_in(b: &[u8]) -> Result<(libc::sockaddr_storage, libc::socklen_t), Errno> {
+    // SAFETY: an all-zero sockaddr_storage is valid.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let n = b.len().min(std::mem::size_of::<libc::sockaddr_storage>());
+    if n < 2 {
+        return Err(Errno::EINVAL);
+    }
+    // SAFETY: n bytes fit the storage.
+    unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), &mut ss as *mut _ as *mut u8, n) };
+    Ok((ss, n as libc::socklen_t))
+}
+
+fn storage_bytes(ss: &libc::sockaddr_storage, len: libc::socklen_t) -> Vec<u8> {
+    let n = (len as usize).min(std::mem::size_of::<libc::sockaddr_storage>());
+    // SAFETY: ss is a plain struct of at least n bytes.
+    unsafe { std::slice::from_raw_parts(ss as *const _ as *const u8, n) }.to_vec()
+}
+
+impl Udp {
+    /// socket(domain, SOCK_DGRAM, 0), close-on-exec.
+    pub fn new(domain: c_int) -> Result<Udp, Errno> {
+        // SAFETY: plain system call.
+        let fd = unsafe { libc::socket(domain, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(Errno::last());
+        }
+        use std::os::fd::FromRawFd;
+        // SAFETY: a fresh descriptor we own.
+        Ok(Udp { fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) } })
+    }
+
+    pub fn fd(&self) -> c_int {
+        use std::os::fd::AsRawFd;
+        self.fd.as_raw_fd()
+    }
+
+    /// bind(2) to the socket address in `addr`.
+    pub fn bind(&self, addr: &[u8]) -> Result<(), Errno> {
+        let (ss, n) = sockaddr_in(addr)?;
+        // SAFETY: ss holds n bytes of the address.
+        if unsafe { libc::bind(self.fd(), &ss as *const _ as *const libc::sockaddr, n) } < 0 {
+            return Err(Errno::last());
+        }
+        Ok(())
+    }
+
+    /// connect(2) to the socket address in `addr`.
+    pub fn connect(&self, addr: &[u8]) -> Result<(), Errno> {
+        let (ss, n) = sockaddr_in(addr)?;
+        // SAFETY: as bind.
+        if unsafe { libc::connect(self.fd(), &ss as *const _ as *const libc::sockaddr, n) } < 0 {
+            return Err(Errno::last());
+        }
+        Ok(())
+    }
+
+    /// getsockname(2), as the address's bytes.
+    pub fn local_addr(&self) -> Result<Vec<u8>, Errno> {
+        // SAFETY: zeroed storage is valid.
+        let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let mut n = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        // SAFETY: ss has n bytes of room.
+        if unsafe { libc::getsockname(self.fd(), &mut ss as *mut _ as *mut libc::sockaddr, &mut n) } < 0 {
+            return Err(Errno::last());
+        }
+        Ok(storage_bytes(&ss, n))
+    }
+
+    /// getpeername(2), as the address's bytes.
+    pub fn peer_addr(&self) -> Result<Vec<u8>, Errno> {
+        // SAFETY: zeroed storage is valid.
+        let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let mut n = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        // SAFETY: ss has n bytes of room.
+        if unsafe { libc::getpeername(self.fd(), &mut ss as *mut _ as *mut libc::sockaddr, &mut n) } < 0 {
+            return Err(Errno::last());
+        }
+        Ok(storage_bytes(&ss, n))
+    }
+
+    /// sendmsg(2) of `parts` in order to `addr`; returns the bytes sent.
+    pub fn send_to(&self, parts: &[&[u8]], addr: &[u8], flags: c_int) -> Result<usize, Errno> {
+        let (mut ss, n) = sockaddr_in(addr)?;
+        let mut iov: Vec<libc::iovec> = parts.iter().map(|p| libc::iovec { iov_base: p.as_ptr() as *mut c_void, iov_len: p.len() }).collect();
+        // SAFETY: a zeroed msghdr is valid.
+        let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
+        m.msg_name = &mut ss as *mut _ as *mut c_void;
+        m.msg_namelen = n;
+        m.msg_iov = iov.as_mut_ptr();
+        m.msg_iovlen = iov.len() as _;
+        // SAFETY: the msghdr points at live locals (address, iovecs over
+        // the borrowed parts), which the kernel only reads.
+        let r = unsafe { libc::sendmsg(self.fd(), &m, flags | libc::MSG_NOSIGNAL) };
+        if r < 0 {
+            return Err(Errno::last());
+        }
+        Ok(r as usize)
+    }
+
+    /// recvfrom(2) without blocking: the length and the source address.
+    pub fn recv_from(&self, buf: &mut [u8]) -> Result<(usize, Vec<u8>), Errno> {
+        // SAFETY: zeroed storage is valid.
+        let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let mut n = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        // SAFETY: buf and ss are writable for their lengths.
+        let r = unsafe { libc::recvfrom(self.fd(), buf.as_mut_ptr() as *mut c_void, buf.len(), libc::MSG_DONTWAIT, &mut ss as *mut _ as *mut libc::sockaddr, &mut n) };
+        if r < 0 {
+            return Err(Errno::last());
+        }
+        Ok((r as usize, storage_bytes(&ss, n)))
+    }
+
+    /// setsockopt(2) with the option's bytes.
+    pub fn setsockopt(&self, level: c_int, name: c_int, val: Option<&[u8]>) -> Result<(), Errno> {
+        let (p, n) = match val {
+            Some(v) => (v.as_ptr() as *const c_void, v.len() as libc::socklen_t),
+            None => (std::ptr::null(), 0),
+        };
+        // SAFETY: p is NULL or readable for n bytes.
+        if unsafe { libc::setsockopt(self.fd(), level, name, p, n) } < 0 {
+            return Err(Errno::last());
+        }
+        Ok(())
+    }
+
+    /// getsockopt(2) into a buffer of `room` bytes; returns the bytes and the length the kernel reported.
+    pub fn getsockopt(&self, level: c_int, name: c_int, room: usize) -> Result<(Vec<u8>, usize), Errno> {
+        let mut v = vec![0u8; room.max(1)];
+        let mut n = room as libc::socklen_t;
+        // SAFETY: v has room bytes of room.
+        if unsafe { libc::getsockopt(self.fd(), level, name, v.as_mut_ptr() as *mut c_void, &mut n) } < 0 {
+            return Err(Errno::last());
+        }
+        v.truncate(room);
+        Ok((v, n as usize))
+    }
+}
+
+/// An epoll set over descriptors (a datagram rsocket's CQ channels): one
+/// descriptor to sleep on for all of them.
+pub struct Epoll {
+    fd: std::os::fd::OwnedFd,
+}
+
+impl Epoll {
+    pub fn new() -> Result<Epoll, Errno> {
+        // SAFETY: plain system call.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(Errno::last());
+        }
+        use std::os::fd::FromRawFd;
+        // SAFETY: a fresh descriptor we own.
+        Ok(Epoll { fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) } })
+    }
+
+    pub fn fd(&self) -> c_int {
+        use std::os::fd::AsRawFd;
+        self.fd.as_raw_fd()
+    }
+
+    /// Adds `fd` for readability.
+    pub fn add(&self, fd: c_int) -> Result<(), Errno> {
+        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: fd as u64 };
+        // SAFETY: ev is a valid event; fd is a descriptor the caller keeps open while added.
+        if unsafe { libc::epoll_ctl(self.fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
+            return Err(Errno::last());
+        }
+        Ok(())
     }
 }
 

@@ -252,3 +252,94 @@ struct ibv_device *rdmacm_shim_context_device(struct ibv_context *ctx)
 {
 	return ctx->device;
 }
+
+/* --- datagram rsockets (src/rsocket/dgram.rs through src/rsocket/verbs.rs) --- */
+#include <string.h>
+
+/* One completion with its length: 1 and the fields, 0 when the CQ is empty,
+ * <0 on error. out[0] = status, out[1] = byte_len, out[2] = 1 for a receive. */
+int rdmacm_shim_rs_poll_cq_len(struct ibv_cq *cq, uint64_t *wr_id, uint32_t *out)
+{
+	struct ibv_wc wc;
+	int ret = ibv_poll_cq(cq, 1, &wc);
+
+	if (ret <= 0)
+		return ret;
+	*wr_id = wc.wr_id;
+	out[0] = wc.status;
+	out[1] = wc.byte_len;
+	out[2] = (wc.opcode & IBV_WC_RECV) ? 1 : 0;
+	return 1;
+}
+
+/* A send on a UD QP to (ah, remote_qpn, qkey), one SGE. */
+int rdmacm_shim_rs_post_ud_send(struct ibv_qp *qp, uint64_t wr_id,
+				struct ibv_sge *sge, int send_flags,
+				struct ibv_ah *ah, uint32_t remote_qpn,
+				uint32_t qkey)
+{
+	struct ibv_send_wr wr = {0}, *bad;
+
+	wr.wr_id = wr_id;
+	wr.sg_list = sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = send_flags;
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = remote_qpn;
+	wr.wr.ud.remote_qkey = qkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+uint32_t rdmacm_shim_rs_qp_num(struct ibv_qp *qp)
+{
+	return qp->qp_num;
+}
+
+/* An address handle from a resolved path record's fields (host order).
+ * The GRH is used when the path leaves the subnet (hop_limit > 1) and
+ * always on an Ethernet link (RoCE needs it); the source GID's index is
+ * looked up among the port's first 16 entries (0 when not found). */
+struct ibv_ah *rdmacm_shim_rs_create_ah(struct ibv_pd *pd, uint8_t port,
+					const uint8_t *dgid, const uint8_t *sgid,
+					uint32_t flow_label, uint8_t hop_limit,
+					uint8_t traffic_class, uint16_t dlid,
+					uint16_t slid, uint8_t sl, uint8_t rate)
+{
+	struct ibv_port_attr pattr;
+	struct ibv_ah_attr attr;
+	union ibv_gid gid;
+	int i, eth = 0;
+	uint8_t bits = 0x7f;
+
+	memset(&attr, 0, sizeof attr);
+	if (!ibv_query_port(pd->context, port, &pattr)) {
+		bits = (uint8_t) ((1 << pattr.lmc) - 1);
+		eth = pattr.link_layer == IBV_LINK_LAYER_ETHERNET;
+	}
+	if (hop_limit > 1 || eth) {
+		attr.is_global = 1;
+		memcpy(attr.grh.dgid.raw, dgid, 16);
+		attr.grh.flow_label = flow_label;
+		attr.grh.hop_limit = hop_limit;
+		attr.grh.traffic_class = traffic_class;
+		for (i = 0; i < 16; i++) {
+			if (!ibv_query_gid(pd->context, port, i, &gid) &&
+			    !memcmp(gid.raw, sgid, 16)) {
+				attr.grh.sgid_index = i;
+				break;
+			}
+		}
+	}
+	attr.dlid = dlid;
+	attr.sl = sl;
+	attr.src_path_bits = slid & bits;
+	attr.static_rate = rate;
+	attr.port_num = port;
+	return ibv_create_ah(pd, &attr);
+}
+
+int rdmacm_shim_rs_destroy_ah(struct ibv_ah *ah)
+{
+	return ibv_destroy_ah(ah);
+}

@@ -1,0 +1,922 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! Datagram rsockets (SOCK_DGRAM over UD QPs), wire-compatible with
+//! rdma-core's.
+//!
+//! The model, as upstream's:
+//! * Every datagram rsocket owns a kernel UDP socket: its number is the
+//!   rsocket's number, rbind/rconnect bind and connect it, rgetsockname and
+//!   rgetpeername read it. It also carries the first datagrams to a peer
+//!   whose QP is not known yet.
+//! * One UD QP per local source address (the address the route to a
+//!   destination leaves from, with the UDP socket's port), on a port-space
+//!   UDP connection manager id bound to that address.
+//! * Per destination address: the QP that reaches it, and once known an
+//!   address handle and the peer's QP number.
+//! * On the UD QP every datagram starts with a header naming the sender's
+//!   address: version (4/6), header length (8/24), port, then the IPv4
+//!   address, or the IPv6 flow info and address. The receiver reports it
+//!   as the source.
+//! * Over UDP every datagram starts with a 16 (IPv4) or 28 (IPv6) byte
+//!   header: tag 0x55555555, version, op (0 data, 7 control), length,
+//!   reserved, the sender's QP number (be32, low 24 bits), and the sender
+//!   QP's IP address. A data message over UDP is delivered to the
+//!   receiver's socket and answered with a control message (header only)
+//!   carrying the receiver's QP number; each side's service thread then
+//!   resolves the other's address and route on a temporary id and makes an
+//!   address handle, after which data goes over the QPs.
+//!
+//! Differences from upstream (none visible on the wire): upstream delivers
+//! a datagram that came over UDP by sending it to its own QP through a
+//! loopback address handle without a GRH, which RoCE devices refuse
+//! (ibv_create_ah fails: upstream's rconnect fails, and its service thread
+//! drops the datagram); here the service thread queues it for rrecv
+//! directly. Each QP has its own send slots (upstream shares one send
+//! buffer among its QPs). A datagram whose header and data exceed the
+//! 2048-byte slot fails with EMSGSIZE (upstream overruns its buffer).
+//!
+//! Locking: each socket is a parking_lot mutex. No lock is held across a
+//! blocking wait: a blocked call arms the CQs, registers this thread's
+//! wake-up descriptor with the socket, drops the lock and sleeps on the
+//! socket's epoll set of CQ channels and its wake-up descriptor. Whoever
+//! takes completions out of a CQ or queues a datagram signals the other
+//! sleepers. Address and route resolution (service thread) runs without
+//! the lock.
+#![deny(unsafe_code)]
+
+use super::conf;
+use super::verbs::{self, Ah, Epoll, Qp, RegBuf, Udp, Wake};
+use crate::cma::api::{CmId, QpCaps};
+use nix::errno::Errno;
+use parking_lot::{Mutex, MutexGuard};
+use std::collections::{BTreeMap, VecDeque};
+use std::ffi::c_int;
+use std::sync::{Arc, OnceLock, Weak};
+
+/// Bytes of one send slot / one receive payload (upstream's RS_SNDLOWAT).
+const SLOT: usize = 2048;
+/// The GRH in front of every UD receive.
+const GRH: usize = 40;
+const RSLOT: usize = GRH + SLOT;
+const HDR4: u8 = 8;
+const HDR6: u8 = 24;
+const UDP_TAG: u32 = 0x5555_5555;
+const UDP_HDR4: u8 = 16;
+const UDP_HDR6: u8 = 28;
+const OP_DATA: u8 = 0;
+const OP_CTRL: u8 = 7;
+const WR_RECV: u64 = 1 << 63;
+const QP_MIN: u32 = 16;
+const QP_MAX: u32 = 0xFFFE;
+/// rdma_resolve_addr/route timeout for an address handle (as upstream).
+const RESOLVE_MS: i32 = 2000;
+
+const AF_INET: u16 = libc::AF_INET as u16;
+const AF_INET6: u16 = libc::AF_INET6 as u16;
+
+fn family(a: &[u8]) -> u16 {
+    if a.len() < 2 {
+        0
+    } else {
+        u16::from_ne_bytes([a[0], a[1]])
+    }
+}
+
+/// The bytes of an address that identify a destination (upstream compares
+/// the whole sockaddr_in, or sockaddr_in6 when both are IPv6).
+fn key(a: &[u8]) -> Vec<u8> {
+    let n = if family(a) == AF_INET6 { 28 } else { 16 };
+    let mut k = a[..a.len().min(n)].to_vec();
+    k.resize(n, 0);
+    k
+}
+
+fn is_any(a: &[u8]) -> bool {
+    match family(a) {
+        AF_INET => a.len() >= 8 && (a[4..8] == [0, 0, 0, 0] || a[4] == 127),
+        AF_INET6 => a.len() >= 24 && (a[8..24] == [0u8; 16] || a[8..24] == std::net::Ipv6Addr::LOCALHOST.octets()),
+        _ => false,
+    }
+}
+
+/// The datagram header for source address `a` (see the module comment).
+fn format_hdr(a: &[u8]) -> Vec<u8> {
+    if family(a) == AF_INET {
+        let mut h = vec![4, HDR4];
+        h.extend_from_slice(&a[2..8]);
+        h
+    } else {
+        let mut h = vec![6, HDR6];
+        h.extend_from_slice(&a[2..24]);
+        h
+    }
+}
+
+/// The source address a datagram header names.
+fn hdr_addr(h: &[u8]) -> Vec<u8> {
+    if h[0] == 4 {
+        let mut a = vec![0u8; 16];
+        a[..2].copy_from_slice(&AF_INET.to_ne_bytes());
+        a[2..8].copy_from_slice(&h[2..8]);
+        a
+    } else {
+        let mut a = vec![0u8; 28];
+        a[..2].copy_from_slice(&AF_INET6.to_ne_bytes());
+        a[2..24].copy_from_slice(&h[2..24]);
+        a
+    }
+}
+
+fn valid_hdr(h: &[u8]) -> bool {
+    h.len() >= HDR4 as usize && ((h[0] == 4 && h[1] == HDR4) || (h[0] == 6 && h[1] == HDR6 && h.len() >= HDR6 as usize))
+}
+
+/// The UDP header sent by a QP with datagram header `qh` and number `qpn`.
+fn udp_hdr(qh: &[u8], op: u8, qpn: u32) -> Vec<u8> {
+    let mut h = UDP_TAG.to_be_bytes().to_vec();
+    let (ver, len, addr) = if qh[0] == 4 { (4, UDP_HDR4, &qh[4..8]) } else { (6, UDP_HDR6, &qh[8..24]) };
+    h.extend_from_slice(&[ver, op, len, 0]);
+    h.extend_from_slice(&(qpn & 0xFF_FFFF).to_be_bytes());
+    h.extend_from_slice(addr);
+    h
+}
+
+/// A received UDP header: (op, header length, sender's QP number), if valid
+/// for a datagram from `from`.
+fn parse_udp_hdr(m: &[u8], from: &[u8]) -> Option<(u8, usize, u32)> {
+    if m.len() < UDP_HDR4 as usize || u32::from_be_bytes([m[0], m[1], m[2], m[3]]) != UDP_TAG {
+        return None;
+    }
+    let ok = (m[4] == 4 && family(from) == AF_INET && m[6] == UDP_HDR4) || (m[4] == 6 && family(from) == AF_INET6 && m[6] == UDP_HDR6);
+    if !ok || m.len() < m[6] as usize {
+        return None;
+    }
+    Some((m[5], m[6] as usize, u32::from_be_bytes([m[8], m[9], m[10], m[11]]) & 0xFF_FFFF))
+}
+
+/// One UD QP and its buffers.
+struct DsQp {
+    /// Dropped first: it acks the CQ events.
+    qp: Qp,
+    sbuf: RegBuf,
+    rbuf: RegBuf,
+    /// Free send slots.
+    free: Vec<u32>,
+    /// The datagram header of its source address.
+    hdr: Vec<u8>,
+    /// Its source address (the id's bound address).
+    local: Vec<u8>,
+    armed: bool,
+}
+
+struct Dest {
+    addr: Vec<u8>,
+    key: Vec<u8>,
+    qp: usize,
+    ah: Option<Ah>,
+    qpn: u32,
+}
+
+/// One datagram rsocket.
+pub struct Dgram {
+    udp: Arc<Udp>,
+    ep: Arc<Epoll>,
+    /// Sizes fixed and registered with the service thread (upstream's ds_init_ep).
+    inited: bool,
+    fs_flags: c_int,
+    fd_flags: c_int,
+    sbuf_size: u32,
+    rbuf_size: u32,
+    sq_size: u32,
+    rq_size: u32,
+    sq_inline: u32,
+    qps: Vec<DsQp>,
+    dests: Vec<Dest>,
+    conn_dest: Option<usize>,
+    /// Received on a QP: (qp, slot, length after the GRH).
+    rmsgs: VecDeque<(usize, u32, u32)>,
+    /// Arrived over UDP (first contact), queued by the service thread: (source, data).
+    local: VecDeque<(Vec<u8>, Vec<u8>)>,
+    closed: bool,
+    sleepers: Vec<Arc<Wake>>,
+}
+
+pub type Handle = Arc<Mutex<Dgram>>;
+
+static TABLE: Mutex<BTreeMap<c_int, Handle>> = Mutex::new(BTreeMap::new());
+
+/// The datagram rsocket behind a number, if it is one.
+pub fn lookup(fd: c_int) -> Option<Handle> {
+    TABLE.lock().get(&fd).cloned()
+}
+
+fn lock(h: &Handle) -> Result<MutexGuard<'_, Dgram>, Errno> {
+    let g = h.lock();
+    if g.closed {
+        Err(Errno::EBADF)
+    } else {
+        Ok(g)
+    }
+}
+
+/// rsocket(domain, SOCK_DGRAM, 0 or IPPROTO_UDP).
+pub fn create(domain: c_int, type_: c_int) -> Result<c_int, Errno> {
+    let udp = Arc::new(Udp::new(domain)?);
+    let ep = Arc::new(Epoll::new()?);
+    let fd = udp.fd();
+    let c = conf::get();
+    let d = Dgram {
+        udp,
+        ep,
+        inited: false,
+        fs_flags: if type_ & libc::SOCK_NONBLOCK != 0 { libc::O_NONBLOCK } else { 0 },
+        fd_flags: if type_ & libc::SOCK_CLOEXEC != 0 { libc::FD_CLOEXEC } else { 0 },
+        sbuf_size: c.wmem,
+        rbuf_size: c.mem,
+        sq_size: c.sqsize as u32,
+        rq_size: c.rqsize as u32,
+        sq_inline: c.inline as u32,
+        qps: Vec::new(),
+        dests: Vec::new(),
+        conn_dest: None,
+        rmsgs: VecDeque::new(),
+        local: VecDeque::new(),
+        closed: false,
+        sleepers: Vec::new(),
+    };
+    TABLE.lock().insert(fd, Arc::new(Mutex::new(d)));
+    Ok(fd)
+}
+
+impl Dgram {
+    fn nonblocking(&self, flags: c_int) -> bool {
+        self.fs_flags & libc::O_NONBLOCK != 0 || flags & libc::MSG_DONTWAIT != 0
+    }
+
+    /// Fixes the queue sizes (upstream's ds_set_qp_size) and registers
+    /// the UDP socket with the service thread; once.
+    fn init_ep(&mut self, h: &Handle) -> Result<(), Errno> {
+        if self.inited {
+            return Ok(());
+        }
+        let slot = SLOT as u32;
+        self.sq_size = self.sq_size.min(QP_MAX);
+        self.rq_size = self.rq_size.min(QP_MAX);
+        if self.rq_size > self.rbuf_size / slot {
+            self.rq_size = self.rbuf_size / slot;
+        } else {
+            self.rbuf_size = self.rq_size * slot;
+        }
+        if self.sq_size > self.sbuf_size / slot {
+            self.sq_size = self.sbuf_size / slot;
+        } else {
+            self.sbuf_size = self.sq_size * slot;
+        }
+        self.sq_size = self.sq_size.max(1);
+        self.rq_size = self.rq_size.max(1);
+        svc_add(self.udp.clone(), h)?;
+        self.inited = true;
+        Ok(())
+    }
+
+    /// The local address datagrams to `dst` leave from: the UDP socket's,
+    /// or when that is a wildcard the route's source with the socket's port.
+    fn src_addr(&self, dst: &[u8]) -> Result<Vec<u8>, Errno> {
+        let mine = self.udp.local_addr()?;
+        if !is_any(&mine) {
+            return Ok(mine);
+        }
+        let t = Udp::new(family(dst) as c_int)?;
+        t.connect(dst)?;
+        let mut a = t.local_addr()?;
+        if a.len() >= 4 && mine.len() >= 4 {
+            a[2..4].copy_from_slice(&mine[2..4]);
+        }
+        Ok(a)
+    }
+
+    /// The QP of source address `src`, made on first use.
+    fn get_qp(&mut self, src: &[u8]) -> Result<usize, Errno> {
+        let k = key(src);
+        if let Some(i) = self.qps.iter().position(|q| key(&q.local) == k) {
+            return Ok(i);
+        }
+        let id = Arc::new(CmId::create_udp()?);
+        id.bind(src)?;
+        let caps = QpCaps { max_send_wr: self.sq_size, max_recv_wr: self.rq_size, max_send_sge: 1, max_recv_sge: 1, max_inline_data: self.sq_inline };
+        let (qp, got) = Qp::new_ud(&id, self.sq_size + self.rq_size, caps)?;
+        self.sq_inline = got.max_inline_data;
+        let sbuf = qp.reg_buf(self.sq_size as usize * SLOT, false)?;
+        let rbuf = qp.reg_buf(self.rq_size as usize * RSLOT, false)?;
+        for i in 0..self.rq_size {
+            qp.post_recv(WR_RECV | i as u64, Some(rbuf.sge(i as usize * RSLOT, RSLOT as u32)))?;
+        }
+        self.ep.add(qp.channel_fd())?;
+        self.qps.push(DsQp { qp, sbuf, rbuf, free: (0..self.sq_size).rev().collect(), hdr: format_hdr(src), local: src.to_vec(), armed: true });
+        Ok(self.qps.len() - 1)
+    }
+
+    /// The destination entry of `addr`, made (with its QP) on first use.
+    fn get_dest(&mut self, addr: &[u8]) -> Result<usize, Errno> {
+        let k = key(addr);
+        if let Some(i) = self.dests.iter().position(|d| d.key == k) {
+            return Ok(i);
+        }
+        let src = self.src_addr(addr)?;
+        let qp = self.get_qp(&src)?;
+        self.dests.push(Dest { addr: addr.to_vec(), key: k, qp, ah: None, qpn: 0 });
+        Ok(self.dests.len() - 1)
+    }
+
+    /// Signals the sleepers of other threads (they look again).
+    fn wake_sleepers(&mut self) {
+        let me = super::my_wake().ok();
+        self.sleepers.retain(|w| {
+            if me.as_ref().is_some_and(|m| Arc::ptr_eq(m, w)) {
+                true
+            } else {
+                w.signal();
+                false
+            }
+        });
+    }
+
+    /// Takes the completions of every QP: receives are queued while there
+    /// is room (dropped and reposted otherwise, as upstream), sends free
+    /// their slots.
+    fn poll_cqs(&mut self) {
+        let mut changed = false;
+        for qi in 0..self.qps.len() {
+            while let Ok(Some(wc)) = self.qps[qi].qp.poll_len() {
+                changed = true;
+                let q = &mut self.qps[qi];
+                if wc.wr_id & WR_RECV != 0 {
+                    let slot = (wc.wr_id & 0xFFFF_FFFF) as u32;
+                    let mut h = [0u8; HDR6 as usize];
+                    let len = wc.byte_len as usize;
+                    if len >= GRH + HDR4 as usize {
+                        let n = (len - GRH).min(h.len());
+                        q.rbuf.read(slot as usize * RSLOT + GRH, &mut h[..n]);
+                    }
+                    let ok = wc.status == 0 && len >= GRH + HDR4 as usize && valid_hdr(&h) && len - GRH >= h[1] as usize;
+                    if ok && self.rmsgs.len() < self.rq_size as usize {
+                        self.rmsgs.push_back((qi, slot, (len - GRH) as u32));
+                    } else {
+                        let _ = q.qp.post_recv(wc.wr_id, Some(q.rbuf.sge(slot as usize * RSLOT, RSLOT as u32)));
+                    }
+                } else {
+                    q.free.push((wc.wr_id & 0xFFFF_FFFF) as u32);
+                }
+            }
+        }
+        if changed {
+            self.wake_sleepers();
+        }
+    }
+
+    fn have_rdata(&self) -> bool {
+        !self.local.is_empty() || !self.rmsgs.is_empty()
+    }
+
+    fn can_send(&self) -> bool {
+        match self.conn_dest {
+            Some(d) => self.dests[d].ah.is_none() || !self.qps[self.dests[d].qp].free.is_empty(),
+            None => self.qps.is_empty() || self.qps.iter().any(|q| !q.free.is_empty()),
+        }
+    }
+
+    fn all_sends_done(&self) -> bool {
+        self.qps.iter().all(|q| q.free.len() == self.sq_size as usize)
+    }
+
+    /// Arms the CQs not armed yet; true when one was (look once more).
+    fn arm(&mut self) -> bool {
+        let mut any = false;
+        for q in self.qps.iter_mut().filter(|q| !q.armed) {
+            let _ = q.qp.req_notify();
+            q.armed = true;
+            any = true;
+        }
+        any
+    }
+
+    /// Reads the CQ events there are (the epoll set was readable).
+    fn consume_events(&mut self) {
+        for q in &mut self.qps {
+            if q.qp.get_cq_event().is_ok() {
+                q.armed = false;
+            }
+        }
+    }
+
+    /// One datagram to the current destination without blocking.
+    fn dsend(&mut self, buf: &[u8], flags: c_int) -> Result<usize, Errno> {
+        let di = self.conn_dest.ok_or(Errno::EDESTADDRREQ)?;
+        let qi = self.dests[di].qp;
+        let hl = self.qps[qi].hdr.len();
+        if buf.len() + hl > SLOT {
+            return Err(Errno::EMSGSIZE);
+        }
+        if self.dests[di].ah.is_none() {
+            let q = &self.qps[qi];
+            let h = udp_hdr(&q.hdr, OP_DATA, q.qp.qp_num());
+            let n = self.udp.send_to(&[&h, buf], &self.dests[di].addr, flags & libc::MSG_DONTWAIT)?;
+            return Ok(n.saturating_sub(h.len()));
+        }
+        if self.qps[qi].free.is_empty() {
+            self.poll_cqs();
+        }
+        let d = &self.dests[di];
+        let q = &mut self.qps[qi];
+        let Some(slot) = q.free.pop() else { return Err(Errno::EAGAIN) };
+        let off = slot as usize * SLOT;
+        q.sbuf.write(off, &q.hdr);
+        q.sbuf.write(off + hl, buf);
+        let total = (hl + buf.len()) as u32;
+        let ah = d.ah.as_ref().ok_or(Errno::EINVAL)?;
+        if let Err(e) = q.qp.post_ud_send(slot as u64, q.sbuf.sge(off, total), total <= self.sq_inline, ah, d.qpn) {
+            q.free.push(slot);
+            return Err(e);
+        }
+        Ok(buf.len())
+    }
+
+    /// One datagram out of the queues without blocking: its length copied
+    /// and its source address.
+    fn drecv(&mut self, buf: &mut [u8], flags: c_int) -> Result<(usize, Vec<u8>), Errno> {
+        let peek = flags & libc::MSG_PEEK != 0;
+        if let Some((src, data)) = self.local.front() {
+            let n = data.len().min(buf.len());
+            buf[..n].copy_from_slice(&data[..n]);
+            let src = src.clone();
+            if !peek {
+                self.local.pop_front();
+            }
+            return Ok((n, src));
+        }
+        let Some(&(qi, slot, len)) = self.rmsgs.front() else { return Err(Errno::EAGAIN) };
+        let q = &self.qps[qi];
+        let base = slot as usize * RSLOT + GRH;
+        let mut h = [0u8; HDR6 as usize];
+        q.rbuf.read(base, &mut h[..(len as usize).min(HDR6 as usize)]);
+        let hl = h[1] as usize;
+        let n = (len as usize - hl).min(buf.len());
+        q.rbuf.read(base + hl, &mut buf[..n]);
+        let src = hdr_addr(&h);
+        if !peek {
+            self.rmsgs.pop_front();
+            let _ = q.qp.post_recv(WR_RECV | slot as u64, Some(q.rbuf.sge(slot as usize * RSLOT, RSLOT as u32)));
+        }
+        Ok((n, src))
+    }
+
+    fn register_me(&mut self) -> Result<(Arc<Epoll>, Arc<Wake>), Errno> {
+        let w = super::my_wake()?;
+        if !self.sleepers.iter().any(|x| Arc::ptr_eq(x, &w)) {
+            self.sleepers.push(w.clone());
+        }
+        Ok((self.ep.clone(), w))
+    }
+
+    fn unregister_me(&mut self) {
+        if let Ok(w) = super::my_wake() {
+            self.sleepers.retain(|x| !Arc::ptr_eq(x, &w));
+        }
+    }
+}
+
+/// Runs `op` until it does not fail with EAGAIN, sleeping without the lock
+/// in between (unless non-blocking).
+fn run<T>(h: &Handle, flags: c_int, mut op: impl FnMut(&mut Dgram) -> Result<T, Errno>) -> Result<T, Errno> {
+    loop {
+        let (ep, wake) = {
+            let mut g = lock(h)?;
+            let nb = g.nonblocking(flags);
+            g.poll_cqs();
+            match op(&mut g) {
+                Err(Errno::EAGAIN) if !nb => {}
+                r => return r,
+            }
+            if g.arm() {
+                g.poll_cqs();
+                match op(&mut g) {
+                    Err(Errno::EAGAIN) => {}
+                    r => return r,
+                }
+            }
+            g.register_me()?
+        };
+        let mut p = [libc::pollfd { fd: ep.fd(), events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: wake.fd(), events: libc::POLLIN, revents: 0 }];
+        let r = verbs::poll(&mut p, -1);
+        if p[1].revents != 0 {
+            wake.drain();
+        }
+        let mut g = lock(h)?;
+        g.unregister_me();
+        if p[0].revents != 0 {
+            g.consume_events();
+        }
+        drop(g);
+        match r {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// rbind.
+pub fn bind(h: &Handle, addr: &[u8]) -> Result<(), Errno> {
+    let mut g = lock(h)?;
+    g.init_ep(h)?;
+    g.udp.bind(addr)
+}
+
+/// rconnect: connects the UDP socket and makes `addr` the default destination.
+pub fn connect(h: &Handle, addr: &[u8]) -> Result<(), Errno> {
+    let mut g = lock(h)?;
+    g.init_ep(h)?;
+    g.udp.connect(addr)?;
+    let d = g.get_dest(addr)?;
+    g.conn_dest = Some(d);
+    Ok(())
+}
+
+/// rsendto (`addr` None: rsend to the default destination).
+pub fn send_to(h: &Handle, buf: &[u8], flags: c_int, addr: Option<&[u8]>) -> Result<usize, Errno> {
+    {
+        let mut g = lock(h)?;
+        g.init_ep(h)?;
+        if let Some(a) = addr {
+            let same = g.conn_dest.is_some_and(|d| g.dests[d].key == key(a));
+            if !same {
+                let d = g.get_dest(a)?;
+                g.conn_dest = Some(d);
+            }
+        }
+    }
+    run(h, flags, |g| g.dsend(buf, flags))
+}
+
+/// rrecvfrom: the length and the source address.
+pub fn recv_from(h: &Handle, buf: &mut [u8], flags: c_int) -> Result<(usize, Vec<u8>), Errno> {
+    run(h, flags, |g| g.drecv(buf, flags))
+}
+
+/// rgetsockname.
+pub fn local_addr(h: &Handle) -> Result<Vec<u8>, Errno> {
+    lock(h)?.udp.local_addr()
+}
+
+/// rgetpeername.
+pub fn peer_addr(h: &Handle) -> Result<Vec<u8>, Errno> {
+    lock(h)?.udp.peer_addr()
+}
+
+/// rsetsockopt: options other than SOL_RDMA go to the UDP socket first;
+/// the buffer sizes set the queue sizes (before the first QP), as upstream.
+pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> Result<(), Errno> {
+    let mut g = lock(h)?;
+    let int = || -> Result<u32, Errno> {
+        let o = opt.ok_or(Errno::EFAULT)?;
+        if o.len() < 4 {
+            return Err(Errno::EINVAL);
+        }
+        Ok(u32::from_ne_bytes([o[0], o[1], o[2], o[3]]))
+    };
+    if level != super::SOL_RDMA {
+        g.udp.setsockopt(level, name, opt)?;
+        if level == libc::SOL_SOCKET && name == libc::SO_RCVBUF && g.qps.is_empty() {
+            g.rbuf_size = int()?.wrapping_shl(1);
+        }
+        if level == libc::SOL_SOCKET && name == libc::SO_SNDBUF && !g.inited {
+            g.sbuf_size = int()?.wrapping_shl(1).max(2 * SLOT as u32);
+        }
+        return Ok(());
+    }
+    if g.inited {
+        return Err(Errno::EINVAL);
+    }
+    match name {
+        super::RDMA_SQSIZE => g.sq_size = int()?.clamp(QP_MIN, QP_MAX),
+        super::RDMA_RQSIZE => g.rq_size = int()?.clamp(QP_MIN, QP_MAX),
+        super::RDMA_INLINE => g.sq_inline = int()?.min(QP_MAX),
+        _ => return Err(Errno::ENOTSUP),
+    }
+    Ok(())
+}
+
+/// rgetsockopt: the buffer sizes as upstream reports them; other
+/// SOL_SOCKET/IP options from the UDP socket. Returns the bytes and
+/// whether the length is to be written back.
+pub fn getsockopt(h: &Handle, level: c_int, name: c_int, room: usize) -> Result<(Vec<u8>, usize), Errno> {
+    let g = lock(h)?;
+    let int = |v: u32| (v.to_ne_bytes().to_vec(), 4usize);
+    match (level, name) {
+        (libc::SOL_SOCKET, libc::SO_RCVBUF) => Ok(int(g.rbuf_size)),
+        (libc::SOL_SOCKET, libc::SO_SNDBUF) => Ok(int(g.sbuf_size)),
+        (super::SOL_RDMA, super::RDMA_SQSIZE) => Ok(int(g.sq_size)),
+        (super::SOL_RDMA, super::RDMA_RQSIZE) => Ok(int(g.rq_size)),
+        (super::SOL_RDMA, super::RDMA_INLINE) => Ok(int(g.sq_inline)),
+        (super::SOL_RDMA, _) => Err(Errno::ENOTSUP),
+        _ => g.udp.getsockopt(level, name, room),
+    }
+}
+
+/// rfcntl: the flags are stored and read back (O_NONBLOCK makes calls non-blocking).
+pub fn fcntl(h: &Handle, cmd: c_int, arg: c_int) -> Result<c_int, Errno> {
+    let mut g = lock(h)?;
+    match cmd {
+        libc::F_GETFL => Ok(g.fs_flags),
+        libc::F_SETFL => {
+            g.fs_flags = arg;
+            Ok(0)
+        }
+        libc::F_GETFD => Ok(g.fd_flags),
+        libc::F_SETFD => {
+            g.fd_flags = arg;
+            Ok(0)
+        }
+        _ => Err(Errno::ENOTSUP),
+    }
+}
+
+/// rclose: lets the posted sends complete (as upstream, bounded here to
+/// about a second), then frees the QPs, ids and the UDP socket.
+pub fn close(fd: c_int) -> Result<(), Errno> {
+    let h = lookup(fd).ok_or(Errno::EBADF)?;
+    svc_remove(&h);
+    for _ in 0..500 {
+        let mut g = lock(&h)?;
+        g.poll_cqs();
+        if g.all_sends_done() {
+            break;
+        }
+        drop(g);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    match TABLE.lock().remove(&fd) {
+        Some(t) if Arc::ptr_eq(&t, &h) => {}
+        _ => return Err(Errno::EBADF),
+    }
+    let mut g = h.lock();
+    g.closed = true;
+    g.dests.clear();
+    g.rmsgs.clear();
+    g.local.clear();
+    g.qps.clear();
+    g.conn_dest = None;
+    let me = super::my_wake().ok();
+    for w in g.sleepers.drain(..) {
+        if !me.as_ref().is_some_and(|m| Arc::ptr_eq(m, &w)) {
+            w.signal();
+        }
+    }
+    Ok(())
+}
+
+// ---- rpoll -----------------------------------------------------------------------------
+
+/// rpoll's view of a datagram rsocket (None: `fd` is not one).
+pub fn poll_events(fd: c_int, events: i16) -> Option<i16> {
+    let h = lookup(fd)?;
+    let mut g = match lock(&h) {
+        Ok(g) => g,
+        Err(_) => return Some(libc::POLLNVAL),
+    };
+    g.poll_cqs();
+    let mut r = 0;
+    if events & libc::POLLIN != 0 && g.have_rdata() {
+        r |= libc::POLLIN;
+    }
+    if events & libc::POLLOUT != 0 && g.can_send() {
+        r |= libc::POLLOUT;
+    }
+    Some(r)
+}
+
+/// What rpoll sleeps on for a datagram rsocket: its epoll set of CQ
+/// channels (CQs armed first) with `wake` registered with the socket.
+pub struct PollSlot {
+    h: Handle,
+    ep: Arc<Epoll>,
+}
+
+impl PollSlot {
+    pub fn fd(&self) -> c_int {
+        self.ep.fd()
+    }
+
+    /// After the sleep: unregisters the thread, reads the CQ events when
+    /// the set was readable.
+    pub fn done(&self, readable: bool) {
+        if let Ok(mut g) = lock(&self.h) {
+            g.unregister_me();
+            if readable {
+                g.consume_events();
+            }
+        }
+    }
+}
+
+/// Prepares rpoll's sleep on datagram rsocket `fd` (None: not one, or closed).
+pub fn prepare_wait(fd: c_int) -> Option<PollSlot> {
+    let h = lookup(fd)?;
+    let ep = {
+        let mut g = lock(&h).ok()?;
+        g.arm();
+        g.register_me().ok()?.0
+    };
+    Some(PollSlot { h, ep })
+}
+
+// ---- the UDP service thread ------------------------------------------------------------
+
+struct SvcEntry {
+    udp: Arc<Udp>,
+    h: Weak<Mutex<Dgram>>,
+}
+
+struct Svc {
+    entries: Mutex<(Vec<SvcEntry>, u32)>,
+    ctl: Wake,
+}
+
+fn svc() -> Option<&'static Svc> {
+    static SVC: OnceLock<Option<Svc>> = OnceLock::new();
+    SVC.get_or_init(|| Wake::new().ok().map(|ctl| Svc { entries: Mutex::new((Vec::new(), 0)), ctl })).as_ref()
+}
+
+fn svc_add(udp: Arc<Udp>, h: &Handle) -> Result<(), Errno> {
+    let s = svc().ok_or(Errno::ENOMEM)?;
+    let mut st = s.entries.lock();
+    let pid = std::process::id();
+    if st.1 != pid {
+        // First use, or a child of fork(2) without the parent's thread.
+        st.0.clear();
+        std::thread::Builder::new().name("rsocket-udp".into()).spawn(svc_run).map_err(|_| Errno::EAGAIN)?;
+        st.1 = pid;
+    }
+    st.0.push(SvcEntry { udp, h: Arc::downgrade(h) });
+    s.ctl.signal();
+    Ok(())
+}
+
+fn svc_remove(h: &Handle) {
+    if let Some(s) = svc() {
+        let mut st = s.entries.lock();
+        let w = Arc::downgrade(h);
+        st.0.retain(|e| !e.h.ptr_eq(&w));
+        s.ctl.signal();
+    }
+}
+
+fn svc_run() {
+    let Some(s) = svc() else { return };
+    loop {
+        // A snapshot: the UDP sockets stay open while the thread polls them.
+        let snap: Vec<(Arc<Udp>, Weak<Mutex<Dgram>>)> = s.entries.lock().0.iter().map(|e| (e.udp.clone(), e.h.clone())).collect();
+        let mut p: Vec<libc::pollfd> = vec![libc::pollfd { fd: s.ctl.fd(), events: libc::POLLIN, revents: 0 }];
+        p.extend(snap.iter().map(|(u, _)| libc::pollfd { fd: u.fd(), events: libc::POLLIN, revents: 0 }));
+        if verbs::poll(&mut p, -1).is_err() {
+            continue;
+        }
+        if p[0].revents != 0 {
+            s.ctl.drain();
+        }
+        for (i, (udp, w)) in snap.iter().enumerate() {
+            if p[i + 1].revents != 0 {
+                if let Some(h) = w.upgrade() {
+                    svc_process(udp, &h);
+                }
+            }
+        }
+    }
+}
+
+/// Takes the datagrams waiting on a socket's UDP side.
+fn svc_process(udp: &Udp, h: &Handle) {
+    let mut buf = vec![0u8; SLOT];
+    while let Ok((n, from)) = udp.recv_from(&mut buf) {
+        svc_one(h, &buf[..n], &from);
+    }
+}
+
+/// One datagram over UDP: answer a data message with our QP number,
+/// queue its data, and make the address handle to the sender's QP.
+fn svc_one(h: &Handle, m: &[u8], from: &[u8]) {
+    let Some((op, hl, qpn)) = parse_udp_hdr(m, from) else { return };
+    let (qi, di, local, addr) = {
+        let Ok(mut g) = lock(h) else { return };
+        let Ok(di) = g.get_dest(from) else { return };
+        let qi = g.dests[di].qp;
+        if op == OP_DATA {
+            let q = &g.qps[qi];
+            let reply = udp_hdr(&q.hdr, OP_CTRL, q.qp.qp_num());
+            let _ = g.udp.send_to(&[&reply], from, libc::MSG_DONTWAIT);
+            if g.local.len() < g.rq_size as usize {
+                let src = key(from);
+                g.local.push_back((src, m[hl..].to_vec()));
+                g.wake_sleepers();
+            }
+        }
+        let d = &g.dests[di];
+        if d.ah.is_some() && d.qpn == qpn {
+            return;
+        }
+        (qi, di, g.qps[qi].local.clone(), d.addr.clone())
+    };
+    // Address and route resolution without the lock.
+    let Some(path) = resolve(&local, &addr) else { return };
+    let Ok(mut g) = lock(h) else { return };
+    if let Ok(ah) = g.qps[qi].qp.create_ah(&path) {
+        let d = &mut g.dests[di];
+        d.ah = Some(ah);
+        d.qpn = qpn;
+        g.wake_sleepers();
+    }
+}
+
+/// The path from `local` (its port dropped) to `addr`, resolved on a
+/// temporary id.
+fn resolve(local: &[u8], addr: &[u8]) -> Option<crate::abi::cma::ibv_sa_path_rec> {
+    let id = CmId::create_udp().ok()?;
+    let mut src = local.to_vec();
+    if src.len() >= 4 {
+        src[2..4].copy_from_slice(&[0, 0]);
+    }
+    id.bind(&src).ok()?;
+    id.resolve_addr(addr, RESOLVE_MS).ok()?;
+    id.resolve_route(RESOLVE_MS).ok()?;
+    id.route_paths().into_iter().next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v4(ip: [u8; 4], port: u16) -> Vec<u8> {
+        let mut a = vec![0u8; 16];
+        a[..2].copy_from_slice(&AF_INET.to_ne_bytes());
+        a[2..4].copy_from_slice(&port.to_be_bytes());
+        a[4..8].copy_from_slice(&ip);
+        a
+    }
+
+    /// The headers as upstream lays them out (struct ds_header, ds_udp_header).
+    #[test]
+    fn headers_on_the_wire() {
+        let a = v4([192, 0, 2, 1], 7174);
+        let h = format_hdr(&a);
+        assert_eq!(h, [4, 8, 0x1c, 0x06, 192, 0, 2, 1]);
+        assert!(valid_hdr(&h));
+        assert_eq!(hdr_addr(&h), a);
+        let u = udp_hdr(&h, OP_DATA, 0xAB12_3456);
+        assert_eq!(u, [0x55, 0x55, 0x55, 0x55, 4, 0, 16, 0, 0, 0x12, 0x34, 0x56, 192, 0, 2, 1]);
+        assert_eq!(parse_udp_hdr(&u, &a), Some((OP_DATA, 16, 0x12_3456)));
+        let mut bad = u.clone();
+        bad[0] = 0;
+        assert_eq!(parse_udp_hdr(&bad, &a), None);
+        let mut a6 = vec![0u8; 28];
+        a6[..2].copy_from_slice(&AF_INET6.to_ne_bytes());
+        a6[2..4].copy_from_slice(&9u16.to_be_bytes());
+        a6[4..8].copy_from_slice(&[0, 0, 0, 5]);
+        a6[8] = 0x20;
+        a6[23] = 1;
+        let h6 = format_hdr(&a6);
+        assert_eq!(h6.len(), 24);
+        assert_eq!(&h6[..4], &[6, 24, 0, 9]);
+        assert_eq!(hdr_addr(&h6), a6);
+        let u6 = udp_hdr(&h6, OP_CTRL, 7);
+        assert_eq!(u6.len(), 28);
+        assert_eq!(parse_udp_hdr(&u6, &a6), Some((OP_CTRL, 28, 7)));
+        // an IPv6 header from an IPv4 sender is not valid
+        assert_eq!(parse_udp_hdr(&u6, &a), None);
+    }
+
+    #[test]
+    fn keys_and_wildcards() {
+        assert_eq!(key(&v4([1, 2, 3, 4], 5)), key(&v4([1, 2, 3, 4], 5)));
+        assert_ne!(key(&v4([1, 2, 3, 4], 5)), key(&v4([1, 2, 3, 4], 6)));
+        assert!(is_any(&v4([0, 0, 0, 0], 5)));
+        assert!(!is_any(&v4([192, 0, 2, 1], 5)));
+    }
+
+    /// A datagram socket without a device: addressing works on the UDP
+    /// socket; closing it twice is EBADF.
+    #[test]
+    fn create_bind_close() {
+        let fd = create(libc::AF_INET, libc::SOCK_DGRAM).unwrap();
+        let h = lookup(fd).unwrap();
+        bind(&h, &v4([127, 0, 0, 1], 0)).unwrap();
+        let a = local_addr(&h).unwrap();
+        assert_eq!(family(&a), AF_INET);
+        assert_eq!(&a[4..8], &[127, 0, 0, 1]);
+        assert_ne!(&a[2..4], &[0, 0]);
+        assert_eq!(fcntl(&h, libc::F_SETFL, libc::O_NONBLOCK), Ok(0));
+        assert_eq!(fcntl(&h, libc::F_GETFL, 0), Ok(libc::O_NONBLOCK));
+        let mut b = [0u8; 8];
+        assert_eq!(recv_from(&h, &mut b, 0).err(), Some(Errno::EAGAIN));
+        close(fd).unwrap();
+        assert_eq!(close(fd), Err(Errno::EBADF));
+        assert!(lookup(fd).is_none());
+    }
+}
