@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -152,6 +153,7 @@ static void rs_fork(void)
 	fflush(stdout);
 	pid_t p = fork();
 	if (p == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the scenario (it holds a port) */
 		alarm(40);
 		close(pfd[0]);
 		FILE *o = fdopen(pfd[1], "w");
@@ -204,6 +206,8 @@ static void rs_memlock(const char *w, rlim_t lim)
 	fflush(stdout);
 	pid_t srv = fork();
 	if (srv == 0) { /* root: not limited */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		alarm(60);
 		int l = listener(port);
 		char ok = l < 0 ? 'n' : 'y';
 		if (write(rdy[1], &ok, 1) != 1 || l < 0)
@@ -225,35 +229,45 @@ static void rs_memlock(const char *w, rlim_t lim)
 		waitpid(srv, NULL, 0);
 		return;
 	}
-	struct rlimit r = { lim, lim };
-	if (setrlimit(RLIMIT_MEMLOCK, &r) || setgid(65534) || setuid(65534)) {
-		printf("%s: setup: %s\n", w, en(errno));
-		kill(srv, SIGKILL);
-		waitpid(srv, NULL, 0);
-		return;
-	}
-	int fd = rsocket(AF_INET, SOCK_STREAM, 0);
-	printf("%s: rsocket: %s\n", w, fd < 0 ? en(errno) : "ok");
-	if (fd >= 0) {
-		struct sockaddr_in d = sa4(port);
-		errno = 0;
-		int c = rconnect(fd, SA(d), sizeof d);
-		printf("%s: rconnect ret=%d errno=%s\n", w, c, c ? en(errno) : "0");
-		if (!c) {
-			ssize_t n = rsend(fd, "x", 1, 0);
-			printf("%s: rsend: %s\n", w, n == 1 ? "ok" : en(errno));
+	/* the client in its own process: once it is nobody it could not stop the root server */
+	fflush(stdout);
+	pid_t cli = fork();
+	if (cli == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		struct rlimit r = { lim, lim };
+		if (setrlimit(RLIMIT_MEMLOCK, &r) || setgid(65534) || setuid(65534)) {
+			printf("%s: setup: %s\n", w, en(errno));
+			_exit(1);
 		}
-		printf("%s: rclose: %s\n", w, rclose(fd) ? en(errno) : "ok");
+		int fd = rsocket(AF_INET, SOCK_STREAM, 0);
+		printf("%s: rsocket: %s\n", w, fd < 0 ? en(errno) : "ok");
+		if (fd >= 0) {
+			struct sockaddr_in d = sa4(port);
+			errno = 0;
+			int c = rconnect(fd, SA(d), sizeof d);
+			printf("%s: rconnect ret=%d errno=%s\n", w, c, c ? en(errno) : "0");
+			if (!c) {
+				ssize_t n = rsend(fd, "x", 1, 0);
+				printf("%s: rsend: %s\n", w, n == 1 ? "ok" : en(errno));
+			}
+			printf("%s: rclose: %s\n", w, rclose(fd) ? en(errno) : "ok");
+		}
+		/* a second attempt behaves the same (no state left behind by the failure) */
+		fd = rsocket(AF_INET, SOCK_STREAM, 0);
+		if (fd >= 0) {
+			struct sockaddr_in d = sa4(port);
+			errno = 0;
+			int c = rconnect(fd, SA(d), sizeof d);
+			printf("%s: second rconnect ret=%d errno=%s\n", w, c, c ? en(errno) : "0");
+			rclose(fd);
+		}
+		fflush(stdout);
+		_exit(0);
 	}
-	/* a second attempt behaves the same (no state left behind by the failure) */
-	fd = rsocket(AF_INET, SOCK_STREAM, 0);
-	if (fd >= 0) {
-		struct sockaddr_in d = sa4(port);
-		errno = 0;
-		int c = rconnect(fd, SA(d), sizeof d);
-		printf("%s: second rconnect ret=%d errno=%s\n", w, c, c ? en(errno) : "0");
-		rclose(fd);
-	}
+	int st;
+	waitpid(cli, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		printf("%s: client process ended abnormally\n", w);
 	kill(srv, SIGKILL);
 	waitpid(srv, NULL, 0);
 }

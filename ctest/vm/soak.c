@@ -45,6 +45,18 @@
 #define RSS_TOL_KB 2048
 
 static volatile int stop;
+/* connections the server threads have finished tearing down: the client waits for them before
+ * a sample, so that no sample sees a connection half closed */
+static volatile long cm_done, rs_done;
+/* a step that takes longer than this is reported (a stall is not a failure: only growth is) */
+#define SLOW_MS 5000
+static double now(void);
+static void step(const char *what, long cycle, double t0)
+{
+	double ms = (now() - t0) * 1000;
+	if (ms > SLOW_MS)
+		printf("SOAK slow: cycle %ld %s took %.0f ms\n", cycle, what, ms);
+}
 static char fail_msg[256];
 static void fail(const char *what)
 {
@@ -94,12 +106,14 @@ static void *cm_server(void *arg)
 		if (rmr)
 			rdma_dereg_mr(rmr);
 		rdma_destroy_ep(id);
+		__atomic_add_fetch(&cm_done, 1, __ATOMIC_SEQ_CST);
 	}
 	return NULL;
 }
 static struct rdma_addrinfo *cm_ai;
 static int cm_cycle(unsigned seed)
 {
+	double t = now();
 	static char sbuf[MSG], rbuf[MSG];
 	struct ibv_qp_init_attr a = { .cap = { .max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1 },
 				      .sq_sig_all = 1 };
@@ -108,6 +122,8 @@ static int cm_cycle(unsigned seed)
 		fail("client rdma_create_ep");
 		return -1;
 	}
+	step("rdma_create_ep", seed, t);
+	t = now();
 	for (int i = 0; i < MSG; i++)
 		sbuf[i] = (char)(seed + i);
 	struct ibv_mr *rmr = rdma_reg_msgs(id, rbuf, MSG), *smr = rmr ? rdma_reg_msgs(id, sbuf, MSG) : NULL;
@@ -116,6 +132,8 @@ static int cm_cycle(unsigned seed)
 		fail("client rdma_reg_msgs");
 	else if (rdma_post_recv(id, NULL, rbuf, MSG, rmr) || rdma_connect(id, NULL))
 		fail("client post_recv/connect");
+	else if (step("rdma_connect", seed, t), 0)
+		;
 	else if (rdma_post_send(id, NULL, sbuf, MSG, smr, 0) || wait_comp(id, 1))
 		fail("client send");
 	else if (wait_comp(id, 0))
@@ -124,12 +142,14 @@ static int cm_cycle(unsigned seed)
 		errno = 0, fail("client compare");
 	else
 		ok = 1;
+	t = now();
 	rdma_disconnect(id);
 	if (smr)
 		rdma_dereg_mr(smr);
 	if (rmr)
 		rdma_dereg_mr(rmr);
 	rdma_destroy_ep(id);
+	step("rdma_disconnect+destroy", seed, t);
 	return ok ? 0 : -1;
 }
 
@@ -164,6 +184,7 @@ static void *rs_server(void *arg)
 		while (rrecv(fd, b, 1, 0) > 0)
 			;
 		rclose(fd);
+		__atomic_add_fetch(&rs_done, 1, __ATOMIC_SEQ_CST);
 	}
 	return NULL;
 }
@@ -177,11 +198,14 @@ static int rs_cycle(unsigned seed)
 		fail("rs rsocket");
 		return -1;
 	}
+	double t = now();
 	if (rconnect(fd, (struct sockaddr *)&d, sizeof d)) {
 		fail("rs rconnect");
 		rclose(fd);
 		return -1;
 	}
+	step("rconnect", seed, t);
+	t = now();
 	for (int i = 0; i < RS_BYTES; i++)
 		out[i] = (char)(seed * 13 + i);
 	int ok = 1;
@@ -201,8 +225,11 @@ static int rs_cycle(unsigned seed)
 	}
 	if (ok && memcmp(in, out, RS_BYTES))
 		errno = 0, fail("rs compare"), ok = 0;
+	step("rsocket transfer", seed, t);
+	t = now();
 	if (rclose(fd))
 		fail("rs rclose"), ok = 0;
+	step("rclose", seed, t);
 	return ok ? 0 : -1;
 }
 
@@ -283,6 +310,14 @@ int main(int argc, char **argv)
 			if (cm_cycle((unsigned)cycles) || rs_cycle((unsigned)cycles))
 				break;
 			cycles++;
+			double tw = now();
+			while ((__atomic_load_n(&cm_done, __ATOMIC_SEQ_CST) < cycles ||
+				__atomic_load_n(&rs_done, __ATOMIC_SEQ_CST) < cycles) && now() - tw < 60)
+				usleep(1000);
+			if (now() - tw >= 60) {
+				errno = 0;
+				fail("the server threads did not finish the cycle's connections within 60 s");
+			}
 		}
 		if (stop)
 			break;
