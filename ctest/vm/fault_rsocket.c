@@ -137,7 +137,31 @@ static const char *xfer(int a, int b, size_t n, unsigned seed)
 }
 
 /* ---- fork with live rsockets ---- */
-static void rs_fork(void)
+/* the child's own connection: 50 transfers of 8 KiB on a pair of its own (port 7522) */
+static void own_conn(FILE *o)
+{
+	int cc, cs;
+	const char *g = conn_pair(7522, &cc, &cs);
+	if (g) {
+		fprintf(o, "fork: child's own connection: %s %s\n", g, en(errno));
+		return;
+	}
+	fprintf(o, "fork: child's own connection: ok\n");
+	int bad = 0;
+	for (int i = 0; i < 50 && !bad; i++)
+		if ((g = xfer(cc, cs, 8192, 100 + i)))
+			bad = 1, fprintf(o, "fork: child transfer %d: %s %s\n", i, g, en(errno));
+	if (!bad)
+		fprintf(o, "fork: child 50 transfers of 8 KiB: ok\n");
+	fprintf(o, "fork: child rclose: %s\n", rclose(cc) || rclose(cs) ? en(errno) : "ok");
+}
+static void own_conn_stdout(void) { own_conn(stdout); }
+/* do_exec: the child execs this program (scenario own_conn) for its connection, the usual
+ * fork+exec; without it the child uses the library it inherited (fork_noexec: observed on
+ * kernel 7.2 / rdma-core 65 that upstream's parent is killed by SIGSEGV in most runs, with
+ * and without RDMAV_FORK_SAFE, and ours' child hangs: the service thread that accepts for
+ * rsockets does not exist in the child. Not in the suite; README, Faults.) */
+static void rs_fork_impl(int do_exec)
 {
 	int c, s;
 	const char *f = conn_pair(7521, &c, &s);
@@ -156,21 +180,13 @@ static void rs_fork(void)
 		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the scenario (it holds a port) */
 		alarm(40);
 		close(pfd[0]);
-		FILE *o = fdopen(pfd[1], "w");
-		int cc, cs;
-		const char *g = conn_pair(7522, &cc, &cs);
-		if (g) {
-			fprintf(o, "fork: child's own connection: %s %s\n", g, en(errno));
-		} else {
-			fprintf(o, "fork: child's own connection: ok\n");
-			int bad = 0;
-			for (int i = 0; i < 50 && !bad; i++)
-				if ((g = xfer(cc, cs, 8192, 100 + i)))
-					bad = 1, fprintf(o, "fork: child transfer %d: %s %s\n", i, g, en(errno));
-			if (!bad)
-				fprintf(o, "fork: child 50 transfers of 8 KiB: ok\n");
-			fprintf(o, "fork: child rclose: %s\n", rclose(cc) || rclose(cs) ? en(errno) : "ok");
+		if (do_exec) {
+			dup2(pfd[1], 1);
+			execl("/proc/self/exe", "fault_rsocket", "own_conn", (char *)NULL);
+			_exit(127);
 		}
+		FILE *o = fdopen(pfd[1], "w");
+		own_conn(o);
 		fclose(o);
 		_exit(0);
 	}
@@ -339,13 +355,17 @@ static void rpoll_restart(void) { rs_signal(1, 1); }
 static void rrecv_eintr(void) { rs_signal(0, 0); }
 static void rrecv_restart(void) { rs_signal(0, 1); }
 
+static void rs_fork(void) { rs_fork_impl(1); }
+static void rs_fork_noexec(void) { rs_fork_impl(0); }
 static const struct scenario scen[] = { { "fork", rs_fork },
+	     { "own_conn", own_conn_stdout },
 	     { "memlock0", rs_memlock0 },
 	     { "memlock64k", rs_memlock64k },
 	     { "rpoll_eintr", rpoll_eintr },
 	     { "rpoll_restart", rpoll_restart },
 	     { "rrecv_eintr", rrecv_eintr },
-	     { "rrecv_restart", rrecv_restart } };
+	     { "rrecv_restart", rrecv_restart },
+	     { "fork_noexec", rs_fork_noexec } };
 
 int main(int argc, char **argv)
 {
