@@ -312,12 +312,16 @@ int main(int argc, char **argv)
 			cycles++;
 			double tw = now();
 			while ((__atomic_load_n(&cm_done, __ATOMIC_SEQ_CST) < cycles ||
-				__atomic_load_n(&rs_done, __ATOMIC_SEQ_CST) < cycles) && now() - tw < 60)
+				__atomic_load_n(&rs_done, __ATOMIC_SEQ_CST) < cycles) && now() - tw < 180)
 				usleep(1000);
-			if (now() - tw >= 60) {
+			if (now() - tw >= 180) {
+				static char m[128];
+				snprintf(m, sizeof m, "the server threads did not finish within 180 s (cm %ld, rsocket %ld of %ld)",
+					 cm_done, rs_done, cycles);
 				errno = 0;
-				fail("the server threads did not finish the cycle's connections within 60 s");
+				fail(m);
 			}
+			step("server teardown", cycles - 1, tw);
 		}
 		if (stop)
 			break;

@@ -7,8 +7,8 @@
 #                sizes differ between the libraries; each must hold its own baseline)
 #   soak_long    `make soak` only (VM_BENCH=soak, flagged bench in tests.txt): ours 600 s with a
 #                sample per minute; upstream's run is a 60 s reference (SOAK_UPSTREAM_SECS)
-t soak_short 180 /extra/bin/soak 60 6
+t soak_short 420 /extra/bin/soak 60 6
 if [[ ${BENCH:-} == *soak* ]]; then
-  t soak_long 900 bash -c 'if [ "$RDMACM_VARIANT" = upstream ]; then exec /extra/bin/soak '"${SOAK_UPSTREAM_SECS:-60}"' 6; fi
+  t soak_long 1200 bash -c 'if [ "$RDMACM_VARIANT" = upstream ]; then exec /extra/bin/soak '"${SOAK_UPSTREAM_SECS:-60}"' 6; fi
     exec /extra/bin/soak 600 10'
 fi
