@@ -8,10 +8,12 @@
  *   fault_rsocket [scenario...]
  *
  *   fork           a connected pair (both ends in this process, rxe0 192.0.2.1) exchanges
- *                  data; fork(); the child makes and uses its own connection (reported through
- *                  a pipe, so the transcript's order does not depend on scheduling) while the
- *                  parent keeps transferring on its pair; afterwards the parent's pair still
- *                  works. vm/suite.d/fault.sh runs it without and with RDMAV_FORK_SAFE=1.
+ *                  data; fork(); the child execs this program (own_conn) to make and use its
+ *                  own connection (reported through a pipe, so the transcript's order does not
+ *                  depend on scheduling) while the parent keeps transferring on its pair;
+ *                  afterwards the parent's pair still works. vm/suite.d/fault.sh runs it
+ *                  without and with RDMAV_FORK_SAFE=1.
+ *   fork_noexec    the same with the child using the library it inherited (manual runs only)
  *   memlock0       as nobody with RLIMIT_MEMLOCK 0: rsocket, then rconnect to a listener
  *                  (a root child): the call and errno that fail
  *   memlock64k     the same with a 64 KiB limit (below the default buffers)

@@ -11,6 +11,10 @@
 #   fault_memlock       RLIMIT_MEMLOCK 0 as an unprivileged user: rdma_create_qp and a registration
 #   fault_no_ucm        the basic calls with the rdma_ucm module unloaded (reloaded afterwards):
 #                       upstream's errno (or upstream's on-demand module load)
+#   fault_removal_*     rdma link delete under a live connection with traffic (rstream; rping
+#                       only on demand), below
+#   fault_rsocket_*     ctest/vm/fault_rsocket.c: fork with live rsockets, RLIMIT_MEMLOCK for
+#                       rsocket buffers, signals in a blocking rpoll/rrecv, below
 t --cmp fault_fd 300 /extra/bin/fault_fd
 t --cmp fault_fork 120 /extra/bin/fault_proc fork
 t --cmp fault_fork_safe 120 env RDMAV_FORK_SAFE=1 /extra/bin/fault_proc fork
