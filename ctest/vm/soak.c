@@ -7,8 +7,9 @@
  * Both ends in this process over rxe0 loopback (192.0.2.1). Each cycle:
  *   1. an rdma_cm connection with QPs: synchronous ids (rdma_create_ep with QP attributes; a
  *      server thread in rdma_get_request/rdma_accept), a 4 KiB message each way through
- *      registered buffers (rdma_post_send/recv, completions polled), rdma_disconnect both
- *      ends, deregistration, rdma_destroy_ep;
+ *      registered buffers (rdma_post_send/recv, completions polled), deregistration, and the
+ *      client's rdma_destroy_ep disconnects (the server waits for DISCONNECTED, at most 10 s,
+ *      then destroys its end);
  *   2. an rsocket stream: rconnect to a listener served by a thread, 64 KiB each way,
  *      verified, rclose both ends.
  * SAMPLES times (default 10) at equal intervals it prints the open descriptors (entries of
@@ -107,7 +108,6 @@ static void *cm_server(void *arg)
 			rdma_ack_cm_event(e);
 		else if (!stop)
 			printf("SOAK slow: server saw no DISCONNECTED within 10 s (cycle %ld)\n", cm_done);
-		rdma_disconnect(id);
 		if (smr)
 			rdma_dereg_mr(smr);
 		if (rmr)
@@ -149,15 +149,16 @@ static int cm_cycle(unsigned seed)
 		errno = 0, fail("client compare");
 	else
 		ok = 1;
+	/* no rdma_disconnect: on a synchronous id it waits for the DISCONNECTED event, and under
+	 * TCG the kernel's CM occasionally gets no DREP (seen with both libraries: ETIMEDOUT after
+	 * ~78 s, the DREQ's retries); destroying the connected id disconnects it without waiting */
 	t = now();
-	if (rdma_disconnect(id))
-		printf("SOAK client rdma_disconnect (cycle %u): %s\n", seed, strerrorname_np(errno));
 	if (smr)
 		rdma_dereg_mr(smr);
 	if (rmr)
 		rdma_dereg_mr(rmr);
 	rdma_destroy_ep(id);
-	step("rdma_disconnect+destroy", seed, t);
+	step("rdma_destroy_ep (disconnects)", seed, t);
 	return ok ? 0 : -1;
 }
 
