@@ -401,7 +401,19 @@ pub struct WaitToken {
 pub fn wait(tok: &WaitToken, timeout_ms: c_int) -> Result<bool, Errno> {
     debug_assert_eq!(HELD.with(|c| c.get()), 0, "rsocket: blocking wait with a stream lock held");
     let mut p = [libc::pollfd { fd: tok.fd, events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: tok.wake.fd(), events: libc::POLLIN, revents: 0 }];
-    verbs::poll(&mut p, timeout_ms)?;
+    // Upstream blocks in read(2) here (the CQ or CM channel), which the
+    // kernel restarts after a handler with SA_RESTART: poll(2) never is, so
+    // an unbounded wait restarts itself then (rpoll does not come here: it
+    // returns EINTR, as upstream's poll-based rpoll).
+    loop {
+        match verbs::poll(&mut p, timeout_ms) {
+            Err(Errno::EINTR) if timeout_ms < 0 && crate::sys::unix::handlers_restart() => continue,
+            r => {
+                r?;
+                break;
+            }
+        }
+    }
     // Reset before the caller looks again: a change after this wakes us
     // on the next sleep.
     if p[1].revents != 0 {
