@@ -20,29 +20,7 @@
 # against a DNS server that answers after 500 ms, rstream 64 KiB throughput / 64 B latency,
 # instructions per call under callgrind (library object only, and the whole process).
 
-# A DNS server on 127.0.0.1:53 that answers every query after $1 seconds: A queries for any
-# name with 192.0.2.2, anything else with an empty answer. Touches $2 once it listens.
-BENCH_DNS_PY='
-import socket, struct, sys, threading, time
-delay = float(sys.argv[1])
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("127.0.0.1", 53))
-open(sys.argv[2], "w").close()
-def answer(q, a):
-    time.sleep(delay)
-    i = 12
-    while i < len(q) and q[i]:
-        i += q[i] + 1
-    qtype = struct.unpack(">H", q[i + 1:i + 3])[0]
-    ans = b""
-    if qtype == 1:
-        ans = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + socket.inet_aton("192.0.2.2")
-    s.sendto(q[:2] + struct.pack(">HHHHH", 0x8180, 1, 1 if ans else 0, 0, 0) + q[12:i + 5] + ans, a)
-while True:
-    q, a = s.recvfrom(512)
-    threading.Thread(target=answer, args=(q, a), daemon=True).start()
-'
-export BENCH_DNS_PY
+# The slow DNS server: vm/guest/slow_dns.py (answers after $1 seconds).
 
 # bench_wait_listen PID SECS [TCPPORT]: until an RDMA listen shows up (rdma res in the root
 # namespace lists the ids of every namespace), or with TCPPORT a TCP listen on that port in ns1
@@ -128,7 +106,7 @@ bench_etc(){ # MODE(hosts|dns) CMD...
   unshare -m bash -c 'for f in hosts nsswitch.conf resolv.conf; do mount --bind '$d'/$f /etc/$f || exit 97; done; exec "$@"' bench "$@"
 }
 bench_dns(){ local s r=/tmp/bench-dns.ready i
-  rm -f $r; python3 -c "$BENCH_DNS_PY" 0.5 $r & s=$!
+  rm -f $r; python3 /extra/vm/guest/slow_dns.py 0.5 $r & s=$!
   for i in $(seq 100); do [ -e $r ] && break; kill -0 $s 2>/dev/null || break; sleep 0.1; done
   if [ -e $r ]; then bench_etc dns /extra/bin/bench_resolve dns bench-slow.test 7471 || true
   else bench_fail dns_call_returns_us dns_server_did_not_start; bench_fail dns_event_arrives_us dns_server_did_not_start; fi
