@@ -250,12 +250,19 @@ fn dns(node: Option<&CStr>, service: Option<&CStr>, hints: &Hints) -> Result<Vec
     })
 }
 
+/// The longest host name a resolver can be asked for (`NI_MAXHOST` 1025
+/// with its NUL): a longer `node` fails without a lookup.
+const MAX_NODE_LEN: usize = 1024;
+
 /// Whether translating `node` may ask a resolver (and so may take long):
 /// not with `RAI_NUMERICHOST`, nor for a literal address (libc parses those
-/// without a lookup), nor with malformed hints (their error stays the
-/// call's, as upstream).
+/// without a lookup), nor with malformed hints or a name longer than any
+/// resolver takes (their errors stay the call's, as upstream).
 pub fn needs_name_lookup(node: &CStr, h: &Hints) -> bool {
     if h.bad_src || h.bad_dst || (!h.null && h.flags & RAI_NUMERICHOST != 0) {
+        return false;
+    }
+    if node.to_bytes().len() > MAX_NODE_LEN {
         return false;
     }
     let literal = crate::sys::netdb::GaiHints { flags: libc::AI_NUMERICHOST, ..Default::default() };
@@ -398,6 +405,11 @@ mod tests {
         assert!(!needs_name_lookup(c"some-name", &numeric));
         let bad = Hints { bad_src: true, ..Default::default() };
         assert!(!needs_name_lookup(c"some-name", &bad));
+        // Longer than any resolver takes: fails in the call (the bad-input matrix's 1 MiB node).
+        let long = std::ffi::CString::new(vec![b'a'; MAX_NODE_LEN + 1]).unwrap();
+        assert!(!needs_name_lookup(&long, &h));
+        let fits = std::ffi::CString::new(vec![b'a'; MAX_NODE_LEN]).unwrap();
+        assert!(needs_name_lookup(&fits, &h));
     }
 
     #[test]
