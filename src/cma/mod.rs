@@ -49,7 +49,7 @@ use crate::sys::ucma::{self as proto, Kernel, Ucma};
 use registry::Live;
 use std::ffi::c_void;
 use std::ptr::{self, null_mut};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// One CM instance: a kernel transport, a verbs library and their state.
@@ -150,6 +150,9 @@ pub struct IdPriv {
     pub sync: AtomicBool,
     /// The channel the id reports to (`id.channel` is its address).
     channel: Mutex<Arc<Channel>>,
+    /// Its fd (read by every command without taking the lock; replaced
+    /// together with `channel`).
+    fd: AtomicI32,
     /// The device the id is bound to (reference held), if any.
     dev: Mutex<Option<DevRef>>,
     /// Events acked so far, which destroy and migrate wait on.
@@ -211,8 +214,14 @@ pub struct Got {
     pub id: *mut rdma_cm_id,
 }
 
-fn zeroed_event() -> EventPriv {
-    EventPriv { event: PubEvent::zeroed(), private_data: [0; kabi::RDMA_MAX_PRIVATE_DATA], id_priv: None, mc: None }
+impl EventPriv {
+    /// Back to a new event's state (all zero, no id, no membership).
+    fn reset(&mut self) {
+        self.id_priv = None;
+        self.mc = None;
+        self.event = PubEvent::zeroed();
+        self.private_data = [0; kabi::RDMA_MAX_PRIVATE_DATA];
+    }
 }
 
 /// Socket address sizes by family, as upstream's `ucma_addrlen`
@@ -245,7 +254,7 @@ impl IdPriv {
 
     /// The fd of the id's current channel.
     pub fn fd(&self) -> i32 {
-        self.channel.lock().fd()
+        self.fd.load(Ordering::Acquire)
     }
 
     /// The id's current channel.
@@ -364,10 +373,17 @@ impl Cm {
 
     /// One-time initialisation: ABI version (EPERM outside 3..4), device
     /// list (ENODEV when empty), AF_IB probe.  Retried until it succeeds.
+    #[inline]
     pub fn init(&'static self) -> Result<(), Errno> {
         if self.inited.load(Ordering::Acquire) {
             return Ok(());
         }
+        self.init_slow()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn init_slow(&'static self) -> Result<(), Errno> {
         let _g = self.init_lock.lock();
         if self.inited.load(Ordering::Acquire) {
             return Ok(());
@@ -447,9 +463,13 @@ impl Cm {
     /// Creates an id with an explicit QP type (also used by the endpoint
     /// and connection code).
     pub fn create_id_inner(&'static self, ch: Option<&Arc<Channel>>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<Arc<IdPriv>, Errno> {
+        let opened;
         let (ch, sync) = match ch {
-            Some(c) => (c.clone(), false),
-            None => (self.open_channel()?, true),
+            Some(c) => (c, false),
+            None => {
+                opened = self.open_channel()?;
+                (&opened, true)
+            }
         };
         let p = match self.new_id_priv(ch.clone(), context, ps, qp_type, u32::MAX, sync) {
             Ok(p) => p,
@@ -492,19 +512,7 @@ impl Cm {
 
     /// A new, unregistered id on channel `ch`.
     fn new_id_priv(&'static self, ch: Arc<Channel>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32, sync: bool) -> Result<Arc<IdPriv>, Errno> {
-        public::try_arc_in_place(|| IdPriv {
-            id: PubId::new(context, ps, qp_type, ch.raw()),
-            cm: self,
-            handle: AtomicU32::new(handle),
-            sync: AtomicBool::new(sync),
-            channel: Mutex::new(ch),
-            dev: Mutex::new(None),
-            acks: Acks::default(),
-            conn: Mutex::new(ConnState::default()),
-            mcs: Mutex::new(Vec::new()),
-            ai: Mutex::new(ai::AiSlot::default()),
-            broken: AtomicBool::new(false),
-        })
+        public::try_new_id(self, ch, context, ps, qp_type, handle, sync)
     }
 
     /// Releases what an id holds and unregisters it; the memory goes with
@@ -577,6 +585,7 @@ impl Cm {
         p.acks.wait_with(reported, || {
             p.sync.store(new_sync, Ordering::Release);
             p.id.set_channel(ch.raw());
+            p.fd.store(ch.fd(), Ordering::Release);
             *p.channel.lock() = ch;
         });
         Ok(())
@@ -851,11 +860,17 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
     // kernel hands the event over: out of memory, the call fails with
     // ENOMEM and the event stays queued in the kernel (as upstream, which
     // allocates its event first).
-    let mut evt = alloc::try_box(zeroed_event())?;
+    let mut evt = public::try_new_event()?;
     cm.live.events.reserve_for(&evt.event.0 as *const rdma_cm_event as usize)?;
+    let mut first = true;
     loop {
         cm.ucma.get_event_into(fd, &mut resp)?;
-        *evt = zeroed_event();
+        // A new event is clean; one left by a discarded event is cleared
+        // (upstream clears its event before each read).
+        if !first {
+            evt.reset();
+        }
+        first = false;
         evt.event.0.event = resp.event;
         let mcast = matches!(resp.event, RDMA_CM_EVENT_MULTICAST_JOIN | RDMA_CM_EVENT_MULTICAST_ERROR);
         let mc = if mcast && resp.uid != 0 { cm.reported_mc(resp.uid) } else { None };
