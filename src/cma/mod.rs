@@ -145,16 +145,18 @@ pub struct IdPriv {
     pub cm: &'static Cm,
     /// The kernel's handle for this id.
     handle: AtomicU32,
+    /// The fd of `links.channel` (read by every command without taking
+    /// the lock; replaced together with it).
+    fd: AtomicI32,
     /// Synchronous mode: the id owns a private channel and every operation
     /// waits for its event.
     pub sync: AtomicBool,
-    /// The channel the id reports to (`id.channel` is its address).
-    channel: Mutex<Arc<Channel>>,
-    /// Its fd (read by every command without taking the lock; replaced
-    /// together with `channel`).
-    fd: AtomicI32,
-    /// The device the id is bound to (reference held), if any.
-    dev: Mutex<Option<DevRef>>,
+    /// A call panicked while it held the id ([`Held`]): its state may be
+    /// half-updated, so later calls refuse it (EIO); destroy still frees it.
+    broken: AtomicBool,
+    /// The id's channel and device, under one lock (fields ordered so that
+    /// the small ones share words: memory per id, issue 10).
+    links: Mutex<Links>,
     /// Events acked so far, which destroy and migrate wait on.
     acks: Acks,
     pub conn: Mutex<ConnState>,
@@ -162,9 +164,15 @@ pub struct IdPriv {
     pub mcs: Mutex<Vec<Arc<Mc>>>,
     /// rdma_resolve_addrinfo state (see [`ai`]).
     pub ai: Mutex<ai::AiSlot>,
-    /// A call panicked while it held the id ([`Held`]): its state may be
-    /// half-updated, so later calls refuse it (EIO); destroy still frees it.
-    broken: AtomicBool,
+}
+
+/// What an id reports to and is bound to.
+pub struct Links {
+    /// The channel the id reports to (`id.channel` is its address).
+    channel: Arc<Channel>,
+    /// The device the id is bound to (reference held), if any: shared
+    /// with every id on the device.
+    dev: Option<Arc<DevRef>>,
 }
 
 /// An id held by one call of the C API.  The policy for a panic (always a
@@ -259,12 +267,12 @@ impl IdPriv {
 
     /// The id's current channel.
     pub fn channel(&self) -> Arc<Channel> {
-        self.channel.lock().clone()
+        self.links.lock().channel.clone()
     }
 
     /// The device the id is bound to, if any.
-    pub fn device(&self) -> Option<DevRef> {
-        self.dev.lock().clone()
+    pub fn device(&self) -> Option<Arc<DevRef>> {
+        self.links.lock().dev.clone()
     }
 
     /// Holds the id for one call: EIO if an earlier call panicked while
@@ -525,7 +533,8 @@ impl Cm {
         for mc in &mcs {
             self.live.mcs.remove(Arc::as_ptr(mc) as usize);
         }
-        if let Some(d) = p.dev.lock().take() {
+        let dev = p.links.lock().dev.take();
+        if let Some(d) = dev {
             self.devices.lock().put(&*self.verbs, d.key);
         }
         p.id.free_paths();
@@ -586,7 +595,7 @@ impl Cm {
             p.sync.store(new_sync, Ordering::Release);
             p.id.set_channel(ch.raw());
             p.fd.store(ch.fd(), Ordering::Release);
-            *p.channel.lock() = ch;
+            p.links.lock().channel = ch;
         });
         Ok(())
     }
@@ -684,7 +693,7 @@ impl Cm {
         let d = self.devices.lock().get(&*self.verbs, guid, index)?;
         p.id.set_verbs(d.verbs.0);
         p.id.set_pd(d.pd.0);
-        *p.dev.lock() = Some(d);
+        p.links.lock().dev = Some(d);
         Ok(())
     }
 
@@ -692,7 +701,7 @@ impl Cm {
         let a = self.ucma.query_addr(p.fd(), p.handle())?;
         p.id.set_src(a.src.as_bytes());
         p.id.set_dst(a.dst.as_bytes());
-        if p.dev.lock().is_none() && a.node_guid != 0 {
+        if p.links.lock().dev.is_none() && a.node_guid != 0 {
             self.attach_device(p, a.node_guid, a.ibdev_index)?;
             p.id.set_port_num(a.port_num);
             p.id.set_pkey(a.pkey);
@@ -722,7 +731,7 @@ impl Cm {
         // sockaddr_in6-sized, whatever the family, as upstream copies them.
         p.id.set_src(r.src.as_bytes());
         p.id.set_dst(r.dst.as_bytes());
-        if p.dev.lock().is_none() && r.node_guid != 0 {
+        if p.links.lock().dev.is_none() && r.node_guid != 0 {
             self.attach_device(p, r.node_guid, r.ibdev_index)?;
             p.id.set_port_num(r.port_num);
         }

@@ -84,8 +84,7 @@ pub(super) fn try_new_id(cm: &'static super::Cm, ch: std::sync::Arc<super::Chann
         addr_of_mut!((*p).handle).write(AtomicU32::new(handle));
         addr_of_mut!((*p).sync).write(AtomicBool::new(sync));
         addr_of_mut!((*p).fd).write(AtomicI32::new(ch.fd()));
-        addr_of_mut!((*p).channel).write(Mutex::new(ch));
-        addr_of_mut!((*p).dev).write(Mutex::new(None));
+        addr_of_mut!((*p).links).write(Mutex::new(super::Links { channel: ch, dev: None }));
         addr_of_mut!((*p).acks).write(Acks::default());
         addr_of_mut!((*p).conn).write(Mutex::new(ConnState::default()));
         addr_of_mut!((*p).mcs).write(Mutex::new(Vec::new()));
@@ -99,7 +98,7 @@ pub(super) fn try_new_id(cm: &'static super::Cm, ch: std::sync::Arc<super::Chann
 /// reminder that [`try_new_id`] must initialise it.
 #[allow(dead_code)]
 fn id_fields(p: super::IdPriv) {
-    let super::IdPriv { id: _, cm: _, handle: _, sync: _, channel: _, fd: _, dev: _, acks: _, conn: _, mcs: _, ai: _, broken: _ } = p;
+    let super::IdPriv { id: _, cm: _, handle: _, sync: _, links: _, fd: _, acks: _, conn: _, mcs: _, ai: _, broken: _ } = p;
 }
 
 /// Every field of an event, by name: a new field fails to build here, as
