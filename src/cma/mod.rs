@@ -370,8 +370,10 @@ impl Cm {
 
     /// Registers an id, so that the C boundary and the event loop find it;
     /// ENOMEM when memory is short.
+    #[inline]
     fn register_id(&self, p: &Arc<IdPriv>) -> Result<(), Errno> {
-        self.live.ids.insert(p.clone())
+        // A new id (also an adopted one: a new allocation too).
+        self.live.ids.insert_new(p.clone())
     }
 
     /// Whether the AF_IB-capable command family is in use (after init).
@@ -526,7 +528,10 @@ impl Cm {
     /// Releases what an id holds and unregisters it; the memory goes with
     /// the last `Arc`.
     fn free_id(&self, p: &Arc<IdPriv>) {
-        let mcs: Vec<Arc<Mc>> = std::mem::take(&mut *p.mcs.lock());
+        let mcs: Vec<Arc<Mc>> = {
+            let mut g = p.mcs.lock();
+            if g.is_empty() { Vec::new() } else { std::mem::take(&mut *g) }
+        };
         self.live.ids.remove(p.raw() as usize);
         // Memberships left in place are released with the id, as the
         // kernel drops them too.
@@ -954,7 +959,7 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
         }
         log::debug!(target: "rdmacm", "event {} status {} on id {} (kernel: {} status {})", events::event_name(evt.event.0.event).to_string_lossy(), evt.event.0.status, p.handle(), events::event_name(resp.event).to_string_lossy(), resp.status);
         let got = Got { ptr: &evt.event.0 as *const rdma_cm_event as *mut rdma_cm_event, event: evt.event.0.event, status: evt.event.0.status, id: evt.event.0.id };
-        if let Err(e) = cm.live.events.insert(evt) {
+        if let Err(e) = cm.live.events.insert_new(evt) {
             // The room reserved above was taken by another thread and
             // memory is short: the event cannot be handed out.
             log::debug!(target: "rdmacm", "dropping an event: {e}");
