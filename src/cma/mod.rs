@@ -341,12 +341,14 @@ impl Cm {
     }
 
     /// The live channel of this instance C knows by `p`, or EINVAL.
+    #[inline]
     pub fn channel(&self, p: *const rdma_event_channel) -> Result<Arc<Channel>, Errno> {
         self.live.channels.get(p as usize).ok_or(Errno::EINVAL)
     }
 
     /// The live id of this instance C knows by `p`, or EINVAL.  The clone
     /// keeps the id's memory valid while the caller holds it.
+    #[inline]
     pub fn id(&self, p: *const rdma_cm_id) -> Result<Arc<IdPriv>, Errno> {
         self.live.ids.get(p as usize).ok_or(Errno::EINVAL)
     }
@@ -917,7 +919,6 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
         // waits for every reported event to be acked).
         evt.event.0.id = p.raw();
         evt.event.0.status = resp.status as i32;
-        evt.id_priv = Some(p.clone());
         let ud = p.id.qp_type() == IBV_QPT_UD;
         match resp.event {
             RDMA_CM_EVENT_ADDR_RESOLVED => cm.process_addr_resolved(&p, &mut evt),
@@ -951,19 +952,30 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
                 }
             }
         }
-        if let Some(mc) = mc {
+        // The event holds the id from here on (the connection code reads
+        // it there); `p` borrows it.
+        let step = if let Some(mc) = mc {
             conn::mcast::process_event(&resp, &mut evt, mc, &p);
-        } else if conn::process_event(cm, &resp, &mut evt) == conn::Step::Retry {
+            evt.id_priv = Some(p);
+            conn::Step::Deliver
+        } else {
+            evt.id_priv = Some(p);
+            conn::process_event(cm, &resp, &mut evt)
+        };
+        let p: &IdPriv = evt.id_priv.as_deref().expect("set just above");
+        if step == conn::Step::Retry {
             p.complete_event();
             continue;
         }
         log::debug!(target: "rdmacm", "event {} status {} on id {} (kernel: {} status {})", events::event_name(evt.event.0.event).to_string_lossy(), evt.event.0.status, p.handle(), events::event_name(resp.event).to_string_lossy(), resp.status);
         let got = Got { ptr: &evt.event.0 as *const rdma_cm_event as *mut rdma_cm_event, event: evt.event.0.event, status: evt.event.0.status, id: evt.event.0.id };
-        if let Err(e) = cm.live.events.insert_new(evt) {
+        if let Err((e, evt)) = cm.live.events.try_insert_new(evt) {
             // The room reserved above was taken by another thread and
             // memory is short: the event cannot be handed out.
             log::debug!(target: "rdmacm", "dropping an event: {e}");
-            p.complete_event();
+            if let Some(p) = &evt.id_priv {
+                p.complete_event();
+            }
             return Err(e);
         }
         return Ok(got);

@@ -125,9 +125,13 @@ impl<P: Addressed> Table<P> {
 
     /// Inserts `p`, known to be absent (a new allocation: no live entry
     /// can have its address), without looking for it first.
-    fn insert_new(&mut self, p: P) -> Result<(), Errno> {
+    /// ENOMEM (and `p` handed back, the table unchanged) when the table
+    /// must grow and memory is short.
+    fn insert_new(&mut self, p: P) -> Result<(), (Errno, P)> {
         debug_assert!(self.position(p.addr()).is_none());
-        self.make_room()?;
+        if let Err(e) = self.make_room() {
+            return Err((e, p));
+        }
         self.place(p);
         self.len += 1;
         Ok(())
@@ -208,6 +212,10 @@ impl<P: Addressed> Sharded<P> {
     /// [`insert`](Self::insert) of an object that was just allocated (its
     /// address cannot be in the set: the probe for it is skipped).
     pub fn insert_new(&self, p: P) -> Result<(), Errno> {
+        self.try_insert_new(p).map_err(|(e, _)| e)
+    }
+    /// [`insert_new`](Self::insert_new), handing `p` back on failure.
+    pub fn try_insert_new(&self, p: P) -> Result<(), (Errno, P)> {
         self.shard(p.addr()).lock().insert_new(p)
     }
     /// Makes room for one more object in `addr`'s shard, so that inserting
@@ -229,6 +237,7 @@ impl<P: Addressed> Sharded<P> {
 }
 
 impl<P: Addressed + Clone> Sharded<P> {
+    #[inline]
     pub fn get(&self, addr: usize) -> Option<P> {
         self.shard(addr).lock().get(addr).cloned()
     }
