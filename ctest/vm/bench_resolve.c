@@ -9,6 +9,9 @@
  *   bench_resolve ids N DST                                  N synchronous ids: create +
  *                                                            resolve_addr + destroy, ns/id;
  *                                                            then N alive at once: RSS kB/1000 ids
+ *                                                            and malloc'ed bytes per id (glibc
+ *                                                            mallinfo2: exact, where RSS moves
+ *                                                            by pages)
  *   bench_resolve threads T N DST                            the same loop from T threads
  *                                                            (N ids in all), ns/id (wall)
  *   bench_resolve dns NODE DST_SERVICE                       rdma_resolve_addrinfo of a name:
@@ -31,6 +34,7 @@
 #include <poll.h>
 #include <arpa/inet.h>
 #include <sys/resource.h>
+#include <malloc.h>
 #include <rdma/rdma_cma.h>
 
 #ifndef AF_IB
@@ -225,6 +229,7 @@ static void bench_ids(int n, const char *ip)
 	struct rdma_cm_id **ids = calloc(n, sizeof(*ids));
 	double t0;
 	long r0, r1;
+	size_t h0, h1;
 	int i;
 
 	set_dst(ip);
@@ -243,6 +248,7 @@ static void bench_ids(int n, const char *ip)
 	if (i == n)
 		result("ids_sync_ns_per_id", (now_ns() - t0) / n, "ns/id");
 	r0 = rss_kb();
+	h0 = mallinfo2().uordblks;
 	for (i = 0; i < n; i++)
 		if (id_open(&ids[i])) {
 			char why[64];
@@ -252,8 +258,11 @@ static void bench_ids(int n, const char *ip)
 			break;
 		}
 	r1 = rss_kb();
-	if (i == n)
+	h1 = mallinfo2().uordblks;
+	if (i == n) {
 		result("ids_rss_kb_per_1000", (double)(r1 - r0) * 1000 / n, "kB/1000ids");
+		result("ids_heap_bytes_per_id", ((double)h1 - (double)h0) / n, "B/id");
+	}
 	while (i-- > 0)
 		rdma_destroy_id(ids[i]);
 	free(ids);

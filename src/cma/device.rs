@@ -39,6 +39,9 @@ pub struct CmDevice {
     pub dead: bool,
     /// The XRC domain the connection code opened, closed with the PD.
     pub xrcd: Option<Xrcd>,
+    /// What the ids bound to the device share of it (one allocation per
+    /// device, not ~50 bytes in every id); dropped with the PD.
+    pub shared: Option<std::sync::Arc<DevRef>>,
 }
 
 /// What an id keeps of the device it is bound to (it holds a reference,
@@ -97,6 +100,7 @@ impl Devices {
                     refcnt: 0,
                     dead: false,
                     xrcd: None,
+                    shared: None,
                 }));
             }
         }
@@ -153,7 +157,7 @@ impl Devices {
     /// Finds a live device by GUID and kernel index, resynchronising the
     /// list once if it is unknown (a device added since).  Takes a
     /// reference on success.
-    pub fn get(&mut self, verbs: &dyn Verbs, guid: u64, index: Option<u32>) -> Result<DevRef, Errno> {
+    pub fn get(&mut self, verbs: &dyn Verbs, guid: u64, index: Option<u32>) -> Result<std::sync::Arc<DevRef>, Errno> {
         let find = |s: &Self| s.list.iter().position(|d| !d.dead && Self::matches(d, guid, index));
         let pos = match find(self) {
             Some(p) => Some(p),
@@ -168,20 +172,26 @@ impl Devices {
             if d.pd.0.is_null() {
                 d.pd = CPtr(verbs.alloc_pd(d.verbs.0 as usize)? as *mut ibv_pd);
             }
-            Ok(())
+            match &d.shared {
+                Some(s) if s.verbs == d.verbs && s.pd == d.pd => Ok(s.clone()),
+                _ => {
+                    let s = crate::sys::alloc::try_arc(DevRef {
+                        key: d.dev,
+                        verbs: d.verbs,
+                        pd: d.pd,
+                        link_layers: d.link_layers.clone(),
+                        max_initiator_depth: d.max_initiator_depth,
+                        max_responder_resources: d.max_responder_resources,
+                    })?;
+                    d.shared = Some(s.clone());
+                    Ok(s)
+                }
+            }
         });
-        if let Err(e) = r {
+        if r.is_err() {
             d.refcnt -= 1;
-            return Err(e);
         }
-        Ok(DevRef {
-            key: d.dev,
-            verbs: d.verbs,
-            pd: d.pd,
-            link_layers: d.link_layers.clone(),
-            max_initiator_depth: d.max_initiator_depth,
-            max_responder_resources: d.max_responder_resources,
-        })
+        r
     }
 
     /// The listed device with key `key`.
@@ -195,6 +205,7 @@ impl Devices {
         let Some(d) = self.find_mut(key) else { return };
         d.refcnt = d.refcnt.saturating_sub(1);
         if d.refcnt == 0 {
+            d.shared = None;
             if !d.pd.0.is_null() {
                 verbs.dealloc_pd(d.pd.0 as usize);
                 d.pd = CPtr::default();
@@ -269,6 +280,7 @@ mod tests {
         let a = d.get(&v, 1u64.to_be(), Some(0)).unwrap();
         let b = d.get(&v, 1u64.to_be(), Some(0)).unwrap();
         assert_eq!((a.key, a.pd), (b.key, b.pd));
+        assert!(std::sync::Arc::ptr_eq(&a, &b), "one DevRef per device, shared by its ids");
         assert_eq!(v.pds.lock().len(), 1, "one shared PD");
         // A device that appears later is found by resync.
         v.devs.lock().push(entry(3, 2));
@@ -282,6 +294,15 @@ mod tests {
         assert_eq!(v.pds.lock().len(), 2);
         d.put(&v, b.key);
         assert!(!d.list.iter().any(|x| x.dev == 1));
+        // The last put of a live device drops its PD and the shared part; the
+        // next get builds a new one with the new PD.
+        let c = d.get(&v, 3u64.to_be(), Some(2)).unwrap();
+        d.put(&v, c.key);
+        d.put(&v, c.key);
+        assert!(d.find_mut(c.key).unwrap().shared.is_none());
+        let e = d.get(&v, 3u64.to_be(), Some(2)).unwrap();
+        assert!(!std::sync::Arc::ptr_eq(&c, &e));
+        d.put(&v, e.key);
         assert!(!v.open.lock().contains(&0x1001), "closed");
         // No devices at all.
         v.devs.lock().clear();

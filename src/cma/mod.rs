@@ -49,7 +49,7 @@ use crate::sys::ucma::{self as proto, Kernel, Ucma};
 use registry::Live;
 use std::ffi::c_void;
 use std::ptr::{self, null_mut};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// One CM instance: a kernel transport, a verbs library and their state.
@@ -145,13 +145,18 @@ pub struct IdPriv {
     pub cm: &'static Cm,
     /// The kernel's handle for this id.
     handle: AtomicU32,
+    /// The fd of `links.channel` (read by every command without taking
+    /// the lock; replaced together with it).
+    fd: AtomicI32,
     /// Synchronous mode: the id owns a private channel and every operation
     /// waits for its event.
     pub sync: AtomicBool,
-    /// The channel the id reports to (`id.channel` is its address).
-    channel: Mutex<Arc<Channel>>,
-    /// The device the id is bound to (reference held), if any.
-    dev: Mutex<Option<DevRef>>,
+    /// A call panicked while it held the id ([`Held`]): its state may be
+    /// half-updated, so later calls refuse it (EIO); destroy still frees it.
+    broken: AtomicBool,
+    /// The id's channel and device, under one lock (fields ordered so that
+    /// the small ones share words: memory per id, issue 10).
+    links: Mutex<Links>,
     /// Events acked so far, which destroy and migrate wait on.
     acks: Acks,
     pub conn: Mutex<ConnState>,
@@ -159,9 +164,15 @@ pub struct IdPriv {
     pub mcs: Mutex<Vec<Arc<Mc>>>,
     /// rdma_resolve_addrinfo state (see [`ai`]).
     pub ai: Mutex<ai::AiSlot>,
-    /// A call panicked while it held the id ([`Held`]): its state may be
-    /// half-updated, so later calls refuse it (EIO); destroy still frees it.
-    broken: AtomicBool,
+}
+
+/// What an id reports to and is bound to.
+pub struct Links {
+    /// The channel the id reports to (`id.channel` is its address).
+    channel: Arc<Channel>,
+    /// The device the id is bound to (reference held), if any: shared
+    /// with every id on the device.
+    dev: Option<Arc<DevRef>>,
 }
 
 /// An id held by one call of the C API.  The policy for a panic (always a
@@ -211,8 +222,14 @@ pub struct Got {
     pub id: *mut rdma_cm_id,
 }
 
-fn zeroed_event() -> EventPriv {
-    EventPriv { event: PubEvent::zeroed(), private_data: [0; kabi::RDMA_MAX_PRIVATE_DATA], id_priv: None, mc: None }
+impl EventPriv {
+    /// Back to a new event's state (all zero, no id, no membership).
+    fn reset(&mut self) {
+        self.id_priv = None;
+        self.mc = None;
+        self.event = PubEvent::zeroed();
+        self.private_data = [0; kabi::RDMA_MAX_PRIVATE_DATA];
+    }
 }
 
 /// Socket address sizes by family, as upstream's `ucma_addrlen`
@@ -245,17 +262,17 @@ impl IdPriv {
 
     /// The fd of the id's current channel.
     pub fn fd(&self) -> i32 {
-        self.channel.lock().fd()
+        self.fd.load(Ordering::Acquire)
     }
 
     /// The id's current channel.
     pub fn channel(&self) -> Arc<Channel> {
-        self.channel.lock().clone()
+        self.links.lock().channel.clone()
     }
 
     /// The device the id is bound to, if any.
-    pub fn device(&self) -> Option<DevRef> {
-        self.dev.lock().clone()
+    pub fn device(&self) -> Option<Arc<DevRef>> {
+        self.links.lock().dev.clone()
     }
 
     /// Holds the id for one call: EIO if an earlier call panicked while
@@ -324,12 +341,14 @@ impl Cm {
     }
 
     /// The live channel of this instance C knows by `p`, or EINVAL.
+    #[inline]
     pub fn channel(&self, p: *const rdma_event_channel) -> Result<Arc<Channel>, Errno> {
         self.live.channels.get(p as usize).ok_or(Errno::EINVAL)
     }
 
     /// The live id of this instance C knows by `p`, or EINVAL.  The clone
     /// keeps the id's memory valid while the caller holds it.
+    #[inline]
     pub fn id(&self, p: *const rdma_cm_id) -> Result<Arc<IdPriv>, Errno> {
         self.live.ids.get(p as usize).ok_or(Errno::EINVAL)
     }
@@ -353,8 +372,10 @@ impl Cm {
 
     /// Registers an id, so that the C boundary and the event loop find it;
     /// ENOMEM when memory is short.
+    #[inline]
     fn register_id(&self, p: &Arc<IdPriv>) -> Result<(), Errno> {
-        self.live.ids.insert(p.clone())
+        // A new id (also an adopted one: a new allocation too).
+        self.live.ids.insert_new(p.clone())
     }
 
     /// Whether the AF_IB-capable command family is in use (after init).
@@ -364,10 +385,17 @@ impl Cm {
 
     /// One-time initialisation: ABI version (EPERM outside 3..4), device
     /// list (ENODEV when empty), AF_IB probe.  Retried until it succeeds.
+    #[inline]
     pub fn init(&'static self) -> Result<(), Errno> {
         if self.inited.load(Ordering::Acquire) {
             return Ok(());
         }
+        self.init_slow()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn init_slow(&'static self) -> Result<(), Errno> {
         let _g = self.init_lock.lock();
         if self.inited.load(Ordering::Acquire) {
             return Ok(());
@@ -447,9 +475,13 @@ impl Cm {
     /// Creates an id with an explicit QP type (also used by the endpoint
     /// and connection code).
     pub fn create_id_inner(&'static self, ch: Option<&Arc<Channel>>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<Arc<IdPriv>, Errno> {
+        let opened;
         let (ch, sync) = match ch {
-            Some(c) => (c.clone(), false),
-            None => (self.open_channel()?, true),
+            Some(c) => (c, false),
+            None => {
+                opened = self.open_channel()?;
+                (&opened, true)
+            }
         };
         let p = match self.new_id_priv(ch.clone(), context, ps, qp_type, u32::MAX, sync) {
             Ok(p) => p,
@@ -492,32 +524,24 @@ impl Cm {
 
     /// A new, unregistered id on channel `ch`.
     fn new_id_priv(&'static self, ch: Arc<Channel>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32, sync: bool) -> Result<Arc<IdPriv>, Errno> {
-        public::try_arc_in_place(|| IdPriv {
-            id: PubId::new(context, ps, qp_type, ch.raw()),
-            cm: self,
-            handle: AtomicU32::new(handle),
-            sync: AtomicBool::new(sync),
-            channel: Mutex::new(ch),
-            dev: Mutex::new(None),
-            acks: Acks::default(),
-            conn: Mutex::new(ConnState::default()),
-            mcs: Mutex::new(Vec::new()),
-            ai: Mutex::new(ai::AiSlot::default()),
-            broken: AtomicBool::new(false),
-        })
+        public::try_new_id(self, ch, context, ps, qp_type, handle, sync)
     }
 
     /// Releases what an id holds and unregisters it; the memory goes with
     /// the last `Arc`.
     fn free_id(&self, p: &Arc<IdPriv>) {
-        let mcs: Vec<Arc<Mc>> = std::mem::take(&mut *p.mcs.lock());
+        let mcs: Vec<Arc<Mc>> = {
+            let mut g = p.mcs.lock();
+            if g.is_empty() { Vec::new() } else { std::mem::take(&mut *g) }
+        };
         self.live.ids.remove(p.raw() as usize);
         // Memberships left in place are released with the id, as the
         // kernel drops them too.
         for mc in &mcs {
             self.live.mcs.remove(Arc::as_ptr(mc) as usize);
         }
-        if let Some(d) = p.dev.lock().take() {
+        let dev = p.links.lock().dev.take();
+        if let Some(d) = dev {
             self.devices.lock().put(&*self.verbs, d.key);
         }
         p.id.free_paths();
@@ -577,7 +601,8 @@ impl Cm {
         p.acks.wait_with(reported, || {
             p.sync.store(new_sync, Ordering::Release);
             p.id.set_channel(ch.raw());
-            *p.channel.lock() = ch;
+            p.fd.store(ch.fd(), Ordering::Release);
+            p.links.lock().channel = ch;
         });
         Ok(())
     }
@@ -675,7 +700,7 @@ impl Cm {
         let d = self.devices.lock().get(&*self.verbs, guid, index)?;
         p.id.set_verbs(d.verbs.0);
         p.id.set_pd(d.pd.0);
-        *p.dev.lock() = Some(d);
+        p.links.lock().dev = Some(d);
         Ok(())
     }
 
@@ -683,7 +708,7 @@ impl Cm {
         let a = self.ucma.query_addr(p.fd(), p.handle())?;
         p.id.set_src(a.src.as_bytes());
         p.id.set_dst(a.dst.as_bytes());
-        if p.dev.lock().is_none() && a.node_guid != 0 {
+        if p.links.lock().dev.is_none() && a.node_guid != 0 {
             self.attach_device(p, a.node_guid, a.ibdev_index)?;
             p.id.set_port_num(a.port_num);
             p.id.set_pkey(a.pkey);
@@ -713,7 +738,7 @@ impl Cm {
         // sockaddr_in6-sized, whatever the family, as upstream copies them.
         p.id.set_src(r.src.as_bytes());
         p.id.set_dst(r.dst.as_bytes());
-        if p.dev.lock().is_none() && r.node_guid != 0 {
+        if p.links.lock().dev.is_none() && r.node_guid != 0 {
             self.attach_device(p, r.node_guid, r.ibdev_index)?;
             p.id.set_port_num(r.port_num);
         }
@@ -851,11 +876,17 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
     // kernel hands the event over: out of memory, the call fails with
     // ENOMEM and the event stays queued in the kernel (as upstream, which
     // allocates its event first).
-    let mut evt = alloc::try_box(zeroed_event())?;
+    let mut evt = public::try_new_event()?;
     cm.live.events.reserve_for(&evt.event.0 as *const rdma_cm_event as usize)?;
+    let mut first = true;
     loop {
         cm.ucma.get_event_into(fd, &mut resp)?;
-        *evt = zeroed_event();
+        // A new event is clean; one left by a discarded event is cleared
+        // (upstream clears its event before each read).
+        if !first {
+            evt.reset();
+        }
+        first = false;
         evt.event.0.event = resp.event;
         let mcast = matches!(resp.event, RDMA_CM_EVENT_MULTICAST_JOIN | RDMA_CM_EVENT_MULTICAST_ERROR);
         let mc = if mcast && resp.uid != 0 { cm.reported_mc(resp.uid) } else { None };
@@ -888,7 +919,6 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
         // waits for every reported event to be acked).
         evt.event.0.id = p.raw();
         evt.event.0.status = resp.status as i32;
-        evt.id_priv = Some(p.clone());
         let ud = p.id.qp_type() == IBV_QPT_UD;
         match resp.event {
             RDMA_CM_EVENT_ADDR_RESOLVED => cm.process_addr_resolved(&p, &mut evt),
@@ -922,19 +952,30 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
                 }
             }
         }
-        if let Some(mc) = mc {
+        // The event holds the id from here on (the connection code reads
+        // it there); `p` borrows it.
+        let step = if let Some(mc) = mc {
             conn::mcast::process_event(&resp, &mut evt, mc, &p);
-        } else if conn::process_event(cm, &resp, &mut evt) == conn::Step::Retry {
+            evt.id_priv = Some(p);
+            conn::Step::Deliver
+        } else {
+            evt.id_priv = Some(p);
+            conn::process_event(cm, &resp, &mut evt)
+        };
+        let p: &IdPriv = evt.id_priv.as_deref().expect("set just above");
+        if step == conn::Step::Retry {
             p.complete_event();
             continue;
         }
         log::debug!(target: "rdmacm", "event {} status {} on id {} (kernel: {} status {})", events::event_name(evt.event.0.event).to_string_lossy(), evt.event.0.status, p.handle(), events::event_name(resp.event).to_string_lossy(), resp.status);
         let got = Got { ptr: &evt.event.0 as *const rdma_cm_event as *mut rdma_cm_event, event: evt.event.0.event, status: evt.event.0.status, id: evt.event.0.id };
-        if let Err(e) = cm.live.events.insert(evt) {
+        if let Err((e, evt)) = cm.live.events.try_insert_new(evt) {
             // The room reserved above was taken by another thread and
             // memory is short: the event cannot be handed out.
             log::debug!(target: "rdmacm", "dropping an event: {e}");
-            p.complete_event();
+            if let Some(p) = &evt.id_priv {
+                p.complete_event();
+            }
             return Err(e);
         }
         return Ok(got);

@@ -123,6 +123,20 @@ impl<P: Addressed> Table<P> {
         Ok(())
     }
 
+    /// Inserts `p`, known to be absent (a new allocation: no live entry
+    /// can have its address), without looking for it first.
+    /// ENOMEM (and `p` handed back, the table unchanged) when the table
+    /// must grow and memory is short.
+    fn insert_new(&mut self, p: P) -> Result<(), (Errno, P)> {
+        debug_assert!(self.position(p.addr()).is_none());
+        if let Err(e) = self.make_room() {
+            return Err((e, p));
+        }
+        self.place(p);
+        self.len += 1;
+        Ok(())
+    }
+
     /// Grows the table if one more entry would make it more than 3/4 full.
     fn make_room(&mut self) -> Result<(), Errno> {
         if (self.len + 1) * 4 > self.slots.len() * 3 {
@@ -195,6 +209,15 @@ impl<P: Addressed> Sharded<P> {
     pub fn insert(&self, p: P) -> Result<(), Errno> {
         self.shard(p.addr()).lock().insert(p)
     }
+    /// [`insert`](Self::insert) of an object that was just allocated (its
+    /// address cannot be in the set: the probe for it is skipped).
+    pub fn insert_new(&self, p: P) -> Result<(), Errno> {
+        self.try_insert_new(p).map_err(|(e, _)| e)
+    }
+    /// [`insert_new`](Self::insert_new), handing `p` back on failure.
+    pub fn try_insert_new(&self, p: P) -> Result<(), (Errno, P)> {
+        self.shard(p.addr()).lock().insert_new(p)
+    }
     /// Makes room for one more object in `addr`'s shard, so that inserting
     /// it later is unlikely to need memory (another thread may take the
     /// room meanwhile; [`insert`](Self::insert) still checks).
@@ -214,6 +237,7 @@ impl<P: Addressed> Sharded<P> {
 }
 
 impl<P: Addressed + Clone> Sharded<P> {
+    #[inline]
     pub fn get(&self, addr: usize) -> Option<P> {
         self.shard(addr).lock().get(addr).cloned()
     }
@@ -269,6 +293,11 @@ mod tests {
         assert_eq!(m.remove(k).map(|v| *v), Some(1));
         assert!(m.remove(k).is_none());
         assert_eq!(Arc::strong_count(&a), 1);
+        // insert_new: a new object, found like any other
+        let b = Arc::new(2u32);
+        m.insert_new(b.clone()).unwrap();
+        assert_eq!(m.get(b.addr()).as_deref(), Some(&2));
+        assert_eq!(m.remove(b.addr()).map(|v| *v), Some(2));
     }
 
     /// Many entries in one table, removed in an order unlike the insertion

@@ -358,6 +358,7 @@ fn migrate_between_sync_and_async() {
         cm.migrate_id(&p, Some(&ch)).unwrap();
         assert!(!p.sync.load(Ordering::SeqCst));
         assert_eq!((*p.raw()).channel, ch.raw());
+        assert_eq!(p.fd(), ch.fd(), "commands go to the new channel's fd");
         assert!((*p.raw()).event.is_null(), "parked event acked");
         cm.migrate_id(&p, None).unwrap();
         assert!(p.sync.load(Ordering::SeqCst));
@@ -477,9 +478,20 @@ fn uid0_events_find_the_id_by_handle() {
     u.push_uid0(h, 9999, RDMA_CM_EVENT_ESTABLISHED);
     let got = get_event(&ch).unwrap();
     assert_eq!((got.id, got.event), (q.raw(), RDMA_CM_EVENT_ESTABLISHED));
+    // SAFETY: an unacked event of this CM.
+    let (listen_id, pd) = unsafe { ((*got.ptr).listen_id, (*got.ptr).param.conn.private_data) };
+    assert!(listen_id.is_null() && pd.is_null(), "an event starts all zero");
     assert!(ack_event(cm, got.ptr));
     // the one for an unknown handle is discarded: nothing left
     assert_eq!(get_event(&ch).unwrap_err(), Errno::EAGAIN);
+    // An event delivered on the first read (no discarded one before it)
+    // starts all zero too.
+    u.push(q.handle(), RDMA_CM_EVENT_ESTABLISHED, 0);
+    let got = get_event(&ch).unwrap();
+    // SAFETY: as above.
+    let (listen_id, pd) = unsafe { ((*got.ptr).listen_id, (*got.ptr).param.conn.private_data) };
+    assert!(listen_id.is_null() && pd.is_null(), "a new event starts all zero");
+    assert!(ack_event(cm, got.ptr));
     cm.destroy_id(&q).unwrap();
     cm.destroy_id(&p).unwrap();
     cm.destroy_channel(&ch);

@@ -180,6 +180,26 @@ pub fn try_box<T>(v: T) -> Result<Box<T>, Errno> {
     reserved(Layout::new::<T>(), move || Box::new(v))
 }
 
+/// An uninitialised `Box<T>`, ENOMEM instead of an abort when memory is
+/// short.  Cheaper than [`try_box`] (no parked block: the global allocator
+/// is asked directly, and a null answer is ours to report) and the value
+/// can be built in place, field by field, with no copy of a large struct.
+pub fn try_box_uninit<T>() -> Result<Box<std::mem::MaybeUninit<T>>, Errno> {
+    let l = Layout::new::<T>();
+    if l.size() == 0 {
+        return Ok(Box::new_uninit());
+    }
+    // SAFETY: the size is not zero.
+    let p = unsafe { std::alloc::alloc(l) } as *mut std::mem::MaybeUninit<T>;
+    if p.is_null() {
+        return Err(Errno::ENOMEM);
+    }
+    // SAFETY: p came from the global allocator with the layout of T (and
+    // so of MaybeUninit<T>), as Box requires; MaybeUninit needs no
+    // initialisation.
+    Ok(unsafe { Box::from_raw(p) })
+}
+
 /// `v.push(x)`, ENOMEM instead of an abort when memory is short.
 pub fn try_push<T>(v: &mut Vec<T>, x: T) -> Result<(), Errno> {
     v.try_reserve(1).map_err(|_| Errno::ENOMEM)?;

@@ -153,7 +153,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   # every case this mode runs must have printed a number (a program that died before printing
   # anything leaves no FAIL line behind)
   local want="gai_numeric_v4 gai_numeric_v6 gai_numeric_ib gai_passive gai_hosts_name gai_first_call
-    ids_sync_ns_per_id ids_rss_kb_per_1000 dns_call_returns_us dns_event_arrives_us rstream_64b_lat_us" c n t s rc=0
+    ids_sync_ns_per_id ids_rss_kb_per_1000 ids_heap_bytes_per_id dns_call_returns_us dns_event_arrives_us rstream_64b_lat_us" c n t s rc=0
   [ -z "$rs_s" ] || want+=" rstream_64k_xfer_us"
   for t in $([ "$mode" = short ] && echo 1 8 || echo 1 2 4 8); do want+=" ids_threads_${t}_ns_per_id"; done
   for c in $cgc; do want+=" cg_${c}_lib cg_${c}_total"; done

@@ -444,7 +444,17 @@ fn copy_conn_param(evt: &mut EventPriv, src: &kabi::ConnParam) {
 /// The library's part of connection events, after the core decoded the
 /// event and copied its parameters by the id's QP type (`evt.id_priv` is
 /// the id the kernel reported: the listener for a connection request).
+#[inline]
 pub fn process_event(cm: &'static Cm, resp: &kabi::EventResp, evt: &mut EventPriv) -> Step {
+    // Only these events have a part here (the others, user events say,
+    // cost a comparison, not a call).
+    if !matches!(resp.event, RDMA_CM_EVENT_CONNECT_REQUEST | RDMA_CM_EVENT_CONNECT_RESPONSE | RDMA_CM_EVENT_REJECTED | RDMA_CM_EVENT_DISCONNECTED) {
+        return Step::Deliver;
+    }
+    process_conn_event(cm, resp, evt)
+}
+
+fn process_conn_event(cm: &'static Cm, resp: &kabi::EventResp, evt: &mut EventPriv) -> Step {
     let Some(p) = evt.id_priv.clone() else { return Step::Deliver };
     match resp.event {
         RDMA_CM_EVENT_CONNECT_REQUEST => match process_conn_req(cm, &p, resp.id, resp.ece, evt) {
