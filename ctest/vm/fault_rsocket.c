@@ -13,7 +13,9 @@
  *                  depend on scheduling) while the parent keeps transferring on its pair;
  *                  afterwards the parent's pair still works. vm/suite.d/fault.sh runs it
  *                  without and with RDMAV_FORK_SAFE=1.
- *   fork_noexec    the same with the child using the library it inherited (manual runs only)
+ *   fork_noexec    the same with the child using the library it inherited (vm/suite.d/fault.sh:
+ *                  ours must pass, upstream's outcome is only printed; the child's lines reach
+ *                  the parent line by line, so a child that hangs still shows how far it got)
  *   memlock0       as nobody with RLIMIT_MEMLOCK 0: rsocket, then rconnect to a listener
  *                  (a root child): the call and errno that fail
  *   memlock64k     the same with a 64 KiB limit (below the default buffers)
@@ -21,6 +23,9 @@
  *   rpoll_restart  300 ms after the signal; without / with SA_RESTART: EINTR or the data
  *   rrecv_eintr    the same with a blocking rrecv
  *   rrecv_restart
+ *
+ * FAULT_RS_TRACE=1 in the environment prints each connection step and transfer call, with
+ * the process id, on stderr (for diagnosing a hang).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -79,21 +84,27 @@ static void *acceptor(void *arg)
 }
 /* a connected pair over rxe0 loopback: *c the connecting end, *s the accepted one.
  * Returns NULL or the name of the step that failed (errno set). */
+#define TR(...) do { if (getenv("FAULT_RS_TRACE")) fprintf(stderr, "[%d] " __VA_ARGS__); } while (0)
 static const char *conn_pair(int port, int *c, int *s)
 {
 	struct acc a = { .fd = -1 };
+	TR("conn_pair %d\n", getpid(), port);
 	pthread_t t;
 	struct sockaddr_in d = sa4(port);
 	if ((a.l = listener(port)) < 0)
 		return "listen";
+	TR("listening\n", getpid());
 	pthread_create(&t, NULL, acceptor, &a);
 	*c = rsocket(AF_INET, SOCK_STREAM, 0);
 	int r = *c < 0 ? -1 : rconnect(*c, SA(d), sizeof d);
 	int e = errno;
+	TR("rconnect %d\n", getpid(), r);
 	if (r) /* wake the acceptor */
 		rshutdown(a.l, SHUT_RDWR);
 	pthread_join(t, NULL);
+	TR("joined, accepted %d\n", getpid(), a.fd);
 	rclose(a.l);
+	TR("listener closed\n", getpid());
 	if (*c < 0 || r) {
 		if (*c >= 0)
 			rclose(*c);
@@ -118,10 +129,12 @@ static const char *xfer(int a, int b, size_t n, unsigned seed)
 		out[i] = (char)(seed * 31 + i * 7);
 	for (size_t off = 0; off < n;) {
 		ssize_t w = rsend(a, out + off, n - off, 0);
+		TR("rsend %zd %s\n", getpid(), w, w < 0 ? strerror(errno) : "");
 		if (w <= 0)
 			return "rsend";
 		for (size_t got = 0; got < (size_t)w;) {
 			ssize_t r = rrecv(b, in + off + got, (size_t)w - got, 0);
+			TR("rrecv %zd\n", getpid(), r);
 			if (r <= 0) {
 				if (r == 0)
 					errno = 0;
@@ -159,10 +172,11 @@ static void own_conn(FILE *o)
 }
 static void own_conn_stdout(void) { own_conn(stdout); }
 /* do_exec: the child execs this program (scenario own_conn) for its connection, the usual
- * fork+exec; without it the child uses the library it inherited (fork_noexec: observed on
- * kernel 7.2 / rdma-core 65 that upstream's parent is killed by SIGSEGV in most runs, with
- * and without RDMAV_FORK_SAFE, and ours' child hangs: the service thread that accepts for
- * rsockets does not exist in the child. Not in the suite; README, Faults.) */
+ * fork+exec; without it the child uses the library it inherited (fork_noexec: on kernel 7.2 /
+ * rdma-core 65 upstream's scenario process is killed by SIGSEGV in most runs, with and without
+ * RDMAV_FORK_SAFE; with ours the child connects, then its first rsend fails with EACCES and
+ * its rclose hangs: the child reuses the parent's verbs context, whose uverbs descriptor the
+ * kernel refuses write(2) commands on from another process's credentials. README, Faults.) */
 static void rs_fork_impl(int do_exec)
 {
 	int c, s;
@@ -188,6 +202,7 @@ static void rs_fork_impl(int do_exec)
 			_exit(127);
 		}
 		FILE *o = fdopen(pfd[1], "w");
+		setvbuf(o, NULL, _IOLBF, 0); /* each line reaches the parent even if the child hangs */
 		own_conn(o);
 		fclose(o);
 		_exit(0);
