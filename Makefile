@@ -156,15 +156,16 @@ ctest-valgrind: lib $(B)/ctest/harness-ours
 check-gai: lib
 	ctest/gai-corpus-host.sh --asan --valgrind
 
-# Bounded fuzz run of rdma_getaddrinfo and the ibacm answer parser.
+# Bounded fuzz run of every target in fuzz/ (the time is shared; README: Fuzzing).
 FUZZ_SECONDS ?= 60
 fuzz-smoke:
 	ctest/fuzz-smoke.sh $(FUZZ_SECONDS)
 
 # The long fuzz run: FUZZ_TIME seconds per target (README: Fuzzing).
 FUZZ_TIME ?= 600
+FUZZ_TARGETS ?= rdma_getaddrinfo acm_response gid_reachable events rsocket_wire af_ib_hdr
 fuzz:
-	ctest/fuzz-smoke.sh $$(( $(FUZZ_TIME) * 4 ))
+	FUZZ_TARGETS="$(FUZZ_TARGETS)" nice -n 19 ctest/fuzz-smoke.sh $$(( $(FUZZ_TIME) * $(words $(FUZZ_TARGETS)) ))
 
 # A setuid-root program run by nobody with RDMACM_RS_LOG/_FILE set creates
 # no log file (secure_getenv; issue 12); ours and upstream's.

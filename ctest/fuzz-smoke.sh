@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # fuzz-smoke.sh - bounded fuzz run of rdma_getaddrinfo, the ibacm answer parser, ibv_gid_reachable's
-# decision logic and the CM's decoding of kernel events (fuzz/).
+# decision logic, the CM's decoding of kernel events, the rsocket stream protocol against a hostile
+# peer and the AF_IB connect header (fuzz/).
 #
 #   ctest/fuzz-smoke.sh [SECONDS]      (default 60; split between the targets)
 #
@@ -13,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 SECS=${1:-60}
 # the targets share the time (FUZZ_TARGETS overrides the list)
-TARGETS=${FUZZ_TARGETS:-rdma_getaddrinfo acm_response gid_reachable events}
+TARGETS=${FUZZ_TARGETS:-rdma_getaddrinfo acm_response gid_reachable events rsocket_wire af_ib_hdr}
 NT=$(echo $TARGETS | wc -w)
 HALF=$(( SECS / NT > 0 ? SECS / NT : 1 ))
 say(){ echo "[fuzz-smoke] $*"; }

@@ -13,6 +13,9 @@ use rdmacm::capi::addrinfo::{free_list, rdma_freeaddrinfo, rdma_getaddrinfo, to_
 use rdmacm::abi::cma::*;
 use std::ffi::{c_int, CString};
 
+pub mod af_ib_hdr;
+pub mod rsocket_wire;
+
 struct Reader<'a>(&'a [u8]);
 
 impl Reader<'_> {

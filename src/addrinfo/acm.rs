@@ -25,7 +25,7 @@
 
 #![deny(unsafe_code)]
 
-use crate::addrinfo::{sid_for, Hints, Rai, SockAddr, IB_CONNECT_HDR_LEN, RAI_ROUTEONLY};
+use crate::addrinfo::{ib_hdr, sid_for, Hints, Rai, SockAddr, RAI_ROUTEONLY};
 use crate::abi::cma::*;
 use crate::sys::unix as sys;
 use libc::{AF_INET, AF_INET6};
@@ -200,23 +200,18 @@ pub fn save_response(rai: &mut Rai, resp: &[u8]) {
 }
 
 /// The `ib_connect_hdr` carrying the IP addresses (none for AF_IB).
-fn connect_hdr(rai: &Rai) -> Option<Vec<u8>> {
+pub fn connect_hdr(rai: &Rai) -> Option<Vec<u8>> {
     if rai.family == AF_IB {
         return None;
     }
-    let mut hdr = vec![0u8; IB_CONNECT_HDR_LEN];
     let src = bytes(&rai.src);
     let dst = bytes(&rai.dst);
-    if rai.family == AF_INET {
-        hdr[1] = 4 << 4;
-        hdr[16..20].copy_from_slice(&bytes_at::<4>(src, 4));
-        hdr[32..36].copy_from_slice(&bytes_at::<4>(dst, 4));
+    let ips = if rai.family == AF_INET {
+        ib_hdr::Ips::V4 { src: bytes_at::<4>(src, 4), dst: bytes_at::<4>(dst, 4) }
     } else {
-        hdr[1] = 6 << 4;
-        hdr[4..20].copy_from_slice(&bytes_at::<16>(src, 8));
-        hdr[20..36].copy_from_slice(&bytes_at::<16>(dst, 8));
-    }
-    Some(hdr)
+        ib_hdr::Ips::V6 { src: bytes_at::<16>(src, 8), dst: bytes_at::<16>(dst, 8) }
+    };
+    Some(ib_hdr::build(&ips).to_vec())
 }
 
 /// The AF_IB entry built from the first path of `rai`'s route.

@@ -24,6 +24,7 @@
 #![deny(unsafe_code)]
 
 pub mod acm;
+pub mod ib_hdr;
 pub mod numeric;
 use crate::abi::cma::*;
 pub use crate::abi::sockaddr::SockAddr;
@@ -40,7 +41,7 @@ pub const RAI_ROUTEONLY: c_int = 0x0100_0000;
 
 /// Size of `struct ib_connect_hdr` (cma.h): version, ip version, port, two
 /// 16-byte addresses.
-pub const IB_CONNECT_HDR_LEN: usize = 36;
+pub const IB_CONNECT_HDR_LEN: usize = ib_hdr::LEN;
 
 /// Why rdma_getaddrinfo failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -62,6 +62,7 @@ pub mod dgram;
 pub mod epoll;
 mod svc;
 pub mod verbs;
+pub mod wire;
 
 use crate::cma::api::{CmId, ConnParam, QpCaps};
 use nix::errno::Errno;
@@ -72,6 +73,8 @@ use std::time::{Duration, Instant};
 use std::ffi::c_int;
 use std::sync::Arc;
 use verbs::{Data, Qp, RegBuf, Sge, UserBuf, UserMr, Wake};
+use wire::{msg_data, msg_op, msg_set, scale_to_value, value_to_scale, Msg, RsSge, Rx};
+use wire::{CONN_DATA_LEN, IOMAP_ENTRY_SIZE, OP_CTRL, OP_DATA, OP_IOMAP_SGL, OP_SGL, OP_WRITE, RS_SGL_SIZE};
 
 const RS_OLAP_START_SIZE: u32 = 2048;
 const RS_MAX_TRANSFER: u32 = 65536;
@@ -79,29 +82,18 @@ pub(crate) const RS_SNDLOWAT: u32 = 2048;
 const RS_QP_MIN_SIZE: u32 = 16;
 const RS_QP_MAX_SIZE: u32 = 0xFFFE;
 const RS_QP_CTRL_SIZE: u32 = 4;
-const RS_SGL_SIZE: u32 = 2;
 const RS_MAX_CTRL_MSG: u32 = 16;
 const RS_MSG_SIZE: u32 = 4;
 /// Address and route resolution are tried 7 times, waiting 1, 2, 4 ... 64 s
 /// (upstream's schedule: about two minutes in all).
 const RS_CONN_RETRIES: u32 = 6;
-const CONN_DATA_LEN: usize = 40;
-const IOMAP_ENTRY_SIZE: u32 = 24;
 
-const OP_DATA: u32 = 0;
-const OP_WRITE: u32 = 2;
-const OP_SGL: u32 = 4;
-const OP_IOMAP_SGL: u32 = 6;
-const OP_CTRL: u32 = 7;
 const CTRL_DISCONNECT: u32 = 0;
 const CTRL_KEEPALIVE: u32 = 1;
 const CTRL_SHUTDOWN: u32 = 2;
 
 const WR_RECV: u64 = 1 << 63;
 const WR_MSG_SEND: u64 = 1 << 62;
-
-const CONN_FLAG_NET: u8 = 1;
-const CONN_FLAG_IOMAP: u8 = 2;
 
 const OPT_SWAP_SGL: u32 = 1;
 const OPT_MSG_SEND: u32 = 2;
@@ -134,48 +126,6 @@ const ST_CONNECT_ERROR: u32 = 0x800;
 const ST_DISCONNECTED: u32 = 0x1000;
 const ST_ERROR: u32 = 0x2000;
 
-#[inline]
-fn msg_set(op: u32, data: u32) -> u32 {
-    (op << 29) | (data & 0x1FFF_FFFF)
-}
-#[inline]
-fn msg_op(m: u32) -> u32 {
-    m >> 29
-}
-#[inline]
-fn msg_data(m: u32) -> u32 {
-    m & 0x1FFF_FFFF
-}
-
-/// An entry of a descriptor table the peer writes into: `struct rs_sge`
-/// (16 bytes: addr, key, length, native byte order unless swapped).
-#[derive(Clone, Copy, Default, Debug)]
-struct RsSge {
-    addr: u64,
-    key: u32,
-    length: u32,
-}
-
-impl RsSge {
-    fn bytes(&self) -> [u8; 16] {
-        let mut b = [0u8; 16];
-        b[0..8].copy_from_slice(&self.addr.to_ne_bytes());
-        b[8..12].copy_from_slice(&self.key.to_ne_bytes());
-        b[12..16].copy_from_slice(&self.length.to_ne_bytes());
-        b
-    }
-
-    fn read(buf: &RegBuf, off: usize) -> RsSge {
-        RsSge { addr: buf.read_u64(off), key: buf.read_u32(off + 8), length: buf.read_u32(off + 12) }
-    }
-
-    fn write(&self, buf: &RegBuf, off: usize) {
-        buf.write_u64(off, self.addr);
-        buf.write_u32(off + 8, self.key);
-        buf.write_u32(off + 12, self.length);
-    }
-}
-
 /// The QP and registered buffers of a connected stream.
 struct Ep {
     /// Dropped first (fields drop in order): it acks the CQ events.
@@ -183,7 +133,6 @@ struct Ep {
     sbuf: RegBuf,
     target: RegBuf,
     rbuf: RegBuf,
-    rmsg: Vec<(u32, u32)>,
 }
 
 /// One stream rsocket.
@@ -242,7 +191,6 @@ pub struct Stream {
     ctrl_max_seqno: u32,
     sseq_no: u16,
     sseq_comp: u16,
-    rseq_no: u16,
     rseq_comp: u16,
 
     remote_sge: u32,
@@ -250,11 +198,9 @@ pub struct Stream {
     target_sge: usize,
 
     rbuf_msg_index: u32,
-    rbuf_bytes_avail: u32,
-    rbuf_free_offset: u32,
-    rbuf_offset: u32,
-    rmsg_head: usize,
-    rmsg_tail: usize,
+    /// The receive side: received messages and the receive buffer's
+    /// position (the decisions are in [`wire`]).
+    rx: Rx,
 
     sbuf_bytes_avail: u32,
     ssgl0_off: u32,
@@ -504,17 +450,12 @@ impl Stream {
             ctrl_max_seqno: RS_QP_CTRL_SIZE,
             sseq_no: 0,
             sseq_comp: 0,
-            rseq_no: 0,
             rseq_comp: 0,
             remote_sge: 0,
             remote_sgl: RsSge::default(),
             target_sge: 0,
             rbuf_msg_index: 0,
-            rbuf_bytes_avail: 0,
-            rbuf_free_offset: 0,
-            rbuf_offset: 0,
-            rmsg_head: 0,
-            rmsg_tail: 0,
+            rx: Rx::default(),
             sbuf_bytes_avail: 0,
             ssgl0_off: 0,
             sqe_avail: 0,
@@ -580,7 +521,10 @@ impl Stream {
     }
 
     fn target_set(&self, i: usize, v: RsSge) {
-        v.write(&self.ep().target, i * 16)
+        let t = &self.ep().target;
+        t.write_u64(i * 16, v.addr);
+        t.write_u32(i * 16 + 8, v.key);
+        t.write_u32(i * 16 + 12, v.length);
     }
 
     // ---- endpoint -------------------------------------------------------------------
@@ -613,17 +557,16 @@ impl Stream {
             sbuf_total += RS_MAX_CTRL_MSG * RS_QP_CTRL_SIZE;
         }
         let sbuf = qp.reg_buf(sbuf_total as usize, false)?;
-        let target = qp.reg_buf((16 * RS_SGL_SIZE + IOMAP_ENTRY_SIZE * self.target_iomap_size) as usize, true)?;
+        let target = qp.reg_buf(wire::target_table_len(self.target_iomap_size), true)?;
         let mut rbuf_total = self.rbuf_size;
         if self.opts & OPT_MSG_SEND != 0 {
             rbuf_total += self.rq_size * RS_MSG_SIZE;
         }
         let rbuf = qp.reg_buf(rbuf_total as usize, true)?;
-        self.ep = Some(Ep { qp, sbuf, target, rbuf, rmsg: vec![(0, 0); self.rq_size as usize + 1] });
+        self.ep = Some(Ep { qp, sbuf, target, rbuf });
         self.ssgl0_off = 0;
         self.sbuf_bytes_avail = self.sbuf_size;
-        self.rbuf_free_offset = self.rbuf_size >> 1;
-        self.rbuf_bytes_avail = self.rbuf_size >> 1;
+        self.rx = Rx::new(self.rbuf_size, self.rq_size);
         self.sqe_avail = self.sq_size - self.ctrl_max_seqno;
         self.rseq_comp = (self.rq_size >> 1) as u16;
         for _ in 0..self.rq_size {
@@ -650,33 +593,21 @@ impl Stream {
 
     fn format_conn_data(&self) -> [u8; CONN_DATA_LEN] {
         let ep = self.ep();
-        let mut d = [0u8; CONN_DATA_LEN];
-        d[0] = 1;
-        d[1] = CONN_FLAG_IOMAP | if cfg!(target_endian = "big") { CONN_FLAG_NET } else { 0 };
-        d[2..4].copy_from_slice(&(self.rq_size as u16).to_be_bytes());
-        d[7] = value_to_scale(self.target_iomap_size, 8) as u8;
-        d[8..16].copy_from_slice(&ep.target.addr().to_be_bytes());
-        d[16..20].copy_from_slice(&ep.target.rkey().to_be_bytes());
-        d[20..24].copy_from_slice(&RS_SGL_SIZE.to_be_bytes());
-        d[24..32].copy_from_slice(&ep.rbuf.addr().to_be_bytes());
-        d[32..36].copy_from_slice(&ep.rbuf.rkey().to_be_bytes());
-        d[36..40].copy_from_slice(&(self.rbuf_size >> 1).to_be_bytes());
-        d
+        wire::format_conn_data(self.rq_size, self.target_iomap_size, (ep.target.addr(), ep.target.rkey()), (ep.rbuf.addr(), ep.rbuf.rkey()), self.rx.half())
     }
-    fn save_conn_data(&mut self, d: &[u8]) {
-        let be64 = |o: usize| u64::from_be_bytes(d[o..o + 8].try_into().unwrap_or([0; 8]));
-        let be32 = |o: usize| u32::from_be_bytes(d[o..o + 4].try_into().unwrap_or([0; 4]));
-        self.remote_sgl = RsSge { addr: be64(8), key: be32(16), length: be32(20) };
+
+    /// Takes the peer's connect data (see [`wire::parse_conn_data`]).
+    fn save_conn_data(&mut self, c: &wire::ConnData) {
+        self.remote_sgl = c.sgl;
         self.remote_sge = 1;
-        let peer_net = d[1] & CONN_FLAG_NET != 0;
-        if peer_net != cfg!(target_endian = "big") {
+        if c.swap {
             self.opts |= OPT_SWAP_SGL;
         }
-        if d[1] & CONN_FLAG_IOMAP != 0 {
-            self.remote_iomap = RsSge { addr: self.remote_sgl.addr + 16 * self.remote_sgl.length as u64, key: self.remote_sgl.key, length: scale_to_value(d[7] as u32, 8) };
+        if let Some(iomap) = c.iomap {
+            self.remote_iomap = iomap;
         }
-        self.target_set(0, RsSge { addr: be64(24), key: be32(32), length: be32(36) });
-        self.sseq_comp = u16::from_be_bytes([d[2], d[3]]);
+        self.target_set(0, c.data_buf);
+        self.sseq_comp = c.credits;
     }
 
     // ---- messages -------------------------------------------------------------------
@@ -702,7 +633,10 @@ impl Stream {
         }
     }
 
-    fn write_data(&mut self, data: Data<'_>, length: u32) -> Result<(), Errno> {
+    /// Sends `length` bytes into the peer's buffer named by `t`, the
+    /// current target entry as the caller read it (once: the peer may
+    /// rewrite the entry at any time).
+    fn write_data(&mut self, data: Data<'_>, length: u32, t: RsSge) -> Result<(), Errno> {
         self.sseq_no = self.sseq_no.wrapping_add(1);
         self.sqe_avail -= 1;
         if self.opts & OPT_MSG_SEND != 0 {
@@ -710,10 +644,8 @@ impl Stream {
         }
         self.sbuf_bytes_avail -= length;
         let i = self.target_sge;
-        let mut t = self.target_get(i);
         let (addr, rkey) = (t.addr, t.key);
-        t.addr += length as u64;
-        t.length -= length;
+        let t = t.advance(length);
         self.target_set(i, t);
         if t.length == 0 {
             self.target_sge = (i + 1) % RS_SGL_SIZE as usize;
@@ -731,9 +663,9 @@ impl Stream {
 
     fn send_credits(&mut self) {
         self.ctrl_seqno = self.ctrl_seqno.wrapping_add(1);
-        self.rseq_comp = self.rseq_no.wrapping_add((self.rq_size >> 1) as u16);
-        let seq = msg_set(OP_SGL, (self.rseq_no as u32).wrapping_add(self.rq_size) & 0xFFFF);
-        if self.rbuf_bytes_avail >= self.rbuf_size >> 1 {
+        self.rseq_comp = self.rx.seq_no.wrapping_add((self.rq_size >> 1) as u16);
+        let seq = msg_set(OP_SGL, (self.rx.seq_no as u32).wrapping_add(self.rq_size) & 0xFFFF);
+        if let Some((free, half)) = self.rx.grant() {
             if self.opts & OPT_MSG_SEND != 0 {
                 self.ctrl_seqno = self.ctrl_seqno.wrapping_add(1);
             }
@@ -741,11 +673,11 @@ impl Stream {
                 let ep = self.ep();
                 (ep.rbuf.addr(), ep.rbuf.rkey())
             };
-            let mut sge = RsSge { addr: rbuf + self.rbuf_free_offset as u64, key: rkey, length: self.rbuf_size >> 1 };
+            let mut sge = RsSge { addr: rbuf + free as u64, key: rkey, length: half };
             if self.opts & OPT_SWAP_SGL != 0 {
-                sge = RsSge { addr: sge.addr.swap_bytes(), key: sge.key.swap_bytes(), length: sge.length.swap_bytes() };
+                sge = sge.swapped();
             }
-            let raddr = self.remote_sgl.addr + self.remote_sge as u64 * 16;
+            let raddr = wire::table_addr(self.remote_sgl.addr, self.remote_sge, 16);
             let rk = self.remote_sgl.key;
             let bytes = sge.bytes();
             let _ = if self.sq_inline < RS_MAX_CTRL_MSG {
@@ -760,22 +692,14 @@ impl Stream {
             } else {
                 self.post_write_msg(Data::Inline(&bytes), seq, raddr, rk)
             };
-            self.rbuf_bytes_avail -= self.rbuf_size >> 1;
-            self.rbuf_free_offset += self.rbuf_size >> 1;
-            if self.rbuf_free_offset >= self.rbuf_size {
-                self.rbuf_free_offset = 0;
-            }
-            self.remote_sge += 1;
-            if self.remote_sge == self.remote_sgl.length {
-                self.remote_sge = 0;
-            }
+            self.remote_sge = wire::next_sge(self.remote_sge, self.remote_sgl.length);
         } else {
             let _ = self.post_msg(seq);
         }
     }
 
     fn give_credits(&self) -> bool {
-        let want = self.rbuf_bytes_avail >= (self.rbuf_size >> 1) || (self.rseq_no.wrapping_sub(self.rseq_comp) as i16) >= 0;
+        let want = self.rx.can_grant() || (self.rx.seq_no.wrapping_sub(self.rseq_comp) as i16) >= 0;
         let ctrl = if self.opts & OPT_MSG_SEND == 0 { self.ctrl_avail() } else { self.ctrl2_avail() };
         want && ctrl && self.state & ST_CONNECTED != 0
     }
@@ -812,11 +736,10 @@ impl Stream {
                         self.ep().rbuf.read_u32(self.rbuf_size as usize + idx * 4)
                     }
                 };
-                match msg_op(msg) {
-                    OP_SGL => self.sseq_comp = msg_data(msg) as u16,
-                    OP_IOMAP_SGL | OP_WRITE => {}
-                    OP_CTRL => {
-                        let d = msg_data(msg);
+                match wire::decode(msg) {
+                    Msg::Credits(c) => self.sseq_comp = c,
+                    Msg::Write => {}
+                    Msg::Ctrl(d) => {
                         if d == CTRL_DISCONNECT {
                             self.state = ST_DISCONNECTED;
                             return Ok(());
@@ -829,18 +752,7 @@ impl Stream {
                             }
                         }
                     }
-                    op => {
-                        let tail = self.rmsg_tail;
-                        // A length beyond our buffer would make recv read outside it.
-                        let len = msg_data(msg).min(self.rbuf_size >> 1);
-                        if let Some(ep) = self.ep.as_mut() {
-                            ep.rmsg[tail] = (op, len);
-                        }
-                        self.rmsg_tail += 1;
-                        if self.rmsg_tail == self.rq_size as usize + 1 {
-                            self.rmsg_tail = 0;
-                        }
-                    }
+                    Msg::Data { op, len } => self.rx.push(op, len),
                 }
             } else {
                 let data = wc.wr_id as u32;
@@ -932,7 +844,7 @@ impl Stream {
     }
 
     fn have_rdata(&self) -> bool {
-        self.rmsg_head != self.rmsg_tail
+        self.rx.has_data()
     }
 
     fn conn_have_rdata(&self) -> bool {
@@ -987,13 +899,14 @@ impl Stream {
             } else {
                 left as u32
             };
-            xfer = xfer.min(self.sbuf_bytes_avail).min(self.target_get(self.target_sge).length);
+            let t = self.target_get(self.target_sge);
+            xfer = xfer.min(self.sbuf_bytes_avail).min(t.length);
             let chunk = &buf[off..off + xfer as usize];
             let r = if xfer <= self.sq_inline {
-                self.write_data(Data::Inline(chunk), xfer)
+                self.write_data(Data::Inline(chunk), xfer, t)
             } else {
                 let (sges, n) = self.stage(chunk);
-                self.write_data(Data::Reg(&sges[..n]), xfer)
+                self.write_data(Data::Reg(&sges[..n]), xfer, t)
             };
             if let Err(e) = r {
                 res = Err(e);
@@ -1026,36 +939,10 @@ impl Stream {
                 left = len - self.peek(buf);
                 break;
             }
-            while left > 0 && self.have_rdata() {
-                let head = self.rmsg_head;
-                let data = self.ep().rmsg[head].1;
-                let mut rsize;
-                if (left as u32) < data {
-                    rsize = left as u32;
-                    if let Some(ep) = self.ep.as_mut() {
-                        ep.rmsg[head].1 -= left as u32;
-                    }
-                } else {
-                    self.rseq_no = self.rseq_no.wrapping_add(1);
-                    rsize = data;
-                    self.rmsg_head += 1;
-                    if self.rmsg_head == self.rq_size as usize + 1 {
-                        self.rmsg_head = 0;
-                    }
-                }
-                left -= rsize as usize;
-                let end = self.rbuf_size - self.rbuf_offset;
-                if rsize > end {
-                    self.ep().rbuf.read(self.rbuf_offset as usize, &mut buf[off..off + end as usize]);
-                    self.rbuf_offset = 0;
-                    off += end as usize;
-                    rsize -= end;
-                    self.rbuf_bytes_avail += end;
-                }
-                self.ep().rbuf.read(self.rbuf_offset as usize, &mut buf[off..off + rsize as usize]);
-                self.rbuf_offset += rsize;
-                off += rsize as usize;
-                self.rbuf_bytes_avail += rsize;
+            if let Some(ep) = self.ep.as_ref() {
+                let n = self.rx.read(&ep.rbuf, &mut buf[off..]);
+                left -= n;
+                off += n;
             }
             if !(left > 0 && flags & libc::MSG_WAITALL != 0 && self.state & ST_READABLE != 0) {
                 break;
@@ -1068,35 +955,7 @@ impl Stream {
     }
 
     fn peek(&self, buf: &mut [u8]) -> usize {
-        let ep = self.ep();
-        let mut left = buf.len();
-        let mut head = self.rmsg_head;
-        let mut roff = self.rbuf_offset;
-        let mut off = 0usize;
-        while left > 0 && head != self.rmsg_tail {
-            let data = ep.rmsg[head].1;
-            let mut rsize = if (left as u32) < data {
-                left as u32
-            } else {
-                head += 1;
-                if head == self.rq_size as usize + 1 {
-                    head = 0;
-                }
-                data
-            };
-            left -= rsize as usize;
-            let end = self.rbuf_size - roff;
-            if rsize > end {
-                ep.rbuf.read(roff as usize, &mut buf[off..off + end as usize]);
-                roff = 0;
-                off += end as usize;
-                rsize -= end;
-            }
-            ep.rbuf.read(roff as usize, &mut buf[off..off + rsize as usize]);
-            roff += rsize;
-            off += rsize as usize;
-        }
-        off
+        self.rx.peek(&self.ep().rbuf, buf)
     }
 
     /// rpoll's view: the ready events among `events`, processing completions
@@ -1272,8 +1131,8 @@ impl Stream {
     /// The active side's connect completed: takes the peer's connect data.
     fn connected(&mut self, id: &CmId) -> Result<(), Errno> {
         let resp = id.parked_private_data();
-        if resp.len() >= CONN_DATA_LEN && resp[0] == 1 {
-            self.save_conn_data(&resp);
+        if let Some(c) = wire::parse_conn_data(&resp) {
+            self.save_conn_data(&c);
             self.state = ST_CONNECT_RDWR;
             Ok(())
         } else {
@@ -1300,12 +1159,9 @@ impl Stream {
             let mut s = inherit(self, nid.clone());
             let r = (|| {
                 verbs::set_nonblock(s.fd, true)?;
-                let d = &req.private_data;
-                if d.len() < CONN_DATA_LEN || d[0] != 1 {
-                    return Err(Errno::EINVAL);
-                }
+                let c = wire::parse_conn_data(&req.private_data).ok_or(Errno::EINVAL)?;
                 s.create_ep()?;
-                s.save_conn_data(d);
+                s.save_conn_data(&c);
                 let param = ConnParam { private_data: s.format_conn_data().to_vec(), ..req.clone() };
                 s.state = ST_ACCEPTING;
                 match nid.accept(&param) {
@@ -1477,22 +1333,6 @@ impl Stream {
     }
 }
 
-
-fn value_to_scale(value: u32, bits: u32) -> u32 {
-    if value <= (1 << (bits - 1)) {
-        value
-    } else {
-        (1 << (bits - 1)) | (value >> bits)
-    }
-}
-
-fn scale_to_value(value: u32, bits: u32) -> u32 {
-    if value <= (1 << (bits - 1)) {
-        value
-    } else {
-        (value & !(1 << (bits - 1))) << bits
-    }
-}
 
 /// Re-locks after a wait, drops this thread's registration and reads the
 /// CQ event that woke us, if any.
@@ -2282,7 +2122,7 @@ impl Stream {
                 self.sqe_avail -= 1;
             }
             self.sbuf_bytes_avail -= IOMAP_ENTRY_SIZE;
-            let raddr = self.remote_iomap.addr + index as u64 * IOMAP_ENTRY_SIZE as u64;
+            let raddr = wire::table_addr(self.remote_iomap.addr, index, IOMAP_ENTRY_SIZE);
             let rk = self.remote_iomap.key;
             let msg = msg_set(OP_IOMAP_SGL, index);
             let r = if self.sq_inline >= IOMAP_ENTRY_SIZE {
@@ -2325,16 +2165,7 @@ impl Stream {
 
     /// An entry of the peer-written mapping table covering `offset`.
     fn find_iomap(&self, offset: u64) -> Option<(u64, RsSge)> {
-        let t = &self.ep().target;
-        for i in 0..self.target_iomap_size as usize {
-            // Entry i lies within the target table (sized for target_iomap_size entries).
-            let p = 16 * RS_SGL_SIZE as usize + i * IOMAP_ENTRY_SIZE as usize;
-            let (off, sge) = (t.read_u64(p), RsSge::read(t, p + 8));
-            if offset >= off && offset < off + sge.length as u64 {
-                return Some((off, sge));
-            }
-        }
-        None
+        wire::find_iomap(&self.ep().target, self.target_iomap_size, offset)
     }
 
     /// riowrite: RDMA-writes `buf` at `offset` of the peer's riomap'ed buffer.
@@ -2349,7 +2180,7 @@ impl Stream {
         let mut iom: Option<(u64, RsSge)> = None;
         while left > 0 {
             match iom {
-                Some((o, e)) if offset < o + e.length as u64 => {}
+                Some((o, e)) if wire::iomap_covers(o, &e, offset) => {}
                 _ => {
                     iom = self.find_iomap(offset);
                 }
@@ -2368,9 +2199,9 @@ impl Stream {
             } else {
                 left as u32
             };
-            xfer = xfer.min(self.sbuf_bytes_avail).min((ioff + isge.length as u64 - offset) as u32);
+            let (raddr, room) = wire::iomap_target(ioff, &isge, offset);
+            xfer = xfer.min(self.sbuf_bytes_avail).min(room);
             let chunk = &buf[off..off + xfer as usize];
-            let raddr = isge.addr + (offset - ioff);
             self.sqe_avail -= 1;
             self.sbuf_bytes_avail -= xfer;
             let wr = msg_set(OP_WRITE, xfer) as u64;

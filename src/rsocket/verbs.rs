@@ -486,6 +486,20 @@ impl RegBuf {
     }
 }
 
+// The stream protocol's decisions ([`super::wire`]) read received bytes
+// and peer-written tables through this (bounds asserted as above).
+impl super::wire::Buf for RegBuf {
+    fn read(&self, off: usize, out: &mut [u8]) {
+        RegBuf::read(self, off, out)
+    }
+    fn read_u32(&self, off: usize) -> u32 {
+        RegBuf::read_u32(self, off)
+    }
+    fn read_u64(&self, off: usize) -> u64 {
+        RegBuf::read_u64(self, off)
+    }
+}
+
 impl Drop for RegBuf {
     fn drop(&mut self) {
         // SAFETY: the MR covers our buffer; after it is gone the device

@@ -46,10 +46,12 @@ fn main() {
                 data[i] = next() as u8;
             }
         }
-        match n % 4 {
+        match n % 6 {
             0 => rdmacm_fuzz::getaddrinfo_one(&data),
             1 => rdmacm_fuzz::acm_response_one(&data),
             2 => rdmacm_fuzz::gid_reachable_one(&data),
+            3 => rdmacm_fuzz::rsocket_wire::wire_one(&data),
+            4 => rdmacm_fuzz::af_ib_hdr::af_ib_one(&data),
             _ => rdmacm_fuzz::events::events_one(&data),
         }
         n += 1;

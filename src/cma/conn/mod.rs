@@ -168,24 +168,33 @@ impl ConnParamIn {
 fn conn_param_to_kern(p: &IdPriv, src: Option<&ConnParamIn>, qp_num: u32, srq: u8) -> kabi::ConnParam {
     let conn = p.conn.lock();
     let mut k = kabi::ConnParam { qp_num, srq, responder_resources: conn.responder_resources, initiator_depth: conn.initiator_depth, valid: 1, ..Default::default() };
-    let mut len = conn.connect.len().min(kabi::RDMA_MAX_PRIVATE_DATA);
-    k.private_data[..len].copy_from_slice(&conn.connect[..len]);
     match src {
         Some(s) => {
             k.flow_control = s.flow_control;
             k.retry_count = s.retry_count;
             k.rnr_retry_count = s.rnr_retry_count;
-            let n = s.private_data.len().min(kabi::RDMA_MAX_PRIVATE_DATA - len);
-            k.private_data[len..len + n].copy_from_slice(&s.private_data[..n]);
-            len += n;
         }
         None => {
             k.retry_count = 7;
             k.rnr_retry_count = 7;
         }
     }
-    k.private_data_len = len.min(u8::MAX as usize) as u8;
+    k.private_data_len = join_private_data(&mut k.private_data, &conn.connect, src.map(|s| &s.private_data[..]));
     k
+}
+
+/// Fills the command's private data: `connect` (an AF_IB header from
+/// rdma_getaddrinfo, see `addrinfo::ib_hdr`) then the caller's bytes, cut
+/// at what the command holds; returns the length field (at most 255).
+pub fn join_private_data(out: &mut [u8; kabi::RDMA_MAX_PRIVATE_DATA], connect: &[u8], user: Option<&[u8]>) -> u8 {
+    let mut len = connect.len().min(out.len());
+    out[..len].copy_from_slice(&connect[..len]);
+    if let Some(u) = user {
+        let n = u.len().min(out.len() - len);
+        out[len..len + n].copy_from_slice(&u[..n]);
+        len += n;
+    }
+    len.min(u8::MAX as usize) as u8
 }
 
 /// The QP number and SRQ flag the kernel announces: the id's QP if it has
