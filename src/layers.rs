@@ -36,7 +36,7 @@ const PENDING: &[(&str, &str)] = &[];
 
 /// Domain modules (top-level or deeper) whose files must deny unsafe code.
 const SAFE: &[&str] = &[
-    "gid", "addrinfo", "addrinfo::acm", "addrinfo::numeric", "rsocket", "rsocket::epoll", "rsocket::svc", "rsocket::dgram", "rsocket::conf", "cma", "cma::ai", "cma::ai_worker", "cma::api", "cma::conn",
+    "gid", "addrinfo", "addrinfo::acm", "addrinfo::numeric", "addrinfo::ib_hdr", "rsocket", "rsocket::wire", "rsocket::epoll", "rsocket::svc", "rsocket::dgram", "rsocket::conf", "cma", "cma::ai", "cma::ai_worker", "cma::api", "cma::conn",
     "cma::conn::mcast", "cma::conn::qp", "cma::device", "cma::events", "cma::gid_env", "cma::registry",
     "explain", "explain::devices", "explain::json",
 ];
