@@ -25,6 +25,9 @@ pub struct CmDevice {
     pub index: i32,
     /// Open context, NULL until first needed.
     pub verbs: CPtr<ibv_context>,
+    /// The process that opened `verbs` (a child of fork(2) inherits the
+    /// context but cannot use it: it opens its own, see [`Devices::open`]).
+    pub opened_by: u32,
     /// Shared protection domain, allocated on first use by an id.
     pub pd: CPtr<ibv_pd>,
     /// Link layer of each port (index 0 = port 1); shared with the ids
@@ -92,6 +95,7 @@ impl Devices {
                     guid: e.guid,
                     index: e.index,
                     verbs: CPtr::default(),
+                    opened_by: 0,
                     pd: CPtr::default(),
                     link_layers: std::sync::Arc::from([]),
                     max_qpsize: 0,
@@ -133,13 +137,33 @@ impl Devices {
         self.list.remove(pos);
     }
 
-    /// Opens a device if it is not open yet.
+    /// Opens a device if it is not open yet in this process.
     pub fn open(verbs: &dyn Verbs, d: &mut CmDevice) -> Result<(), Errno> {
+        Self::open_in(verbs, d, std::process::id())
+    }
+
+    /// [`Devices::open`] for process `pid`.  A context opened by another
+    /// process is its parent's, inherited through fork(2) without exec: the
+    /// kernel refuses write(2) commands on it from the child (its
+    /// credentials differ: EACCES on the first send doorbell), and
+    /// destroying objects through it would destroy the parent's.  So the
+    /// child forgets it (with its PD, XRC domain and shared part, never
+    /// freed from here) and opens the device anew; ids the child inherited
+    /// keep the old values in their own references.
+    fn open_in(verbs: &dyn Verbs, d: &mut CmDevice, pid: u32) -> Result<(), Errno> {
         if !d.verbs.0.is_null() {
-            return Ok(());
+            if d.opened_by == pid {
+                return Ok(());
+            }
+            log::debug!(target: "rdmacm", "device {:#x}: context opened by process {}, opening one for {pid}", u64::from_be(d.guid), d.opened_by);
+            d.verbs = CPtr::default();
+            d.pd = CPtr::default();
+            d.xrcd = None;
+            d.shared = None;
         }
         let info = verbs.open(d.dev)?;
         d.verbs = CPtr(info.ctx as *mut ibv_context);
+        d.opened_by = pid;
         d.link_layers = info.link_layers.into();
         d.max_qpsize = info.max_qp_wr;
         d.max_initiator_depth = info.max_qp_init_rd_atom as u8;
@@ -239,8 +263,10 @@ pub mod fake {
             Ok(self.devs.lock().clone())
         }
         fn open(&self, dev: usize) -> Result<OpenInfo, Errno> {
-            let ctx = dev + 0x1000;
-            self.open.lock().push(ctx);
+            // Another context each time a device is opened again.
+            let mut open = self.open.lock();
+            let ctx = dev + 0x1000 + 0x10000 * open.iter().filter(|&&c| c & 0xffff == dev + 0x1000).count();
+            open.push(ctx);
             Ok(OpenInfo { ctx, link_layers: vec![1], max_qp_wr: 100, max_qp_init_rd_atom: 4, max_qp_rd_atom: 8 })
         }
         fn close(&self, ctx: usize) {
@@ -307,5 +333,32 @@ mod tests {
         // No devices at all.
         v.devs.lock().clear();
         assert_eq!(d.sync(&v).unwrap_err(), Errno::ENODEV);
+    }
+
+    /// A child of fork(2) opens its own context and PD; the parent's are
+    /// neither closed nor freed from the child.
+    #[test]
+    fn child_of_fork_opens_its_own_context() {
+        let v = FakeVerbs::default();
+        *v.devs.lock() = vec![entry(1, 0)];
+        let mut d = Devices::default();
+        let parent = d.get(&v, 1u64.to_be(), Some(0)).unwrap();
+        assert_eq!((v.open.lock().len(), v.pds.lock().len()), (1, 1));
+        // Pretend the list was inherited from another process.
+        let me = std::process::id();
+        d.list[0].opened_by = me.wrapping_add(1);
+        let child = d.get(&v, 1u64.to_be(), Some(0)).unwrap();
+        assert_eq!(v.open.lock().len(), 2, "a new context for the child");
+        assert_eq!(v.pds.lock().len(), 2, "a new PD; the parent's is not freed");
+        assert!(!std::sync::Arc::ptr_eq(&parent, &child));
+        assert_eq!(d.list[0].opened_by, me);
+        // The same process again: no reopening.
+        let again = d.get(&v, 1u64.to_be(), Some(0)).unwrap();
+        assert!(std::sync::Arc::ptr_eq(&child, &again));
+        assert_eq!(v.open.lock().len(), 2);
+        for r in [parent, child, again] {
+            d.put(&v, r.key);
+        }
+        assert_eq!(v.pds.lock().len(), 1, "the last put frees the child's PD only");
     }
 }
