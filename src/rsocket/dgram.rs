@@ -50,7 +50,7 @@ use nix::errno::Errno;
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::c_int;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 
 /// Bytes of one send slot / one receive payload (upstream's RS_SNDLOWAT).
 const SLOT: usize = 2048;
@@ -735,52 +735,58 @@ struct SvcEntry {
     h: Weak<Mutex<Dgram>>,
 }
 
-struct Svc {
-    entries: Mutex<(Vec<SvcEntry>, u32)>,
-    ctl: Wake,
+/// The entries, the process the thread runs in, and the thread's wake-up
+/// descriptor: a child of fork(2) starts its own thread with its own
+/// descriptor (the inherited one is the parent's eventfd).
+struct SvcState {
+    entries: Vec<SvcEntry>,
+    pid: u32,
+    ctl: Option<Arc<Wake>>,
 }
 
-fn svc() -> Option<&'static Svc> {
-    static SVC: OnceLock<Option<Svc>> = OnceLock::new();
-    SVC.get_or_init(|| Wake::new().ok().map(|ctl| Svc { entries: Mutex::new((Vec::new(), 0)), ctl })).as_ref()
-}
+static SVC: Mutex<SvcState> = Mutex::new(SvcState { entries: Vec::new(), pid: 0, ctl: None });
 
 fn svc_add(udp: Arc<Udp>, h: &Handle) -> Result<(), Errno> {
-    let s = svc().ok_or(Errno::ENOMEM)?;
-    let mut st = s.entries.lock();
+    let mut st = SVC.lock();
     let pid = std::process::id();
-    if st.1 != pid {
+    if st.pid != pid || st.ctl.is_none() {
         // First use, or a child of fork(2) without the parent's thread.
-        st.0.clear();
-        std::thread::Builder::new().name("rsocket-udp".into()).spawn(svc_run).map_err(|_| Errno::EAGAIN)?;
-        st.1 = pid;
+        st.entries.clear();
+        let ctl = Arc::new(Wake::new()?);
+        let c2 = ctl.clone();
+        std::thread::Builder::new().name("rsocket-udp".into()).spawn(move || svc_run(c2)).map_err(|_| Errno::EAGAIN)?;
+        st.pid = pid;
+        st.ctl = Some(ctl);
     }
-    st.0.push(SvcEntry { udp, h: Arc::downgrade(h) });
-    s.ctl.signal();
+    st.entries.push(SvcEntry { udp, h: Arc::downgrade(h) });
+    if let Some(c) = &st.ctl {
+        c.signal();
+    }
     Ok(())
 }
 
 fn svc_remove(h: &Handle) {
-    if let Some(s) = svc() {
-        let mut st = s.entries.lock();
-        let w = Arc::downgrade(h);
-        st.0.retain(|e| !e.h.ptr_eq(&w));
-        s.ctl.signal();
+    let mut st = SVC.lock();
+    let w = Arc::downgrade(h);
+    st.entries.retain(|e| !e.h.ptr_eq(&w));
+    if st.pid == std::process::id() {
+        if let Some(c) = &st.ctl {
+            c.signal();
+        }
     }
 }
 
-fn svc_run() {
-    let Some(s) = svc() else { return };
+fn svc_run(ctl: Arc<Wake>) {
     loop {
         // A snapshot: the UDP sockets stay open while the thread polls them.
-        let snap: Vec<(Arc<Udp>, Weak<Mutex<Dgram>>)> = s.entries.lock().0.iter().map(|e| (e.udp.clone(), e.h.clone())).collect();
-        let mut p: Vec<libc::pollfd> = vec![libc::pollfd { fd: s.ctl.fd(), events: libc::POLLIN, revents: 0 }];
+        let snap: Vec<(Arc<Udp>, Weak<Mutex<Dgram>>)> = SVC.lock().entries.iter().map(|e| (e.udp.clone(), e.h.clone())).collect();
+        let mut p: Vec<libc::pollfd> = vec![libc::pollfd { fd: ctl.fd(), events: libc::POLLIN, revents: 0 }];
         p.extend(snap.iter().map(|(u, _)| libc::pollfd { fd: u.fd(), events: libc::POLLIN, revents: 0 }));
         if verbs::poll(&mut p, -1).is_err() {
             continue;
         }
         if p[0].revents != 0 {
-            s.ctl.drain();
+            ctl.drain();
         }
         for (i, (udp, w)) in snap.iter().enumerate() {
             if p[i + 1].revents != 0 {

@@ -278,24 +278,30 @@ impl Drop for Guard<'_> {
 }
 
 thread_local! {
-    /// This thread's wake-up descriptor (made on its first sleep).
-    static MY_WAKE: RefCell<Option<Arc<Wake>>> = const { RefCell::new(None) };
+    /// This thread's wake-up descriptor (made on its first sleep) and the
+    /// process it was made in: the thread that calls fork(2) continues in
+    /// the child with a copy of this, the same eventfd as the parent's
+    /// thread, so the child makes its own.
+    static MY_WAKE: RefCell<Option<(u32, Arc<Wake>)>> = const { RefCell::new(None) };
 }
 
 fn my_wake() -> Result<Arc<Wake>, Errno> {
+    let pid = std::process::id();
     MY_WAKE.with(|w| {
         let mut w = w.borrow_mut();
-        if let Some(x) = &*w {
-            return Ok(x.clone());
+        if let Some((p, x)) = &*w {
+            if *p == pid {
+                return Ok(x.clone());
+            }
         }
         let x = Arc::new(Wake::new()?);
-        *w = Some(x.clone());
+        *w = Some((pid, x.clone()));
         Ok(x)
     })
 }
 
 fn is_my_wake(x: &Arc<Wake>) -> bool {
-    MY_WAKE.with(|w| w.borrow().as_ref().is_some_and(|m| Arc::ptr_eq(m, x)))
+    MY_WAKE.with(|w| w.borrow().as_ref().is_some_and(|(_, m)| Arc::ptr_eq(m, x)))
 }
 
 impl std::ops::Deref for Guard<'_> {

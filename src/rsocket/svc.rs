@@ -45,17 +45,28 @@ struct State {
     /// The thread's process (a forked child starts its own) and id.
     pid: u32,
     thread: Option<std::thread::ThreadId>,
+    /// The thread's wake-up descriptor. A child of fork(2) makes its own:
+    /// the inherited one is the same eventfd as the parent's, so either
+    /// thread could take the other's wake-ups.
+    ctl: Option<Arc<Wake>>,
+}
+
+impl State {
+    fn signal(&self) {
+        if let Some(c) = &self.ctl {
+            c.signal();
+        }
+    }
 }
 
 struct Svc {
     st: Mutex<State>,
     cond: Condvar,
-    ctl: Wake,
 }
 
 fn svc() -> Option<&'static Svc> {
-    static SVC: OnceLock<Option<Svc>> = OnceLock::new();
-    SVC.get_or_init(|| Wake::new().ok().map(|ctl| Svc { st: Mutex::new(State::default()), cond: Condvar::new(), ctl })).as_ref()
+    static SVC: OnceLock<Svc> = OnceLock::new();
+    Some(SVC.get_or_init(|| Svc { st: Mutex::new(State::default()), cond: Condvar::new() }))
 }
 
 /// Registers a stream (its channel descriptor `fd` and id) with the
@@ -66,17 +77,22 @@ pub fn add(fd: c_int, h: Handle, id: Arc<CmId>) -> Result<(), nix::errno::Errno>
     let pid = std::process::id();
     if st.thread.is_none() || st.pid != pid {
         // First use, or a child of fork(2) without the parent's thread.
+        // The parent's entries are the parent's thread's: forget them
+        // (the stream handles stay alive in the table).
         st.entries.clear();
         st.seen = st.asked;
-        let t = std::thread::Builder::new().name("rsocket-svc".into()).spawn(run).map_err(|_| nix::errno::Errno::EAGAIN)?;
+        let ctl = Arc::new(Wake::new()?);
+        let c2 = ctl.clone();
+        let t = std::thread::Builder::new().name("rsocket-svc".into()).spawn(move || run(c2)).map_err(|_| nix::errno::Errno::EAGAIN)?;
         st.thread = Some(t.thread().id());
         st.pid = pid;
+        st.ctl = Some(ctl);
     }
     if !st.entries.iter().any(|e| Arc::ptr_eq(&e.h, &h)) {
         st.entries.push(Entry { fd, h, _id: id });
     }
     st.asked += 1;
-    s.ctl.signal();
+    st.signal();
     Ok(())
 }
 
@@ -84,8 +100,11 @@ pub fn add(fd: c_int, h: Handle, id: Arc<CmId>) -> Result<(), nix::errno::Errno>
 pub fn kick() {
     if let Some(s) = svc() {
         let mut st = s.st.lock();
+        if st.pid != std::process::id() {
+            return;
+        }
         st.asked += 1;
-        s.ctl.signal();
+        st.signal();
     }
 }
 
@@ -101,7 +120,7 @@ pub fn remove(h: &Handle) {
     }
     st.asked += 1;
     let want = st.asked;
-    s.ctl.signal();
+    st.signal();
     if st.thread == Some(std::thread::current().id()) {
         return;
     }
@@ -110,7 +129,7 @@ pub fn remove(h: &Handle) {
     }
 }
 
-fn run() {
+fn run(ctl: Arc<Wake>) {
     let Some(s) = svc() else { return };
     loop {
         let snap: Vec<(c_int, Handle)> = {
@@ -136,13 +155,13 @@ fn run() {
             }
         };
         let mut fds: Vec<libc::pollfd> = Vec::with_capacity(snap.len() + 1);
-        fds.push(libc::pollfd { fd: s.ctl.fd(), events: libc::POLLIN, revents: 0 });
+        fds.push(libc::pollfd { fd: ctl.fd(), events: libc::POLLIN, revents: 0 });
         fds.extend(snap.iter().map(|(fd, _)| libc::pollfd { fd: *fd, events: libc::POLLIN, revents: 0 }));
         if verbs::poll(&mut fds, timeout).is_err() {
             continue;
         }
         if fds[0].revents != 0 {
-            s.ctl.drain();
+            ctl.drain();
         }
         let mut gone = Vec::new();
         for (i, (_, h)) in snap.iter().enumerate() {

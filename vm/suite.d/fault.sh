@@ -111,4 +111,5 @@ t --cmp fault_rsocket_signal 120 /extra/bin/fault_rsocket rpoll_eintr rpoll_rest
 # inherited (the parent keeps transferring meanwhile). Ours must pass. Upstream's outcome is
 # printed ("exit status N") and not judged: its scenario process is killed by SIGSEGV in most
 # runs, so its exit status would make the test flaky rather than a comparison.
-t fault_rsocket_fork_noexec 120 bash -c '/extra/bin/fault_rsocket fork_noexec > /tmp/fne.out; r=$?; cat /tmp/fne.out; echo "exit status $r"; [ "$RDMACM_VARIANT" = upstream ] && exit 0; [ $r = 0 ] && grep -q "^fork: child exited cleanly" /tmp/fne.out'
+# Three rounds: a wake-up lost to the parent's threads (fixed) showed in one run of several.
+t fault_rsocket_fork_noexec 150 bash -c 'for i in 1 2 3; do /extra/bin/fault_rsocket fork_noexec > /tmp/fne.out; r=$?; cat /tmp/fne.out; echo "exit status $r"; [ "$RDMACM_VARIANT" = upstream ] && continue; [ $r = 0 ] && grep -q "^fork: child exited cleanly" /tmp/fne.out || exit 1; done'
