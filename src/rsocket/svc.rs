@@ -64,15 +64,15 @@ struct Svc {
     cond: Condvar,
 }
 
-fn svc() -> Option<&'static Svc> {
+fn svc() -> &'static Svc {
     static SVC: OnceLock<Svc> = OnceLock::new();
-    Some(SVC.get_or_init(|| Svc { st: Mutex::new(State::default()), cond: Condvar::new() }))
+    SVC.get_or_init(|| Svc { st: Mutex::new(State::default()), cond: Condvar::new() })
 }
 
 /// Registers a stream (its channel descriptor `fd` and id) with the
 /// thread, starting it if needed.
 pub fn add(fd: c_int, h: Handle, id: Arc<CmId>) -> Result<(), nix::errno::Errno> {
-    let s = svc().ok_or(nix::errno::Errno::ENOMEM)?;
+    let s = svc();
     let mut st = s.st.lock();
     let pid = std::process::id();
     if st.thread.is_none() || st.pid != pid {
@@ -98,20 +98,18 @@ pub fn add(fd: c_int, h: Handle, id: Arc<CmId>) -> Result<(), nix::errno::Errno>
 
 /// Wakes the thread to look at its streams again (keepalive changes).
 pub fn kick() {
-    if let Some(s) = svc() {
-        let mut st = s.st.lock();
-        if st.pid != std::process::id() {
-            return;
-        }
-        st.asked += 1;
-        st.signal();
+    let mut st = svc().st.lock();
+    if st.pid != std::process::id() {
+        return;
     }
+    st.asked += 1;
+    st.signal();
 }
 
 /// Unregisters a stream and waits until the thread no longer uses it.
 /// The caller holds no stream lock.
 pub fn remove(h: &Handle) {
-    let Some(s) = svc() else { return };
+    let s = svc();
     let mut st = s.st.lock();
     let before = st.entries.len();
     st.entries.retain(|e| !Arc::ptr_eq(&e.h, h));
@@ -130,7 +128,7 @@ pub fn remove(h: &Handle) {
 }
 
 fn run(ctl: Arc<Wake>) {
-    let Some(s) = svc() else { return };
+    let s = svc();
     loop {
         let snap: Vec<(c_int, Handle)> = {
             let mut st = s.st.lock();
