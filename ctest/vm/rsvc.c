@@ -22,6 +22,10 @@
  *   rsvc opts        option and rfcntl values upstream reports.
  *   rsvc conf        the values of a fresh socket (run with tunables in
  *                    /etc/rdma/rsocket: the suite writes them).
+ *   rsvc afib        AF_IB stream rsockets: what rsocket, rbind, rlisten,
+ *                    rgetsockname and rconnect give, a datagram AF_IB
+ *                    socket, and an AF_INET rsocket connecting to an AF_IB
+ *                    listener (a service id in the TCP port space).
  *
  * Deterministic output (compared, upstream vs ours); exit 0 when every step
  * went as expected, 1 on a failure, 3 when a step hung (alarm).
@@ -42,6 +46,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <rdma/rsocket.h>
+#include <rdma/rdma_cma.h>
+#include <infiniband/ib.h>
+#include <endian.h>
 
 #define ADDR "192.0.2.1"
 
@@ -63,6 +70,10 @@ static const char *en(int e)
 	case ETIMEDOUT: return "ETIMEDOUT";
 	case ENOTSUP: return "ENOTSUP";
 	case EISCONN: return "EISCONN";
+	case EAFNOSUPPORT: return "EAFNOSUPPORT";
+	case ENODEV: return "ENODEV";
+	case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
+	case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
 	default:
 		snprintf(b, sizeof b, "%d", e);
 		return b;
@@ -519,6 +530,99 @@ static int t_opts(void)
 	return failed;
 }
 
+static struct sockaddr_ib ib_of(int port)
+{
+	struct sockaddr_ib a;
+
+	memset(&a, 0, sizeof a);
+	a.sib_family = AF_IB;
+	a.sib_pkey = htons(0xffff);
+	if (port) {
+		a.sib_sid = htobe64(RDMA_IB_IP_PS_TCP | port);
+		a.sib_sid_mask = htobe64(RDMA_IB_IP_PS_MASK | 0xffff);
+	}
+	return a;
+}
+
+static void name_of(const char *what, int s)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+
+	memset(&ss, 0, sizeof ss);
+	if (rgetsockname(s, (struct sockaddr *)&ss, &len))
+		printf("%s: -1 %s\n", what, en(errno));
+	else
+		printf("%s: family %d len %u\n", what, ss.ss_family, (unsigned)len);
+}
+
+static int t_afib(void)
+{
+	struct sockaddr_ib any = ib_of(0), tcp = ib_of(24111), far = ib_of(24112);
+	struct sockaddr_in a = addr_of(24111);
+	int l, c, s, d, r;
+	char buf[8];
+
+	d = rsocket(AF_IB, SOCK_DGRAM, 0);
+	check("rsocket AF_IB SOCK_DGRAM", d, -1, EAFNOSUPPORT);
+	check("rsocket AF_IB SOCK_STREAM IPPROTO_UDP", rsocket(AF_IB, SOCK_STREAM, IPPROTO_UDP), -1, ENOTSUP);
+	l = rsocket(AF_IB, SOCK_STREAM, 0);
+	printf("rsocket AF_IB SOCK_STREAM: %s\n", l >= 0 ? "ok" : en(errno));
+	if (l < 0) return 1;
+	name_of("rgetsockname fresh", l);
+	r = rbind(l, (struct sockaddr *)&any, sizeof any);
+	printf("rbind AF_IB any, no service id: %s\n", r ? en(errno) : "0");
+	rclose(l);
+
+	l = rsocket(AF_IB, SOCK_STREAM, 0);
+	check("rbind AF_IB, TCP service id", rbind(l, (struct sockaddr *)&tcp, sizeof tcp), 0, 0);
+	name_of("rgetsockname bound", l);
+	check("rlisten", rlisten(l, 8), 0, 0);
+	/* Over rxe the kernel refuses this request with both libraries (a
+	 * reject: ECONNREFUSED); on InfiniBand it reaches the listener. */
+	c = rsocket(AF_INET, SOCK_STREAM, 0);
+	r = rconnect(c, (struct sockaddr *)&a, sizeof a);
+	printf("rconnect AF_INET to the AF_IB listener: %d %s\n", r, r ? en(errno) : "");
+	if (!r) {
+		s = raccept(l, NULL, NULL);
+		printf("raccept: %s\n", s >= 0 ? "ok" : en(errno));
+		if (s < 0) return 1;
+		name_of("rgetsockname accepted", s);
+		check("rsend c->s", rsend(c, "ping", 4, 0), 4, 0);
+		check("rrecv s", rrecv(s, buf, 4, MSG_WAITALL), 4, 0);
+		check("rsend s->c", rsend(s, "pong", 4, 0), 4, 0);
+		check("rrecv c", rrecv(c, buf, 4, MSG_WAITALL), 4, 0);
+		rclose(s);
+	}
+	rclose(c);
+	rclose(l);
+
+	/* An AF_IB destination (the any address: the kernel resolves it to a
+	 * local device, then finds no route over RoCE). */
+	c = rsocket(AF_IB, SOCK_STREAM, 0);
+	r = rconnect(c, (struct sockaddr *)&far, sizeof far);
+	printf("rconnect AF_IB (blocking): %d %s\n", r, r ? en(errno) : "");
+	rclose(c);
+	/* Non-blocking: the failure comes in the call or through rpoll and
+	 * SO_ERROR, depending on how fast the kernel answered. */
+	c = rsocket(AF_IB, SOCK_STREAM, 0);
+	check("F_SETFL O_NONBLOCK", rfcntl(c, F_SETFL, O_NONBLOCK), 0, 0);
+	r = rconnect(c, (struct sockaddr *)&far, sizeof far);
+	if (r == -1 && errno == EINPROGRESS) {
+		struct pollfd p = { .fd = c, .events = POLLOUT };
+
+		r = rpoll(&p, 1, 10000);
+		printf("rpoll: %d\n", r > 0 ? 1 : r);
+		r = getint(c, SOL_SOCKET, SO_ERROR);
+		printf("rconnect AF_IB (non-blocking) ends: %s\n", en(r));
+	} else {
+		printf("rpoll: 1\n");
+		printf("rconnect AF_IB (non-blocking) ends: %s\n", r ? en(errno) : "0");
+	}
+	rclose(c);
+	return failed;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -534,6 +638,7 @@ int main(int argc, char **argv)
 	if (!strcmp(m, "keepalive")) return t_keepalive();
 	if (!strcmp(m, "opts")) return t_opts();
 	if (!strcmp(m, "conf")) return t_conf();
-	fprintf(stderr, "usage: rsvc same|nbconnect|nbaccept|disconnect|keepalive|opts|conf\n");
+	if (!strcmp(m, "afib")) return t_afib();
+	fprintf(stderr, "usage: rsvc same|nbconnect|nbaccept|disconnect|keepalive|opts|conf|afib\n");
 	return 2;
 }

@@ -64,6 +64,8 @@ mod svc;
 pub mod verbs;
 pub mod wire;
 
+use crate::abi::cma::AF_IB;
+use crate::addrinfo::ib_hdr;
 use crate::cma::api::{CmId, ConnParam, QpCaps};
 use nix::errno::Errno;
 use parking_lot::{Mutex, MutexGuard};
@@ -377,10 +379,14 @@ pub fn wait(tok: &WaitToken, timeout_ms: c_int) -> Result<bool, Errno> {
 /// Creates a stream rsocket; returns its number.
 pub fn create(domain: c_int, type_: c_int, protocol: c_int) -> Result<c_int, Errno> {
     let st = type_ & !(libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK);
-    if (domain == libc::AF_INET || domain == libc::AF_INET6) && st == libc::SOCK_DGRAM && (protocol == 0 || protocol == libc::IPPROTO_UDP) {
+    if !matches!(domain, libc::AF_INET | libc::AF_INET6 | AF_IB) {
+        return Err(Errno::ENOTSUP);
+    }
+    if st == libc::SOCK_DGRAM && (protocol == 0 || protocol == libc::IPPROTO_UDP) {
+        // AF_IB: the UDP socket cannot be made (EAFNOSUPPORT), as upstream's.
         return dgram::create(domain, type_);
     }
-    if (domain != libc::AF_INET && domain != libc::AF_INET6) || st != libc::SOCK_STREAM || (protocol != 0 && protocol != libc::IPPROTO_TCP) {
+    if st != libc::SOCK_STREAM || (protocol != 0 && protocol != libc::IPPROTO_TCP) {
         return Err(Errno::ENOTSUP);
     }
     let id = CmId::create_tcp()?;
@@ -594,6 +600,16 @@ impl Stream {
                 self.rbuf_msg_index = 0;
             }
             r
+        }
+    }
+
+    /// Bytes in front of the connect data: on an AF_IB stream room for an
+    /// `ib_connect_hdr`, as upstream leaves (it sends whatever its stack
+    /// held there; we send zeros), and the passive side skips them.
+    fn conn_data_offset(&self) -> usize {
+        match self.cm() {
+            Ok(id) if c_int::from(id.local_addr().ss_family) == AF_IB => ib_hdr::LEN,
+            _ => 0,
         }
     }
 
@@ -1165,7 +1181,7 @@ impl Stream {
             let mut s = inherit(self, nid.clone());
             let r = (|| {
                 verbs::set_nonblock(s.fd, true)?;
-                let c = wire::parse_conn_data(&req.private_data).ok_or(Errno::EINVAL)?;
+                let c = req.private_data.get(self.conn_data_offset()..).and_then(wire::parse_conn_data).ok_or(Errno::EINVAL)?;
                 s.create_ep()?;
                 s.save_conn_data(&c);
                 let param = ConnParam { private_data: s.format_conn_data().to_vec(), ..req.clone() };
@@ -1256,8 +1272,10 @@ impl Stream {
 
     /// The connect parameters of our side (the QP and buffers exist).
     fn conn_param(&self) -> ConnParam {
+        let mut private_data = vec![0u8; self.conn_data_offset()];
+        private_data.extend_from_slice(&self.format_conn_data());
         ConnParam {
-            private_data: self.format_conn_data().to_vec(),
+            private_data,
             responder_resources: 0,
             initiator_depth: if self.opts & OPT_MSG_SEND != 0 { 1 } else { 0 },
             flow_control: 1,

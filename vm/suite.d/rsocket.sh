@@ -120,8 +120,9 @@ t rclose_wait_rxe 60 /extra/bin/rclose_wait
 # down; nbconnect: EINPROGRESS + rpoll + SO_ERROR (also a refused connect); nbaccept: raccept
 # EAGAIN until a connection is queued; disconnect: a blocked rrecv sees the peer's rclose, a
 # blocked rpoll sees POLLHUP when the peer is killed; keepalive: TCP_KEEPIDLE 1 sends packets
-# on an idle connection; opts: option and rfcntl values.
-for m in same nbconnect nbaccept disconnect keepalive opts; do
+# on an idle connection; opts: option and rfcntl values; afib: AF_IB rsockets (what rsocket, rbind,
+# rgetsockname, rlisten and rconnect give; over rxe the kernel refuses AF_IB connections).
+for m in same nbconnect nbaccept disconnect keepalive opts afib; do
   t --cmp rsvc_${m}_rxe 60 /extra/bin/rsvc $m
 done
 # The /etc/rdma/rsocket tunables (written for this test, removed after it).
