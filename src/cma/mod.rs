@@ -341,6 +341,7 @@ impl Acks {
     }
 
     /// Waits until `reported` events have been acked.
+    #[inline]
     pub fn wait(&self, reported: u32) {
         if self.n.load(Ordering::SeqCst) >= reported {
             return;
@@ -552,14 +553,14 @@ impl Cm {
     /// Releases what an id holds and unregisters it; the memory goes with
     /// the last `Arc`.
     fn free_id(&self, p: &Arc<IdPriv>) {
-        let mcs: Vec<Arc<Mc>> = {
+        let mcs: Option<Vec<Arc<Mc>>> = {
             let mut g = p.mcs.lock();
-            if g.is_empty() { Vec::new() } else { std::mem::take(&mut *g) }
+            if g.is_empty() { None } else { Some(std::mem::take(&mut *g)) }
         };
         self.live.ids.remove(p.raw() as usize);
         // Memberships left in place are released with the id, as the
         // kernel drops them too.
-        for mc in &mcs {
+        for mc in mcs.iter().flatten() {
             self.live.mcs.remove(Arc::as_ptr(mc) as usize);
         }
         let dev = p.links.lock().dev.take();

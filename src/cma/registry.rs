@@ -191,7 +191,8 @@ impl<P: Addressed> Table<P> {
 
 /// One shard: its table, and how many more entries fit in the table
 /// before it must grow (read without the lock by
-/// [`Sharded::reserve_for`]; written under it after every change).
+/// [`Sharded::reserve_for`]; written under it after every change, in the
+/// sets that reserve: `ROOM`).
 struct Shard<P> {
     table: Mutex<Table<P>>,
     room: AtomicUsize,
@@ -206,18 +207,20 @@ impl<P: Addressed> Table<P> {
     }
 }
 
-/// A set split into shards, each behind its own lock.
-pub struct Sharded<P> {
+/// A set split into shards, each behind its own lock.  `ROOM`: the set
+/// keeps each shard's room for [`reserve_for`](Self::reserve_for) without
+/// the lock (the events; the other sets do not pay for the bookkeeping).
+pub struct Sharded<P, const ROOM: bool = false> {
     shards: [Shard<P>; SHARDS],
 }
 
-impl<P: Addressed> Default for Sharded<P> {
+impl<P: Addressed, const ROOM: bool> Default for Sharded<P, ROOM> {
     fn default() -> Self {
         Sharded { shards: std::array::from_fn(|_| Shard { table: Mutex::new(Table::new()), room: AtomicUsize::new(0) }) }
     }
 }
 
-impl<P: Addressed> Sharded<P> {
+impl<P: Addressed, const ROOM: bool> Sharded<P, ROOM> {
     #[inline]
     fn shard(&self, addr: usize) -> &Mutex<Table<P>> {
         &self.shards[shard_of(addr)].table
@@ -229,7 +232,9 @@ impl<P: Addressed> Sharded<P> {
         let s = &self.shards[shard_of(addr)];
         let mut t = s.table.lock();
         let r = f(&mut t);
-        s.room.store(t.room(), Ordering::Relaxed);
+        if ROOM {
+            s.room.store(t.room(), Ordering::Relaxed);
+        }
         r
     }
     /// Adds `p` (known by `p.addr()`); ENOMEM, `p` dropped, when the
@@ -253,7 +258,7 @@ impl<P: Addressed> Sharded<P> {
     /// room is a hint either way.
     #[inline]
     pub fn reserve_for(&self, addr: usize) -> Result<(), Errno> {
-        if self.shards[shard_of(addr)].room.load(Ordering::Relaxed) != 0 {
+        if ROOM && self.shards[shard_of(addr)].room.load(Ordering::Relaxed) != 0 {
             return Ok(());
         }
         self.change(addr, |t| t.make_room())
@@ -270,7 +275,7 @@ impl<P: Addressed> Sharded<P> {
     }
 }
 
-impl<P: Addressed + Clone> Sharded<P> {
+impl<P: Addressed + Clone, const ROOM: bool> Sharded<P, ROOM> {
     #[inline]
     pub fn get(&self, addr: usize) -> Option<P> {
         self.shard(addr).lock().get(addr).cloned()
@@ -293,7 +298,7 @@ impl<P: Addressed + Clone> Sharded<P> {
 pub struct Live {
     pub channels: Sharded<Arc<Channel>>,
     pub ids: Sharded<Arc<IdPriv>>,
-    pub events: Sharded<Box<EventPriv>>,
+    pub events: Sharded<Box<EventPriv>, true>,
     /// Membership address (the uid of its kernel events) -> membership.
     pub mcs: Sharded<Arc<Mc>>,
 }
@@ -366,12 +371,12 @@ mod tests {
     /// kernel read would have to allocate).
     #[test]
     fn reserve_for_follows_the_table() {
-        let m: Sharded<Box<u64>> = Sharded::default();
+        let m: Sharded<Box<u64>, true> = Sharded::default();
         let mut objs: Vec<Box<u64>> = (0..400u64).map(Box::new).collect();
         let a = objs[0].addr();
         let s = shard_of(a);
-        let room = |m: &Sharded<Box<u64>>| m.shards[s].room.load(Ordering::Relaxed);
-        let cap = |m: &Sharded<Box<u64>>| m.shards[s].table.lock().slots.len();
+        let room = |m: &Sharded<Box<u64>, true>| m.shards[s].room.load(Ordering::Relaxed);
+        let cap = |m: &Sharded<Box<u64>, true>| m.shards[s].table.lock().slots.len();
         assert_eq!(room(&m), 0, "an empty shard has no slots");
         m.reserve_for(a).unwrap();
         assert!(cap(&m) == 8 && room(&m) == 6);
