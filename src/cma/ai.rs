@@ -295,7 +295,8 @@ fn run_lookup(p: &IdPriv, ticket: u32, node: &CStr, service: Option<&CStr>, hint
             (e as i32, RDMA_CM_EVENT_ADDRINFO_ERROR)
         }
     };
-    if let Err(e) = p.cm.ucma.write_cm_event(p.fd(), p.handle(), RDMA_CM_EVENT_INTERNAL, status, u64::from(arg)) {
+    let cm = p.links.lock().channel.cm;
+    if let Err(e) = cm.ucma.write_cm_event(p.fd(), p.handle(), RDMA_CM_EVENT_INTERNAL, status, u64::from(arg)) {
         log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: ticket {ticket}: queueing the event failed: {e}");
         ai.resolved = None;
         ai.resolving = false;

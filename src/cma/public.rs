@@ -60,7 +60,7 @@ pub fn try_new_event() -> Result<Box<super::EventPriv>, Errno> {
 /// memory is short (the block is allocated and checked first:
 /// `sys::alloc::reserved`).
 #[allow(clippy::too_many_arguments)]
-pub(super) fn try_new_id(cm: &'static super::Cm, ch: std::sync::Arc<super::Channel>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32, sync: bool) -> Result<std::sync::Arc<super::IdPriv>, Errno> {
+pub(super) fn try_new_id(ch: std::sync::Arc<super::Channel>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32, sync: bool) -> Result<std::sync::Arc<super::IdPriv>, Errno> {
     use super::{Acks, ConnState, IdPriv};
     use parking_lot::Mutex;
     use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32};
@@ -80,7 +80,6 @@ pub(super) fn try_new_id(cm: &'static super::Cm, ch: std::sync::Arc<super::Chann
         addr_of_mut!((*id).ps).write(ps);
         addr_of_mut!((*id).qp_type).write(qp_type);
         addr_of_mut!((*id).channel).write(chp);
-        addr_of_mut!((*p).cm).write(cm);
         addr_of_mut!((*p).handle).write(AtomicU32::new(handle));
         addr_of_mut!((*p).sync).write(AtomicBool::new(sync));
         addr_of_mut!((*p).fd).write(AtomicI32::new(ch.fd()));
@@ -98,7 +97,7 @@ pub(super) fn try_new_id(cm: &'static super::Cm, ch: std::sync::Arc<super::Chann
 /// reminder that [`try_new_id`] must initialise it.
 #[allow(dead_code)]
 fn id_fields(p: super::IdPriv) {
-    let super::IdPriv { id: _, cm: _, handle: _, sync: _, links: _, fd: _, acks: _, conn: _, mcs: _, ai: _, broken: _ } = p;
+    let super::IdPriv { id: _, handle: _, sync: _, links: _, fd: _, acks: _, conn: _, mcs: _, ai: _, broken: _ } = p;
 }
 
 /// Every field of an event, by name: a new field fails to build here, as

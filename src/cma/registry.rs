@@ -24,6 +24,7 @@ use super::conn::mcast::Mc;
 use super::{Channel, EventPriv, IdPriv};
 use nix::errno::Errno;
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Shards per set.
@@ -188,26 +189,58 @@ impl<P: Addressed> Table<P> {
     }
 }
 
-/// A set split into shards, each behind its own lock.
-pub struct Sharded<P> {
-    shards: [Mutex<Table<P>>; SHARDS],
+/// One shard: its table, and how many more entries fit in the table
+/// before it must grow (read without the lock by
+/// [`Sharded::reserve_for`]; written under it after every change, in the
+/// sets that reserve: `ROOM`).
+struct Shard<P> {
+    table: Mutex<Table<P>>,
+    room: AtomicUsize,
 }
 
-impl<P: Addressed> Default for Sharded<P> {
-    fn default() -> Self {
-        Sharded { shards: std::array::from_fn(|_| Mutex::new(Table::new())) }
+impl<P: Addressed> Table<P> {
+    /// Entries that fit before [`make_room`](Self::make_room) must grow
+    /// the table (0 when it must).
+    #[inline]
+    fn room(&self) -> usize {
+        (self.slots.len() / 4 * 3).saturating_sub(self.len)
     }
 }
 
-impl<P: Addressed> Sharded<P> {
+/// A set split into shards, each behind its own lock.  `ROOM`: the set
+/// keeps each shard's room for [`reserve_for`](Self::reserve_for) without
+/// the lock (the events; the other sets do not pay for the bookkeeping).
+pub struct Sharded<P, const ROOM: bool = false> {
+    shards: [Shard<P>; SHARDS],
+}
+
+impl<P: Addressed, const ROOM: bool> Default for Sharded<P, ROOM> {
+    fn default() -> Self {
+        Sharded { shards: std::array::from_fn(|_| Shard { table: Mutex::new(Table::new()), room: AtomicUsize::new(0) }) }
+    }
+}
+
+impl<P: Addressed, const ROOM: bool> Sharded<P, ROOM> {
     #[inline]
     fn shard(&self, addr: usize) -> &Mutex<Table<P>> {
-        &self.shards[shard_of(addr)]
+        &self.shards[shard_of(addr)].table
+    }
+    /// Runs `f` on `addr`'s table under its lock, then records the table's
+    /// room for [`reserve_for`](Self::reserve_for).
+    #[inline]
+    fn change<R>(&self, addr: usize, f: impl FnOnce(&mut Table<P>) -> R) -> R {
+        let s = &self.shards[shard_of(addr)];
+        let mut t = s.table.lock();
+        let r = f(&mut t);
+        if ROOM {
+            s.room.store(t.room(), Ordering::Relaxed);
+        }
+        r
     }
     /// Adds `p` (known by `p.addr()`); ENOMEM, `p` dropped, when the
     /// shard must grow and memory is short.
     pub fn insert(&self, p: P) -> Result<(), Errno> {
-        self.shard(p.addr()).lock().insert(p)
+        self.change(p.addr(), |t| t.insert(p))
     }
     /// [`insert`](Self::insert) of an object that was just allocated (its
     /// address cannot be in the set: the probe for it is skipped).
@@ -216,16 +249,22 @@ impl<P: Addressed> Sharded<P> {
     }
     /// [`insert_new`](Self::insert_new), handing `p` back on failure.
     pub fn try_insert_new(&self, p: P) -> Result<(), (Errno, P)> {
-        self.shard(p.addr()).lock().insert_new(p)
+        self.change(p.addr(), |t| t.insert_new(p))
     }
     /// Makes room for one more object in `addr`'s shard, so that inserting
     /// it later is unlikely to need memory (another thread may take the
-    /// room meanwhile; [`insert`](Self::insert) still checks).
+    /// room meanwhile; [`insert`](Self::insert) still checks).  When the
+    /// shard has room already (the usual case) this takes no lock: the
+    /// room is a hint either way.
+    #[inline]
     pub fn reserve_for(&self, addr: usize) -> Result<(), Errno> {
-        self.shard(addr).lock().make_room()
+        if ROOM && self.shards[shard_of(addr)].room.load(Ordering::Relaxed) != 0 {
+            return Ok(());
+        }
+        self.change(addr, |t| t.make_room())
     }
     pub fn remove(&self, addr: usize) -> Option<P> {
-        self.shard(addr).lock().remove(addr)
+        self.change(addr, |t| t.remove(addr))
     }
     pub fn contains(&self, addr: usize) -> bool {
         self.shard(addr).lock().position(addr).is_some()
@@ -236,7 +275,7 @@ impl<P: Addressed> Sharded<P> {
     }
 }
 
-impl<P: Addressed + Clone> Sharded<P> {
+impl<P: Addressed + Clone, const ROOM: bool> Sharded<P, ROOM> {
     #[inline]
     pub fn get(&self, addr: usize) -> Option<P> {
         self.shard(addr).lock().get(addr).cloned()
@@ -245,7 +284,7 @@ impl<P: Addressed + Clone> Sharded<P> {
     /// An object `pred` accepts, searching every shard (one lock at a
     /// time): for the rare lookups by something other than the address.
     pub fn find(&self, mut pred: impl FnMut(&P) -> bool) -> Option<P> {
-        self.shards.iter().find_map(|s| s.lock().slots.iter().flatten().find(|p| pred(p)).cloned())
+        self.shards.iter().find_map(|s| s.table.lock().slots.iter().flatten().find(|p| pred(p)).cloned())
     }
 }
 
@@ -259,7 +298,7 @@ impl<P: Addressed + Clone> Sharded<P> {
 pub struct Live {
     pub channels: Sharded<Arc<Channel>>,
     pub ids: Sharded<Arc<IdPriv>>,
-    pub events: Sharded<Box<EventPriv>>,
+    pub events: Sharded<Box<EventPriv>, true>,
     /// Membership address (the uid of its kernel events) -> membership.
     pub mcs: Sharded<Arc<Mc>>,
 }
@@ -324,6 +363,43 @@ mod tests {
         }
         assert_eq!(t.len, 0);
         assert_eq!(t.slots.len(), 8, "shrunk back to the smallest table");
+    }
+
+    /// The room `reserve_for` reads without the lock follows every change:
+    /// a shard filled to its limit reads no room, and reserving then grows
+    /// it (a stale room would skip the growth and the insertion after the
+    /// kernel read would have to allocate).
+    #[test]
+    fn reserve_for_follows_the_table() {
+        let m: Sharded<Box<u64>, true> = Sharded::default();
+        let mut objs: Vec<Box<u64>> = (0..400u64).map(Box::new).collect();
+        let a = objs[0].addr();
+        let s = shard_of(a);
+        let room = |m: &Sharded<Box<u64>, true>| m.shards[s].room.load(Ordering::Relaxed);
+        let cap = |m: &Sharded<Box<u64>, true>| m.shards[s].table.lock().slots.len();
+        assert_eq!(room(&m), 0, "an empty shard has no slots");
+        m.reserve_for(a).unwrap();
+        assert!(cap(&m) == 8 && room(&m) == 6);
+        // fill a's shard with objects of the same shard until it is full
+        let same: Vec<Box<u64>> = {
+            let (same, _): (Vec<_>, Vec<_>) = objs.drain(..).partition(|o| shard_of(o.addr()) == s);
+            same
+        };
+        assert!(same.len() >= 7, "{} objects in the shard", same.len());
+        let mut it = same.into_iter();
+        for _ in 0..6 {
+            m.insert_new(it.next().unwrap()).unwrap();
+        }
+        assert_eq!((room(&m), cap(&m)), (0, 8), "full: no room left");
+        let b = it.next().unwrap();
+        m.reserve_for(b.addr()).unwrap();
+        assert_eq!(cap(&m), 16, "reserving grew the full shard");
+        assert_eq!(room(&m), 12 - 6);
+        m.insert_new(b).unwrap();
+        assert_eq!(room(&m), 5);
+        let any = m.shards[s].table.lock().slots.iter().flatten().next().unwrap().addr();
+        assert!(m.remove(any).is_some());
+        assert_eq!(room(&m), 6, "a removal gives the room back");
     }
 
     impl Addressed for &Box<u64> {

@@ -496,3 +496,38 @@ fn uid0_events_find_the_id_by_handle() {
     cm.destroy_id(&p).unwrap();
     cm.destroy_channel(&ch);
 }
+
+/// Memory per id (issue 10): the id's `Arc` block (two counts and the
+/// `IdPriv`) fits glibc's 608-byte chunk, one size below upstream's
+/// `cma_id_private` (624).
+#[test]
+fn id_fits_its_malloc_chunk() {
+    let block = 16 + std::mem::size_of::<IdPriv>();
+    assert!(block + 8 <= 608, "IdPriv {} bytes: Arc block {block} takes a chunk above 608", std::mem::size_of::<IdPriv>());
+}
+
+/// Acks counted without a lock wake a waiter (no lost wake-up), and a
+/// wait for what is already counted returns at once.
+#[test]
+fn acks_wake_their_waiter() {
+    for round in 0..200u32 {
+        let a = Arc::new(Acks::default());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let w = {
+            let a = a.clone();
+            std::thread::spawn(move || {
+                a.wait(2);
+                tx.send(()).unwrap();
+            })
+        };
+        if round % 2 == 0 {
+            std::thread::yield_now();
+        }
+        a.add();
+        a.add();
+        rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap_or_else(|_| panic!("round {round}: the waiter was not woken"));
+        w.join().unwrap();
+        a.wait(2);
+        a.wait_with(1, || ());
+    }
+}

@@ -122,40 +122,37 @@ pub fn reserved<R>(layout: Layout, make: impl FnOnce() -> R) -> Result<R, Errno>
         return Err(Errno::ENOMEM);
     }
     let parked = Parked { ptr, size: layout.size(), align: layout.align() };
-    // An earlier block still parked on this thread (only if `make` of an
-    // outer call allocates through a nested one): keep it, and give this
-    // block back, so nothing is lost.
-    let swapped = SLOT.try_with(|s| {
-        if s.get().ptr.is_null() {
-            s.set(parked);
-            PARKED.fetch_add(1, Ordering::Relaxed);
-            true
-        } else {
-            false
+    // One visit to the thread's slot for parking, running `make` and
+    // taking back a block it left (issue 10: each visit costs a TLS
+    // lookup).  An earlier block still parked on this thread (only if
+    // `make` of an outer call allocates through a nested one) is kept, and
+    // this block given back, so nothing is lost.
+    let mut make = Some(make);
+    let done = SLOT.try_with(|s| {
+        if !s.get().ptr.is_null() {
+            return None;
         }
-    });
-    if swapped != Ok(true) {
-        // SAFETY: ptr came from System.alloc(layout) just above.
-        unsafe { System.dealloc(ptr, layout) };
-        return Ok(make());
-    }
-    let out = make();
-    // Not taken (make allocated nothing that fits): free it.
-    let left = SLOT.try_with(|s| {
-        let p = s.get();
-        if p.ptr == ptr {
+        s.set(parked);
+        PARKED.fetch_add(1, Ordering::Relaxed);
+        let out = (make.take().expect("make runs once"))();
+        // Not taken (make allocated nothing that fits): free it.
+        if s.get().ptr == ptr {
             s.set(EMPTY);
             PARKED.fetch_sub(1, Ordering::Relaxed);
-            true
-        } else {
-            false
+            // SAFETY: the block left the slot unused; it is ours to free.
+            unsafe { System.dealloc(ptr, layout) };
         }
+        Some(out)
     });
-    if left == Ok(true) {
-        // SAFETY: the block left the slot unused; it is ours to free.
-        unsafe { System.dealloc(ptr, layout) };
+    match done {
+        Ok(Some(out)) => Ok(out),
+        _ => {
+            // SAFETY: ptr came from System.alloc(layout) just above and
+            // was never parked.
+            unsafe { System.dealloc(ptr, layout) };
+            Ok((make.take().expect("make runs once"))())
+        }
     }
-    Ok(out)
 }
 
 /// The layout of the allocation `Arc::new` makes for a `T`: the two

@@ -225,7 +225,7 @@ pub fn connect(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Resu
     let k = conn_param_to_kern(p, param, qpn, srq);
     let (v, o) = p.conn.lock().local_ece;
     cm.ucma.connect(p.fd(), p.handle(), &k, kabi::Ece { vendor_id: v, attr_mod: o })?;
-    p.conn.lock().connect.clear();
+    p.conn.lock().connect = Box::default();
     cm.complete(p)
 }
 

@@ -252,7 +252,7 @@ fn setup_ep(cm: &'static Cm, p: &IdPriv, res: &EpInfo, pd: Vouched<*mut ibv_pd>,
         create_qp(cm, p, pd, attr)?;
     }
     if !res.connect.is_empty() {
-        p.conn.lock().connect = res.connect.clone();
+        p.conn.lock().connect = res.connect.as_slice().into();
     }
     Ok(())
 }

@@ -236,7 +236,7 @@ fn connect_checks_and_encodes_parameters() {
         let mut too_deep = param(b"");
         too_deep.initiator_depth = 5;
         assert_eq!(connect(cm, &p, Some(&too_deep)).unwrap_err(), Errno::EINVAL, "above the device's 4");
-        p.conn.lock().connect = vec![1, 2, 3];
+        p.conn.lock().connect = vec![1, 2, 3].into();
         p.conn.lock().local_ece = (0x15b3, 9);
         connect(cm, &p, Some(&param(b"hi"))).unwrap();
         let (k, ece) = f.st.lock().connects[0];
@@ -550,7 +550,7 @@ fn endpoints_bind_or_resolve_synchronously() {
         let id = p.raw();
         assert_eq!((*(*id).event).event, RDMA_CM_EVENT_ROUTE_RESOLVED);
         assert!(!(*id).verbs.is_null());
-        assert_eq!(p.conn.lock().connect, hdr);
+        assert_eq!(&p.conn.lock().connect[..], &hdr[..]);
         destroy_ep(cm, &p);
     }
 }
