@@ -10,7 +10,10 @@
  * rsocket, rsetsockopt/rgetsockopt values before and after the queues exist,
  * rpoll and repoll_ctl/repoll_wait readiness (not writable before the first
  * rbind/rconnect/rsendto, EPOLLOUT after, EPOLLIN while a datagram is
- * queued), and that rshutdown leaves the socket working.
+ * queued), that rshutdown leaves the socket working, and which datagrams
+ * longer than rxe's path MTU arrive (none: a UD send longer than the MTU is
+ * dropped without an error, and upstream also passes the first datagram,
+ * which came over UDP, through its own QP).
  *
  * Upstream's library crashes (NULL rdma_cm id) on a few calls here; those
  * run in a forked child, and the line says whether the library did what
@@ -249,6 +252,41 @@ static void recv_case(const char *what, int s)
 	printf("%s: %zd \"%s\" from port %u len=%u\n", what, ret, buf, ntohs(src.sin_port), (unsigned)sl);
 }
 
+
+/* Datagrams longer than rxe's path MTU (1024 here) less the header: how many
+ * of each size arrive, first contact (over UDP) and after (over the QPs). */
+static void mtu_cases(int b)
+{
+	static char big[2100];
+	static const int sizes[] = { 1000, 1016, 1017, 1500, 2040 };
+	struct sockaddr_in d_addr, to = sa(PORT_B);
+	unsigned i, k;
+	int d;
+
+	memset(big, 'x', sizeof big);
+	for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		int got = 0, sent[3];
+
+		d = rsocket(AF_INET, SOCK_DGRAM, 0);
+		d_addr = sa(PORT_A + 10 + i);
+		rbind(d, (struct sockaddr *)&d_addr, sizeof d_addr);
+		for (k = 0; k < 3; k++) {
+			sent[k] = rsendto(d, big, sizes[i], 0, (struct sockaddr *)&to, sizeof to);
+			usleep(500000);
+		}
+		for (;;) {
+			char rb[2100];
+			ssize_t n = rrecv(b, rb, sizeof rb, MSG_DONTWAIT);
+
+			if (n < 0)
+				break;
+			got++;
+		}
+		printf("datagram of %d bytes, 3 sent (%d %d %d): %d arrived\n", sizes[i], sent[0], sent[1], sent[2], got);
+		rclose(d);
+	}
+}
+
 int main(void)
 {
 	struct sockaddr_in a_addr = sa(PORT_A), b_addr = sa(PORT_B), c_addr = sa(PORT_C);
@@ -430,6 +468,7 @@ int main(void)
 	recv_case("rrecvfrom c after rshutdown", c);
 	pr("raccept b", raccept(b, NULL, NULL));
 
+	mtu_cases(b);
 	ctl_case("DEL b", ep, EPOLL_CTL_DEL, b, 0, 0);
 	ctl_case("DEL b again", ep, EPOLL_CTL_DEL, b, 0, 0);
 	ctl_case("DEL c", ep, EPOLL_CTL_DEL, c, 0, 0);

@@ -173,6 +173,8 @@ struct Dest {
     qp: usize,
     ah: Option<Ah>,
     qpn: u32,
+    /// The path MTU in bytes, once the route to it was resolved.
+    mtu: Option<usize>,
 }
 
 /// One datagram rsocket.
@@ -340,7 +342,7 @@ impl Dgram {
         }
         let src = self.src_addr(addr)?;
         let qp = self.get_qp(&src)?;
-        self.dests.push(Dest { addr: addr.to_vec(), key: k, qp, ah: None, qpn: 0 });
+        self.dests.push(Dest { addr: addr.to_vec(), key: k, qp, ah: None, qpn: 0, mtu: None });
         Ok(self.dests.len() - 1)
     }
 
@@ -895,10 +897,12 @@ fn svc_process(udp: &Udp, h: &Handle) {
     }
 }
 
-/// One datagram over UDP: answer a data message with our QP number,
-/// queue its data, and make the address handle to the sender's QP.
+/// One datagram over UDP: answer a data message with our QP number, make
+/// the address handle to the sender's QP, then queue the data (upstream's
+/// order: it forwards the data to its own QP once the handle exists).
 fn svc_one(h: &Handle, m: &[u8], from: &[u8]) {
     let Some((op, hl, qpn)) = parse_udp_hdr(m, from) else { return };
+    let data = (op == OP_DATA).then(|| &m[hl..]);
     let (qi, di, local, addr) = {
         let Ok(mut g) = lock(h) else { return };
         let Ok(di) = g.get_dest(from) else { return };
@@ -907,26 +911,53 @@ fn svc_one(h: &Handle, m: &[u8], from: &[u8]) {
             let q = &g.qps[qi];
             let reply = udp_hdr(&q.hdr, OP_CTRL, q.qp.qp_num());
             let _ = g.udp.send_to(&[&reply], from, libc::MSG_DONTWAIT);
-            if g.local.len() < g.rq_size as usize {
-                let src = key(from);
-                g.local.push_back((src, m[hl..].to_vec()));
-                g.wake_sleepers();
-            }
         }
         let d = &g.dests[di];
         if d.ah.is_some() && d.qpn == qpn {
+            let mtu = d.mtu;
+            if let Some(data) = data {
+                g.queue_udp(qi, from, data, mtu);
+            }
             return;
         }
         (qi, di, g.qps[qi].local.clone(), d.addr.clone())
     };
     // Address and route resolution without the lock.
-    let Some(path) = resolve(&local, &addr) else { return };
+    let path = resolve(&local, &addr);
     let Ok(mut g) = lock(h) else { return };
-    if let Ok(ah) = g.qps[qi].qp.create_ah(&path) {
-        let d = &mut g.dests[di];
-        d.ah = Some(ah);
-        d.qpn = qpn;
-        g.wake_sleepers();
+    let mtu = path.as_ref().and_then(|p| mtu_bytes(p.mtu));
+    if let Some(path) = &path {
+        if let Ok(ah) = g.qps[qi].qp.create_ah(path) {
+            let d = &mut g.dests[di];
+            d.ah = Some(ah);
+            d.qpn = qpn;
+            d.mtu = mtu;
+            g.wake_sleepers();
+        }
+    }
+    if let Some(data) = data {
+        g.queue_udp(qi, from, data, mtu);
+    }
+}
+
+/// An IB MTU code of a path record in bytes (1: 256 ... 5: 4096).
+fn mtu_bytes(code: u8) -> Option<usize> {
+    (1..=5).contains(&code).then(|| 128usize << code)
+}
+
+impl Dgram {
+    /// Queues data that came over UDP for rrecv. Upstream sends it on to its
+    /// own QP with the datagram header, and a UD send longer than the path
+    /// MTU is dropped without an error, so one longer than `mtu` (when known)
+    /// is dropped here too, as are those beyond the receive queue.
+    fn queue_udp(&mut self, qi: usize, from: &[u8], data: &[u8], mtu: Option<usize>) {
+        if mtu.is_some_and(|m| self.qps[qi].hdr.len() + data.len() > m) {
+            return;
+        }
+        if self.local.len() < self.rq_size as usize {
+            self.local.push_back((key(from), data.to_vec()));
+            self.wake_sleepers();
+        }
     }
 }
 
