@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -139,7 +140,7 @@ static void setint(int s, const char *name, int level, int opt, int v)
 }
 
 /* Runs one call in a forked child: returns "signal N" or "RET ERRNO". */
-enum crashy { C_LISTEN, C_TOS, C_ROUTE, C_SEND };
+enum crashy { C_LISTEN, C_TOS, C_ROUTE, C_SEND, C_IOMAP };
 
 static void crash_case(int s, enum crashy which, const char *name, const char *ours)
 {
@@ -175,6 +176,10 @@ static void crash_case(int s, enum crashy which, const char *name, const char *o
 			break;
 		case C_SEND:
 			ret = rsend(s, "x", 1, 0);
+			snprintf(res, sizeof res, "%d %s", ret, ret < 0 ? en(errno) : "0");
+			break;
+		case C_IOMAP:
+			ret = (int)riomap(s, b, sizeof b, PROT_WRITE, 0, -1);
 			snprintf(res, sizeof res, "%d %s", ret, ret < 0 ? en(errno) : "0");
 			break;
 		case C_ROUTE:
@@ -308,6 +313,13 @@ int main(void)
 	crash_case(a, C_TOS, "rsetsockopt IP_TOS a", "0 0 tos=16");
 	crash_case(a, C_ROUTE, "rgetsockopt RDMA_ROUTE a (none set)", "0 0 len=0");
 	crash_case(a, C_SEND, "rsend a (no destination)", "-1 EDESTADDRREQ");
+	crash_case(a, C_IOMAP, "riomap a", "-1 EINVAL");
+	{
+		char wb[16] = "x";
+
+		pr("riowrite a", (long)riowrite(a, wb, sizeof wb, 0, 0));
+		pr("riounmap a", riounmap(a, wb, sizeof wb));
+	}
 	pr("raccept a", raccept(a, NULL, NULL));
 	pl = sizeof peer;
 	pr("raccept a addr", raccept(a, (struct sockaddr *)&peer, &pl));

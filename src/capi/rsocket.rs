@@ -568,6 +568,11 @@ symver!(rfcntl, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn riomap(socket: c_int, buf: *mut c_void, len: usize, prot: c_int, flags: c_int, offset: off_t) -> off_t {
     entry(|| {
+        // A datagram rsocket has no protection domain for a mapping: EINVAL
+        // (upstream reads it through the rdma_cm id it lacks and crashes).
+        if rs::dgram::lookup(socket).is_some() {
+            return Err(Errno::EINVAL);
+        }
         let h = rs::lookup(socket)?;
         let _ = flags;
         // SAFETY: the caller keeps buf valid for len bytes until riounmap or rclose.
@@ -585,6 +590,10 @@ symver!(riomap, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn riounmap(socket: c_int, buf: *mut c_void, len: usize) -> c_int {
     entry(|| {
+        // Nothing is ever mapped on a datagram rsocket: EINVAL, as upstream.
+        if rs::dgram::lookup(socket).is_some() {
+            return Err(Errno::EINVAL);
+        }
         let h = rs::lookup(socket)?;
         rs::lock(&h)?.iounmap(buf as u64, len)?;
         Ok(0)
@@ -599,6 +608,10 @@ symver!(riounmap, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn riowrite(socket: c_int, buf: *const c_void, count: usize, offset: off_t, flags: c_int) -> usize {
     entry(|| {
+        // A datagram rsocket has no peer mappings: 0 bytes written, as upstream.
+        if rs::dgram::lookup(socket).is_some() {
+            return Ok(0);
+        }
         let h = rs::lookup(socket)?;
         // SAFETY: buf holds count readable bytes (caller's contract).
         let b = unsafe { buf_ref(buf, count)? };
