@@ -30,7 +30,9 @@
 //! loopback address handle without a GRH, which RoCE devices refuse
 //! (ibv_create_ah fails: upstream's rconnect fails, and its service thread
 //! drops the datagram); here the service thread queues it for rrecv
-//! directly. Each QP has its own send slots (upstream shares one send
+//! directly, once the address handle back to its sender exists (upstream's
+//! order), and drops it when it is longer than that path's MTU with its
+//! header, as upstream's send to its own QP is dropped. Each QP has its own send slots (upstream shares one send
 //! buffer among its QPs). A datagram whose header and data exceed the
 //! 2048-byte slot fails with EMSGSIZE (upstream overruns its buffer).
 //!
