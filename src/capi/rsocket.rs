@@ -65,7 +65,10 @@ symver!(rlisten, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn raccept(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
     entry(|| {
-        dgram_unsupported(socket)?;
+        // A datagram rsocket is never listening: EBADF, as upstream.
+        if rs::dgram::lookup(socket).is_some() {
+            return Err(Errno::EBADF);
+        }
         let h = rs::lookup(socket)?;
         let fd = rs::accept(&h)?;
         if !addr.is_null() && !addrlen.is_null() {
@@ -116,7 +119,11 @@ symver!(rconnect, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rshutdown(socket: c_int, how: c_int) -> c_int {
     entry(|| {
-        dgram_unsupported(socket)?;
+        // A datagram rsocket is never connected: upstream's rshutdown does
+        // nothing to it and returns 0 (whatever `how`).
+        if rs::dgram::lookup(socket).is_some() {
+            return Ok(0);
+        }
         let h = rs::lookup(socket)?;
         rs::shutdown(&h, how)?;
         Ok(0)
@@ -511,7 +518,8 @@ symver!(rsetsockopt, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn rgetsockopt(socket: c_int, level: c_int, optname: c_int, optval: *mut c_void, optlen: *mut socklen_t) -> c_int {
     entry(|| {
-        let h = match rs::dgram::lookup(socket) {
+        let d = rs::dgram::lookup(socket);
+        let h = match d {
             Some(_) => None,
             None => Some(rs::lookup(socket)?),
         };
@@ -519,17 +527,11 @@ pub unsafe extern "C" fn rgetsockopt(socket: c_int, level: c_int, optname: c_int
         let l = nonnull(optlen)?;
         // SAFETY: optlen is writable and readable (caller's contract).
         let room = unsafe { *l.as_ptr() } as usize;
-        if let Some(d) = rs::dgram::lookup(socket) {
-            let (bytes, full) = rs::dgram::getsockopt(&d, level, optname, room)?;
-            // SAFETY: optlen points to the buffer size; optval to that many bytes.
-            unsafe {
-                let n = room.min(bytes.len());
-                std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_ptr() as *mut u8, n);
-                *l.as_ptr() = full.min(room) as socklen_t;
-            }
-            return Ok(0);
-        }
-        let val = rs::getsockopt(h.as_ref().ok_or(Errno::EBADF)?, level, optname, room)?;
+        let val = match (&d, &h) {
+            (Some(d), _) => rs::dgram::getsockopt(d, level, optname, room)?,
+            (None, Some(h)) => rs::getsockopt(h, level, optname, room)?,
+            (None, None) => return Err(Errno::EBADF),
+        };
         // SAFETY: optlen points to the buffer size; optval to that many bytes.
         unsafe {
             let n = room.min(val.bytes.len());
@@ -566,6 +568,11 @@ symver!(rfcntl, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn riomap(socket: c_int, buf: *mut c_void, len: usize, prot: c_int, flags: c_int, offset: off_t) -> off_t {
     entry(|| {
+        // A datagram rsocket has no protection domain for a mapping: EINVAL
+        // (upstream reads it through the rdma_cm id it lacks and crashes).
+        if rs::dgram::lookup(socket).is_some() {
+            return Err(Errno::EINVAL);
+        }
         let h = rs::lookup(socket)?;
         let _ = flags;
         // SAFETY: the caller keeps buf valid for len bytes until riounmap or rclose.
@@ -583,6 +590,10 @@ symver!(riomap, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn riounmap(socket: c_int, buf: *mut c_void, len: usize) -> c_int {
     entry(|| {
+        // Nothing is ever mapped on a datagram rsocket: EINVAL, as upstream.
+        if rs::dgram::lookup(socket).is_some() {
+            return Err(Errno::EINVAL);
+        }
         let h = rs::lookup(socket)?;
         rs::lock(&h)?.iounmap(buf as u64, len)?;
         Ok(0)
@@ -597,6 +608,10 @@ symver!(riounmap, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C" fn riowrite(socket: c_int, buf: *const c_void, count: usize, offset: off_t, flags: c_int) -> usize {
     entry(|| {
+        // A datagram rsocket has no peer mappings: 0 bytes written, as upstream.
+        if rs::dgram::lookup(socket).is_some() {
+            return Ok(0);
+        }
         let h = rs::lookup(socket)?;
         // SAFETY: buf holds count readable bytes (caller's contract).
         let b = unsafe { buf_ref(buf, count)? };
@@ -785,7 +800,8 @@ fn addr_out(addr: *mut sockaddr, addrlen: *mut socklen_t) -> Result<(), Errno> {
     Ok(())
 }
 
-/// rlisten, raccept and rshutdown on a datagram rsocket: ENOTSUP.
+/// rlisten on a datagram rsocket: ENOTSUP (upstream's rlisten passes the
+/// rdma_cm id a datagram rsocket does not have to rdma_listen and crashes).
 fn dgram_unsupported(socket: c_int) -> Result<(), Errno> {
     match rs::dgram::lookup(socket) {
         Some(_) => Err(Errno::ENOTSUP),

@@ -30,7 +30,9 @@
 //! loopback address handle without a GRH, which RoCE devices refuse
 //! (ibv_create_ah fails: upstream's rconnect fails, and its service thread
 //! drops the datagram); here the service thread queues it for rrecv
-//! directly. Each QP has its own send slots (upstream shares one send
+//! directly, once the address handle back to its sender exists (upstream's
+//! order), and drops it when it is longer than that path's MTU with its
+//! header, as upstream's send to its own QP is dropped. Each QP has its own send slots (upstream shares one send
 //! buffer among its QPs). A datagram whose header and data exceed the
 //! 2048-byte slot fails with EMSGSIZE (upstream overruns its buffer).
 //!
@@ -65,7 +67,6 @@ const UDP_HDR6: u8 = 28;
 const OP_DATA: u8 = 0;
 const OP_CTRL: u8 = 7;
 const WR_RECV: u64 = 1 << 63;
-const QP_MIN: u32 = 16;
 const QP_MAX: u32 = 0xFFFE;
 /// rdma_resolve_addr/route timeout for an address handle (as upstream).
 const RESOLVE_MS: i32 = 2000;
@@ -174,6 +175,8 @@ struct Dest {
     qp: usize,
     ah: Option<Ah>,
     qpn: u32,
+    /// The path MTU in bytes, once the route to it was resolved.
+    mtu: Option<usize>,
 }
 
 /// One datagram rsocket.
@@ -198,6 +201,23 @@ pub struct Dgram {
     local: VecDeque<(Vec<u8>, Vec<u8>)>,
     closed: bool,
     sleepers: Vec<Arc<Wake>>,
+    /// What rsetsockopt stored and rgetsockopt reads back (upstream keeps the
+    /// same flags for datagram rsockets as for streams).
+    opts: Opts,
+}
+
+/// The option values upstream keeps per rsocket (whatever its type).
+#[derive(Default)]
+struct Opts {
+    reuseaddr: bool,
+    keepalive: bool,
+    oobinline: bool,
+    linger_off: bool,
+    v6only: bool,
+    ip_tos: c_int,
+    keepalive_time: u32,
+    iomap_size: u32,
+    route: Option<Vec<u8>>,
 }
 
 pub type Handle = Arc<Mutex<Dgram>>;
@@ -242,6 +262,7 @@ pub fn create(domain: c_int, type_: c_int) -> Result<c_int, Errno> {
         local: VecDeque::new(),
         closed: false,
         sleepers: Vec::new(),
+        opts: Opts::default(),
     };
     TABLE.lock().insert(fd, Arc::new(Mutex::new(d)));
     Ok(fd)
@@ -323,7 +344,7 @@ impl Dgram {
         }
         let src = self.src_addr(addr)?;
         let qp = self.get_qp(&src)?;
-        self.dests.push(Dest { addr: addr.to_vec(), key: k, qp, ah: None, qpn: 0 });
+        self.dests.push(Dest { addr: addr.to_vec(), key: k, qp, ah: None, qpn: 0, mtu: None });
         Ok(self.dests.len() - 1)
     }
 
@@ -378,6 +399,11 @@ impl Dgram {
     }
 
     fn can_send(&self) -> bool {
+        // Upstream's send slots exist from rbind/rconnect/the first rsendto
+        // on: before that a datagram rsocket is not writable.
+        if !self.inited {
+            return false;
+        }
         match self.conn_dest {
             Some(d) => self.dests[d].ah.is_none() || !self.qps[self.dests[d].qp].free.is_empty(),
             None => self.qps.is_empty() || self.qps.iter().any(|q| !q.free.is_empty()),
@@ -558,6 +584,11 @@ pub fn send_to(h: &Handle, buf: &[u8], flags: c_int, addr: Option<&[u8]>) -> Res
 
 /// rrecvfrom: the length and the source address.
 pub fn recv_from(h: &Handle, buf: &mut [u8], flags: c_int) -> Result<(usize, Vec<u8>), Errno> {
+    // Before rbind/rconnect/the first rsendto nothing can arrive: EINVAL, as
+    // upstream (not readable yet), rather than a wait that never ends.
+    if !lock(h)?.inited {
+        return Err(Errno::EINVAL);
+    }
     run(h, flags, |g| g.drecv(buf, flags))
 }
 
@@ -571,8 +602,10 @@ pub fn peer_addr(h: &Handle) -> Result<Vec<u8>, Errno> {
     lock(h)?.udp.peer_addr()
 }
 
-/// rsetsockopt: options other than SOL_RDMA go to the UDP socket first;
-/// the buffer sizes set the queue sizes (before the first QP), as upstream.
+/// rsetsockopt: options other than SOL_RDMA go to the UDP socket first (its
+/// error is the result); then the value is kept as upstream keeps it for any
+/// rsocket: the buffer sizes (before the queues exist), the flags rgetsockopt
+/// reads back; other options the UDP socket took succeed.
 pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> Result<(), Errno> {
     let mut g = lock(h)?;
     let int = || -> Result<u32, Errno> {
@@ -584,11 +617,37 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
     };
     if level != super::SOL_RDMA {
         g.udp.setsockopt(level, name, opt)?;
-        if level == libc::SOL_SOCKET && name == libc::SO_RCVBUF && g.qps.is_empty() {
-            g.rbuf_size = int()?.wrapping_shl(1);
-        }
-        if level == libc::SOL_SOCKET && name == libc::SO_SNDBUF && !g.inited {
-            g.sbuf_size = int()?.wrapping_shl(1).max(2 * SLOT as u32);
+        match (level, name) {
+            (libc::SOL_SOCKET, libc::SO_REUSEADDR) => g.opts.reuseaddr = int()? != 0,
+            (libc::SOL_SOCKET, libc::SO_RCVBUF) => {
+                if g.qps.is_empty() {
+                    g.rbuf_size = int()?.wrapping_shl(1);
+                }
+            }
+            (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
+                if !g.inited {
+                    g.sbuf_size = int()?.wrapping_shl(1);
+                }
+                if g.sbuf_size < SLOT as u32 {
+                    g.sbuf_size = 2 * SLOT as u32;
+                }
+            }
+            // struct linger: l_onoff first.
+            (libc::SOL_SOCKET, libc::SO_LINGER) => g.opts.linger_off = int()? == 0,
+            (libc::SOL_SOCKET, libc::SO_OOBINLINE) => g.opts.oobinline = int()? != 0,
+            (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => {
+                let on = int()? != 0;
+                if on && g.opts.keepalive_time == 0 {
+                    g.opts.keepalive_time = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_keepalive_time").ok().and_then(|t| t.trim().parse().ok()).unwrap_or(7200);
+                }
+                // No keepalive messages: a datagram rsocket is never connected.
+                g.opts.keepalive = on;
+            }
+            // Upstream passes the TOS on to an rdma_cm id the datagram rsocket does
+            // not have (it crashes); kept for rgetsockopt here.
+            (libc::IPPROTO_IP, libc::IP_TOS) => g.opts.ip_tos = int()? as c_int,
+            (libc::IPPROTO_IPV6, libc::IPV6_V6ONLY) => g.opts.v6only = int()? != 0,
+            _ => {}
         }
         return Ok(());
     }
@@ -596,29 +655,63 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
         return Err(Errno::EINVAL);
     }
     match name {
-        super::RDMA_SQSIZE => g.sq_size = int()?.clamp(QP_MIN, QP_MAX),
-        super::RDMA_RQSIZE => g.rq_size = int()?.clamp(QP_MIN, QP_MAX),
+        super::RDMA_SQSIZE => g.sq_size = int()?.min(QP_MAX),
+        super::RDMA_RQSIZE => g.rq_size = int()?.min(QP_MAX),
         super::RDMA_INLINE => g.sq_inline = int()?.min(QP_MAX),
+        super::RDMA_IOMAPSIZE => g.opts.iomap_size = super::scale_to_value(super::value_to_scale(int()?, 8) & 0xFF, 8) & 0xFFFF,
+        super::RDMA_ROUTE => g.opts.route = Some(opt.ok_or(Errno::EINVAL)?.to_vec()),
         _ => return Err(Errno::ENOTSUP),
     }
     Ok(())
 }
 
-/// rgetsockopt: the buffer sizes as upstream reports them; other
-/// SOL_SOCKET/IP options from the UDP socket. Returns the bytes and
-/// whether the length is to be written back.
-pub fn getsockopt(h: &Handle, level: c_int, name: c_int, room: usize) -> Result<(Vec<u8>, usize), Errno> {
+/// rgetsockopt: upstream reads every option from the rsocket itself, with
+/// the stream's table (nothing from the UDP socket): the kept flags and
+/// sizes, SO_ERROR 0, TCP_MAXSEG 2048 (no route), TCP_INFO closed.
+pub fn getsockopt(h: &Handle, level: c_int, name: c_int, room: usize) -> Result<super::OptOut, Errno> {
+    use super::{int_out, OptOut};
     let g = lock(h)?;
-    let int = |v: u32| (v.to_ne_bytes().to_vec(), 4usize);
-    match (level, name) {
-        (libc::SOL_SOCKET, libc::SO_RCVBUF) => Ok(int(g.rbuf_size)),
-        (libc::SOL_SOCKET, libc::SO_SNDBUF) => Ok(int(g.sbuf_size)),
-        (super::SOL_RDMA, super::RDMA_SQSIZE) => Ok(int(g.sq_size)),
-        (super::SOL_RDMA, super::RDMA_RQSIZE) => Ok(int(g.rq_size)),
-        (super::SOL_RDMA, super::RDMA_INLINE) => Ok(int(g.sq_inline)),
-        (super::SOL_RDMA, _) => Err(Errno::ENOTSUP),
-        _ => g.udp.getsockopt(level, name, room),
-    }
+    let o = &g.opts;
+    let none = |b: Vec<u8>| OptOut { bytes: b, set_len: false };
+    Ok(match (level, name) {
+        (libc::SOL_SOCKET, libc::SO_REUSEADDR) => int_out(o.reuseaddr as c_int),
+        (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => int_out(o.keepalive as c_int),
+        (libc::SOL_SOCKET, libc::SO_OOBINLINE) => int_out(o.oobinline as c_int),
+        (libc::SOL_SOCKET, libc::SO_RCVBUF) => int_out(g.rbuf_size as c_int),
+        (libc::SOL_SOCKET, libc::SO_SNDBUF) => int_out(g.sbuf_size as c_int),
+        (libc::SOL_SOCKET, libc::SO_LINGER) => {
+            let mut b = (!o.linger_off as c_int).to_ne_bytes().to_vec();
+            b.extend_from_slice(&0i32.to_ne_bytes());
+            OptOut { bytes: b, set_len: true }
+        }
+        (libc::SOL_SOCKET, libc::SO_ERROR) => int_out(0),
+        (libc::SOL_SOCKET, libc::SO_BROADCAST) => none(Vec::new()),
+        (libc::IPPROTO_IP, libc::IP_TOS) => int_out(o.ip_tos),
+        (libc::IPPROTO_IPV6, libc::IPV6_V6ONLY) => int_out(o.v6only as c_int),
+        (libc::IPPROTO_TCP, libc::TCP_CONGESTION | libc::TCP_KEEPCNT | libc::TCP_KEEPINTVL) => none(1i32.to_ne_bytes().to_vec()),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE) => int_out(o.keepalive_time as c_int),
+        (libc::IPPROTO_TCP, libc::TCP_NODELAY) => int_out(0),
+        (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => int_out(2048),
+        (libc::IPPROTO_TCP, libc::TCP_INFO) => {
+            let mut b = vec![0u8; super::TCP_INFO_LEN];
+            b[super::TCPI_STATE] = super::TCP_CLOSE;
+            b[super::TCPI_SND_CWND..super::TCPI_SND_CWND + 4].copy_from_slice(&g.sq_size.to_ne_bytes());
+            OptOut { bytes: b, set_len: true }
+        }
+        (super::SOL_RDMA, super::RDMA_SQSIZE) => int_out(g.sq_size as c_int),
+        (super::SOL_RDMA, super::RDMA_RQSIZE) => int_out(g.rq_size as c_int),
+        (super::SOL_RDMA, super::RDMA_INLINE) => int_out(g.sq_inline as c_int),
+        (super::SOL_RDMA, super::RDMA_IOMAPSIZE) => int_out(o.iomap_size as c_int),
+        (super::SOL_RDMA, super::RDMA_ROUTE) => match &o.route {
+            Some(r) if room < r.len() => return Err(Errno::EINVAL),
+            Some(r) => OptOut { bytes: r.clone(), set_len: true },
+            // Upstream reads the paths of an rdma_cm id a datagram rsocket does
+            // not have (it crashes): no paths here.
+            None if room < std::mem::size_of::<crate::abi::cma::ibv_path_data>() => return Err(Errno::EINVAL),
+            None => OptOut { bytes: Vec::new(), set_len: true },
+        },
+        _ => return Err(Errno::ENOTSUP),
+    })
 }
 
 /// rfcntl: the flags are stored and read back (O_NONBLOCK makes calls non-blocking).
@@ -806,10 +899,12 @@ fn svc_process(udp: &Udp, h: &Handle) {
     }
 }
 
-/// One datagram over UDP: answer a data message with our QP number,
-/// queue its data, and make the address handle to the sender's QP.
+/// One datagram over UDP: answer a data message with our QP number, make
+/// the address handle to the sender's QP, then queue the data (upstream's
+/// order: it forwards the data to its own QP once the handle exists).
 fn svc_one(h: &Handle, m: &[u8], from: &[u8]) {
     let Some((op, hl, qpn)) = parse_udp_hdr(m, from) else { return };
+    let data = (op == OP_DATA).then(|| &m[hl..]);
     let (qi, di, local, addr) = {
         let Ok(mut g) = lock(h) else { return };
         let Ok(di) = g.get_dest(from) else { return };
@@ -818,26 +913,53 @@ fn svc_one(h: &Handle, m: &[u8], from: &[u8]) {
             let q = &g.qps[qi];
             let reply = udp_hdr(&q.hdr, OP_CTRL, q.qp.qp_num());
             let _ = g.udp.send_to(&[&reply], from, libc::MSG_DONTWAIT);
-            if g.local.len() < g.rq_size as usize {
-                let src = key(from);
-                g.local.push_back((src, m[hl..].to_vec()));
-                g.wake_sleepers();
-            }
         }
         let d = &g.dests[di];
         if d.ah.is_some() && d.qpn == qpn {
+            let mtu = d.mtu;
+            if let Some(data) = data {
+                g.queue_udp(qi, from, data, mtu);
+            }
             return;
         }
         (qi, di, g.qps[qi].local.clone(), d.addr.clone())
     };
     // Address and route resolution without the lock.
-    let Some(path) = resolve(&local, &addr) else { return };
+    let path = resolve(&local, &addr);
     let Ok(mut g) = lock(h) else { return };
-    if let Ok(ah) = g.qps[qi].qp.create_ah(&path) {
-        let d = &mut g.dests[di];
-        d.ah = Some(ah);
-        d.qpn = qpn;
-        g.wake_sleepers();
+    let mtu = path.as_ref().and_then(|p| mtu_bytes(p.mtu));
+    if let Some(path) = &path {
+        if let Ok(ah) = g.qps[qi].qp.create_ah(path) {
+            let d = &mut g.dests[di];
+            d.ah = Some(ah);
+            d.qpn = qpn;
+            d.mtu = mtu;
+            g.wake_sleepers();
+        }
+    }
+    if let Some(data) = data {
+        g.queue_udp(qi, from, data, mtu);
+    }
+}
+
+/// An IB MTU code of a path record in bytes (1: 256 ... 5: 4096).
+fn mtu_bytes(code: u8) -> Option<usize> {
+    (1..=5).contains(&code).then(|| 128usize << code)
+}
+
+impl Dgram {
+    /// Queues data that came over UDP for rrecv. Upstream sends it on to its
+    /// own QP with the datagram header, and a UD send longer than the path
+    /// MTU is dropped without an error, so one longer than `mtu` (when known)
+    /// is dropped here too, as are those beyond the receive queue.
+    fn queue_udp(&mut self, qi: usize, from: &[u8], data: &[u8], mtu: Option<usize>) {
+        if mtu.is_some_and(|m| self.qps[qi].hdr.len() + data.len() > m) {
+            return;
+        }
+        if self.local.len() < self.rq_size as usize {
+            self.local.push_back((key(from), data.to_vec()));
+            self.wake_sleepers();
+        }
     }
 }
 

@@ -105,6 +105,11 @@ pair --srv-wait 1 udpong_rxe_echo 60 "$(rs_bg_server /tmp/udpong.done "udpong -b
 pair --srv-wait 1 udpong_rxe_ipv6 60 "$(rs_bg_server /tmp/udpong.done "udpong -b 2001:db8::2")" \
   "$(rs_bg_client /tmp/udpong.done "udpong -s 2001:db8::2 -S 100 -C 100")"
 
+# --- datagram rsockets, API cases (ctest/vm/rs_dgram_api.c, one process on rxe0): rlisten/
+# raccept/rshutdown, rsetsockopt/rgetsockopt values, rpoll and repoll readiness. With the
+# udgrh shim for upstream's library (see above); ours never makes the AH it changes ---
+t --cmp rs_dgram_api_rxe 60 env $UDGRH /extra/bin/rs_dgram_api
+
 # --- repoll: epoll-like sets over rsockets and a pipe, both ends in one process on rxe0 ---
 t --cmp repoll_rxe 60 /extra/bin/repoll
 
