@@ -8,6 +8,8 @@
 //! `ai_connect`); rdma_connect prepends it to the caller's private data
 //! (`cma::conn`); a listener on an AF_IB id receives it as the first bytes
 //! of a request's private data, from a peer we do not trust ([`parse`]).
+//! An AF_IB stream rsocket leaves [`LEN`] bytes of room for it in front of
+//! its connect data (`rsocket`).
 //! The fuzz target `af_ib_hdr` (fuzz/) runs parse and both round trips.
 #![deny(unsafe_code)]
 
