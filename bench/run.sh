@@ -19,7 +19,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p build
 if [ "${1:-}" = --report ]; then
-  out=${2:?usage: bench/run.sh --report DIR}; vmrc=0; log=
+  out=${2:?usage: bench/run.sh --report DIR}; vmrc=0; log=; load=
 else
   # BENCH_CMTIME_CONNS: the cmtime sizes, passed to the guest in VM_BENCH. Default 1000:
   # "1000 10000" adds issue 10's -c 10000 case, which upstream itself does not complete in this
@@ -32,7 +32,12 @@ else
   vm/testbed.sh host || exit 1
   vm/testbed.sh image || exit 1
   echo "bench: booting the VM (log: $log; ~20 min under TCG with cmtime -c 1000; -c 10000 adds up to an hour)" >&2
+  # The host's load while the VM ran (1-minute averages before and after, and its cores): the
+  # times under TCG follow it, so the report carries it (a loaded host made one run of ours
+  # look 4-10x slower on some cases; the same loops in one quiet boot showed no difference).
+  load0=$(cut -d' ' -f1 /proc/loadavg)
   vm/testbed.sh run > "$log" 2>&1; vmrc=$?
+  load="${load0} -> $(cut -d' ' -f1 /proc/loadavg) on $(nproc) cores"
   out=$RDMACM_VM_WORK/suite/share/out
   tail -n 1 "$log" >&2
 fi
@@ -55,7 +60,7 @@ for n in ${BENCH_CMTIME_CONNS:-1000}; do for t in qp noqp; do
     expected+=" cmtime${n}_${t}_${s}_total cmtime${n}_${t}_${s}_per_conn"; done; done; done
 
 awk -v expected="$expected" -v json=build/bench.json -v date="$(date -u +%FT%TZ)" -v kernel="$kernel" \
-    -v rdmacore="$rdmacore" -v commit="$commit" '
+    -v rdmacore="$rdmacore" -v commit="$commit" -v load="$load" '
   FNR == 1 { lib = FILENAME ~ /\.upstream\.out$/ ? "upstream" : "ours"
              r = FILENAME; sub(/.*bench_r/, "", r); sub(/\..*/, "", r); rounds[lib] = rounds[lib] " " r; nr[lib]++ }
   $1 == "BENCH" {
@@ -71,6 +76,7 @@ awk -v expected="$expected" -v json=build/bench.json -v date="$(date -u +%FT%TZ)
     for (i = 1; i <= m; i++) if (e[i] != "" && !(e[i] in seen)) { seen[e[i]] = 1; order[n++] = e[i] }
     printf "%-40s %-11s %12s %12s %7s %9s %9s  %s\n", "case", "unit", "upstream", "ours", "ours/up", "spread-up", "spread-us", "verdict"
     printf "{\n  \"date\": \"%s\", \"kernel\": \"%s\", \"rdma_core\": \"%s\", \"ours_commit\": \"%s\",\n", date, kernel, rdmacore, commit > json
+    printf "  \"host_load\": \"%s\",\n", load > json
     printf "  \"rounds\": {\"upstream\": %d, \"ours\": %d},\n  \"note\": \"qemu TCG on shared cores: times move between boots; compare ratios of one run, and only beyond the spread\",\n  \"cases\": {", nr["upstream"], nr["ours"] > json
     for (i = 0; i < n; i++) {
       c = order[i]; ok = 1
@@ -134,7 +140,7 @@ awk '
     notslower("rstream_64k_xfer_us", "rstream 64 KiB throughput no worse")
     notslower("rstream_64b_lat_us", "rstream 64 B latency no worse")
     printf "targets: %d of %d met\n", met, all }' build/bench.txt | tee -a build/bench.txt
-{ echo "bench: $(date -u +%F) kernel ${kernel:-?} rdma-core ${rdmacore:-?}, ours at ${commit:-?}; rounds per library: \
+{ echo "bench: $(date -u +%F) kernel ${kernel:-?} rdma-core ${rdmacore:-?}, ours at ${commit:-?}${load:+; host load $load}; rounds per library: \
 $(ls "$out"/bench_r[0-9]*.ours.out 2>/dev/null | wc -l); table: build/bench.txt, JSON: build/bench.json"; } >&2
 [ $vmrc = 0 ] || echo "bench: the VM run failed (exit $vmrc): see ${log:-the run log}" >&2
 [ $rc = 0 ] && [ $vmrc = 0 ]
