@@ -27,32 +27,35 @@ use std::net::Ipv6Addr;
 /// most 255, no leading zero (libc would read it as octal).  The address
 /// in network order.
 fn parse_v4(s: &[u8]) -> Option<[u8; 4]> {
+    // The hot path of a numeric lookup: each part's (at most three)
+    // digits read without a loop.
+    let digit = |i: usize| s.get(i).map(|c| c.wrapping_sub(b'0')).filter(|d| *d <= 9).map(u32::from);
     let mut out = [0u8; 4];
-    let mut rest = s;
-    for (i, o) in out.iter_mut().enumerate() {
-        // One part: its digits up to the dot (none after the last part).
-        let (&first, tail) = rest.split_first()?;
-        let mut v = u32::from(first.wrapping_sub(b'0'));
-        if v > 9 {
-            return None;
-        }
-        let mut n = 0;
-        while n < tail.len() && tail[n] != b'.' {
-            let d = u32::from(tail[n].wrapping_sub(b'0'));
-            // A digit, at most three of them, no leading zero.
-            if d > 9 || n == 2 || (first == b'0') {
+    let mut i = 0;
+    for (k, o) in out.iter_mut().enumerate() {
+        let first = digit(i)?;
+        let mut v = first;
+        i += 1;
+        if let Some(d) = digit(i) {
+            if first == 0 {
                 return None;
             }
             v = v * 10 + d;
-            n += 1;
+            i += 1;
+            if let Some(d) = digit(i) {
+                v = v * 10 + d;
+                i += 1;
+            }
         }
         *o = u8::try_from(v).ok()?;
-        rest = &tail[n..];
-        if i < 3 {
-            rest = rest.strip_prefix(b".")?;
+        if k < 3 {
+            if s.get(i) != Some(&b'.') {
+                return None;
+            }
+            i += 1;
         }
     }
-    rest.is_empty().then_some(out)
+    (i == s.len()).then_some(out)
 }
 
 /// An IPv6 literal without a scope (RFC 4291 text form, as inet_pton
@@ -317,10 +320,16 @@ mod tests {
         assert!(first_result(Some(c"192.0.2.1"), None, false, &hints(0, libc::AF_INET6, 0, 0)).is_none(), "family mismatch");
         assert!(first_result(Some(c"192.0.2.1"), None, false, &hints(0, 0, libc::SOCK_STREAM, libc::IPPROTO_UDP)).is_none());
         assert_eq!(parse_v4(b"192.0.2.1"), Some([192, 0, 2, 1]));
-        for bad in [&b"1.2.3"[..], b"1.2.3.4.", b".1.2.3", b"1..2.3", b"1.2.3.256", b"01.2.3.4", b"1.2.3.1000", b"1.2.3.a", b""] {
+        for bad in [&b"1.2.3"[..], b"1.2.3.4.", b".1.2.3", b"1..2.3", b"1.2.3.256", b"01.2.3.4", b"1.2.3.1000", b"1.2.3.a", b"", b"1.2.3.04", b"1.2.3.00", b"300.1.1.1", b"1.2.3.4 ", b"1.2.3.-4", b"1.2.3.4\0"] {
             assert_eq!(parse_v4(bad), None, "{:?}", std::str::from_utf8(bad));
         }
         assert_eq!(parse_v4(b"0.10.100.255"), Some([0, 10, 100, 255]));
+        assert_eq!(parse_v4(b"255.255.255.255"), Some([255; 4]));
+        assert_eq!(parse_v4(b"0.0.0.0"), Some([0; 4]));
+        // Every string inet_pton(AF_INET) reads the same way, and only those.
+        for s in ["1.2.3.4", "10.0.0.1", "100.200.250.255", "0.0.0.1", "1.02.3.4", "1.2.3", "1.2.3.4.5", "999.1.1.1", "1.1.1.01", "1.1.1.1a"] {
+            assert_eq!(parse_v4(s.as_bytes()), s.parse::<std::net::Ipv4Addr>().ok().map(|a| a.octets()), "{s}");
+        }
         assert_eq!(parse_port(b"65535"), Some(65535));
         for ok in ["::", "::1", "1::", "2001:db8::1", "1:2:3:4:5:6:7:8", "::ffff:192.0.2.1", "1:2:3:4:5:6::8", "fe80::2", "ABCD:ef01::FfFf", "1:2:3:4:5:6:1.2.3.4"] {
             assert_eq!(parse_v6(ok.as_bytes()), Some(ok.parse::<Ipv6Addr>().unwrap().octets()), "{ok}");
