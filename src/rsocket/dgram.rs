@@ -638,7 +638,7 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
             (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => {
                 let on = int()? != 0;
                 if on && g.opts.keepalive_time == 0 {
-                    g.opts.keepalive_time = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_keepalive_time").ok().and_then(|t| t.trim().parse().ok()).unwrap_or(7200);
+                    g.opts.keepalive_time = super::system_keepalive_time();
                 }
                 // No keepalive messages: a datagram rsocket is never connected.
                 g.opts.keepalive = on;

@@ -376,6 +376,12 @@ pub fn wait(tok: &WaitToken, timeout_ms: c_int) -> Result<bool, Errno> {
     Ok(p[0].revents != 0)
 }
 
+/// The system's tcp_keepalive_time in seconds (7200 without it): the
+/// keepalive idle time of an rsocket whose TCP_KEEPIDLE was not set.
+fn system_keepalive_time() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_keepalive_time").ok().and_then(|t| t.trim().parse().ok()).unwrap_or(7200)
+}
+
 /// Creates a stream rsocket; returns its number.
 pub fn create(domain: c_int, type_: c_int, protocol: c_int) -> Result<c_int, Errno> {
     let st = type_ & !(libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK);
@@ -1168,6 +1174,7 @@ impl Stream {
     /// it (see [`cm_event`]). `me` is this listener.
     fn accept_requests(&mut self, me: &Handle) {
         let Ok(lid) = self.cm().cloned() else { return };
+        let offset = self.conn_data_offset();
         for _ in 0..64 {
             let (nid, req) = match lid.get_request() {
                 Ok(x) => x,
@@ -1181,7 +1188,7 @@ impl Stream {
             let mut s = inherit(self, nid.clone());
             let r = (|| {
                 verbs::set_nonblock(s.fd, true)?;
-                let c = req.private_data.get(self.conn_data_offset()..).and_then(wire::parse_conn_data).ok_or(Errno::EINVAL)?;
+                let c = req.private_data.get(offset..).and_then(wire::parse_conn_data).ok_or(Errno::EINVAL)?;
                 s.create_ep()?;
                 s.save_conn_data(&c);
                 let param = ConnParam { private_data: s.format_conn_data().to_vec(), ..req.clone() };
@@ -1263,7 +1270,7 @@ impl Stream {
             return;
         }
         if on && self.keepalive_time == 0 {
-            self.keepalive_time = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_keepalive_time").ok().and_then(|t| t.trim().parse().ok()).unwrap_or(7200);
+            self.keepalive_time = system_keepalive_time();
         }
         self.keepalive = on;
         self.ka_next = on.then(|| Instant::now() + Duration::from_secs(self.keepalive_time as u64));
