@@ -14,6 +14,7 @@ fn main() {
     println!("cargo:rerun-if-changed={}", map.display());
     println!("cargo:rerun-if-changed=src/sys/verbs_shim.c");
     println!("cargo:rerun-if-changed=src/sys/gid_shim.c");
+    println!("cargo:rerun-if-changed=src/sys/cancel_shim.c");
 
     if std::env::var_os("CARGO_FEATURE_SYMVER").is_some() {
         println!("cargo:rustc-cdylib-link-arg=-fuse-ld=lld");
@@ -27,9 +28,13 @@ fn main() {
     cc::Build::new()
         .file("src/sys/verbs_shim.c")
         .file("src/sys/gid_shim.c")
+        .file("src/sys/cancel_shim.c")
         .flag_if_supported("-Wall")
         .flag_if_supported("-Wextra")
         .flag("-fvisibility=hidden")
+        // cancel_shim.c: the unwinder passes through its frames (no
+        // -fexceptions: it uses pthread.h's C cleanup protocol).
+        .flag("-fasynchronous-unwind-tables")
         .compile("rdmacm_verbs_shim");
     println!("cargo:rustc-link-lib=dylib=ibverbs");
 }
