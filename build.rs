@@ -22,6 +22,10 @@ fn main() {
     }
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,librdmacm.so.1");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-z,defs");
+    // Never unloaded: process-wide state (device contexts, service threads
+    // and the thread-local destructors of callers' threads) outlives any
+    // dlclose (rdmacm-rs.7, THREADS).
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
 
     // Small C shim for libibverbs' static inline functions and struct
     // fields that would otherwise need the whole verbs.h in Rust.

@@ -172,7 +172,7 @@ fn install_panic_hook() {
 /// Inlined into each export so that the hand-on happens in its frame.
 #[inline(always)]
 pub fn entry<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
-    let r = guarded(true, body);
+    let (r, _) = guarded(true, body);
     if cancel::caught() {
         // SAFETY: `r` is a C value without destructor and `guarded` has
         // returned: this frame is a plain one of an "C-unwind" export.
@@ -188,23 +188,26 @@ pub fn entry<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
 /// [`cancel::raw`] ones, the cold parts (first use, devices, name lookups,
 /// the log) take the guard themselves, and their waits are the library's.
 /// Two fewer calls into libc per call (issue 20's instruction budget).
+/// Their bodies never ignore a wait's ECANCELED, so only a failed call
+/// can carry a caught cancellation: a successful one skips the check.
 #[inline(always)]
 pub fn entry_hot<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
-    let r = guarded(false, body);
-    if cancel::caught() {
+    let (r, failed) = guarded(false, body);
+    if failed && cancel::caught() {
         // SAFETY: as in `entry`.
         unsafe { cancel::resume() }
     }
     r
 }
 
-/// The panic boundary and errno convention (see [`entry`]).
+/// The panic boundary and errno convention (see [`entry`]); the C value
+/// and whether the call failed.
 #[inline(always)]
-fn guarded<R: FfiError>(nocancel: bool, body: impl FnOnce() -> Result<R, Errno>) -> R {
+fn guarded<R: FfiError>(nocancel: bool, body: impl FnOnce() -> Result<R, Errno>) -> (R, bool) {
     init_once();
     let _nc = if nocancel { Some(NoCancel::new()) } else { None };
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(v)) => v,
+    let r = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(v)) => return (v, false),
         Ok(Err(e)) => {
             if e == Errno::UnknownErrno {
                 // A number Errno has no name for: the kernel's own.
@@ -224,7 +227,8 @@ fn guarded<R: FfiError>(nocancel: bool, body: impl FnOnce() -> Result<R, Errno>)
             set_errno(Errno::EIO);
             R::error_value()
         }
-    }
+    };
+    (r, true)
 }
 
 /// Checks a pointer argument: NULL becomes `EINVAL`.

@@ -259,6 +259,13 @@ pub mod raw {
         }
     }
 
+    /// Whether `fd` is readable now (poll(2) with no timeout).
+    #[inline]
+    pub fn readable(fd: c_int) -> bool {
+        let mut p = [libc::pollfd { fd, events: libc::POLLIN, revents: 0 }];
+        matches!(poll(&mut p, 0), Ok(1)) && p[0].revents & libc::POLLIN != 0
+    }
+
     /// close(2).
     #[inline]
     pub fn close(fd: c_int) -> Result<(), Errno> {

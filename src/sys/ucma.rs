@@ -487,8 +487,7 @@ impl Ucma for Kernel {
             // An event already queued is taken without a wait (and so
             // without the cost of one); the device has no other reader
             // that could take it first.
-            let mut p = [libc::pollfd { fd, events: libc::POLLIN, revents: 0 }];
-            if matches!(super::cancel::raw::poll(&mut p, 0), Ok(1)) && p[0].revents & libc::POLLIN != 0 {
+            if super::cancel::raw::readable(fd) {
                 return send(fd, &cmd);
             }
         }
