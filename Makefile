@@ -105,7 +105,7 @@ deps:
 check: deps
 	$(MAKE) check-host vm-check
 
-check-host: check-ratchet check-msrv test-rust check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-static check-ldd ctest-valgrind check-gai fuzz-smoke check-man check-layout-abi check-deb check-setuid check-badinput-rows
+check-host: check-ratchet check-msrv test-rust check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-static check-ldd ctest-valgrind check-gai fuzz-smoke check-man check-layout-abi check-deb check-rpm check-setuid check-badinput-rows
 
 test-rust:
 	$(CARGO) test --locked --lib
@@ -328,6 +328,34 @@ $(B)/deb/rdmacm-rs.changes: $(DEB_INPUTS)
 	    --changes-option=-u$(abspath $(B))/deb --buildinfo-option=-u$(abspath $(B))/deb --post-clean
 	lintian --fail-on warning,error --display-info --pedantic $@ || { rm -f $@; exit 1; }
 	@ls -l $(B)/deb/*.deb
+
+# make rpm: RPM packages for the RHEL/Fedora family (rpm/rdmacm-rs.spec: librdmacm-rs,
+# librdmacm-rs-devel, rdmacm-rs-tools) in build/rpm/RPMS/, built with rpmbuild in this tree
+# (--build-in-place, like make deb around `make lib` and the install targets), then rpmlint with
+# rpm/rpmlint.toml (every filtered tag is explained there), which must report nothing. --nodeps:
+# the build host need not be an RPM system (Debian's rpm has an empty package database).
+# brp-compress is run with bash: it is bash code under #!/bin/sh, and /bin/sh is dash on Debian.
+# check-rpm: what is in them, against the .deb (ctest/check-rpm.sh). Needs rpm, rpmlint, file.
+RPM_INPUTS := $(filter-out $(wildcard debian/* debian/source/*),$(DEB_INPUTS)) $(wildcard rpm/*)
+rpm: lib preload static
+	@$(MAKE) --no-print-directory $(B)/rpm/rpms.stamp
+$(B)/rpm/rpms.stamp: $(RPM_INPUTS)
+	@v=$$(sed -n 's/^Version: *//p' rpm/rdmacm-rs.spec); [ "$$v" = "$(VERSION)" ] || \
+	    { echo "rpm: rpm/rdmacm-rs.spec says Version $$v, Cargo.toml $(VERSION)" >&2; exit 1; }
+	@l=$$(sed -n 's/^%global upstream_level *//p' rpm/rdmacm-rs.spec); [ "$$l" = "$(UPSTREAM_LEVEL)" ] || \
+	    { echo "rpm: rpm/rdmacm-rs.spec says upstream_level $$l, the Makefile UPSTREAM_LEVEL $(UPSTREAM_LEVEL)" >&2; exit 1; }
+	rm -rf $(B)/rpm; mkdir -p $(B)/rpm
+	rpmbuild -bb --build-in-place --nodeps --define "_topdir $(abspath $(B))/rpm" \
+	    --define "__brp_compress /bin/bash %{_rpmconfigdir}/brp-compress %{?_prefix}" \
+	    rpm/rdmacm-rs.spec > $(B)/rpm/rpmbuild.log 2>&1 || { tail -n 40 $(B)/rpm/rpmbuild.log >&2; exit 1; }
+	rpmlint -c rpm/rpmlint.toml $(B)/rpm/RPMS/*/*.rpm rpm/rdmacm-rs.spec > $(B)/rpm/rpmlint.log 2>&1; rc=$$?; \
+	    grep -v '^$$' $(B)/rpm/rpmlint.log; [ $$rc = 0 ] && grep -q ' 0 errors, 0 warnings' $(B)/rpm/rpmlint.log || \
+	    { echo "rpm: rpmlint reports the above (exit $$rc)" >&2; exit 1; }
+	@touch $@
+	@ls -l $(B)/rpm/RPMS/*/*.rpm
+
+check-rpm: rpm deb
+	ctest/check-rpm.sh $(B)/rpm $(B)/deb
 
 # The VM test bed installs the packages into the guest (vm/suite.d/pkg.sh): they travel in
 # build/vm-bin/debs (shipped as /extra/bin/debs).
