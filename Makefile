@@ -107,6 +107,11 @@ check: deps
 
 check-host: check-ratchet check-msrv test-rust check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-static check-ldd ctest-valgrind check-gai fuzz-smoke check-man check-layout-abi check-deb check-rpm check-setuid check-badinput-rows
 
+# The declared minimum Rust version (Cargo.toml's rust-version) is true: the workspace crates
+# and the locked dependencies agree with it, clippy's incompatible_msrv finds nothing newer.
+check-msrv:
+	ctest/check-msrv.sh
+
 test-rust:
 	$(CARGO) test --locked --lib
 	$(CARGO) test --locked --lib -p rspreload

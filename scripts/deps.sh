@@ -35,4 +35,6 @@ command -v cargo >/dev/null ||
 have=$(cargo --version | awk '{print $2}')
 [ "$(printf '%s\n%s\n' "$msrv" "${have%%-*}" | sort -V | head -1)" = "$msrv" ] ||
   { echo "deps: cargo $have is older than the rust-version $msrv of Cargo.toml: install Rust $msrv or later" >&2; exit 1; }
+cargo clippy --version >/dev/null 2>&1 ||
+  { echo "deps: no clippy (make check-msrv runs it): rustup component add clippy" >&2; exit 1; }
 echo "deps: all present (${#PKGS[@]} packages, $(cargo --version))"
