@@ -368,7 +368,13 @@ vm-debs: deb
 	@mkdir -p $(B)/vm-bin/debs
 	rm -f $(B)/vm-bin/debs/*.deb
 	cp -f $(B)/deb/librdmacm-rs1_*.deb $(B)/deb/librdmacm-rs-dev_*.deb $(B)/vm-bin/debs/
-vm-bin: vm-debs $(B)/vm-bin/nonetlink.so
+vm-bin: vm-debs $(B)/vm-bin/nonetlink.so $(B)/vm-bin/cm_conn_static
+# cm_conn linked statically against librdmacm.a as a user would (make install, pkg-config
+# --static, -Wl,-Bstatic -lrdmacm): vm/suite.d/pkg.sh, pkg_static_link. Relinked every time.
+.PHONY: $(B)/vm-bin/cm_conn_static
+$(B)/vm-bin/cm_conn_static: lib static
+	@mkdir -p $(B)/vm-bin
+	ctest/check-static.sh build ctest/vm/cm_conn.c $@
 # LD_PRELOAD shim of vm/suite.d/kmod.sh (kmod_sysfs_fallback): no RDMA netlink socket.
 $(B)/vm-bin/nonetlink.so: ctest/shim/nonetlink.c
 	@mkdir -p $(B)/vm-bin
