@@ -407,6 +407,8 @@ demo_summary(){
   else verdict="ours and upstream agree on $agree of $n compared steps"; fi
   echo "------------------------------------------------------------------------------"
   echo "$verdict"
+  echo "agree: the same exit statuses with each library (and the same output where it is deterministic);"
+  echo "rdma-resolve rows: upstream's rping error beside ours' explanation, shown, not compared"
   echo "full log: $RUN/share/demo.txt (console: $RUN/console.log)"
 }
 cmd_demo(){
