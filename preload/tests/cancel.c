@@ -285,7 +285,7 @@ static const struct test tests[] = {
 
 static int run(const struct test *t)
 {
-	struct timespec ms100 = { 0, 100 * 1000 * 1000 };
+	struct timespec ms1 = { 0, 1000 * 1000 }, ms50 = { 0, 50 * 1000 * 1000 };
 	pthread_t th;
 	void *res;
 	int before;
@@ -297,8 +297,10 @@ static int run(const struct test *t)
 	if (pthread_create(&th, NULL, t->fn, NULL))
 		die("pthread_create");
 	while (!entered)
-		nanosleep(&ms100, NULL);
-	nanosleep(&ms100, NULL);
+		nanosleep(&ms1, NULL);
+	/* time to block in the call; a cancellation that comes earlier is
+	 * pending and acts when the call begins, the same path */
+	nanosleep(&ms50, NULL);
 	if (t->how == 0)
 		pthread_cancel(th);
 	else if (t->how == 2)
