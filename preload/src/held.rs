@@ -12,8 +12,9 @@
 //! If the thread ends there, its storage is let go at thread exit and
 //! closes the placeholder and frees the buffer.  Nothing is left behind,
 //! except in one case: a signal handler that makes such a call while its
-//! thread waits in another, and ends the thread inside it (then the outer
-//! call's placeholder or buffer stays).
+//! thread waits in another, and ends the thread inside it (then one
+//! placeholder or buffer stays: the outer call's placeholder, the inner
+//! call's buffer).
 
 use crate::calls::close_nocancel;
 use libc::{c_int, pollfd};
@@ -104,7 +105,8 @@ fn free(ptr: *mut u64, words: usize) {
 pub fn take(bytes: usize) -> Buf {
     let need = bytes.div_ceil(8).max(1);
     let thread = HELD.try_with(|h| {
-        if h.busy.get() {
+        // (marked first: a signal handler's call from here on takes its own)
+        if h.busy.replace(true) {
             return None;
         }
         if h.words.get() < need {
@@ -112,7 +114,6 @@ pub fn take(bytes: usize) -> Buf {
             h.buf.set(alloc(need));
             h.words.set(need);
         }
-        h.busy.set(true);
         Some(Buf { ptr: h.buf.get(), words: h.words.get(), own: false })
     });
     thread.ok().flatten().unwrap_or_else(|| Buf { ptr: alloc(need), words: need, own: true })

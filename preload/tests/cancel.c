@@ -113,6 +113,18 @@ static void make_listener(void)
 		die("getsockname");
 }
 
+/* fds[0]: the accepted end of a TCP connection to the listener, fds[1]: the connecting end */
+static void make_conn(void)
+{
+	make_listener();
+	fds[1] = socket(AF_INET, SOCK_STREAM, 0);
+	if (fds[1] < 0 || connect(fds[1], (struct sockaddr *)&laddr, sizeof(laddr)))
+		die("connect");
+	fds[0] = accept(lfd, NULL, NULL);
+	if (fds[0] < 0)
+		die("accept");
+}
+
 static char buf[64];
 
 static void *t_read(void *a) { (void)a; entered = 1; read(fds[0], buf, 1); return NULL; }
@@ -192,10 +204,13 @@ static void *t_lockw(void *a)
 	(void)a; entered = 1; fcntl(fds[1], F_OFD_SETLKW, &l); return NULL;
 }
 
-/* pending cancellation: the call's cancellation point acts on entry */
+/* pending cancellation: the call's cancellation point acts on entry (the
+ * C library's does; pthread_testcancel after it ends the thread all the
+ * same where an rsocket call has none: what counts is that the process
+ * lives) */
 static void *t_close_pending(void *a)
 {
-	(void)a; pthread_cancel(pthread_self()); entered = 1; close(fds[0]); return NULL;
+	(void)a; pthread_cancel(pthread_self()); entered = 1; close(fds[0]); pthread_testcancel(); return NULL;
 }
 static void *t_connect_pending(void *a)
 {
@@ -204,11 +219,11 @@ static void *t_connect_pending(void *a)
 	if (s < 0)
 		die("socket");
 	pthread_cancel(pthread_self()); entered = 1;
-	connect(s, (struct sockaddr *)&laddr, sizeof(laddr)); return NULL;
+	connect(s, (struct sockaddr *)&laddr, sizeof(laddr)); pthread_testcancel(); return NULL;
 }
 static void *t_send_pending(void *a)
 {
-	(void)a; pthread_cancel(pthread_self()); entered = 1; send(fds[1], buf, 1, 0); return NULL;
+	(void)a; pthread_cancel(pthread_self()); entered = 1; send(fds[1], buf, 1, 0); pthread_testcancel(); return NULL;
 }
 static void *t_close_socket_pending(void *a)
 {
@@ -216,7 +231,7 @@ static void *t_close_socket_pending(void *a)
 	(void)a;
 	if (s < 0)
 		die("socket");
-	pthread_cancel(pthread_self()); entered = 1; close(s); return NULL;
+	pthread_cancel(pthread_self()); entered = 1; close(s); pthread_testcancel(); return NULL;
 }
 /* socket() is no cancellation point: it returns, the next read acts */
 static void *t_socket_pending(void *a)
@@ -241,6 +256,7 @@ static void setup_sock(void) { make_pair(); }
 static void setup_full_pipe(void) { make_pipe(); fill(); }
 static void setup_full_sock(void) { make_pair(); fill(); }
 static void setup_listen(void) { make_pipe(); make_listener(); }
+static void setup_conn(void) { make_conn(); }
 static void setup_lock(void)
 {
 	char path[] = "/tmp/preload-cancel-XXXXXX";
@@ -261,6 +277,7 @@ static const struct test tests[] = {
 	{ "recv", setup_sock, t_recv, 0, 0 },
 	{ "recvfrom", setup_sock, t_recvfrom, 0, 0 },
 	{ "recvmsg", setup_sock, t_recvmsg, 0, 0 },
+	{ "recv-tcp", setup_conn, t_recv, 0, 0 },
 	{ "write", setup_full_pipe, t_write, 0, 0 },
 	{ "writev", setup_full_pipe, t_writev, 0, 0 },
 	{ "send", setup_full_sock, t_send, 0, 0 },
