@@ -50,8 +50,9 @@ pub fn in_rdmacm() -> bool {
 ///
 /// No guard value unmarks the thread: this frame holds nothing with a
 /// destructor, so a forced unwind that starts in `f` may pass it.  A
-/// thread that ends inside `f` stays marked, which no one sees: the mark
-/// is the thread's own.  (`f` is a call into C, which does not panic.)
+/// thread that ends inside `f` stays marked: the mark is the thread's own,
+/// so at most a socket() made by a destructor of the ending thread goes to
+/// libc.  (`f` is a call into C, which does not panic.)
 #[inline(always)]
 pub fn inside<R>(f: impl FnOnce() -> R) -> R {
     DEPTH.with(|d| d.set(d.get().wrapping_add(1)));
@@ -126,7 +127,7 @@ pub fn testcancel() {
 /// for the library's own descriptors (placeholders).
 pub fn close_nocancel(fd: c_int) -> c_int {
     // SAFETY: the close system call takes a plain integer.
-    unsafe { libc::syscall(libc::SYS_close, fd) as c_int }
+    unsafe { libc::syscall(libc::SYS_close, libc::c_long::from(fd)) as c_int }
 }
 
 /// Looks `name` (NUL-terminated) up in `handle`, once; 0 when absent.
