@@ -184,12 +184,12 @@ ctest-valgrind: lib $(B)/ctest/harness-ours
 check-gai: lib
 	ctest/gai-corpus-host.sh --asan --valgrind
 
-# Bounded fuzz run of every target in fuzz/ (the time is shared; README: Fuzzing).
+# Bounded fuzz run of every target in fuzz/ (the time is shared; docs/behaviour.md: Fuzzing).
 FUZZ_SECONDS ?= 60
 fuzz-smoke:
 	ctest/fuzz-smoke.sh $(FUZZ_SECONDS)
 
-# The long fuzz run: FUZZ_TIME seconds per target (README: Fuzzing).
+# The long fuzz run: FUZZ_TIME seconds per target (docs/behaviour.md: Fuzzing).
 FUZZ_TIME ?= 600
 FUZZ_TARGETS ?= rdma_getaddrinfo acm_response gid_reachable events rsocket_wire af_ib_hdr
 fuzz:
@@ -318,7 +318,7 @@ uninstall:
 # make deb: the Debian packages librdmacm-rs1 (the library, in place of librdmacm1t64) and
 # librdmacm-rs-dev (headers, pkg-config, man pages; in place of librdmacm-dev) in build/deb/,
 # built with debhelper from debian/ around `make lib` and the install targets, then lintian
-# (every tag it still reports is explained in debian/*.lintian-overrides and the README).
+# (every tag it still reports is explained in debian/*.lintian-overrides and docs/packaging.md).
 # Needs debhelper, lintian, fakeroot (scripts/deps.sh). check-deb: what is in them.
 deb: lib preload static
 	@$(MAKE) --no-print-directory $(B)/deb/rdmacm-rs.changes
