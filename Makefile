@@ -155,8 +155,12 @@ check-header: tools
 	    $(CXX) -x c++ -Wall -Wextra -Werror -fsyntax-only $(OURS_INC) -
 	@echo "check-header: our headers also compile as C++"
 
+# The documents agree with the code and hold together: the compatibility table
+# (docs/compatibility.md) against the exports and the ENOSYS stubs; README.md under 300 lines,
+# every page of docs/ linked from it, every relative link resolving (ctest/check-docs.sh).
 check-compat:
 	ctest/check-compat-table.sh
+	ctest/check-docs.sh
 
 # Struct layouts: the same C program compiled against upstream's installed
 # headers and against ours must print abi/layout.txt exactly.
@@ -198,12 +202,12 @@ ctest-valgrind: lib $(B)/ctest/harness-ours
 check-gai: lib
 	ctest/gai-corpus-host.sh --asan --valgrind
 
-# Bounded fuzz run of every target in fuzz/ (the time is shared; README: Fuzzing).
+# Bounded fuzz run of every target in fuzz/ (the time is shared; docs/behaviour.md: Fuzzing).
 FUZZ_SECONDS ?= 60
 fuzz-smoke:
 	ctest/fuzz-smoke.sh $(FUZZ_SECONDS)
 
-# The long fuzz run: FUZZ_TIME seconds per target (README: Fuzzing).
+# The long fuzz run: FUZZ_TIME seconds per target (docs/behaviour.md: Fuzzing).
 FUZZ_TIME ?= 600
 FUZZ_TARGETS ?= rdma_getaddrinfo acm_response gid_reachable events rsocket_wire af_ib_hdr
 fuzz:
@@ -332,7 +336,7 @@ uninstall:
 # make deb: the Debian packages librdmacm-rs1 (the library, in place of librdmacm1t64) and
 # librdmacm-rs-dev (headers, pkg-config, man pages; in place of librdmacm-dev) in build/deb/,
 # built with debhelper from debian/ around `make lib` and the install targets, then lintian
-# (every tag it still reports is explained in debian/*.lintian-overrides and the README).
+# (every tag it still reports is explained in debian/*.lintian-overrides and docs/packaging.md).
 # Needs debhelper, lintian, fakeroot (scripts/deps.sh). check-deb: what is in them.
 deb: lib preload static
 	@$(MAKE) --no-print-directory $(B)/deb/rdmacm-rs.changes

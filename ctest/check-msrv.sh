@@ -5,7 +5,8 @@
 #   - clippy's incompatible_msrv lint, which clippy runs at each package's rust-version, finds no
 #     use of a standard-library item stabilised after it (library and binaries of the workspace);
 #   - no locked dependency declares a higher rust-version;
-#   - the README's "Rust X or later" and scripts/deps.sh say the same version.
+#   - README.md and docs/packaging.md each say "Rust ... X or later" with that version, and so
+#     does scripts/deps.sh wherever it says it.
 # Only one toolchain can be had on these machines, so language features newer than the claim
 # (which clippy does not check) are not covered; a build with that toolchain would be.
 set -euo pipefail
@@ -34,7 +35,11 @@ sys.exit(1 if bad else 0)' || fail "rust-version $msrv is not what the workspace
 $CARGO clippy --locked --workspace --lib --bins -q -- -A clippy::all -D clippy::incompatible_msrv ||
     fail "the code uses items stabilised after the declared rust-version $msrv (above)"
 
-for said in $(grep -oE 'Rust[^0-9]*1\.[0-9]+ or later' README.md scripts/deps.sh | grep -oE '1\.[0-9]+'); do
-    [ "$said" = "$msrv" ] || fail "README.md or scripts/deps.sh says Rust $said or later, Cargo.toml's rust-version is $msrv"
+for f in README.md docs/packaging.md scripts/deps.sh; do
+    said=$(grep -oE 'Rust[^0-9]*1\.[0-9]+ or later' "$f" | grep -oE '1\.[0-9]+' || true)
+    [ -n "$said" ] || [ "$f" = scripts/deps.sh ] || fail "$f does not say which Rust it needs ('Rust ... $msrv or later')"
+    for v in $said; do
+        [ "$v" = "$msrv" ] || fail "$f says Rust $v or later, Cargo.toml's rust-version is $msrv"
+    done
 done
 echo "check-msrv: rust-version $msrv: workspace crates agree, no dependency needs more, clippy incompatible_msrv clean"

@@ -24,7 +24,7 @@
 //!   into C: it is caught, logged (when logging is on) and reported as
 //!   `EIO`.
 //! * Functions not implemented yet call [`not_implemented`] (errno
-//!   `ENOSYS`); the README's compatibility table lists exactly those.
+//!   `ENOSYS`); the compatibility table (docs/compatibility.md) lists exactly those.
 
 use std::ffi::c_int;
 use crate::sys::cancel::{self, NoCancel};
@@ -255,7 +255,7 @@ pub fn fd_exhaustion_as_enomem(e: Errno) -> Errno {
 
 /// The body of a function that is not implemented yet.
 ///
-/// The README's compatibility table lists every function that calls this;
+/// The compatibility table (docs/compatibility.md) lists every function that calls this;
 /// `ctest/check-compat-table.sh` keeps the two in agreement.
 #[cold]
 pub fn not_implemented<R>(name: &'static str) -> Result<R, Errno> {

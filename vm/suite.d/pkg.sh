@@ -12,7 +12,7 @@
 #             with neither LD_LIBRARY_PATH nor LD_PRELOAD, and whichlib, ldd and the rping
 #             server's /proc/PID/maps must show librdmacm.so.1 -> the package's file; then back:
 #             apt-get install upstream's .deb (apt removes ours), ours again with dpkg -i, and
-#             back with dpkg -r --force-depends + dpkg -i (the two ways README documents). After
+#             back with dpkg -r --force-depends + dpkg -i (the two ways docs/packaging.md documents). After
 #             each way back: librdmacm1t64 installed at the image's version, dpkg --verify clean,
 #             no file of ours left, librdmacm.so.1 the image's file again.
 # The guest's system library is shared by every later test (the upstream variant uses it), so
