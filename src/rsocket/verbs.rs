@@ -776,19 +776,9 @@ pub fn set_nonblock(fd: c_int, on: bool) -> Result<(), Errno> {
     Ok(())
 }
 
-/// poll(2) over `fds` (negative descriptors are ignored, as by poll).
-pub fn poll(fds: &mut [libc::pollfd], timeout_ms: c_int) -> Result<c_int, Errno> {
-    // SAFETY: fds is a valid array of its length.
-    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
-    if r < 0 {
-        Err(match Errno::last() {
-            Errno::UnknownErrno => Errno::EINTR,
-            e => e,
-        })
-    } else {
-        Ok(r)
-    }
-}
+/// poll(2) over `fds` without a cancellation point (the service threads'
+/// sleeps, rpoll's look at ordinary descriptors): `sys`'s.
+pub use crate::sys::cancel::raw::poll;
 
 #[cfg(test)]
 mod tests {
