@@ -127,6 +127,51 @@ static int count_dir(const char *d)
 static int nfds(void) { return count_dir("/proc/self/fd"); }
 static int nthreads(void) { return count_dir("/proc/self/task"); }
 
+/* the descriptors and threads open now (for naming what grew) */
+#define SNAP_MAX 512
+struct snap {
+	int n, id[SNAP_MAX];
+};
+static void snap_dir(const char *d, struct snap *s)
+{
+	DIR *dp = opendir(d);
+	struct dirent *e;
+	s->n = 0;
+	while (dp && (e = readdir(dp)))
+		if (e->d_name[0] != '.' && s->n < SNAP_MAX)
+			s->id[s->n++] = atoi(e->d_name);
+	if (dp)
+		closedir(dp);
+}
+/* prints (stderr) what is in d now and was not in s: descriptors' targets, threads' names */
+static void snap_new(const char *name, const char *d, const struct snap *s)
+{
+	struct snap now;
+	char p[128], t[256];
+	int shown = 0;
+	snap_dir(d, &now);
+	for (int i = 0; i < now.n && shown < 8; i++) {
+		int old = 0;
+		for (int j = 0; j < s->n; j++)
+			old |= s->id[j] == now.id[i];
+		if (old)
+			continue;
+		ssize_t l;
+		if (!strcmp(d, "/proc/self/fd")) {
+			snprintf(p, sizeof p, "%s/%d", d, now.id[i]);
+			l = readlink(p, t, sizeof t - 1);
+		} else {
+			snprintf(p, sizeof p, "%s/%d/comm", d, now.id[i]);
+			FILE *f = fopen(p, "r");
+			l = f && fgets(t, sizeof t, f) ? (ssize_t)strcspn(t, "\n") : -1;
+			if (f)
+				fclose(f);
+		}
+		t[l > 0 ? l : 0] = 0;
+		fprintf(stderr, "%s: new %s %d: %s\n", name, d + 11, now.id[i], t);
+		shown++;
+	}
+}
 /* the growth since (fd0, th0): waits up to 1 s for threads and descriptors that go away on
  * their own (a library's thread ending after its last user) */
 static void growth(int fd0, int th0, int *dfd, int *dth)
@@ -164,6 +209,9 @@ static void run_case(const struct ccase *c)
 		sh->phase = 2;
 		return;
 	}
+	static struct snap fds0, tasks0;
+	snap_dir("/proc/self/fd", &fds0);
+	snap_dir("/proc/self/task", &tasks0);
 	int fd0 = nfds(), th0 = nthreads(), i, dfd, dth;
 	for (i = 1; i <= reps; i++) {
 		step("run %d", i + 1);
@@ -177,6 +225,10 @@ static void run_case(const struct ccase *c)
 	}
 	step("growth");
 	growth(fd0, th0, &dfd, &dth);
+	if (dfd > 0)
+		snap_new(c->name, "/proc/self/fd", &fds0);
+	if (dth > 0)
+		snap_new(c->name, "/proc/self/task", &tasks0);
 	line(c->name, 1, dfd <= 0 && dth <= 0, "all as the first, fds %+d, threads %+d", dfd, dth);
 	sh->phase = 2;
 }

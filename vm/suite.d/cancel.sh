@@ -25,8 +25,9 @@ t --cmp --filter "$CANCEL_F" cancel_cm 240 $CANCEL -n $CANCEL_N -k create_ep.x \
 t --cmp --filter "$CANCEL_F" cancel_rs 240 $CANCEL -n $CANCEL_N -k rrecv,rsend,riowrite,repoll_wait,rpoll.x,rselect.x \
   raccept rconnect rrecv rsend riowrite rpoll rselect repoll_wait
 # a cancel pending when the thread enters a call (upstream: canceled inside the library's
-# initialization, it leaves the library hung: pend_first_*; a pending rsocket() too)
-t --cmp --filter "$CANCEL_F" cancel_pending 240 $CANCEL -n $CANCEL_N -k pend_rsocket,pend_first_channel,pend_first_getaddrinfo,pend_first_rsocket \
+# initialization, or in rdma_getaddrinfo's connect to ibacm, it leaves a lock taken and the
+# next call hangs: pend_first_*, pend_getaddrinfo)
+t --cmp --filter "$CANCEL_F" cancel_pending 240 $CANCEL -n $CANCEL_N -k pend_getaddrinfo,pend_first_channel,pend_first_getaddrinfo,pend_first_rsocket \
   pend_channel pend_create_id pend_bind pend_destroy_id pend_getaddrinfo pend_rsocket \
   pend_first_channel pend_first_getaddrinfo pend_first_rsocket
 # accept / recv / poll on a socket librspreload made an rsocket.
