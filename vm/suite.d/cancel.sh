@@ -39,8 +39,10 @@ t --cmp --filter "$CANCEL_F" cancel_pl_up 240 env LD_PRELOAD=$CANCEL_PL_UP $CANC
   pl_accept pl_recv pl_poll
 t --cmp --filter "$CANCEL_F" cancel_pl_rs 240 bash -c "pl=$CANCEL_PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$CANCEL_PL_UP
   exec env LD_PRELOAD=\$pl $CANCEL -n $CANCEL_N -k pl_accept.x,pl_recv,pl_poll.x pl_accept pl_recv pl_poll"
-t cancel_pl_rs_uplib 240 env -u LD_LIBRARY_PATH LD_PRELOAD=$CANCEL_PL_RS RDMACM_VARIANT=upstream $CANCEL -n $CANCEL_N -k pl_recv,pl_poll.x \
-  pl_accept pl_recv pl_poll
+#   (recv left out there: upstream's rrecv hangs the socket; the same run in both variants, so
+#   fewer repeats)
+t cancel_pl_rs_uplib 120 env -u LD_LIBRARY_PATH LD_PRELOAD=$CANCEL_PL_RS RDMACM_VARIANT=upstream $CANCEL -n 5 -k pl_poll.x \
+  pl_accept pl_poll
 # dlopen / dlclose cycles: no crash, no growth (upstream: 2 descriptors per cycle, the verbs
 # devices it opened); the unload itself in cancel_dl_unload
 t --cmp --filter "$CANCEL_F" cancel_dl 240 $CANCEL_DL -n 20 -k dl_plain.x,dl_rsocket.x,dl_rsconn.x \
