@@ -37,7 +37,8 @@
  * pend_rsocket, with the library used once before; pend_first_channel pend_first_getaddrinfo
  * pend_first_rsocket: the thread's call is the process's first (the library's initialization).
  * The thread must end canceled; whether the call itself returned goes to stderr (upstream acts
- * on the cancel at the first open/read/write inside; ours completes the call).
+ * on the cancel at the first open/read/write inside; ours is to complete the call and end at
+ * the next cancellation point).
  * sig_exit: a SIGUSR1 handler calls pthread_exit(42) in a thread blocked in rdma_get_cm_event.
  * exit: exit(0) with threads blocked in rdma_get_cm_event and rrecv and a listening rsocket.
  * pl_accept pl_recv pl_poll: accept/recv/poll under LD_PRELOAD=librspreload (the suite sets
