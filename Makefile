@@ -12,6 +12,8 @@
 #   make bench         benchmarks, as ratios against upstream
 #   make soak          10-minute leak soak of ours in the VM (fds, threads, RSS per minute)
 #   make install       PREFIX=/usr/local DESTDIR= LIBDIR=$(PREFIX)/lib
+#   make static        build/lib/librdmacm.a (installed by install-dev)
+#   make deb / rpm     Debian packages (build/deb) / RPM packages (build/rpm), see docs/packaging.md
 
 VERSION    := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI        := 1.5
@@ -32,12 +34,13 @@ B          := build
 CWARN   := -Wall -Wextra -Werror
 OURS_INC := -Iinclude
 .PHONY: all lib preload header check check-host test-rust check-symbols check-header \
-        check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke vm-bin \
+        check-compat check-layout ctest ctest-asan check-install check-static check-ldd ctest-valgrind check-gai fuzz-smoke vm-bin \
         check-symbols-upstream check-constants check-ratchet deps check-setuid check-badinput-rows badinput-doc fuzz \
-        vm-check demo bench install uninstall clean tools
+        vm-check demo bench install uninstall clean tools check-preload-cancel
+.PHONY: static check-static rpm check-rpm check-msrv
 .PHONY: install-lib install-preload install-tools install-dev install-man check-man check-layout-abi deb check-deb vm-debs
 
-all: lib preload
+all: lib preload static
 
 # No path of the build machine in the library: panic locations and debug info name the
 # sources as /usr/src/rdmacm-rs/... and /usr/share/cargo/... (ctest/check-install.sh checks).
@@ -50,6 +53,26 @@ lib:
 	cp -f target/release/librdmacm.so $(B)/lib/$(REALNAME)
 	ln -sf $(REALNAME) $(B)/lib/librdmacm.so.1
 	ln -sf librdmacm.so.1 $(B)/lib/librdmacm.so
+	@# the identity of what cargo built (GNU build-id), read from cargo's output, not from the copy:
+	@# the VM test bed checks that the "ours" variant loads a library with this very build-id
+	readelf -n target/release/librdmacm.so | sed -n 's/^ *Build ID: //p' > $(B)/lib/librdmacm.build-id
+	@test -s $(B)/lib/librdmacm.build-id || { echo "lib: target/release/librdmacm.so has no GNU build-id" >&2; exit 1; }
+
+# librdmacm.a: the same crate as a staticlib (cargo rustc --crate-type staticlib), built without
+# the symver feature: objects that carry both `f` and the `.symver` alias `f@@RDMACM_1.x` link
+# with gold and lld but not with GNU ld (bfd: "multiple definition of `rdma_create_id'"), and a
+# static link has no use for symbol versions. The native libraries rustc says the archive needs
+# go to $(B)/lib/librdmacm.a.native-libs (ctest/check-static.sh holds librdmacm.pc's
+# Libs.private against them). Other Rust code must not be linked into the same program
+# statically (two copies of std and of the allocator shims).
+static:
+	@mkdir -p $(B)/lib
+	RUSTFLAGS="$(strip $(RUSTFLAGS) $(REMAP_FLAGS))" CFLAGS="$(strip $(CFLAGS) -ffile-prefix-map=$(CURDIR)=/usr/src/rdmacm-rs)" \
+	    $(CARGO) rustc --release --locked --lib --crate-type staticlib --no-default-features \
+	    -- --print native-static-libs 2> $(B)/lib/librdmacm.a.log; rc=$$?; cat $(B)/lib/librdmacm.a.log >&2; exit $$rc
+	sed -n 's/^note: native-static-libs: //p' $(B)/lib/librdmacm.a.log > $(B)/lib/librdmacm.a.native-libs
+	@test -s $(B)/lib/librdmacm.a.native-libs || { echo "static: rustc printed no native-static-libs" >&2; exit 1; }
+	cp -f target/release/librdmacm.a $(B)/lib/librdmacm.a
 
 # librspreload.so (preload/, a second cdylib of the workspace), linked against the
 # librdmacm.so.1 just built; installed as upstream's: $(LIBDIR)/rsocket/librspreload.so
@@ -82,11 +105,30 @@ deps:
 check: deps
 	$(MAKE) check-host vm-check
 
-check-host: check-ratchet test-rust check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-ldd ctest-valgrind check-gai fuzz-smoke check-man check-layout-abi check-deb check-setuid check-badinput-rows
+check-host: check-ratchet check-msrv test-rust check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-static check-ldd ctest-valgrind check-gai fuzz-smoke check-man check-layout-abi check-deb check-rpm check-setuid check-badinput-rows check-preload-cancel
+
+# The declared minimum Rust version (Cargo.toml's rust-version) is true: the workspace crates
+# and the locked dependencies agree with it, clippy's incompatible_msrv finds nothing newer.
+check-msrv:
+	ctest/check-msrv.sh
 
 test-rust:
 	$(CARGO) test --locked --lib
 	$(CARGO) test --locked --lib -p rspreload
+
+# A thread cancelled in a call librspreload.so forwards ends as it would without it: no frame
+# of the library a forced unwind passes has an exception table, and preload/tests/cancel.c's
+# cases pass preloaded over the system's librdmacm and over ours, plain and in fork mode (no
+# RDMA device needed: the sockets stay real ones, or fork mode's stand-ins for them).
+PRELOAD_RUN = LD_PRELOAD=$(CURDIR)/$(B)/lib/rsocket/librspreload.so
+check-preload-cancel: preload
+	@mkdir -p $(B)/ctest
+	$(CC) $(CWARN) -O2 -pthread -o $(B)/ctest/preload-cancel preload/tests/cancel.c
+	preload/tests/check-frames.sh $(B)/lib/rsocket/librspreload.so
+	$(PRELOAD_RUN) $(B)/ctest/preload-cancel
+	$(PRELOAD_RUN) RDMAV_FORK_SAFE=1 $(B)/ctest/preload-cancel
+	$(PRELOAD_RUN) LD_LIBRARY_PATH=$(CURDIR)/$(B)/lib $(B)/ctest/preload-cancel
+	$(PRELOAD_RUN) LD_LIBRARY_PATH=$(CURDIR)/$(B)/lib RDMAV_FORK_SAFE=1 $(B)/ctest/preload-cancel
 
 check-symbols: lib
 	ctest/check-symbols.sh $(B)/lib/librdmacm.so.1 abi/rdmacm.symbols
@@ -113,8 +155,12 @@ check-header: tools
 	    $(CXX) -x c++ -Wall -Wextra -Werror -fsyntax-only $(OURS_INC) -
 	@echo "check-header: our headers also compile as C++"
 
+# The documents agree with the code and hold together: the compatibility table
+# (docs/compatibility.md) against the exports and the ENOSYS stubs; README.md under 300 lines,
+# every page of docs/ linked from it, every relative link resolving (ctest/check-docs.sh).
 check-compat:
 	ctest/check-compat-table.sh
+	ctest/check-docs.sh
 
 # Struct layouts: the same C program compiled against upstream's installed
 # headers and against ours must print abi/layout.txt exactly.
@@ -156,12 +202,12 @@ ctest-valgrind: lib $(B)/ctest/harness-ours
 check-gai: lib
 	ctest/gai-corpus-host.sh --asan --valgrind
 
-# Bounded fuzz run of every target in fuzz/ (the time is shared; README: Fuzzing).
+# Bounded fuzz run of every target in fuzz/ (the time is shared; docs/behaviour.md: Fuzzing).
 FUZZ_SECONDS ?= 60
 fuzz-smoke:
 	ctest/fuzz-smoke.sh $(FUZZ_SECONDS)
 
-# The long fuzz run: FUZZ_TIME seconds per target (README: Fuzzing).
+# The long fuzz run: FUZZ_TIME seconds per target (docs/behaviour.md: Fuzzing).
 FUZZ_TIME ?= 600
 FUZZ_TARGETS ?= rdma_getaddrinfo acm_response gid_reachable events rsocket_wire af_ib_hdr
 fuzz:
@@ -185,6 +231,11 @@ badinput-doc: lib vm-bin
 
 check-install: lib
 	ctest/check-install.sh
+
+# librdmacm.a installed as a user gets it: every export, no symbol version, pkg-config --static
+# complete; programs linked -Wl,-Bstatic -lrdmacm and cc -static run with no librdmacm.so.
+check-static: lib static
+	ctest/check-static.sh install
 
 # Every rdmacm-utils program resolves librdmacm.so.1 to ours, with no
 # undefined symbol.
@@ -243,8 +294,9 @@ install-lib: lib
 	ln -sf $(REALNAME) $(DESTDIR)$(LIBDIR)/librdmacm.so.1
 	ln -sf librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
 
-install-dev:
-	install -d $(DESTDIR)$(INCLUDEDIR)/rdma $(DESTDIR)$(INCLUDEDIR)/infiniband $(DESTDIR)$(PKGCONFIGDIR)
+install-dev: static
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/rdma $(DESTDIR)$(INCLUDEDIR)/infiniband $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 0644 $(B)/lib/librdmacm.a $(DESTDIR)$(LIBDIR)/librdmacm.a
 	install -m 0644 $(HEADERS_RDMA) $(DESTDIR)$(INCLUDEDIR)/rdma/
 	install -m 0644 $(HEADERS_IB) $(DESTDIR)$(INCLUDEDIR)/infiniband/
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|; s|@UPSTREAM_LEVEL@|$(UPSTREAM_LEVEL)|' \
@@ -270,6 +322,7 @@ install-tools: lib
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(REALNAME) $(DESTDIR)$(LIBDIR)/librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
+	rm -f $(DESTDIR)$(LIBDIR)/librdmacm.a
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/rdma/,$(notdir $(HEADERS_RDMA)))
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/infiniband/,$(notdir $(HEADERS_IB)))
 	rm -f $(DESTDIR)$(PKGCONFIGDIR)/librdmacm.pc
@@ -283,11 +336,11 @@ uninstall:
 # make deb: the Debian packages librdmacm-rs1 (the library, in place of librdmacm1t64) and
 # librdmacm-rs-dev (headers, pkg-config, man pages; in place of librdmacm-dev) in build/deb/,
 # built with debhelper from debian/ around `make lib` and the install targets, then lintian
-# (every tag it still reports is explained in debian/*.lintian-overrides and the README).
+# (every tag it still reports is explained in debian/*.lintian-overrides and docs/packaging.md).
 # Needs debhelper, lintian, fakeroot (scripts/deps.sh). check-deb: what is in them.
-deb: lib preload
+deb: lib preload static
 	@$(MAKE) --no-print-directory $(B)/deb/rdmacm-rs.changes
-DEB_INPUTS := target/release/librdmacm.so target/release/librspreload.so $(wildcard debian/* debian/source/*) $(wildcard man/*) \
+DEB_INPUTS := target/release/librdmacm.so target/release/librdmacm.a target/release/librspreload.so $(wildcard debian/* debian/source/*) $(wildcard man/*) \
               $(HEADERS_RDMA) $(HEADERS_IB) librdmacm.pc.in abi/rdmacm.symbols Makefile
 $(B)/deb/rdmacm-rs.changes: $(DEB_INPUTS)
 	@v=$$(dpkg-parsechangelog -SVersion); [ "$$v" = "$(VERSION)" ] || \
@@ -299,13 +352,47 @@ $(B)/deb/rdmacm-rs.changes: $(DEB_INPUTS)
 	lintian --fail-on warning,error --display-info --pedantic $@ || { rm -f $@; exit 1; }
 	@ls -l $(B)/deb/*.deb
 
+# make rpm: RPM packages for the RHEL/Fedora family (rpm/rdmacm-rs.spec: librdmacm-rs,
+# librdmacm-rs-devel, rdmacm-rs-tools) in build/rpm/RPMS/, built with rpmbuild in this tree
+# (--build-in-place, like make deb around `make lib` and the install targets), then rpmlint with
+# rpm/rpmlint.toml (every filtered tag is explained there), which must report nothing. --nodeps:
+# the build host need not be an RPM system (Debian's rpm has an empty package database).
+# brp-compress is run with bash: it is bash code under #!/bin/sh, and /bin/sh is dash on Debian.
+# check-rpm: what is in them, against the .deb (ctest/check-rpm.sh). Needs rpm, rpmlint, file.
+RPM_INPUTS := $(filter-out $(wildcard debian/* debian/source/*),$(DEB_INPUTS)) $(wildcard rpm/*)
+rpm: lib preload static
+	@$(MAKE) --no-print-directory $(B)/rpm/rpms.stamp
+$(B)/rpm/rpms.stamp: $(RPM_INPUTS)
+	@v=$$(sed -n 's/^Version: *//p' rpm/rdmacm-rs.spec); [ "$$v" = "$(VERSION)" ] || \
+	    { echo "rpm: rpm/rdmacm-rs.spec says Version $$v, Cargo.toml $(VERSION)" >&2; exit 1; }
+	@l=$$(sed -n 's/^%global upstream_level *//p' rpm/rdmacm-rs.spec); [ "$$l" = "$(UPSTREAM_LEVEL)" ] || \
+	    { echo "rpm: rpm/rdmacm-rs.spec says upstream_level $$l, the Makefile UPSTREAM_LEVEL $(UPSTREAM_LEVEL)" >&2; exit 1; }
+	rm -rf $(B)/rpm; mkdir -p $(B)/rpm
+	rpmbuild -bb --build-in-place --nodeps --define "_topdir $(abspath $(B))/rpm" \
+	    --define "__brp_compress /bin/bash %{_rpmconfigdir}/brp-compress %{?_prefix}" \
+	    rpm/rdmacm-rs.spec > $(B)/rpm/rpmbuild.log 2>&1 || { tail -n 40 $(B)/rpm/rpmbuild.log >&2; exit 1; }
+	rpmlint -c rpm/rpmlint.toml $(B)/rpm/RPMS/*/*.rpm rpm/rdmacm-rs.spec > $(B)/rpm/rpmlint.log 2>&1; rc=$$?; \
+	    grep -v '^$$' $(B)/rpm/rpmlint.log; [ $$rc = 0 ] && grep -q ' 0 errors, 0 warnings' $(B)/rpm/rpmlint.log || \
+	    { echo "rpm: rpmlint reports the above (exit $$rc)" >&2; exit 1; }
+	@touch $@
+	@ls -l $(B)/rpm/RPMS/*/*.rpm
+
+check-rpm: rpm deb
+	ctest/check-rpm.sh $(B)/rpm $(B)/deb
+
 # The VM test bed installs the packages into the guest (vm/suite.d/pkg.sh): they travel in
 # build/vm-bin/debs (shipped as /extra/bin/debs).
 vm-debs: deb
 	@mkdir -p $(B)/vm-bin/debs
 	rm -f $(B)/vm-bin/debs/*.deb
 	cp -f $(B)/deb/librdmacm-rs1_*.deb $(B)/deb/librdmacm-rs-dev_*.deb $(B)/vm-bin/debs/
-vm-bin: vm-debs $(B)/vm-bin/nonetlink.so
+vm-bin: vm-debs $(B)/vm-bin/nonetlink.so $(B)/vm-bin/cm_conn_static
+# cm_conn linked statically against librdmacm.a as a user would (make install, pkg-config
+# --static, -Wl,-Bstatic -lrdmacm): vm/suite.d/pkg.sh, pkg_static_link. Relinked every time.
+.PHONY: $(B)/vm-bin/cm_conn_static
+$(B)/vm-bin/cm_conn_static: lib static
+	@mkdir -p $(B)/vm-bin
+	ctest/check-static.sh build ctest/vm/cm_conn.c $@
 # LD_PRELOAD shim of vm/suite.d/kmod.sh (kmod_sysfs_fallback): no RDMA netlink socket.
 $(B)/vm-bin/nonetlink.so: ctest/shim/nonetlink.c
 	@mkdir -p $(B)/vm-bin
@@ -313,6 +400,7 @@ $(B)/vm-bin/nonetlink.so: ctest/shim/nonetlink.c
 
 check-deb: deb
 	ctest/check-deb.sh $(B)/deb
+	ctest/check-static.sh deb $(B)/deb
 
 # Every export and inline helper has a man page; rdma_cm.7 lists every environment
 # variable; every page renders without warnings.

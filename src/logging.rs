@@ -22,6 +22,10 @@ use parking_lot::Mutex;
 struct Logger {
     level: LevelFilter,
     out: Mutex<Box<dyn Write + Send>>,
+    /// Runs a write without acting on a thread cancellation (the C API
+    /// passes sys::cancel's): writes are cancellation points of libc, and
+    /// a log line may be written on paths that do not disable it.
+    shield: fn(&mut dyn FnMut()),
 }
 
 impl Log for Logger {
@@ -30,12 +34,16 @@ impl Log for Logger {
     }
     fn log(&self, r: &Record<'_>) {
         if self.enabled(r.metadata()) {
-            let mut out = self.out.lock();
-            let _ = writeln!(out, "rdmacm-rs[{}] {}: {}", std::process::id(), r.level(), r.args());
+            (self.shield)(&mut || {
+                let mut out = self.out.lock();
+                let _ = writeln!(out, "rdmacm-rs[{}] {}: {}", std::process::id(), r.level(), r.args());
+            });
         }
     }
     fn flush(&self) {
-        let _ = self.out.lock().flush();
+        (self.shield)(&mut || {
+            let _ = self.out.lock().flush();
+        });
     }
 }
 
@@ -56,7 +64,7 @@ fn parse_level(v: &str) -> LevelFilter {
 /// `read_var` reads it) asks for one; `open` opens `RDMACM_RS_LOG_FILE`
 /// (stderr when it is unset or cannot be opened).  Cheap after the first
 /// call.
-pub fn init(read_var: fn(&CStr) -> Option<OsString>, open: fn(&OsStr) -> std::io::Result<File>) {
+pub fn init(read_var: fn(&CStr) -> Option<OsString>, open: fn(&OsStr) -> std::io::Result<File>, shield: fn(&mut dyn FnMut())) {
     INIT.get_or_init(|| {
         let Some(v) = read_var(c"RDMACM_RS_LOG") else { return };
         let level = parse_level(&v.to_string_lossy());
@@ -67,7 +75,7 @@ pub fn init(read_var: fn(&CStr) -> Option<OsString>, open: fn(&OsStr) -> std::io
             Some(f) => Box::new(f),
             None => Box::new(std::io::stderr()),
         };
-        let logger = Box::leak(Box::new(Logger { level, out: Mutex::new(out) }));
+        let logger = Box::leak(Box::new(Logger { level, out: Mutex::new(out), shield }));
         // A host program may already have a `log` logger; then we stay quiet.
         if log::set_logger(logger).is_ok() {
             log::set_max_level(level);

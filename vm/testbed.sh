@@ -116,6 +116,10 @@ mk_extra(){ # $1 = run dir, $2 = mode
   if [ "$OURS_STATE" = built ] && [ -z "${VM_UPSTREAM_ONLY:-}" ]; then
     cp -a "$OURS_LIB"/librdmacm.so* "$X/extra/ours/lib/"
     [ -e "$X/extra/ours/lib/librdmacm.so.1" ] || die "copy of our library failed"
+    # the GNU build-id of the library make lib built (from cargo's output, not the copy): the
+    # guest's library check (guest/lib.sh) holds every run of ours against it
+    if [ -s "$OURS_LIB/librdmacm.build-id" ]; then cp "$OURS_LIB/librdmacm.build-id" "$X/extra/ours/build-id"
+    elif [ "$2" = suite ]; then die "$OURS_LIB/librdmacm.build-id missing (make lib records it): cannot identify our library"; fi
   fi
   # the test programs: a missing build/vm-bin is an error (make vm-bin), not a reason to skip
   if [ -d "$VM_BIN" ] && [ -x "$VM_BIN/whichlib" ]; then cp -a "$VM_BIN"/. "$X/extra/bin/"
@@ -364,11 +368,55 @@ cmd_abi(){ ours_state; resolve; [ -f "$IMG/rootfs.cpio" ] || die "no image for k
 cmd_check(){ cmd_host; ours_state; cmd_image; cmd_run; }   # report's line stays the last one
 cmd_report(){ RUN=$WORK/suite; VM_RC=0; grep -aq '^@@DONE' "$RUN/console.log" 2>/dev/null || VM_RC=unknown; report; }
 cmd_shell(){ VM_UPSTREAM_ONLY=${VM_UPSTREAM_ONLY:-1}; ours_state; resolve; boot shell; }
+# demo_summary: one screen at the end of the demo: each step it showed, upstream's and ours'
+# outcome side by side and whether they agree (guest/demo.sh records them in demo-steps.txt).
+# Steps compared by exit status ("exit"), by exit status and output ("out"), by the library
+# each loaded ("lib": the system's for upstream, /extra/ours for ours), or not at all
+# ("explain": upstream's tools' bare error beside rdma-resolve's explanation).
+demo_summary(){
+  local F=$RUN/share/demo-steps.txt O=$RUN/share/demo-out id lib outcome kind label n=0 agree=0 ids=() verdict
+  declare -A OUT KIND LABEL
+  echo; echo "================================ demo summary ================================"
+  if [ ! -s "$F" ]; then echo "no steps recorded ($F): see $RUN/share/demo.txt and $RUN/console.log"; return 1; fi
+  while IFS=$'\t' read -r id lib outcome kind label; do
+    [ -n "${KIND[$id]:-}" ] || ids+=("$id")
+    OUT[$id.$lib]=$outcome KIND[$id]=$kind; [ -n "${LABEL[$id]:-}" ] || LABEL[$id]=$label
+  done < "$F"
+  printf '%-44s %-19s %-19s %s\n' step upstream ours agree
+  for id in "${ids[@]}"; do
+    local u=${OUT[$id.upstream]:--} o=${OUT[$id.ours]:--} a
+    case ${KIND[$id]} in
+      explain) a="(not compared)";;
+      *) if [ "$u" = - ] || [ "$o" = - ]; then a="-"
+         else n=$((n+1))
+           case ${KIND[$id]} in
+             lib) if [[ $u == /usr/lib/*librdmacm* && $o == /extra/ours/lib/librdmacm* ]]; then a="yes: each its own library"; agree=$((agree+1))
+                  else a="NO: not the expected libraries"; fi
+                  u="system's: ${u##* (}"; u="${u%)}"; o="ours: ${o##* (}"; o="${o%)}";;
+             out) if [ "$u" != "$o" ]; then a="NO: exit differs"
+                  elif cmp -s "$O/$id.upstream" "$O/$id.ours"; then a="yes: same output"; agree=$((agree+1))
+                  else a="exit same, output differs"; fi;;
+             *)   if [ "$u" = "$o" ]; then a=yes; agree=$((agree+1)); else a="NO"; fi;;
+           esac
+         fi;;
+    esac
+    printf '%-44s %-19s %-19s %s\n' "${LABEL[$id]:0:44}" "$u" "$o" "$a"
+  done
+  if [ $n = 0 ]; then verdict="nothing compared (our library was not shipped)"
+  elif [ $agree = $n ]; then verdict="ours and upstream agree on all $n compared steps"
+  else verdict="ours and upstream agree on $agree of $n compared steps"; fi
+  echo "------------------------------------------------------------------------------"
+  echo "$verdict"
+  echo "agree: the same exit statuses with each library (and the same output where it is deterministic);"
+  echo "rdma-resolve rows: upstream's rping error beside ours' explanation, shown, not compared"
+  echo "full log: $RUN/share/demo.txt (console: $RUN/console.log)"
+}
 cmd_demo(){
   cmd_host; VM_UPSTREAM_ONLY=; [ -e "$OURS_LIB/librdmacm.so.1" ] || say "WARNING: our library is not built ($OURS_LIB): the demo shows upstream only"
   OURS_STATE=absent; [ -e "$OURS_LIB/librdmacm.so.1" ] && OURS_STATE=built
   cmd_image; boot demo
   echo; cat "$RUN/share/demo.txt" 2>/dev/null || { echo "demo produced no output (console: $RUN/console.log)"; return 1; }
+  demo_summary || true
   [ "$VM_RC" = 0 ]
 }
 

@@ -174,9 +174,10 @@ static void own_conn_stdout(void) { own_conn(stdout); }
 /* do_exec: the child execs this program (scenario own_conn) for its connection, the usual
  * fork+exec; without it the child uses the library it inherited (fork_noexec: on kernel 7.2 /
  * rdma-core 65 upstream's scenario process is killed by SIGSEGV in most runs, with and without
- * RDMAV_FORK_SAFE; with ours the child connects, then its first rsend fails with EACCES and
- * its rclose hangs: the child reuses the parent's verbs context, whose uverbs descriptor the
- * kernel refuses write(2) commands on from another process's credentials. README, Faults.) */
+ * RDMAV_FORK_SAFE; ours opens the child's own verbs context at its first bind: on the parent's,
+ * whose uverbs descriptor the kernel refuses write(2) commands on from another process's
+ * credentials, the child's first rsend fails with EACCES and its rclose hangs.
+ * docs/behaviour.md, Faults.) */
 static void rs_fork_impl(int do_exec)
 {
 	int c, s;

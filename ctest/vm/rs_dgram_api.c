@@ -17,7 +17,7 @@
  *
  * Upstream's library crashes (NULL rdma_cm id) on a few calls here; those
  * run in a forked child, and the line says whether the library did what
- * README/rsocket.7 say it does: upstream's child killed by SIGSEGV, ours a
+ * docs/compatibility.md and rsocket.7 say it does: upstream's child killed by SIGSEGV, ours a
  * clean result.  The details go to stderr.
  *
  * Upstream's datagram rsockets need the udgrh shim on RoCE (see
@@ -488,7 +488,7 @@ int main(void)
 	pr("rclose a", rclose(a));
 	pr("rclose b", rclose(b));
 	pr("rclose c", rclose(c));
-	/* upstream returns the number EBADF, ours -1/EBADF (README: rclose); not compared */
+	/* upstream returns the number EBADF, ours -1/EBADF (docs/compatibility.md: rclose); not compared */
 	printf("rclose c again: %s\n", rclose(c) != 0 ? "fails" : "0");
 	printf("done\n");
 	return 0;

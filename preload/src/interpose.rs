@@ -4,19 +4,58 @@
 //! (`real`).  Raw pointers from the program are passed on untouched: the
 //! function forwarded to has the same contract as the one the program
 //! called.
+//!
+//! Cancellation.  A thread cancelled while it waits in one of these calls
+//! (pthread_cancel), or ended by a signal handler that calls pthread_exit,
+//! ends with a forced unwind that starts inside the call forwarded to, in
+//! libc or in librdmacm, and passes through the export on its way out.
+//! Rust lets it pass only frames of an unwinding ABI ("C-unwind", "Rust")
+//! that hold no value with a destructor and no pending catch_unwind (RFC
+//! 2945's plain old frames).  So every export is `extern "C-unwind"` and
+//! has up to three steps:
+//!
+//! 1. the plan: the table lookup, and for a stand-in whatever must be
+//!    ready before the call (accept's placeholder, poll's translated
+//!    list), under [`boundary`], handed back as plain data;
+//! 2. the forwarded call, from the export's own frame, which then holds
+//!    only plain data: no catch_unwind, no destructor (`inside` marks the
+//!    thread without a guard value; what waits with the call, such as the
+//!    placeholder and the buffer, is held by the thread, see `held`);
+//! 3. the rest, under [`boundary`] again (adopting the accepted rsocket,
+//!    copying poll's results back).
+//!
+//! The library's own work in steps 1 and 3 never reaches a cancellation
+//! point that may act, or the forced unwind would start inside
+//! catch_unwind: it uses system calls that are none (the placeholder is
+//! opened and closed with raw openat/close), or runs with cancellation
+//! disabled (`quiet`: configuration, librdmacm calls, closing stand-ins,
+//! fork mode's switch).
+//!
+//! Where the C library's function is a cancellation point (accept,
+//! connect, the data calls, poll, select, epoll_wait, close, fcntl's
+//! F_SETLKW), the rsocket call forwarded to runs with the thread's
+//! cancellation as the program set it; where it is none (socket, bind,
+//! listen, shutdown, the socket options and names, fcntl's other
+//! commands, epoll_create, epoll_ctl, sendfile), with cancellation
+//! disabled (`inside_nocancel`): a thread is not ended where it could not
+//! be without this library.  For a descriptor that is not in the table,
+//! an export is the lookup and libc's call, nothing more: the lookup
+//! cannot panic and needs no boundary.
 
 #![allow(clippy::missing_safety_doc)]
 
 use crate::boundary;
-use crate::calls::{errno, in_rdmacm, inside, keep_errno, real, rs, set_errno};
+use crate::calls::{close_nocancel, errno, in_rdmacm, inside, inside_nocancel, keep_errno, quiet, real, rs, set_errno, testcancel};
 use crate::config::{self, Config};
 use crate::fdmap::{self, Entry, Fork, Kind};
-use libc::{c_int, c_ulong, c_void, epoll_event, fd_set, iovec, msghdr, nfds_t, off_t, pollfd, size_t, sockaddr, socklen_t, ssize_t, timeval};
+use crate::held::{self, Buf, Reserved};
+use libc::{c_int, c_long, c_ulong, c_void, epoll_event, fd_set, iovec, msghdr, nfds_t, off_t, pollfd, size_t, sockaddr, socklen_t, ssize_t, timeval};
 use std::sync::OnceLock;
 
 fn config() -> &'static (Config, String) {
     static C: OnceLock<(Config, String)> = OnceLock::new();
-    C.get_or_init(|| (config::load(), config::program_name()))
+    // (reading the file passes cancellation points: none may act here)
+    C.get_or_init(|| quiet(|| (config::load(), config::program_name())))
 }
 
 /// Where a call on program descriptor `fd` goes.
@@ -26,6 +65,8 @@ enum To {
     Rs(c_int),
     /// to libc, on this descriptor
     Real(c_int),
+    /// nowhere: fail with -1 (errno is set)
+    Failed,
 }
 
 fn route(fd: c_int) -> To {
@@ -37,27 +78,36 @@ fn route(fd: c_int) -> To {
 }
 
 /// `route` for the data calls: a fork-mode socket becomes an rsocket at
-/// its first data call (see `fork_switch`).
-fn route_data(fd: c_int) -> To {
-    if let Some(e @ Entry { kind: Kind::Real, fork: Fork::Active | Fork::Passive, .. }) = fdmap::get(fd) {
-        fork_switch(fd, e);
+/// its first data call (see `fork_switch`).  The plan of a data call on a
+/// stand-in (`e` is its entry).
+fn route_data(fd: c_int, e: Entry) -> To {
+    if let Entry { kind: Kind::Real, fork: Fork::Active | Fork::Passive, .. } = e {
+        // (a handshake with the peer: it runs to its end)
+        quiet(|| fork_switch(fd, e));
     }
     route(fd)
 }
 
 /// A descriptor to show the program in place of an rsocket: an open
-/// /dev/null holds the number.  -1 with open's errno on failure.
+/// /dev/null holds the number.  -1 with errno on failure.  Opened with the
+/// openat system call, which unlike open(3) is no cancellation point.
 fn placeholder(cloexec: bool) -> c_int {
     let flags = libc::O_RDONLY | if cloexec { libc::O_CLOEXEC } else { 0 };
-    // SAFETY: a NUL-terminated path.
-    let fd = unsafe { libc::open(c"/dev/null".as_ptr(), flags) };
+    // SAFETY: a NUL-terminated path; the arguments as openat(2) takes them.
+    let fd = unsafe { libc::syscall(libc::SYS_openat, c_long::from(libc::AT_FDCWD), c"/dev/null".as_ptr(), c_long::from(flags)) } as c_int;
     if fd >= 0 && fd as usize > fdmap::MAX_FD {
-        // SAFETY: our own descriptor.
-        keep_errno(|| unsafe { real::close(fd) });
+        keep_errno(|| close_nocancel(fd));
         set_errno(libc::EMFILE);
         return -1;
     }
     fd
+}
+
+/// A placeholder for the result of the call about to be made, held by the
+/// thread until the call returns (see `held`).
+fn reserve_placeholder(cloexec: bool) -> Option<Reserved> {
+    let idx = placeholder(cloexec);
+    (idx >= 0).then(|| held::reserve(idx))
 }
 
 /// Records `idx` as standing for `inner` (one more holder of `inner`).
@@ -74,161 +124,229 @@ fn tune(rfd: c_int) {
         if v != 0 {
             let val = v;
             // SAFETY: val lives across the call; SOL_RDMA options take an int.
-            keep_errno(|| inside(|| unsafe {
+            keep_errno(|| quiet(|| inside(|| unsafe {
                 rs::rsetsockopt(rfd, 0x10000, name, (&val as *const c_int).cast(), std::mem::size_of::<c_int>() as socklen_t)
-            }));
+            })));
         }
     }
 }
 
 // --- socket, bind, listen, accept, connect ---
 
+/// What socket() does after its plan.
+#[derive(Clone, Copy)]
+enum Sock {
+    /// libc's socket
+    Real,
+    /// an rsocket, shown as this placeholder
+    Rs(Reserved),
+    /// fork mode: libc's socket, shown as this placeholder
+    Fork(Reserved),
+    Failed,
+}
+
+fn socket_plan(domain: c_int, type_: c_int, protocol: c_int) -> Sock {
+    let (cfg, prog) = config();
+    if !cfg.intercepts(prog, domain, type_, protocol) {
+        return Sock::Real;
+    }
+    let Some(res) = reserve_placeholder(type_ & libc::SOCK_CLOEXEC != 0) else {
+        return Sock::Failed;
+    };
+    let base = type_ & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
+    let tcp = matches!(domain, libc::AF_INET | libc::AF_INET6)
+        && base == libc::SOCK_STREAM
+        && (protocol == 0 || protocol == libc::IPPROTO_TCP);
+    if cfg.fork && tcp {
+        // fork mode: a TCP socket now, an rsocket after the connection is made
+        Sock::Fork(res)
+    } else {
+        Sock::Rs(res)
+    }
+}
+
+/// After rsocket returned `r`: the placeholder's number, or None when the
+/// real socket is to be made instead.
+fn socket_rs_done(res: Reserved, r: c_int, domain: c_int) -> Option<c_int> {
+    let idx = held::unreserve(res);
+    if r >= 0 {
+        adopt(idx, Kind::Rsocket, Fork::Ready, r, domain);
+        tune(r);
+        return Some(idx);
+    }
+    // not an rsocket (no RDMA device, an unsupported type, ...): the real thing
+    close_nocancel(idx);
+    None
+}
+
+fn socket_fork_done(res: Reserved, s: c_int, domain: c_int) -> c_int {
+    let idx = held::unreserve(res);
+    if s < 0 {
+        keep_errno(|| close_nocancel(idx));
+        return -1;
+    }
+    adopt(idx, Kind::Real, Fork::Fresh, s, domain);
+    idx
+}
+
 #[no_mangle]
-pub unsafe extern "C" fn socket(domain: c_int, type_: c_int, protocol: c_int) -> c_int {
-    boundary(-1, || {
-        let base = type_ & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
-        let candidate = matches!(domain, libc::AF_INET | libc::AF_INET6 | libc::AF_IB)
-            && matches!(base, libc::SOCK_STREAM | libc::SOCK_DGRAM)
-            && !in_rdmacm();
-        if !candidate {
-            // SAFETY: libc's socket, same arguments.
-            return unsafe { real::socket(domain, type_, protocol) };
-        }
-        let (cfg, prog) = config();
-        if !cfg.intercepts(prog, domain, type_, protocol) {
-            // SAFETY: as above.
-            return unsafe { real::socket(domain, type_, protocol) };
-        }
-        let idx = placeholder(type_ & libc::SOCK_CLOEXEC != 0);
-        if idx < 0 {
-            return -1;
-        }
-        let tcp = matches!(domain, libc::AF_INET | libc::AF_INET6)
-            && base == libc::SOCK_STREAM
-            && (protocol == 0 || protocol == libc::IPPROTO_TCP);
-        if cfg.fork && tcp {
-            // fork mode: a TCP socket now, an rsocket after the connection is made
-            // SAFETY: libc's socket.
+pub unsafe extern "C-unwind" fn socket(domain: c_int, type_: c_int, protocol: c_int) -> c_int {
+    let base = type_ & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
+    let candidate = matches!(domain, libc::AF_INET | libc::AF_INET6 | libc::AF_IB)
+        && matches!(base, libc::SOCK_STREAM | libc::SOCK_DGRAM)
+        && !in_rdmacm();
+    let plan = if candidate { boundary(Sock::Failed, || socket_plan(domain, type_, protocol)) } else { Sock::Real };
+    // SAFETY (all calls below): libc's socket or rsocket, with the caller's
+    // arguments (no pointers).
+    match plan {
+        Sock::Real => unsafe { real::socket(domain, type_, protocol) },
+        Sock::Failed => -1,
+        Sock::Fork(res) => {
             let s = unsafe { real::socket(domain, type_, protocol) };
-            if s < 0 {
-                // SAFETY: our placeholder.
-                keep_errno(|| unsafe { real::close(idx) });
-                return -1;
-            }
-            adopt(idx, Kind::Real, Fork::Fresh, s, domain);
-            return idx;
+            boundary(-1, || socket_fork_done(res, s, domain))
         }
-        // SAFETY: rsocket takes no pointers.
-        let r = inside(|| unsafe { rs::rsocket(domain, type_, protocol) });
-        if r >= 0 {
-            adopt(idx, Kind::Rsocket, Fork::Ready, r, domain);
-            tune(r);
-            return idx;
+        Sock::Rs(res) => {
+            // SAFETY: rsocket takes no pointers.
+            let r = inside_nocancel(|| unsafe { rs::rsocket(domain, type_, protocol) });
+            match boundary(Some(-1), || socket_rs_done(res, r, domain)) {
+                Some(idx) => idx,
+                // SAFETY: libc's socket, the caller's arguments.
+                None => unsafe { real::socket(domain, type_, protocol) },
+            }
         }
-        // not an rsocket (no RDMA device, an unsupported type, ...): the real thing
-        // SAFETY: our placeholder; then libc's socket with the caller's arguments.
-        unsafe {
-            real::close(idx);
-            real::socket(domain, type_, protocol)
-        }
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
-    // SAFETY (all forwarding below): the callee has the caller's contract.
-    boundary(-1, || match route(fd) {
-        To::Rs(r) => inside(|| unsafe { rs::rbind(r, addr, len) }),
-        To::Real(f) => unsafe { real::bind(f, addr, len) },
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn listen(fd: c_int, backlog: c_int) -> c_int {
-    boundary(-1, || match route(fd) {
-        To::Rs(r) => inside(|| unsafe { rs::rlisten(r, backlog) }),
-        To::Real(f) => {
-            let ret = unsafe { real::listen(f, backlog) };
-            if let Some(e @ Entry { fork: Fork::Fresh, .. }) = fdmap::get(fd) {
-                if ret == 0 {
-                    fdmap::set(fd, Entry { fork: Fork::Listen, ..e });
-                }
-            }
-            ret
-        }
-    })
-}
-
-fn accept_impl(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: Option<c_int>) -> c_int {
-    let cloexec = flags.unwrap_or(0) & libc::SOCK_CLOEXEC != 0;
-    match fdmap::get(fd) {
-        Some(e @ Entry { kind: Kind::Rsocket, .. }) => {
-            let idx = placeholder(cloexec);
-            if idx < 0 {
-                return -1;
-            }
-            // SAFETY: raccept with the caller's address buffer.
-            let r = inside(|| unsafe { rs::raccept(e.inner, addr, len) });
-            if r < 0 {
-                // SAFETY: our placeholder.
-                keep_errno(|| unsafe { real::close(idx) });
-                return -1;
-            }
-            adopt(idx, Kind::Rsocket, Fork::Ready, r, e.domain);
-            tune(r);
-            if flags.unwrap_or(0) & libc::SOCK_NONBLOCK != 0 {
-                // SAFETY: rfcntl on our rsocket.
-                let ok = inside(|| unsafe {
-                    let fl = rs::rfcntl(r, libc::F_GETFL);
-                    fl >= 0 && rs::rfcntl(r, libc::F_SETFL, fl | libc::O_NONBLOCK) == 0
-                });
-                if !ok {
-                    keep_errno(|| close_impl(idx));
-                    return -1;
-                }
-            }
-            idx
-        }
-        Some(e @ Entry { kind: Kind::Real, fork: Fork::Listen, .. }) => {
-            let idx = placeholder(cloexec);
-            if idx < 0 {
-                return -1;
-            }
-            // SAFETY: libc's accept4 with the caller's arguments.
-            let r = unsafe { real::accept4(e.inner, addr, len, flags.unwrap_or(0)) };
-            if r < 0 {
-                // SAFETY: our placeholder.
-                keep_errno(|| unsafe { real::close(idx) });
-                return -1;
-            }
-            adopt(idx, Kind::Real, Fork::Passive, r, e.domain);
-            idx
-        }
-        Some(Entry { kind: Kind::Real, inner, .. }) => unsafe {
-            // SAFETY: libc's accept/accept4 with the caller's arguments.
-            match flags {
-                Some(fl) => real::accept4(inner, addr, len, fl),
-                None => real::accept(inner, addr, len),
-            }
-        },
-        _ => unsafe {
-            // SAFETY: as above.
-            match flags {
-                Some(fl) => real::accept4(fd, addr, len, fl),
-                None => real::accept(fd, addr, len),
-            }
-        },
     }
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
-    boundary(-1, || accept_impl(fd, addr, len, None))
+pub unsafe extern "C-unwind" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
+    // SAFETY (all forwarding below): the callee has the caller's contract.
+    match route(fd) {
+        To::Rs(r) => inside_nocancel(|| unsafe { rs::rbind(r, addr, len) }),
+        To::Real(f) => unsafe { real::bind(f, addr, len) },
+        To::Failed => -1,
+    }
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn accept4(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: c_int) -> c_int {
-    boundary(-1, || accept_impl(fd, addr, len, Some(flags)))
+pub unsafe extern "C-unwind" fn listen(fd: c_int, backlog: c_int) -> c_int {
+    // SAFETY (all forwarding below): the callee has the caller's contract.
+    match route(fd) {
+        To::Rs(r) => inside_nocancel(|| unsafe { rs::rlisten(r, backlog) }),
+        To::Real(f) => {
+            let ret = unsafe { real::listen(f, backlog) };
+            if ret == 0 && f != fd {
+                boundary((), || {
+                    if let Some(e @ Entry { fork: Fork::Fresh, .. }) = fdmap::get(fd) {
+                        fdmap::set(fd, Entry { fork: Fork::Listen, ..e });
+                    }
+                });
+            }
+            ret
+        }
+        To::Failed => -1,
+    }
+}
+
+/// What accept does after its plan.
+#[derive(Clone, Copy)]
+enum Accept {
+    /// libc's accept on this descriptor
+    Real(c_int),
+    /// raccept on this rsocket; the result is shown as the placeholder
+    Rs(Entry, Reserved),
+    /// fork mode, a listening TCP socket: libc's accept4, the result shown
+    /// as the placeholder
+    Fork(Entry, Reserved),
+    Failed,
+}
+
+fn accept_plan(fd: c_int, e: Entry, flags: Option<c_int>) -> Accept {
+    let cloexec = flags.unwrap_or(0) & libc::SOCK_CLOEXEC != 0;
+    // The placeholder is made before the call (a program out of
+    // descriptors gets EMFILE and the connection stays queued, as with
+    // upstream's library); if the thread ends in the call, the thread's
+    // exit closes it (upstream's leaks it).
+    match e {
+        Entry { kind: Kind::Rsocket, .. } => reserve_placeholder(cloexec).map_or(Accept::Failed, |res| Accept::Rs(e, res)),
+        Entry { kind: Kind::Real, fork: Fork::Listen, .. } => reserve_placeholder(cloexec).map_or(Accept::Failed, |res| Accept::Fork(e, res)),
+        Entry { kind: Kind::Real, inner, .. } => Accept::Real(inner),
+        _ => Accept::Real(fd),
+    }
+}
+
+/// After raccept returned `r`.
+fn accept_rs_done(e: Entry, res: Reserved, r: c_int, flags: Option<c_int>) -> c_int {
+    let idx = held::unreserve(res);
+    if r < 0 {
+        keep_errno(|| close_nocancel(idx));
+        return -1;
+    }
+    adopt(idx, Kind::Rsocket, Fork::Ready, r, e.domain);
+    tune(r);
+    if flags.unwrap_or(0) & libc::SOCK_NONBLOCK != 0 {
+        // SAFETY: rfcntl on our rsocket.
+        let ok = quiet(|| inside(|| unsafe {
+            let fl = rs::rfcntl(r, libc::F_GETFL);
+            fl >= 0 && rs::rfcntl(r, libc::F_SETFL, fl | libc::O_NONBLOCK) == 0
+        }));
+        if !ok {
+            keep_errno(|| quiet(|| close_impl(idx)));
+            return -1;
+        }
+    }
+    idx
+}
+
+/// After fork mode's accept4 returned `r`.
+fn accept_fork_done(e: Entry, res: Reserved, r: c_int) -> c_int {
+    let idx = held::unreserve(res);
+    if r < 0 {
+        keep_errno(|| close_nocancel(idx));
+        return -1;
+    }
+    adopt(idx, Kind::Real, Fork::Passive, r, e.domain);
+    idx
+}
+
+#[inline(always)]
+unsafe fn accept_common(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: Option<c_int>) -> c_int {
+    let plan = match fdmap::get(fd) {
+        None => Accept::Real(fd),
+        Some(e) => boundary(Accept::Failed, || accept_plan(fd, e, flags)),
+    };
+    // SAFETY (all calls below): libc's accept/accept4 or raccept with the
+    // caller's arguments.
+    match plan {
+        Accept::Real(f) => unsafe {
+            match flags {
+                Some(fl) => real::accept4(f, addr, len, fl),
+                None => real::accept(f, addr, len),
+            }
+        },
+        Accept::Rs(e, res) => {
+            // SAFETY: raccept with the caller's address buffer.
+            let r = inside(|| unsafe { rs::raccept(e.inner, addr, len) });
+            boundary(-1, || accept_rs_done(e, res, r, flags))
+        }
+        Accept::Fork(e, res) => {
+            // SAFETY: libc's accept4 with the caller's address buffer.
+            let r = unsafe { real::accept4(e.inner, addr, len, flags.unwrap_or(0)) };
+            boundary(-1, || accept_fork_done(e, res, r))
+        }
+        Accept::Failed => -1,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C-unwind" fn accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe { accept_common(fd, addr, len, None) }
+}
+
+#[no_mangle]
+pub unsafe extern "C-unwind" fn accept4(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: c_int) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe { accept_common(fd, addr, len, Some(flags)) }
 }
 
 /// Copies O_NONBLOCK, SO_REUSEADDR and TCP_NODELAY from one socket to
@@ -275,55 +393,76 @@ fn copy_options(from_rs: bool, from: c_int, to: c_int) -> c_int {
     0
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
-    boundary(-1, || {
-        let Some(e) = fdmap::get(fd) else {
-            // SAFETY: libc's connect with the caller's arguments.
-            return unsafe { real::connect(fd, addr, len) };
-        };
-        match e.kind {
-            Kind::Rsocket => {
-                // SAFETY: rconnect with the caller's address.
-                let r = inside(|| unsafe { rs::rconnect(e.inner, addr, len) });
-                // (AF_IB has no TCP to fall back to)
-                if r == 0 || errno() == libc::EINPROGRESS || e.domain == libc::AF_IB {
-                    return r;
-                }
-                // The peer cannot be reached over RDMA: a real socket takes
-                // the rsocket's place and connects over TCP.
-                // SAFETY: libc's socket.
-                let s = unsafe { real::socket(e.domain, libc::SOCK_STREAM, 0) };
-                if s < 0 {
-                    return -1;
-                }
-                if copy_options(true, e.inner, s) != 0 {
-                    // SAFETY: our new socket.
-                    keep_errno(|| unsafe { real::close(s) });
-                    return -1;
-                }
-                fdmap::set(fd, Entry { kind: Kind::Real, fork: Fork::Ready, inner: s, domain: e.domain });
-                fdmap::hold(s);
-                if fdmap::release(e.inner) {
-                    // SAFETY: the rsocket no program descriptor refers to any more.
-                    inside(|| unsafe { rs::rclose(e.inner) });
-                }
-                // SAFETY: libc's connect with the caller's address.
-                unsafe { real::connect(s, addr, len) }
+/// What connect does after its plan.
+#[derive(Clone, Copy)]
+enum Conn {
+    /// libc's connect on this descriptor
+    Real(c_int),
+    /// rconnect on this stand-in's rsocket, TCP if the peer has no RDMA
+    Rs(Entry),
+    Failed,
+}
+
+fn connect_plan(fd: c_int, e: Entry) -> Conn {
+    match e.kind {
+        Kind::Rsocket => Conn::Rs(e),
+        Kind::Real => {
+            if e.fork == Fork::Fresh {
+                fdmap::set(fd, Entry { fork: Fork::Active, ..e });
             }
-            Kind::Real => {
-                if e.fork == Fork::Fresh {
-                    fdmap::set(fd, Entry { fork: Fork::Active, ..e });
-                }
-                // SAFETY: libc's connect with the caller's arguments.
-                unsafe { real::connect(e.inner, addr, len) }
-            }
-            Kind::Repoll => {
-                // SAFETY: as above (libc answers for the stand-in).
-                unsafe { real::connect(fd, addr, len) }
-            }
+            Conn::Real(e.inner)
         }
-    })
+        // (libc answers for the stand-in)
+        Kind::Repoll => Conn::Real(fd),
+    }
+}
+
+/// The peer cannot be reached over RDMA: a real socket takes the
+/// rsocket's place, to connect over TCP.  The new socket, or -1.
+fn connect_fallback(fd: c_int, e: Entry) -> c_int {
+    // SAFETY: libc's socket.
+    let s = unsafe { real::socket(e.domain, libc::SOCK_STREAM, 0) };
+    if s < 0 {
+        return -1;
+    }
+    if copy_options(true, e.inner, s) != 0 {
+        keep_errno(|| close_nocancel(s));
+        return -1;
+    }
+    fdmap::set(fd, Entry { kind: Kind::Real, fork: Fork::Ready, inner: s, domain: e.domain });
+    fdmap::hold(s);
+    if fdmap::release(e.inner) {
+        // SAFETY: the rsocket no program descriptor refers to any more.
+        keep_errno(|| inside(|| unsafe { rs::rclose(e.inner) }));
+    }
+    s
+}
+
+#[no_mangle]
+pub unsafe extern "C-unwind" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
+    let plan = match fdmap::get(fd) {
+        None => Conn::Real(fd),
+        Some(e) => boundary(Conn::Failed, || connect_plan(fd, e)),
+    };
+    // SAFETY (all calls below): libc's connect or rconnect with the caller's
+    // arguments.
+    match plan {
+        Conn::Real(f) => unsafe { real::connect(f, addr, len) },
+        Conn::Rs(e) => {
+            let r = inside(|| unsafe { rs::rconnect(e.inner, addr, len) });
+            // (AF_IB has no TCP to fall back to)
+            if r == 0 || errno() == libc::EINPROGRESS || e.domain == libc::AF_IB {
+                return r;
+            }
+            let s = boundary(-1, || quiet(|| connect_fallback(fd, e)));
+            if s < 0 {
+                return -1;
+            }
+            // SAFETY: libc's connect with the caller's address.
+            unsafe { real::connect(s, addr, len) }
+        }
+        Conn::Failed => -1,
+    }
 }
 
 // --- fork mode (RDMAV_FORK_SAFE): connections are made over TCP, and
@@ -458,12 +597,17 @@ fn fork_passive(fd: c_int, e: Entry) {
 macro_rules! data_call {
     ($name:ident, $rs:ident, ($($a:ident : $t:ty),*) -> $r:ty) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $name(fd: c_int, $($a: $t),*) -> $r {
+        pub unsafe extern "C-unwind" fn $name(fd: c_int, $($a: $t),*) -> $r {
+            let to = match fdmap::get(fd) {
+                None => To::Real(fd),
+                Some(e) => boundary(To::Failed, || route_data(fd, e)),
+            };
             // SAFETY: the callee has the caller's contract.
-            boundary(-1, || match route_data(fd) {
+            match to {
                 To::Rs(r) => inside(|| unsafe { rs::$rs(r, $($a),*) }),
                 To::Real(f) => unsafe { real::$name(f, $($a),*) },
-            })
+                To::Failed => -1,
+            }
         }
     };
 }
@@ -479,15 +623,17 @@ data_call!(sendmsg, rsendmsg, (msg: *const msghdr, flags: c_int) -> ssize_t);
 data_call!(write, rwrite, (buf: *const c_void, len: size_t) -> ssize_t);
 data_call!(writev, rwritev, (iov: *const iovec, n: c_int) -> ssize_t);
 
+// (none of these is a cancellation point in libc)
 macro_rules! plain_call {
     ($name:ident, $rs:ident, ($($a:ident : $t:ty),*)) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $name(fd: c_int, $($a: $t),*) -> c_int {
+        pub unsafe extern "C-unwind" fn $name(fd: c_int, $($a: $t),*) -> c_int {
             // SAFETY: the callee has the caller's contract.
-            boundary(-1, || match route(fd) {
-                To::Rs(r) => inside(|| unsafe { rs::$rs(r, $($a),*) }),
+            match route(fd) {
+                To::Rs(r) => inside_nocancel(|| unsafe { rs::$rs(r, $($a),*) }),
                 To::Real(f) => unsafe { real::$name(f, $($a),*) },
-            })
+                To::Failed => -1,
+            }
         }
     };
 }
@@ -500,74 +646,115 @@ plain_call!(getsockopt, rgetsockopt, (level: c_int, name: c_int, val: *mut c_voi
 
 // --- poll, select ---
 
-/// Polls `fds` with each stand-in replaced by what it stands for: through
-/// rpoll when an rsocket is among them, libc's poll otherwise.
-fn poll_mapped(fds: &mut [pollfd], timeout: c_int) -> c_int {
+/// A poll over stand-ins: `n` entries at `list` (in `buf`), each stand-in
+/// replaced by what it stands for; through rpoll when an rsocket is among
+/// them, libc's poll otherwise.
+#[derive(Clone, Copy)]
+struct Mapped {
+    buf: Buf,
+    list: *mut pollfd,
+    n: usize,
+    any_rs: bool,
+}
+
+/// Translates `n` entries from `from` into `to`.
+///
+/// # Safety
+/// `from` and `to` hold `n` entries each.
+unsafe fn translate(from: *const pollfd, to: *mut pollfd, n: usize) -> bool {
     let mut any_rs = false;
-    let mut inner: Vec<pollfd> = fds
-        .iter()
-        .map(|p| {
-            let fd = match fdmap::get(p.fd) {
-                Some(Entry { kind: Kind::Rsocket, inner, .. }) => {
-                    any_rs = true;
-                    inner
-                }
-                Some(Entry { inner, .. }) => inner,
-                None => p.fd,
-            };
-            pollfd { fd, events: p.events, revents: 0 }
-        })
-        .collect();
-    // SAFETY: `inner` holds fds.len() entries.
-    let ret = unsafe {
-        if any_rs {
-            inside(|| rs::rpoll(inner.as_mut_ptr(), inner.len() as nfds_t, timeout))
-        } else {
-            real::poll(inner.as_mut_ptr(), inner.len() as nfds_t, timeout)
-        }
-    };
-    for (p, q) in fds.iter_mut().zip(&inner) {
-        p.revents = q.revents;
+    for i in 0..n {
+        // SAFETY: i < n (the caller's contract).
+        let p = unsafe { *from.add(i) };
+        let fd = match fdmap::get(p.fd) {
+            Some(Entry { kind: Kind::Rsocket, inner, .. }) => {
+                any_rs = true;
+                inner
+            }
+            Some(Entry { inner, .. }) => inner,
+            None => p.fd,
+        };
+        // SAFETY: as above.
+        unsafe { *to.add(i) = pollfd { fd, events: p.events, revents: 0 } };
     }
-    ret
+    any_rs
+}
+
+/// The poll of a [`Mapped`] list; called from the export's frame.
+#[inline(always)]
+unsafe fn poll_mapped(m: Mapped, timeout: c_int) -> c_int {
+    // SAFETY: m.list holds m.n entries.
+    unsafe {
+        if m.any_rs {
+            inside(|| rs::rpoll(m.list, m.n as nfds_t, timeout))
+        } else {
+            real::poll(m.list, m.n as nfds_t, timeout)
+        }
+    }
+}
+
+/// Whether any of the `n` entries at `fds` is a stand-in (a loop of
+/// lookups; no panic).
+///
+/// # Safety
+/// `fds` holds `n` entries (or n is 0).
+#[inline(always)]
+unsafe fn any_stand_in(fds: *const pollfd, n: usize) -> bool {
+    // SAFETY: i < n.
+    (0..n).any(|i| fdmap::get(unsafe { (*fds.add(i)).fd }).is_some())
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn poll(fds: *mut pollfd, nfds: nfds_t, timeout: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn poll(fds: *mut pollfd, nfds: nfds_t, timeout: c_int) -> c_int {
+    let n = if fds.is_null() { 0 } else { nfds as usize };
+    // SAFETY: the caller passes nfds pollfd entries at fds (or none).
+    if !unsafe { any_stand_in(fds, n) } {
+        // SAFETY: the caller's arguments.
+        return unsafe { real::poll(fds, nfds, timeout) };
+    }
+    let plan = boundary(None, || {
+        let buf = held::take(n * std::mem::size_of::<pollfd>());
+        let list = buf.pollfds();
+        // SAFETY: the caller's n entries; the buffer holds n.
+        let any_rs = unsafe { translate(fds, list, n) };
+        Some(Mapped { buf, list, n, any_rs })
+    });
+    let Some(m) = plan else { return -1 };
+    // SAFETY: m.list holds m.n entries.
+    let ret = unsafe { poll_mapped(m, timeout) };
     boundary(-1, || {
-        // SAFETY: the caller passes nfds pollfd entries at fds (or none).
-        let list: &mut [pollfd] = if fds.is_null() || nfds == 0 { &mut [] } else { unsafe { std::slice::from_raw_parts_mut(fds, nfds as usize) } };
-        if list.iter().all(|p| fdmap::get(p.fd).is_none()) {
-            // SAFETY: the caller's arguments.
-            return unsafe { real::poll(fds, nfds, timeout) };
+        for i in 0..n {
+            // SAFETY: i < n: the caller's array and the buffer.
+            unsafe { (*fds.add(i)).revents = (*m.list.add(i)).revents };
         }
-        poll_mapped(list, timeout)
+        held::give(m.buf);
+        ret
     })
 }
 
+/// FD_ISSET without a panic: `set` is NULL or an fd_set, fd < FD_SETSIZE.
+///
+/// # Safety
+/// As said.
+#[inline(always)]
+unsafe fn isset(set: *const fd_set, fd: c_int) -> bool {
+    let w = c_ulong::BITS as usize;
+    let fd = fd as usize;
+    // SAFETY: an fd_set is an array of FD_SETSIZE bits in unsigned longs,
+    // bit fd % w of word fd / w, as glibc's FD_ISSET reads it.
+    !set.is_null() && unsafe { *set.cast::<c_ulong>().add(fd / w) } >> (fd % w) & 1 != 0
+}
+
 #[no_mangle]
-pub unsafe extern "C" fn select(nfds: c_int, r: *mut fd_set, w: *mut fd_set, x: *mut fd_set, tv: *mut timeval) -> c_int {
-    boundary(-1, || {
-        let n = nfds.clamp(0, libc::FD_SETSIZE as c_int);
-        // SAFETY: the sets are NULL or the caller's fd_sets.
-        let isset = |set: *mut fd_set, fd| !set.is_null() && unsafe { libc::FD_ISSET(fd, set) };
-        let mut list = Vec::new();
-        for fd in 0..n {
-            let mut ev = 0;
-            if isset(r, fd) {
-                ev |= libc::POLLIN;
-            }
-            if isset(w, fd) {
-                ev |= libc::POLLOUT;
-            }
-            if ev != 0 || isset(x, fd) {
-                list.push(pollfd { fd, events: ev, revents: 0 });
-            }
-        }
-        if list.iter().all(|p| fdmap::get(p.fd).is_none()) {
-            // SAFETY: the caller's arguments.
-            return unsafe { real::select(nfds, r, w, x, tv) };
-        }
+pub unsafe extern "C-unwind" fn select(nfds: c_int, r: *mut fd_set, w: *mut fd_set, x: *mut fd_set, tv: *mut timeval) -> c_int {
+    let n = nfds.clamp(0, libc::FD_SETSIZE as c_int);
+    // SAFETY: the sets are NULL or the caller's fd_sets; fd < FD_SETSIZE.
+    let listed = |fd| unsafe { isset(r, fd) || isset(w, fd) || isset(x, fd) };
+    if !(0..n).any(|fd| listed(fd) && fdmap::get(fd).is_some()) {
+        // SAFETY: the caller's arguments.
+        return unsafe { real::select(nfds, r, w, x, tv) };
+    }
+    let plan = boundary(None, || {
         let timeout = if tv.is_null() {
             -1
         } else {
@@ -575,40 +762,78 @@ pub unsafe extern "C" fn select(nfds: c_int, r: *mut fd_set, w: *mut fd_set, x: 
             let t = unsafe { *tv };
             if t.tv_sec < 0 || t.tv_usec < 0 {
                 set_errno(libc::EINVAL);
-                return -1;
+                return None;
             }
             t.tv_sec.saturating_mul(1000).saturating_add(t.tv_usec / 1000).min(c_int::MAX.into()) as c_int
         };
-        let ret = poll_mapped(&mut list, timeout);
-        if ret < 0 {
-            return ret;
-        }
-        for set in [r, w, x] {
-            if !set.is_null() {
-                // SAFETY: the caller's fd_set.
-                unsafe { libc::FD_ZERO(set) };
-            }
-        }
-        let mut count = 0;
-        for p in &list {
-            for (set, hit) in [
-                (r, p.revents & libc::POLLIN != 0),
-                (w, p.revents & libc::POLLOUT != 0),
-                (x, p.revents & !(libc::POLLIN | libc::POLLOUT) != 0),
-            ] {
-                if hit && !set.is_null() {
-                    // SAFETY: the caller's fd_set; p.fd < FD_SETSIZE.
-                    unsafe { libc::FD_SET(p.fd, set) };
-                    count += 1;
+        // the buffer: the program's list, then the translated one
+        let k = (0..n).filter(|&fd| listed(fd)).count();
+        let buf = held::take(2 * k * std::mem::size_of::<pollfd>());
+        let mine = buf.pollfds();
+        for (i, fd) in (0..n).filter(|&fd| listed(fd)).enumerate() {
+            let mut ev = 0;
+            // SAFETY: as above.
+            unsafe {
+                if isset(r, fd) {
+                    ev |= libc::POLLIN;
+                }
+                if isset(w, fd) {
+                    ev |= libc::POLLOUT;
                 }
             }
+            // SAFETY: i < k, the buffer holds 2k entries.
+            unsafe { *mine.add(i) = pollfd { fd, events: ev, revents: 0 } };
         }
-        count
+        // SAFETY: k entries at mine, k more after them.
+        let list = unsafe { mine.add(k) };
+        // SAFETY: as above.
+        let any_rs = unsafe { translate(mine, list, k) };
+        Some((Mapped { buf, list, n: k, any_rs }, timeout))
+    });
+    let Some((m, timeout)) = plan else { return -1 };
+    // SAFETY: m.list holds m.n entries.
+    let ret = unsafe { poll_mapped(m, timeout) };
+    boundary(-1, || {
+        let done = select_done(m, ret, [r, w, x]);
+        held::give(m.buf);
+        done
     })
+}
+
+fn select_done(m: Mapped, ret: c_int, sets: [*mut fd_set; 3]) -> c_int {
+    if ret < 0 {
+        return ret;
+    }
+    for set in sets {
+        if !set.is_null() {
+            // SAFETY: the caller's fd_set.
+            unsafe { libc::FD_ZERO(set) };
+        }
+    }
+    let mine = m.buf.pollfds();
+    let mut count = 0;
+    for i in 0..m.n {
+        // SAFETY: i < m.n: the program's entry and its translation.
+        let (fd, rev) = unsafe { ((*mine.add(i)).fd, (*m.list.add(i)).revents) };
+        for (set, hit) in [
+            (sets[0], rev & libc::POLLIN != 0),
+            (sets[1], rev & libc::POLLOUT != 0),
+            (sets[2], rev & !(libc::POLLIN | libc::POLLOUT) != 0),
+        ] {
+            if hit && !set.is_null() {
+                // SAFETY: the caller's fd_set; fd < FD_SETSIZE.
+                unsafe { libc::FD_SET(fd, set) };
+                count += 1;
+            }
+        }
+    }
+    count
 }
 
 // --- close, dup, fcntl ---
 
+/// Closes program descriptor `fd`, a stand-in or not.  Run `quiet`: the
+/// table entry, the stand-in and what it stands for go together.
 fn close_impl(fd: c_int) -> c_int {
     let Some(e) = fdmap::clear(fd) else {
         // SAFETY: libc's close.
@@ -628,8 +853,16 @@ fn close_impl(fd: c_int) -> c_int {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn close(fd: c_int) -> c_int {
-    boundary(-1, || close_impl(fd))
+pub unsafe extern "C-unwind" fn close(fd: c_int) -> c_int {
+    if fdmap::get(fd).is_none() {
+        // SAFETY: libc's close.
+        return unsafe { real::close(fd) };
+    }
+    // close is a cancellation point: a pending cancellation acts before
+    // anything is closed, as in libc's close; one requested while the
+    // library closes the stand-in and its rsocket waits for the next.
+    testcancel();
+    boundary(-1, || quiet(|| close_impl(fd)))
 }
 
 /// After libc duplicated stand-in `old` as `new` (dup, dup2, dup3,
@@ -637,8 +870,7 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
 fn dup_done(old: Option<Entry>, new: c_int) -> c_int {
     if let (Some(e), true) = (old, new >= 0) {
         if new as usize > fdmap::MAX_FD {
-            // SAFETY: libc just made this descriptor for us.
-            keep_errno(|| unsafe { real::close(new) });
+            keep_errno(|| close_nocancel(new));
             set_errno(libc::EMFILE);
             return -1;
         }
@@ -648,19 +880,31 @@ fn dup_done(old: Option<Entry>, new: c_int) -> c_int {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn dup(fd: c_int) -> c_int {
+    let e = fdmap::get(fd);
     // SAFETY: libc's dup.
-    boundary(-1, || dup_done(fdmap::get(fd), unsafe { real::dup(fd) }))
+    let new = unsafe { real::dup(fd) };
+    if e.is_none() {
+        return new;
+    }
+    boundary(-1, || dup_done(e, new))
 }
 
-fn dup2_impl(old: c_int, new: c_int, flags: Option<c_int>) -> c_int {
+#[inline(always)]
+unsafe fn dup2_common(old: c_int, new: c_int, flags: Option<c_int>) -> c_int {
     let e = fdmap::get(old);
     if old != new && fdmap::get(new).is_some() {
-        // SAFETY: `old` is checked to be open first, as dup2 would.
-        if unsafe { real::fcntl(false, old, libc::F_GETFD, 0) } < 0 {
+        let ok = boundary(false, || {
+            // SAFETY: `old` is checked to be open first, as dup2 would.
+            if unsafe { real::fcntl(false, old, libc::F_GETFD, 0) } < 0 {
+                return false;
+            }
+            quiet(|| close_impl(new));
+            true
+        });
+        if !ok {
             return -1;
         }
-        close_impl(new);
     }
     // SAFETY: libc's dup2/dup3.
     let r = unsafe {
@@ -669,37 +913,41 @@ fn dup2_impl(old: c_int, new: c_int, flags: Option<c_int>) -> c_int {
             None => real::dup2(old, new),
         }
     };
-    if old == new {
+    if old == new || e.is_none() {
         return r;
     }
-    dup_done(e, r)
+    boundary(-1, || dup_done(e, r))
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
-    boundary(-1, || dup2_impl(old, new, None))
+pub unsafe extern "C-unwind" fn dup2(old: c_int, new: c_int) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe { dup2_common(old, new, None) }
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
-    boundary(-1, || dup2_impl(old, new, Some(flags)))
+pub unsafe extern "C-unwind" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe { dup2_common(old, new, Some(flags)) }
 }
 
-fn fcntl_impl(wide: bool, fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+#[inline(always)]
+unsafe fn fcntl_common(wide: bool, fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
     let e = fdmap::get(fd);
+    // SAFETY (all calls below): libc's fcntl, or rfcntl, which takes its
+    // argument as fcntl does, with the caller's arguments.  (F_SETLKW is a
+    // cancellation point.)
     match (e, cmd) {
         // descriptor flags and duplicates belong to the program's descriptor
         (Some(_), libc::F_DUPFD | libc::F_DUPFD_CLOEXEC) => {
-            // SAFETY: libc's fcntl on the stand-in.
-            dup_done(e, unsafe { real::fcntl(wide, fd, cmd, arg) })
+            let new = unsafe { real::fcntl(wide, fd, cmd, arg) };
+            boundary(-1, || dup_done(e, new))
         }
         // SAFETY: as above.
         (Some(_), libc::F_GETFD | libc::F_SETFD) => unsafe { real::fcntl(wide, fd, cmd, arg) },
-        (Some(Entry { kind: Kind::Rsocket, inner, .. }), _) => {
-            // SAFETY: rfcntl takes its argument as fcntl does.
-            inside(|| unsafe { rs::rfcntl(inner, cmd, arg) })
-        }
-        // SAFETY: libc's fcntl with the caller's arguments.
+        // SAFETY: as above.
+        (Some(Entry { kind: Kind::Rsocket, inner, .. }), _) => inside_nocancel(|| unsafe { rs::rfcntl(inner, cmd, arg) }),
+        // SAFETY: as above.
         (Some(Entry { kind: Kind::Real, inner, .. }), _) => unsafe { real::fcntl(wide, inner, cmd, arg) },
         // SAFETY: as above.
         _ => unsafe { real::fcntl(wide, fd, cmd, arg) },
@@ -714,23 +962,31 @@ fn fcntl_impl(wide: bool, fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
 compile_error!("fcntl's variadic argument is read as a fixed one: check the ABI of this architecture");
 
 #[no_mangle]
-pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    boundary(-1, || fcntl_impl(false, fd, cmd, arg))
+pub unsafe extern "C-unwind" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe { fcntl_common(false, fd, cmd, arg) }
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    boundary(-1, || fcntl_impl(true, fd, cmd, arg))
+pub unsafe extern "C-unwind" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe { fcntl_common(true, fd, cmd, arg) }
 }
 
-// --- sendfile: the file's bytes are read here and written to the rsocket ---
+// --- sendfile: the file's bytes are read here and written to the rsocket
+// (sendfile is no cancellation point: neither the reading nor the write
+// to the rsocket lets a cancellation act) ---
 
-fn sendfile_impl(wide: bool, out: c_int, inp: c_int, off: *mut off_t, count: size_t) -> ssize_t {
-    let r = match route_data(out) {
-        To::Rs(r) => r,
-        // SAFETY: libc's sendfile with the caller's arguments.
-        To::Real(f) => return unsafe { if wide { real::sendfile64(f, inp, off, count) } else { real::sendfile(f, inp, off, count) } },
-    };
+/// What sendfile does after its plan.
+#[derive(Clone, Copy)]
+enum Sendfile {
+    /// return this (nothing to write, or a failure with errno set)
+    Ret(ssize_t),
+    /// write `got` bytes of `buf`, read from offset `pos`
+    Write { buf: Buf, pos: off_t, got: size_t },
+}
+
+fn sendfile_plan(inp: c_int, off: *mut off_t, count: size_t) -> Sendfile {
     let pos = if off.is_null() {
         // SAFETY: lseek on the caller's file.
         unsafe { libc::lseek(inp, 0, libc::SEEK_CUR) }
@@ -739,16 +995,20 @@ fn sendfile_impl(wide: bool, out: c_int, inp: c_int, off: *mut off_t, count: siz
         unsafe { *off }
     };
     if pos < 0 {
-        return -1;
+        return Sendfile::Ret(-1);
     }
-    let mut buf = vec![0u8; count.min(1 << 20)];
-    // SAFETY: buf has buf.len() bytes.
-    let got = unsafe { libc::pread(inp, buf.as_mut_ptr().cast(), buf.len(), pos) };
+    let len = count.min(1 << 20);
+    let buf = held::take(len);
+    // SAFETY: buf has len bytes.
+    let got = unsafe { libc::pread(inp, buf.bytes().cast(), len, pos) };
     if got <= 0 {
-        return got;
+        held::give(buf);
+        return Sendfile::Ret(got);
     }
-    // SAFETY: got bytes of buf are initialised.
-    let sent = inside(|| unsafe { rs::rwrite(r, buf.as_ptr().cast(), got as size_t) });
+    Sendfile::Write { buf, pos, got: got as size_t }
+}
+
+fn sendfile_done(inp: c_int, off: *mut off_t, pos: off_t, sent: ssize_t) -> ssize_t {
     if sent > 0 {
         if off.is_null() {
             // SAFETY: as above.
@@ -761,49 +1021,90 @@ fn sendfile_impl(wide: bool, out: c_int, inp: c_int, off: *mut off_t, count: siz
     sent
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn sendfile(out: c_int, inp: c_int, off: *mut off_t, count: size_t) -> ssize_t {
-    boundary(-1, || sendfile_impl(false, out, inp, off, count))
+#[inline(always)]
+unsafe fn sendfile_common(wide: bool, out: c_int, inp: c_int, off: *mut off_t, count: size_t) -> ssize_t {
+    let to = match fdmap::get(out) {
+        None => To::Real(out),
+        Some(e) => boundary(To::Failed, || route_data(out, e)),
+    };
+    let r = match to {
+        To::Rs(r) => r,
+        // SAFETY: libc's sendfile with the caller's arguments.
+        To::Real(f) => return unsafe { if wide { real::sendfile64(f, inp, off, count) } else { real::sendfile(f, inp, off, count) } },
+        To::Failed => return -1,
+    };
+    let (buf, pos, got) = match boundary(Sendfile::Ret(-1), || quiet(|| sendfile_plan(inp, off, count))) {
+        Sendfile::Ret(v) => return v,
+        Sendfile::Write { buf, pos, got } => (buf, pos, got),
+    };
+    // SAFETY: got bytes of buf are initialised.
+    let sent = inside_nocancel(|| unsafe { rs::rwrite(r, buf.bytes().cast_const().cast(), got) });
+    boundary(-1, || {
+        held::give(buf);
+        sendfile_done(inp, off, pos, sent)
+    })
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn sendfile64(out: c_int, inp: c_int, off: *mut off_t, count: size_t) -> ssize_t {
-    boundary(-1, || sendfile_impl(true, out, inp, off, count))
+pub unsafe extern "C-unwind" fn sendfile(out: c_int, inp: c_int, off: *mut off_t, count: size_t) -> ssize_t {
+    // SAFETY: the caller's arguments.
+    unsafe { sendfile_common(false, out, inp, off, count) }
+}
+
+#[no_mangle]
+pub unsafe extern "C-unwind" fn sendfile64(out: c_int, inp: c_int, off: *mut off_t, count: size_t) -> ssize_t {
+    // SAFETY: the caller's arguments.
+    unsafe { sendfile_common(true, out, inp, off, count) }
 }
 
 // --- epoll: sets made by epoll_create are repoll sets, as upstream's are,
 // so they can hold rsockets and ordinary descriptors alike ---
 
-#[no_mangle]
-pub unsafe extern "C" fn epoll_create1(flags: c_int) -> c_int {
-    boundary(-1, || {
-        let rp = match rs::repoll() {
-            Some(rp) if !in_rdmacm() => rp,
-            // SAFETY: libc's epoll_create1.
-            _ => return unsafe { real::epoll_create1(flags) },
-        };
-        if flags & !libc::EPOLL_CLOEXEC != 0 {
-            set_errno(libc::EINVAL);
-            return -1;
-        }
-        let idx = placeholder(flags & libc::EPOLL_CLOEXEC != 0);
-        if idx < 0 {
-            return -1;
-        }
-        // SAFETY: repoll_create takes no pointers.
-        let r = inside(|| unsafe { (rp.create)(flags) });
-        if r < 0 {
-            // SAFETY: our placeholder.
-            keep_errno(|| unsafe { real::close(idx) });
-            return -1;
-        }
-        adopt(idx, Kind::Repoll, Fork::Ready, r, 0);
-        idx
-    })
+/// What epoll_create1 does after its plan.
+#[derive(Clone, Copy)]
+enum EpCreate {
+    Real,
+    /// repoll_create, the set shown as the placeholder
+    Repoll(rs::Repoll, Reserved),
+    Failed,
+}
+
+fn epoll_create_plan(flags: c_int) -> EpCreate {
+    let rp = match rs::repoll() {
+        Some(rp) if !in_rdmacm() => rp,
+        _ => return EpCreate::Real,
+    };
+    if flags & !libc::EPOLL_CLOEXEC != 0 {
+        set_errno(libc::EINVAL);
+        return EpCreate::Failed;
+    }
+    reserve_placeholder(flags & libc::EPOLL_CLOEXEC != 0).map_or(EpCreate::Failed, |res| EpCreate::Repoll(rp, res))
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn epoll_create(size: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn epoll_create1(flags: c_int) -> c_int {
+    match boundary(EpCreate::Failed, || epoll_create_plan(flags)) {
+        // SAFETY: libc's epoll_create1.
+        EpCreate::Real => unsafe { real::epoll_create1(flags) },
+        EpCreate::Repoll(rp, res) => {
+            // SAFETY: repoll_create takes no pointers.
+            let r = inside_nocancel(|| unsafe { (rp.create)(flags) });
+            boundary(-1, || {
+                let idx = held::unreserve(res);
+                if r < 0 {
+                    keep_errno(|| close_nocancel(idx));
+                    return -1;
+                }
+                adopt(idx, Kind::Repoll, Fork::Ready, r, 0);
+                idx
+            })
+        }
+        EpCreate::Failed => -1,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C-unwind" fn epoll_create(size: c_int) -> c_int {
     if size <= 0 {
         set_errno(libc::EINVAL);
         return -1;
@@ -823,103 +1124,117 @@ fn repoll_result(r: c_int, max: c_int) -> c_int {
     r
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn epoll_ctl(epfd: c_int, op: c_int, fd: c_int, ev: *mut epoll_event) -> c_int {
-    boundary(-1, || match (fdmap::get(epfd), rs::repoll()) {
-        (Some(Entry { kind: Kind::Repoll, inner, .. }), Some(rp)) => {
-            let target = fdmap::get(fd).map_or(fd, |e| e.inner);
-            // SAFETY: repoll_ctl with the caller's event.
-            let r = inside(|| unsafe { (rp.ctl)(inner, op, target, ev) });
-            repoll_result(r, 0)
-        }
-        // SAFETY: libc's epoll_ctl with the caller's arguments.
-        _ => unsafe { real::epoll_ctl(epfd, op, fd, ev) },
-    })
+/// The repoll calls when `epfd` stands for a repoll set.
+fn repoll_set(epfd: c_int) -> Option<(c_int, rs::Repoll)> {
+    match fdmap::get(epfd) {
+        Some(Entry { kind: Kind::Repoll, inner, .. }) => rs::repoll().map(|rp| (inner, rp)),
+        _ => None,
+    }
 }
 
-fn epoll_wait_impl(epfd: c_int, ev: *mut epoll_event, max: c_int, timeout: c_int, mask: *const libc::sigset_t) -> c_int {
-    match (fdmap::get(epfd), rs::repoll()) {
-        (Some(Entry { kind: Kind::Repoll, inner, .. }), Some(rp)) => {
-            if max <= 0 || ev.is_null() {
-                set_errno(libc::EINVAL);
-                return -1;
-            }
-            // SAFETY: a sigset_t on our stack; the caller's mask.
-            let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-            if !mask.is_null() {
-                // SAFETY: as above.
-                unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, mask, &mut old) };
-            }
-            // SAFETY: the caller's array of `max` events.
-            let r = inside(|| unsafe { (rp.wait)(inner, ev, max, timeout) });
-            if !mask.is_null() {
-                // SAFETY: restores the mask saved above.
-                keep_errno(|| unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) });
-            }
-            repoll_result(r, max)
-        }
+#[no_mangle]
+pub unsafe extern "C-unwind" fn epoll_ctl(epfd: c_int, op: c_int, fd: c_int, ev: *mut epoll_event) -> c_int {
+    let Some((inner, rp)) = repoll_set(epfd) else {
+        // SAFETY: libc's epoll_ctl with the caller's arguments.
+        return unsafe { real::epoll_ctl(epfd, op, fd, ev) };
+    };
+    let target = fdmap::get(fd).map_or(fd, |e| e.inner);
+    // SAFETY: repoll_ctl with the caller's event.
+    let r = inside_nocancel(|| unsafe { (rp.ctl)(inner, op, target, ev) });
+    repoll_result(r, 0)
+}
+
+#[inline(always)]
+unsafe fn epoll_wait_common(epfd: c_int, ev: *mut epoll_event, max: c_int, timeout: c_int, mask: *const libc::sigset_t) -> c_int {
+    let Some((inner, rp)) = repoll_set(epfd) else {
         // SAFETY: libc's calls with the caller's arguments.
-        _ => unsafe {
+        return unsafe {
             if mask.is_null() {
                 real::epoll_wait(epfd, ev, max, timeout)
             } else {
                 real::epoll_pwait(epfd, ev, max, timeout, mask)
             }
-        },
+        };
+    };
+    if max <= 0 || ev.is_null() {
+        set_errno(libc::EINVAL);
+        return -1;
     }
+    // SAFETY: a sigset_t on our stack (plain data); the caller's mask.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    if !mask.is_null() {
+        // SAFETY: as above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, mask, &mut old) };
+    }
+    // SAFETY: the caller's array of `max` events.
+    let r = inside(|| unsafe { (rp.wait)(inner, ev, max, timeout) });
+    if !mask.is_null() {
+        // SAFETY: restores the mask saved above.
+        keep_errno(|| unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) });
+    }
+    repoll_result(r, max)
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn epoll_wait(epfd: c_int, ev: *mut epoll_event, max: c_int, timeout: c_int) -> c_int {
-    boundary(-1, || epoll_wait_impl(epfd, ev, max, timeout, std::ptr::null()))
+pub unsafe extern "C-unwind" fn epoll_wait(epfd: c_int, ev: *mut epoll_event, max: c_int, timeout: c_int) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe { epoll_wait_common(epfd, ev, max, timeout, std::ptr::null()) }
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn epoll_pwait(epfd: c_int, ev: *mut epoll_event, max: c_int, timeout: c_int, mask: *const libc::sigset_t) -> c_int {
-    boundary(-1, || epoll_wait_impl(epfd, ev, max, timeout, mask))
+pub unsafe extern "C-unwind" fn epoll_pwait(epfd: c_int, ev: *mut epoll_event, max: c_int, timeout: c_int, mask: *const libc::sigset_t) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe { epoll_wait_common(epfd, ev, max, timeout, mask) }
 }
 
 // --- fstat: a stand-in for an rsocket says it is a socket ---
 
-fn socket_mode(fd: c_int, ret: c_int, mode: &mut libc::mode_t) -> c_int {
-    if ret == 0 && matches!(fdmap::get(fd), Some(Entry { kind: Kind::Rsocket | Kind::Real, .. })) {
+fn socket_mode(fd: c_int, mode: &mut libc::mode_t) {
+    if matches!(fdmap::get(fd), Some(Entry { kind: Kind::Rsocket | Kind::Real, .. })) {
         *mode = (*mode & !libc::S_IFMT) | libc::S_IFSOCK;
     }
-    ret
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn fstat(fd: c_int, st: *mut libc::stat) -> c_int {
-    boundary(-1, || {
-        // SAFETY: libc's fstat with the caller's buffer, which it filled when it returned 0.
-        let r = unsafe { real::fstat(fd, st) };
-        if r == 0 { socket_mode(fd, r, unsafe { &mut (*st).st_mode }) } else { r }
-    })
+pub unsafe extern "C-unwind" fn fstat(fd: c_int, st: *mut libc::stat) -> c_int {
+    // SAFETY: libc's fstat with the caller's buffer, which it filled when it returned 0.
+    let r = unsafe { real::fstat(fd, st) };
+    if r == 0 {
+        // SAFETY: libc filled *st.
+        socket_mode(fd, unsafe { &mut (*st).st_mode });
+    }
+    r
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn fstat64(fd: c_int, st: *mut libc::stat64) -> c_int {
-    boundary(-1, || {
-        // SAFETY: as in fstat.
-        let r = unsafe { real::fstat64(fd, st) };
-        if r == 0 { socket_mode(fd, r, unsafe { &mut (*st).st_mode }) } else { r }
-    })
+pub unsafe extern "C-unwind" fn fstat64(fd: c_int, st: *mut libc::stat64) -> c_int {
+    // SAFETY: as in fstat.
+    let r = unsafe { real::fstat64(fd, st) };
+    if r == 0 {
+        // SAFETY: libc filled *st.
+        socket_mode(fd, unsafe { &mut (*st).st_mode });
+    }
+    r
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn __fxstat(ver: c_int, fd: c_int, st: *mut libc::stat) -> c_int {
-    boundary(-1, || {
-        // SAFETY: as in fstat.
-        let r = unsafe { real::__fxstat(ver, fd, st) };
-        if r == 0 { socket_mode(fd, r, unsafe { &mut (*st).st_mode }) } else { r }
-    })
+pub unsafe extern "C-unwind" fn __fxstat(ver: c_int, fd: c_int, st: *mut libc::stat) -> c_int {
+    // SAFETY: as in fstat.
+    let r = unsafe { real::__fxstat(ver, fd, st) };
+    if r == 0 {
+        // SAFETY: libc filled *st.
+        socket_mode(fd, unsafe { &mut (*st).st_mode });
+    }
+    r
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn __fxstat64(ver: c_int, fd: c_int, st: *mut libc::stat64) -> c_int {
-    boundary(-1, || {
-        // SAFETY: as in fstat.
-        let r = unsafe { real::__fxstat64(ver, fd, st) };
-        if r == 0 { socket_mode(fd, r, unsafe { &mut (*st).st_mode }) } else { r }
-    })
+pub unsafe extern "C-unwind" fn __fxstat64(ver: c_int, fd: c_int, st: *mut libc::stat64) -> c_int {
+    // SAFETY: as in fstat.
+    let r = unsafe { real::__fxstat64(ver, fd, st) };
+    if r == 0 {
+        // SAFETY: libc filled *st.
+        socket_mode(fd, unsafe { &mut (*st).st_mode });
+    }
+    r
 }

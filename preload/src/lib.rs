@@ -10,21 +10,29 @@
 //! function.  Behaviour follows upstream's librspreload (rdma-core's
 //! librdmacm/preload.c); where this one differs, man/rspreload.7 says so.
 //!
-//! Every exported function runs its body through [`boundary`]: a panic (a
-//! bug) never unwinds into C, it becomes the function's error value with
-//! errno EIO.  On the way back, errno is what the forwarded call set.
+//! The library's own work in an exported function (anything beyond a
+//! table lookup) runs through [`boundary`]: a panic (a bug) never unwinds
+//! into C, it becomes the function's error value with errno EIO.  The call
+//! forwarded to runs outside it, in the export's own frame, so that a
+//! thread cancelled there ends as it would without this library (see
+//! `interpose`).  On the way back, errno is what the forwarded call set.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod calls;
 mod config;
 mod fdmap;
+mod held;
 #[cfg(not(test))]
 mod interpose;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// The panic boundary of every export (see the crate comment).
+/// The panic boundary of every export (see the crate comment).  Never
+/// inlined, so that its catch_unwind stays out of the export's own frame,
+/// the frame a forced unwind passes when the thread ends in the forwarded
+/// call.
+#[inline(never)]
 pub(crate) fn boundary<R>(fail: R, f: impl FnOnce() -> R) -> R {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,

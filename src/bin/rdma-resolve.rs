@@ -138,7 +138,7 @@ fn main() -> ExitCode {
         // Single-threaded still: nothing else reads the environment yet.
         std::env::set_var("RDMACM_RS_LOG", "debug");
     }
-    rdmacm::logging::init(rdmacm::sys::env::var, rdmacm::sys::env::open_log_file);
+    rdmacm::logging::init(rdmacm::sys::env::var, rdmacm::sys::env::open_log_file, rdmacm::sys::cancel::shield);
     let mut report = if o.req.node.is_some() || o.req.passive || o.req.service.is_some() {
         explain::explain(&o.req, &gid_check)
     } else {

@@ -11,7 +11,7 @@
 use crate::abi::cma::*;
 use crate::abi::sockaddr::SockAddr;
 use crate::addrinfo::{Hints, Rai};
-use super::{entry, Errno};
+use super::{entry_hot, entry, Errno};
 use crate::symver;
 use std::ffi::{c_char, c_int, c_void, CStr};
 
@@ -242,13 +242,13 @@ pub unsafe fn free_list(mut res: *mut rdma_addrinfo) {
 /// `node` and `service` must be NULL or NUL-terminated strings; `hints` NULL or a readable
 /// `rdma_addrinfo` whose address and route pointers cover their lengths; `res` writable.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_getaddrinfo(
+pub unsafe extern "C-unwind" fn rdma_getaddrinfo(
     node: *const c_char,
     service: *const c_char,
     hints: *const rdma_addrinfo,
     res: *mut *mut rdma_addrinfo,
 ) -> c_int {
-    entry(|| {
+    entry_hot(|| {
         use crate::addrinfo::{self as ai, GaiError};
         // SAFETY: node and service are NULL or NUL-terminated strings (the
         // C contract); they are only read during this call.
@@ -288,7 +288,10 @@ pub unsafe extern "C" fn rdma_getaddrinfo(
         // SAFETY: hints is NULL or a readable rdma_addrinfo whose address
         // and route pointers are readable for their lengths.
         let h = unsafe { hints_from_c(hints) }?;
-        match ai::getaddrinfo(node, service, &h, &crate::cma::ai::CmaBackend) {
+        // Names, ibacm and the devices: libc's resolver and file I/O make
+        // cancellation points, none of which acts (this export runs
+        // without the boundary's guard for its numeric path).
+        match crate::sys::cancel::nocancel(|| ai::getaddrinfo(node, service, &h, &crate::cma::ai::CmaBackend)) {
             Ok(list) => {
                 let head = to_c_list(&list)?;
                 // SAFETY: res is non-NULL and writable (C contract).
@@ -308,8 +311,8 @@ symver!(rdma_getaddrinfo, "RDMACM_1.0");
 /// `res` must be NULL or a list whose nodes and members were allocated with malloc and
 /// are not used afterwards.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_freeaddrinfo(res: *mut rdma_addrinfo) {
-    entry(|| {
+pub unsafe extern "C-unwind" fn rdma_freeaddrinfo(res: *mut rdma_addrinfo) {
+    entry_hot(|| {
         // SAFETY: the caller hands us a list that it got from this library
         // (or built itself with malloc'd members); every node and member is
         // released with free(), as upstream does.
@@ -324,7 +327,7 @@ symver!(rdma_freeaddrinfo, "RDMACM_1.0");
 /// # Safety
 /// As rdma_getaddrinfo for `node`, `service` and `hints`; `id` NULL or an id of this library.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_resolve_addrinfo(
+pub unsafe extern "C-unwind" fn rdma_resolve_addrinfo(
     id: *mut rdma_cm_id,
     node: *const c_char,
     service: *const c_char,
@@ -354,7 +357,7 @@ symver!(rdma_resolve_addrinfo, "RDMACM_1.4");
 /// # Safety
 /// `id` must be NULL or an id of this library; `info` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_query_addrinfo(
+pub unsafe extern "C-unwind" fn rdma_query_addrinfo(
     id: *mut rdma_cm_id,
     info: *mut *mut rdma_addrinfo,
 ) -> c_int {

@@ -2,7 +2,7 @@
 //! Event channels, ids, devices, options, bind, address and route resolution, events.
 
 use crate::abi::cma::*;
-use super::{entry, nonnull, Errno};
+use super::{entry_hot, entry, nonnull, Errno};
 use crate::cma::{self as cm, Channel, Cm};
 use crate::abi::sockaddr::SockAddr;
 use crate::symver;
@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// # Safety
 /// No pointer arguments; always safe to call from C.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_create_event_channel() -> *mut rdma_event_channel {
+pub unsafe extern "C-unwind" fn rdma_create_event_channel() -> *mut rdma_event_channel {
     entry(|| Ok(cm::global().create_channel()?.raw()))
 }
 symver!(rdma_create_event_channel, "RDMACM_1.0");
@@ -28,7 +28,7 @@ symver!(rdma_create_event_channel, "RDMACM_1.0");
 /// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
 /// socket addresses as large as their family's structure.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_destroy_event_channel(channel: *mut rdma_event_channel) {
+pub unsafe extern "C-unwind" fn rdma_destroy_event_channel(channel: *mut rdma_event_channel) {
     entry(|| {
         let ch = live_channel(channel)?;
         cm::global().destroy_channel(&ch);
@@ -46,8 +46,8 @@ symver!(rdma_destroy_event_channel, "RDMACM_1.0");
 /// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
 /// socket addresses as large as their family's structure.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_create_id(channel: *mut rdma_event_channel, id: *mut *mut rdma_cm_id, context: *mut c_void, ps: rdma_port_space) -> c_int {
-    entry(|| {
+pub unsafe extern "C-unwind" fn rdma_create_id(channel: *mut rdma_event_channel, id: *mut *mut rdma_cm_id, context: *mut c_void, ps: rdma_port_space) -> c_int {
+    entry_hot(|| {
         let out = nonnull(id)?;
         let ch = if channel.is_null() { None } else { Some(live_channel(channel)?) };
         // A synchronous id opens its own channel: out of descriptors, that
@@ -106,8 +106,8 @@ pub(super) unsafe fn read_addr(cm: &Cm, sa: *const sockaddr) -> Option<SockAddr>
 /// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
 /// socket addresses as large as their family's structure.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_destroy_id(id: *mut rdma_cm_id) -> c_int {
-    entry(|| {
+pub unsafe extern "C-unwind" fn rdma_destroy_id(id: *mut rdma_cm_id) -> c_int {
+    entry_hot(|| {
         let (p, cm) = id_to_destroy(id)?;
         cm.destroy_id(&p)?;
         Ok(0)
@@ -124,7 +124,7 @@ symver!(rdma_destroy_id, "RDMACM_1.0");
 /// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
 /// socket addresses as large as their family's structure.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_migrate_id(id: *mut rdma_cm_id, channel: *mut rdma_event_channel) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_migrate_id(id: *mut rdma_cm_id, channel: *mut rdma_event_channel) -> c_int {
     entry(|| {
         let (p, cm) = id_of(id)?;
         let ch = if channel.is_null() { None } else { Some(live_channel(channel)?) };
@@ -142,8 +142,8 @@ symver!(rdma_migrate_id, "RDMACM_1.0");
 /// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
 /// socket addresses as large as their family's structure.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_get_cm_event(channel: *mut rdma_event_channel, event: *mut *mut rdma_cm_event) -> c_int {
-    entry(|| {
+pub unsafe extern "C-unwind" fn rdma_get_cm_event(channel: *mut rdma_event_channel, event: *mut *mut rdma_cm_event) -> c_int {
+    entry_hot(|| {
         let ch = live_channel(channel)?;
         cm::global().init()?;
         let out = nonnull(event)?;
@@ -163,8 +163,8 @@ symver!(rdma_get_cm_event, "RDMACM_1.0");
 /// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
 /// socket addresses as large as their family's structure.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_ack_cm_event(event: *mut rdma_cm_event) -> c_int {
-    entry(|| {
+pub unsafe extern "C-unwind" fn rdma_ack_cm_event(event: *mut rdma_cm_event) -> c_int {
+    entry_hot(|| {
         let ev = nonnull(event)?.as_ptr();
         // A pointer that is not an unacked event (a double ack, say) is
         // refused rather than freed (it is only looked up, never followed).
@@ -184,7 +184,7 @@ symver!(rdma_ack_cm_event, "RDMACM_1.0");
 /// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
 /// socket addresses as large as their family's structure.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_set_option(id: *mut rdma_cm_id, level: c_int, optname: c_int, optval: *mut c_void, optlen: usize) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_set_option(id: *mut rdma_cm_id, level: c_int, optname: c_int, optval: *mut c_void, optlen: usize) -> c_int {
     entry(|| {
         let (p, cm) = id_of(id)?;
         // The kernel validates optval/optlen (EFAULT when unreadable).
@@ -203,7 +203,7 @@ symver!(rdma_set_option, "RDMACM_1.0");
 /// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
 /// socket addresses as large as their family's structure.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_get_devices(num_devices: *mut c_int) -> *mut *mut ibv_context {
+pub unsafe extern "C-unwind" fn rdma_get_devices(num_devices: *mut c_int) -> *mut *mut ibv_context {
     entry(|| {
         let r = cm::get_devices(cm::global()).and_then(|list| {
             let n = list.len();
@@ -240,7 +240,7 @@ symver!(rdma_get_devices, "RDMACM_1.0");
 /// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
 /// socket addresses as large as their family's structure.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_free_devices(list: *mut *mut ibv_context) {
+pub unsafe extern "C-unwind" fn rdma_free_devices(list: *mut *mut ibv_context) {
     entry(|| {
         let list = nonnull(list)?.as_ptr();
         // Only a list this library handed out and that is not freed yet
@@ -278,7 +278,7 @@ static DEVICE_LISTS: parking_lot::Mutex<Vec<usize>> = parking_lot::Mutex::new(Ve
 /// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
 /// socket addresses as large as their family's structure.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_bind_addr(id: *mut rdma_cm_id, addr: *mut sockaddr) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_bind_addr(id: *mut rdma_cm_id, addr: *mut sockaddr) -> c_int {
     entry(|| {
         let (p, cm) = id_of(id)?;
         // SAFETY: addr is NULL or a socket address of its family's size.
@@ -297,7 +297,7 @@ symver!(rdma_bind_addr, "RDMACM_1.0");
 /// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
 /// socket addresses as large as their family's structure.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_resolve_addr(id: *mut rdma_cm_id, src_addr: *mut sockaddr, dst_addr: *mut sockaddr, timeout_ms: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_resolve_addr(id: *mut rdma_cm_id, src_addr: *mut sockaddr, dst_addr: *mut sockaddr, timeout_ms: c_int) -> c_int {
     entry(|| {
         let (p, cm) = id_of(id)?;
         // SAFETY: the addresses are NULL or socket addresses of their
@@ -317,7 +317,7 @@ symver!(rdma_resolve_addr, "RDMACM_1.0");
 /// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
 /// socket addresses as large as their family's structure.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_resolve_route(id: *mut rdma_cm_id, timeout_ms: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_resolve_route(id: *mut rdma_cm_id, timeout_ms: c_int) -> c_int {
     entry(|| {
         let (p, cm) = id_of(id)?;
         cm.resolve_route(&p, timeout_ms)?;
@@ -334,8 +334,8 @@ symver!(rdma_resolve_route, "RDMACM_1.0");
 /// `rdma_create_event_channel`, unacked events from `rdma_get_cm_event`,
 /// socket addresses as large as their family's structure.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_write_cm_event(id: *mut rdma_cm_id, event: rdma_cm_event_type, status: c_int, arg: u64) -> c_int {
-    entry(|| {
+pub unsafe extern "C-unwind" fn rdma_write_cm_event(id: *mut rdma_cm_id, event: rdma_cm_event_type, status: c_int, arg: u64) -> c_int {
+    entry_hot(|| {
         let (p, cm) = id_of(id)?;
         cm.write_cm_event(&p, event, status, arg)?;
         Ok(0)
@@ -350,7 +350,7 @@ symver!(rdma_write_cm_event, "RDMACM_1.4");
 /// # Safety
 /// No pointer arguments; always safe to call from C.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_event_str(event: rdma_cm_event_type) -> *const c_char {
+pub unsafe extern "C-unwind" fn rdma_event_str(event: rdma_cm_event_type) -> *const c_char {
     // The one export outside `entry`: a bounds-checked read of a static
     // table cannot panic, sets no errno and logs nothing, so the boundary
     // (its one-time set-up check and stack frame) would be all the cost
@@ -364,7 +364,7 @@ symver!(rdma_event_str, "RDMACM_1.0");
 /// # Safety
 /// `id` must be NULL or a readable `struct rdma_cm_id`.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_get_src_port(id: *mut rdma_cm_id) -> u16 {
+pub unsafe extern "C-unwind" fn rdma_get_src_port(id: *mut rdma_cm_id) -> u16 {
     entry(|| {
         let id = super::nonnull(id)?;
         // SAFETY: the caller passes an id created by rdma_create_id (or at
@@ -381,7 +381,7 @@ symver!(rdma_get_src_port, "RDMACM_1.0");
 /// # Safety
 /// `id` must be NULL or a readable `struct rdma_cm_id`.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_get_dst_port(id: *mut rdma_cm_id) -> u16 {
+pub unsafe extern "C-unwind" fn rdma_get_dst_port(id: *mut rdma_cm_id) -> u16 {
     entry(|| {
         let id = super::nonnull(id)?;
         // SAFETY: as in rdma_get_src_port, for the destination union.

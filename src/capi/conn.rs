@@ -46,7 +46,7 @@ unsafe fn private_bytes<'a>(data: *const c_void, len: u8) -> &'a [u8] {
 /// `id` must be NULL or a live id; `conn_param` NULL or valid (its private
 /// data readable).
 #[no_mangle]
-pub unsafe extern "C" fn rdma_connect(id: *mut rdma_cm_id, conn_param: *mut rdma_conn_param) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_connect(id: *mut rdma_cm_id, conn_param: *mut rdma_conn_param) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
         // SAFETY: conn_param per the contract.
@@ -62,7 +62,7 @@ symver!(rdma_connect, "RDMACM_1.0");
 /// # Safety
 /// `id` must be NULL or a live id.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_listen(id: *mut rdma_cm_id, backlog: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_listen(id: *mut rdma_cm_id, backlog: c_int) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
         conn::listen(cm, &p, backlog)?;
@@ -76,7 +76,7 @@ symver!(rdma_listen, "RDMACM_1.0");
 /// # Safety
 /// `id` must be NULL or a live id; `conn_param` NULL or valid.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_accept(id: *mut rdma_cm_id, conn_param: *mut rdma_conn_param) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_accept(id: *mut rdma_cm_id, conn_param: *mut rdma_conn_param) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
         // SAFETY: conn_param per the contract.
@@ -93,7 +93,7 @@ symver!(rdma_accept, "RDMACM_1.0");
 /// `id` must be NULL or a live id; `private_data` NULL or
 /// `private_data_len` readable bytes.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_reject(id: *mut rdma_cm_id, private_data: *const c_void, private_data_len: u8) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_reject(id: *mut rdma_cm_id, private_data: *const c_void, private_data_len: u8) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
         // SAFETY: private data per the contract.
@@ -108,7 +108,7 @@ symver!(rdma_reject, "RDMACM_1.0");
 /// # Safety
 /// As `rdma_reject`.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_reject_ece(id: *mut rdma_cm_id, private_data: *const c_void, private_data_len: u8) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_reject_ece(id: *mut rdma_cm_id, private_data: *const c_void, private_data_len: u8) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
         // SAFETY: private data per the contract.
@@ -123,7 +123,7 @@ symver!(rdma_reject_ece, "RDMACM_1.3");
 /// # Safety
 /// `id` must be NULL or a live id.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_notify(id: *mut rdma_cm_id, event: ibv_event_type) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_notify(id: *mut rdma_cm_id, event: ibv_event_type) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
         conn::notify(cm, &p, event)?;
@@ -137,7 +137,7 @@ symver!(rdma_notify, "RDMACM_1.0");
 /// # Safety
 /// `id` must be NULL or a live id.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_disconnect(id: *mut rdma_cm_id) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_disconnect(id: *mut rdma_cm_id) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
         conn::disconnect(cm, &p)?;
@@ -151,7 +151,7 @@ symver!(rdma_disconnect, "RDMACM_1.0");
 /// # Safety
 /// `listen` must be NULL or a live id; `id` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_get_request(listen: *mut rdma_cm_id, id: *mut *mut rdma_cm_id) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_get_request(listen: *mut rdma_cm_id, id: *mut *mut rdma_cm_id) -> c_int {
     entry(|| {
         let (p, cm) = live_id(listen)?;
         let out = nonnull(id)?;
@@ -168,7 +168,7 @@ symver!(rdma_get_request, "RDMACM_1.0");
 /// # Safety
 /// `id` must be NULL or a live id.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_establish(id: *mut rdma_cm_id) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_establish(id: *mut rdma_cm_id) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
         conn::establish(cm, &p)?;
@@ -184,7 +184,7 @@ symver!(rdma_establish, "RDMACM_1.2");
 /// `struct ibv_qp_attr` (its `qp_state` set); `qp_attr_mask` NULL or
 /// writable.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_init_qp_attr(id: *mut rdma_cm_id, qp_attr: *mut ibv_qp_attr, qp_attr_mask: *mut c_int) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_init_qp_attr(id: *mut rdma_cm_id, qp_attr: *mut ibv_qp_attr, qp_attr_mask: *mut c_int) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
         let attr = nonnull(qp_attr)?.as_ptr() as *mut verbs::QpAttr;
@@ -203,7 +203,7 @@ symver!(rdma_init_qp_attr, "RDMACM_1.2");
 /// # Safety
 /// `id` must be NULL or a live id; `ece` NULL or a valid `struct ibv_ece`.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_set_local_ece(id: *mut rdma_cm_id, ece: *mut ibv_ece) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_set_local_ece(id: *mut rdma_cm_id, ece: *mut ibv_ece) -> c_int {
     entry(|| {
         let (p, _) = live_id(id)?;
         let e = nonnull(ece)?.as_ptr() as *const verbs::Ece;
@@ -219,7 +219,7 @@ symver!(rdma_set_local_ece, "RDMACM_1.3");
 /// # Safety
 /// `id` must be NULL or a live id; `ece` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_get_remote_ece(id: *mut rdma_cm_id, ece: *mut ibv_ece) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_get_remote_ece(id: *mut rdma_cm_id, ece: *mut ibv_ece) -> c_int {
     entry(|| {
         let (p, _) = live_id(id)?;
         let out = nonnull(ece)?.as_ptr() as *mut verbs::Ece;

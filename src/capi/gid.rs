@@ -16,7 +16,7 @@ use std::ffi::{c_int, c_uint};
 /// # Safety
 /// `context` must be NULL or an open verbs context; `gid` NULL or a readable `union ibv_gid`.
 #[no_mangle]
-pub unsafe extern "C" fn ibv_gid_reachable(
+pub unsafe extern "C-unwind" fn ibv_gid_reachable(
     context: *mut ibv_context,
     port: c_uint,
     gid: *mut ibv_gid,

@@ -16,7 +16,7 @@ use std::ffi::{c_int, c_void};
 /// `id` must be NULL or a live id; `addr` NULL or a socket address as
 /// large as its family's structure.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_join_multicast(id: *mut rdma_cm_id, addr: *mut sockaddr, context: *mut c_void) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_join_multicast(id: *mut rdma_cm_id, addr: *mut sockaddr, context: *mut c_void) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
         // SAFETY: addr is NULL or a readable socket address.
@@ -33,7 +33,7 @@ symver!(rdma_join_multicast, "RDMACM_1.0");
 /// `id` must be NULL or a live id; `mc_join_attr` NULL or valid, its
 /// address as for `rdma_join_multicast`.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_join_multicast_ex(id: *mut rdma_cm_id, mc_join_attr: *mut rdma_cm_join_mc_attr_ex, context: *mut c_void) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_join_multicast_ex(id: *mut rdma_cm_id, mc_join_attr: *mut rdma_cm_join_mc_attr_ex, context: *mut c_void) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
         // SAFETY: a non-NULL attribute set is readable.
@@ -60,7 +60,7 @@ symver!(rdma_join_multicast_ex, "RDMACM_1.1");
 /// # Safety
 /// `id` must be NULL or a live id; `addr` as for `rdma_join_multicast`.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_leave_multicast(id: *mut rdma_cm_id, addr: *mut sockaddr) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_leave_multicast(id: *mut rdma_cm_id, addr: *mut sockaddr) -> c_int {
     entry(|| {
         // SAFETY: addr is NULL or a readable socket address.
         let a = unsafe { mc_addr(addr) }.ok_or(Errno::EINVAL)?;

@@ -6,7 +6,7 @@
 //! ```ignore
 //! /// What it does (this text ends up in the generated header).
 //! #[no_mangle]
-//! pub unsafe extern "C" fn rdma_example(id: *mut rdma_cm_id) -> c_int {
+//! pub unsafe extern "C-unwind" fn rdma_example(id: *mut rdma_cm_id) -> c_int {
 //!     ffi::entry(|| {
 //!         let id = ffi::nonnull(id)?;           // NULL -> EINVAL
 //!         core::something(id)                   // Result<c_int, Errno>
@@ -24,9 +24,10 @@
 //!   into C: it is caught, logged (when logging is on) and reported as
 //!   `EIO`.
 //! * Functions not implemented yet call [`not_implemented`] (errno
-//!   `ENOSYS`); the README's compatibility table lists exactly those.
+//!   `ENOSYS`); the compatibility table (docs/compatibility.md) lists exactly those.
 
 use std::ffi::c_int;
+use crate::sys::cancel::{self, NoCancel};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 
@@ -130,7 +131,9 @@ fn in_this_object(p: *const u8) -> bool {
 fn init_once() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        crate::logging::init(crate::sys::env::var, crate::sys::env::open_log_file);
+        // (the log file's open is a cancellation point)
+        let _nc = NoCancel::new();
+        crate::logging::init(crate::sys::env::var, crate::sys::env::open_log_file, cancel::shield);
         // Unit tests link everything into one object: keep their panic
         // messages (test failures) visible.
         #[cfg(not(test))]
@@ -150,12 +153,61 @@ fn install_panic_hook() {
     }));
 }
 
-/// The panic boundary and errno convention shared by every export.
-#[inline]
+/// The boundary every export runs its body through: panic boundary,
+/// errno convention and C's thread model.
+///
+/// * The body runs with cancellation disabled ([`NoCancel`]): no
+///   cancellation point inside it acts, but for the library's blocking
+///   waits, which act on a cancellation in the state the caller had and
+///   return ECANCELED instead of unwinding ([`crate::sys::cancel`]).
+/// * It runs under `catch_unwind`: a panic (a bug) never crosses into C;
+///   it becomes EIO and the C error value.
+/// * Once the body has returned (every lock, guard and registration of
+///   ours released), a cancellation or thread exit a wait caught is
+///   handed on from the export's own frame, which then holds nothing with
+///   a destructor: the only Rust frame the forced unwind crosses, and one
+///   of an `extern "C-unwind"` function (RFC 2945: forced unwinding may
+///   not cross frames with destructors or `catch_unwind`).
+///
+/// Inlined into each export so that the hand-on happens in its frame.
+#[inline(always)]
 pub fn entry<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
+    let (r, _) = guarded(true, body);
+    if cancel::caught() {
+        // SAFETY: `r` is a C value without destructor and `guarded` has
+        // returned: this frame is a plain one of an "C-unwind" export.
+        unsafe { cancel::resume() }
+    }
+    r
+}
+
+/// [`entry`] without the [`NoCancel`] guard, for the few hot exports
+/// (rdma_create_id, rdma_destroy_id, rdma_get_cm_event, rdma_ack_cm_event,
+/// rdma_write_cm_event, rdma_getaddrinfo, rdma_freeaddrinfo) whose paths
+/// make no cancellation point of libc: their system calls are
+/// [`cancel::raw`] ones, the cold parts (first use, devices, name lookups,
+/// the log) take the guard themselves, and their waits are the library's.
+/// Two fewer calls into libc per call (issue 20's instruction budget).
+/// Their bodies never ignore a wait's ECANCELED, so only a failed call
+/// can carry a caught cancellation: a successful one skips the check.
+#[inline(always)]
+pub fn entry_hot<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
+    let (r, failed) = guarded(false, body);
+    if failed && cancel::caught() {
+        // SAFETY: as in `entry`.
+        unsafe { cancel::resume() }
+    }
+    r
+}
+
+/// The panic boundary and errno convention (see [`entry`]); the C value
+/// and whether the call failed.
+#[inline(always)]
+fn guarded<R: FfiError>(nocancel: bool, body: impl FnOnce() -> Result<R, Errno>) -> (R, bool) {
     init_once();
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(v)) => v,
+    let _nc = if nocancel { Some(NoCancel::new()) } else { None };
+    let r = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(v)) => return (v, false),
         Ok(Err(e)) => {
             if e == Errno::UnknownErrno {
                 // A number Errno has no name for: the kernel's own.
@@ -175,7 +227,8 @@ pub fn entry<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
             set_errno(Errno::EIO);
             R::error_value()
         }
-    }
+    };
+    (r, true)
 }
 
 /// Checks a pointer argument: NULL becomes `EINVAL`.
@@ -202,7 +255,7 @@ pub fn fd_exhaustion_as_enomem(e: Errno) -> Errno {
 
 /// The body of a function that is not implemented yet.
 ///
-/// The README's compatibility table lists every function that calls this;
+/// The compatibility table (docs/compatibility.md) lists every function that calls this;
 /// `ctest/check-compat-table.sh` keeps the two in agreement.
 #[cold]
 pub fn not_implemented<R>(name: &'static str) -> Result<R, Errno> {

@@ -18,7 +18,7 @@ use std::ffi::c_int;
 /// `id` must be NULL or a live id; `qp_init_attr` NULL or a valid
 /// `struct ibv_qp_init_attr`; `pd` NULL or a PD of the id's device.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_create_qp(id: *mut rdma_cm_id, pd: *mut ibv_pd, qp_init_attr: *mut ibv_qp_init_attr) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_create_qp(id: *mut rdma_cm_id, pd: *mut ibv_pd, qp_init_attr: *mut ibv_qp_init_attr) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
         let attr = nonnull(qp_init_attr)?.as_ptr() as *mut verbs::QpInitAttr;
@@ -40,7 +40,7 @@ symver!(rdma_create_qp, "RDMACM_1.0");
 /// `id` must be NULL or a live id; `qp_init_attr` NULL or a valid
 /// `struct ibv_qp_init_attr_ex`.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_create_qp_ex(id: *mut rdma_cm_id, qp_init_attr: *mut ibv_qp_init_attr_ex) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_create_qp_ex(id: *mut rdma_cm_id, qp_init_attr: *mut ibv_qp_init_attr_ex) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
         let attr = nonnull(qp_init_attr)?.as_ptr() as *mut verbs::QpInitAttrEx;
@@ -61,7 +61,7 @@ symver!(rdma_create_qp_ex, "RDMACM_1.0");
 /// # Safety
 /// `id` must be NULL or a live id.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_destroy_qp(id: *mut rdma_cm_id) {
+pub unsafe extern "C-unwind" fn rdma_destroy_qp(id: *mut rdma_cm_id) {
     entry(|| {
         let (p, _) = live_id(id)?;
         conn::destroy_qp_of(&p);
@@ -76,7 +76,7 @@ symver!(rdma_destroy_qp, "RDMACM_1.0");
 /// `id` must be NULL or a live id; `attr` NULL or a valid
 /// `struct ibv_srq_init_attr`; `pd` NULL or a PD of the id's device.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_create_srq(id: *mut rdma_cm_id, pd: *mut ibv_pd, attr: *mut ibv_srq_init_attr) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_create_srq(id: *mut rdma_cm_id, pd: *mut ibv_pd, attr: *mut ibv_srq_init_attr) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
         let attr = nonnull(attr)?.as_ptr() as *mut verbs::SrqInitAttr;
@@ -98,7 +98,7 @@ symver!(rdma_create_srq, "RDMACM_1.0");
 /// `id` must be NULL or a live id; `attr` NULL or a valid
 /// `struct ibv_srq_init_attr_ex`.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_create_srq_ex(id: *mut rdma_cm_id, attr: *mut ibv_srq_init_attr_ex) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_create_srq_ex(id: *mut rdma_cm_id, attr: *mut ibv_srq_init_attr_ex) -> c_int {
     entry(|| {
         let (p, cm) = live_id(id)?;
         let attr = nonnull(attr)?.as_ptr() as *mut verbs::SrqInitAttrEx;
@@ -119,7 +119,7 @@ symver!(rdma_create_srq_ex, "RDMACM_1.0");
 /// # Safety
 /// `id` must be NULL or a live id.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_destroy_srq(id: *mut rdma_cm_id) {
+pub unsafe extern "C-unwind" fn rdma_destroy_srq(id: *mut rdma_cm_id) {
     entry(|| {
         let (p, _) = live_id(id)?;
         conn::destroy_srq_of(&p);
@@ -135,7 +135,7 @@ symver!(rdma_destroy_srq, "RDMACM_1.0");
 /// `pd` NULL or a live PD; `qp_init_attr` NULL or a valid
 /// `struct ibv_qp_init_attr`.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_create_ep(id: *mut *mut rdma_cm_id, res: *mut rdma_addrinfo, pd: *mut ibv_pd, qp_init_attr: *mut ibv_qp_init_attr) -> c_int {
+pub unsafe extern "C-unwind" fn rdma_create_ep(id: *mut *mut rdma_cm_id, res: *mut rdma_addrinfo, pd: *mut ibv_pd, qp_init_attr: *mut ibv_qp_init_attr) -> c_int {
     entry(|| {
         let out = nonnull(id)?;
         let res = nonnull(res)?;
@@ -170,7 +170,7 @@ symver!(rdma_create_ep, "RDMACM_1.0");
 /// # Safety
 /// `id` must be NULL or a live id; it is freed.
 #[no_mangle]
-pub unsafe extern "C" fn rdma_destroy_ep(id: *mut rdma_cm_id) {
+pub unsafe extern "C-unwind" fn rdma_destroy_ep(id: *mut rdma_cm_id) {
     entry(|| {
         let (p, cm) = super::cm::id_to_destroy(id)?;
         conn::destroy_ep(cm, &p);

@@ -13,7 +13,7 @@ use std::ffi::{c_int, c_long, c_void};
 /// # Safety
 /// No pointer arguments; always safe to call.
 #[no_mangle]
-pub unsafe extern "C" fn rsocket(domain: c_int, type_: c_int, protocol: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn rsocket(domain: c_int, type_: c_int, protocol: c_int) -> c_int {
     // Out of descriptors: ENOMEM, as upstream reports it (its id allocation
     // fails as a whole).
     entry(|| rs::create(domain, type_, protocol).map_err(super::fd_exhaustion_as_enomem))
@@ -25,7 +25,7 @@ symver!(rsocket, "RDMACM_1.0");
 /// # Safety
 /// `addr` must point to a readable socket address of its family.
 #[no_mangle]
-pub unsafe extern "C" fn rbind(socket: c_int, addr: *const sockaddr, addrlen: socklen_t) -> c_int {
+pub unsafe extern "C-unwind" fn rbind(socket: c_int, addr: *const sockaddr, addrlen: socklen_t) -> c_int {
     entry(|| {
         if let Some(d) = rs::dgram::lookup(socket) {
             // SAFETY: addr is NULL or a socket address of its family (caller's contract).
@@ -48,7 +48,7 @@ symver!(rbind, "RDMACM_1.0");
 /// # Safety
 /// No pointer arguments; always safe to call.
 #[no_mangle]
-pub unsafe extern "C" fn rlisten(socket: c_int, backlog: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn rlisten(socket: c_int, backlog: c_int) -> c_int {
     entry(|| {
         dgram_unsupported(socket)?;
         let h = rs::lookup(socket)?;
@@ -63,7 +63,7 @@ symver!(rlisten, "RDMACM_1.0");
 /// # Safety
 /// `addr` and `addrlen` must both be NULL, or `addrlen` writable and `addr` writable for `*addrlen` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn raccept(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
+pub unsafe extern "C-unwind" fn raccept(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
     entry(|| {
         // A datagram rsocket is never listening: EBADF, as upstream.
         if rs::dgram::lookup(socket).is_some() {
@@ -87,7 +87,7 @@ symver!(raccept, "RDMACM_1.0");
 /// # Safety
 /// `addr` must point to a readable socket address of its family.
 #[no_mangle]
-pub unsafe extern "C" fn rconnect(socket: c_int, addr: *const sockaddr, addrlen: socklen_t) -> c_int {
+pub unsafe extern "C-unwind" fn rconnect(socket: c_int, addr: *const sockaddr, addrlen: socklen_t) -> c_int {
     entry(|| {
         if let Some(d) = rs::dgram::lookup(socket) {
             // SAFETY: addr is NULL or a socket address of its family (caller's contract).
@@ -117,7 +117,7 @@ symver!(rconnect, "RDMACM_1.0");
 /// # Safety
 /// No pointer arguments; always safe to call.
 #[no_mangle]
-pub unsafe extern "C" fn rshutdown(socket: c_int, how: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn rshutdown(socket: c_int, how: c_int) -> c_int {
     entry(|| {
         // A datagram rsocket is never connected: upstream's rshutdown does
         // nothing to it and returns 0 (whatever `how`).
@@ -136,7 +136,7 @@ symver!(rshutdown, "RDMACM_1.0");
 /// # Safety
 /// No pointer arguments; always safe to call.
 #[no_mangle]
-pub unsafe extern "C" fn rclose(socket: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn rclose(socket: c_int) -> c_int {
     entry(|| {
         match rs::epoll::close(socket) {
             Some(Ok(())) => return Ok(0),
@@ -158,7 +158,7 @@ symver!(rclose, "RDMACM_1.0");
 /// # Safety
 /// `buf` must be writable for `len` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn rrecv(socket: c_int, buf: *mut c_void, len: usize, flags: c_int) -> isize {
+pub unsafe extern "C-unwind" fn rrecv(socket: c_int, buf: *mut c_void, len: usize, flags: c_int) -> isize {
     entry(|| {
         // SAFETY: buf holds len writable bytes (caller's contract).
         let b = unsafe { buf_mut(buf, len)? };
@@ -172,7 +172,7 @@ symver!(rrecv, "RDMACM_1.0");
 /// # Safety
 /// `buf` must be writable for `len` bytes; `src_addr`/`addrlen` NULL or as for `raccept`.
 #[no_mangle]
-pub unsafe extern "C" fn rrecvfrom(socket: c_int, buf: *mut c_void, len: usize, flags: c_int, src_addr: *mut sockaddr, addrlen: *mut socklen_t) -> isize {
+pub unsafe extern "C-unwind" fn rrecvfrom(socket: c_int, buf: *mut c_void, len: usize, flags: c_int, src_addr: *mut sockaddr, addrlen: *mut socklen_t) -> isize {
     entry(|| {
         // SAFETY: as rrecv.
         let b = unsafe { buf_mut(buf, len)? };
@@ -201,7 +201,7 @@ symver!(rrecvfrom, "RDMACM_1.0");
 /// # Safety
 /// `msg` must point to a readable `msghdr` whose first iovec is writable for its length.
 #[no_mangle]
-pub unsafe extern "C" fn rrecvmsg(socket: c_int, msg: *mut msghdr, flags: c_int) -> isize {
+pub unsafe extern "C-unwind" fn rrecvmsg(socket: c_int, msg: *mut msghdr, flags: c_int) -> isize {
     entry(|| {
         let m = nonnull_const(msg)?;
         // Not an rsocket: EBADF, even with nothing to receive into.
@@ -230,7 +230,7 @@ symver!(rrecvmsg, "RDMACM_1.0");
 /// # Safety
 /// `buf` must be readable for `len` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn rsend(socket: c_int, buf: *const c_void, len: usize, flags: c_int) -> isize {
+pub unsafe extern "C-unwind" fn rsend(socket: c_int, buf: *const c_void, len: usize, flags: c_int) -> isize {
     entry(|| {
         // SAFETY: buf holds len readable bytes (caller's contract).
         let b = unsafe { buf_ref(buf, len)? };
@@ -244,7 +244,7 @@ symver!(rsend, "RDMACM_1.0");
 /// # Safety
 /// `buf` must be readable for `len` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn rsendto(socket: c_int, buf: *const c_void, len: usize, flags: c_int, dest_addr: *const sockaddr, addrlen: socklen_t) -> isize {
+pub unsafe extern "C-unwind" fn rsendto(socket: c_int, buf: *const c_void, len: usize, flags: c_int, dest_addr: *const sockaddr, addrlen: socklen_t) -> isize {
     entry(|| {
         if let Some(d) = rs::dgram::lookup(socket) {
             // SAFETY: as rsend.
@@ -275,7 +275,7 @@ symver!(rsendto, "RDMACM_1.0");
 /// # Safety
 /// `msg` must point to a readable `msghdr` whose `msg_iovlen` iovecs are readable.
 #[no_mangle]
-pub unsafe extern "C" fn rsendmsg(socket: c_int, msg: *const msghdr, flags: c_int) -> isize {
+pub unsafe extern "C-unwind" fn rsendmsg(socket: c_int, msg: *const msghdr, flags: c_int) -> isize {
     entry(|| {
         let m = nonnull_const(msg)?;
         // SAFETY: msg points to a msghdr (caller's contract).
@@ -294,7 +294,7 @@ symver!(rsendmsg, "RDMACM_1.0");
 /// # Safety
 /// `buf` must be writable for `count` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn rread(socket: c_int, buf: *mut c_void, count: usize) -> isize {
+pub unsafe extern "C-unwind" fn rread(socket: c_int, buf: *mut c_void, count: usize) -> isize {
     entry(|| {
         // SAFETY: as rrecv.
         let b = unsafe { buf_mut(buf, count)? };
@@ -308,7 +308,7 @@ symver!(rread, "RDMACM_1.0");
 /// # Safety
 /// `iov` must hold `iovcnt` iovecs; the first must be writable for its length.
 #[no_mangle]
-pub unsafe extern "C" fn rreadv(socket: c_int, iov: *const iovec, iovcnt: c_int) -> isize {
+pub unsafe extern "C-unwind" fn rreadv(socket: c_int, iov: *const iovec, iovcnt: c_int) -> isize {
     entry(|| {
         if iovcnt <= 0 || iov.is_null() {
             rs::lookup(socket)?;
@@ -328,7 +328,7 @@ symver!(rreadv, "RDMACM_1.0");
 /// # Safety
 /// `buf` must be readable for `count` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn rwrite(socket: c_int, buf: *const c_void, count: usize) -> isize {
+pub unsafe extern "C-unwind" fn rwrite(socket: c_int, buf: *const c_void, count: usize) -> isize {
     entry(|| {
         // SAFETY: as rsend.
         let b = unsafe { buf_ref(buf, count)? };
@@ -342,7 +342,7 @@ symver!(rwrite, "RDMACM_1.0");
 /// # Safety
 /// `iov` must hold `iovcnt` readable iovecs, each readable for its length.
 #[no_mangle]
-pub unsafe extern "C" fn rwritev(socket: c_int, iov: *const iovec, iovcnt: c_int) -> isize {
+pub unsafe extern "C-unwind" fn rwritev(socket: c_int, iov: *const iovec, iovcnt: c_int) -> isize {
     entry(|| {
         // SAFETY: iov has iovcnt entries (caller's contract).
         unsafe { sendv_on(socket, iov, iovcnt, 0) }
@@ -355,7 +355,7 @@ symver!(rwritev, "RDMACM_1.0");
 /// # Safety
 /// `fds` must hold `nfds` writable `pollfd` entries.
 #[no_mangle]
-pub unsafe extern "C" fn rpoll(fds: *mut pollfd, nfds: nfds_t, timeout: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn rpoll(fds: *mut pollfd, nfds: nfds_t, timeout: c_int) -> c_int {
     entry(|| {
         if nfds == 0 {
             return rs::poll(&mut [], timeout);
@@ -380,7 +380,7 @@ symver!(rpoll, "RDMACM_1.0");
 /// # Safety
 /// Each set must be NULL or a writable `fd_set`; `timeout` NULL or readable.
 #[no_mangle]
-pub unsafe extern "C" fn rselect(nfds: c_int, readfds: *mut fd_set, writefds: *mut fd_set, exceptfds: *mut fd_set, timeout: *mut timeval) -> c_int {
+pub unsafe extern "C-unwind" fn rselect(nfds: c_int, readfds: *mut fd_set, writefds: *mut fd_set, exceptfds: *mut fd_set, timeout: *mut timeval) -> c_int {
     entry(|| {
         // With no set, nfds names nothing (upstream then just waits).
         let no_sets = readfds.is_null() && writefds.is_null() && exceptfds.is_null();
@@ -448,7 +448,7 @@ symver!(rselect, "RDMACM_1.0");
 /// # Safety
 /// `addrlen` must be writable and `addr` writable for `*addrlen` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn rgetpeername(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
+pub unsafe extern "C-unwind" fn rgetpeername(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
     entry(|| {
         if let Some(d) = rs::dgram::lookup(socket) {
             addr_out(addr, addrlen)?;
@@ -472,7 +472,7 @@ symver!(rgetpeername, "RDMACM_1.0");
 /// # Safety
 /// `addrlen` must be writable and `addr` writable for `*addrlen` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn rgetsockname(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
+pub unsafe extern "C-unwind" fn rgetsockname(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
     entry(|| {
         if let Some(d) = rs::dgram::lookup(socket) {
             addr_out(addr, addrlen)?;
@@ -496,7 +496,7 @@ symver!(rgetsockname, "RDMACM_1.0");
 /// # Safety
 /// `optval` must be readable for `optlen` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn rsetsockopt(socket: c_int, level: c_int, optname: c_int, optval: *const c_void, optlen: socklen_t) -> c_int {
+pub unsafe extern "C-unwind" fn rsetsockopt(socket: c_int, level: c_int, optname: c_int, optval: *const c_void, optlen: socklen_t) -> c_int {
     entry(|| {
         // SAFETY: optval is readable for optlen bytes (caller's contract).
         let opt = if optval.is_null() { None } else { Some(unsafe { std::slice::from_raw_parts(optval as *const u8, optlen as usize) }) };
@@ -516,7 +516,7 @@ symver!(rsetsockopt, "RDMACM_1.0");
 /// # Safety
 /// `optlen` must be writable and `optval` writable for `*optlen` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn rgetsockopt(socket: c_int, level: c_int, optname: c_int, optval: *mut c_void, optlen: *mut socklen_t) -> c_int {
+pub unsafe extern "C-unwind" fn rgetsockopt(socket: c_int, level: c_int, optname: c_int, optval: *mut c_void, optlen: *mut socklen_t) -> c_int {
     entry(|| {
         let d = rs::dgram::lookup(socket);
         let h = match d {
@@ -550,7 +550,7 @@ symver!(rgetsockopt, "RDMACM_1.0");
 /// # Safety
 /// No pointer arguments; always safe to call.
 #[no_mangle]
-pub unsafe extern "C" fn rfcntl(socket: c_int, cmd: c_int, arg: c_long) -> c_int {
+pub unsafe extern "C-unwind" fn rfcntl(socket: c_int, cmd: c_int, arg: c_long) -> c_int {
     entry(|| {
         if let Some(d) = rs::dgram::lookup(socket) {
             return rs::dgram::fcntl(&d, cmd, arg as c_int);
@@ -566,7 +566,7 @@ symver!(rfcntl, "RDMACM_1.0");
 /// # Safety
 /// `buf` must stay valid for `len` bytes until riounmap or rclose; the peer may write into it.
 #[no_mangle]
-pub unsafe extern "C" fn riomap(socket: c_int, buf: *mut c_void, len: usize, prot: c_int, flags: c_int, offset: off_t) -> off_t {
+pub unsafe extern "C-unwind" fn riomap(socket: c_int, buf: *mut c_void, len: usize, prot: c_int, flags: c_int, offset: off_t) -> off_t {
     entry(|| {
         // A datagram rsocket has no protection domain for a mapping: EINVAL
         // (upstream reads it through the rdma_cm id it lacks and crashes).
@@ -588,7 +588,7 @@ symver!(riomap, "RDMACM_1.0");
 /// # Safety
 /// `buf`/`len` name a mapping made by riomap (no memory is accessed).
 #[no_mangle]
-pub unsafe extern "C" fn riounmap(socket: c_int, buf: *mut c_void, len: usize) -> c_int {
+pub unsafe extern "C-unwind" fn riounmap(socket: c_int, buf: *mut c_void, len: usize) -> c_int {
     entry(|| {
         // Nothing is ever mapped on a datagram rsocket: EINVAL, as upstream.
         if rs::dgram::lookup(socket).is_some() {
@@ -606,7 +606,7 @@ symver!(riounmap, "RDMACM_1.0");
 /// # Safety
 /// `buf` must be readable for `count` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn riowrite(socket: c_int, buf: *const c_void, count: usize, offset: off_t, flags: c_int) -> usize {
+pub unsafe extern "C-unwind" fn riowrite(socket: c_int, buf: *const c_void, count: usize, offset: off_t, flags: c_int) -> usize {
     entry(|| {
         // A datagram rsocket has no peer mappings: 0 bytes written, as upstream.
         if rs::dgram::lookup(socket).is_some() {
@@ -628,7 +628,7 @@ symver!(riowrite, "RDMACM_1.0");
 /// # Safety
 /// No pointer arguments; always safe to call.
 #[no_mangle]
-pub unsafe extern "C" fn repoll_create(size: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn repoll_create(size: c_int) -> c_int {
     entry(|| rs::epoll::create(size))
 }
 symver!(repoll_create, "RDMACM_1.5");
@@ -638,7 +638,7 @@ symver!(repoll_create, "RDMACM_1.5");
 /// # Safety
 /// `event` must be NULL or point to a readable `epoll_event`.
 #[no_mangle]
-pub unsafe extern "C" fn repoll_ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> c_int {
+pub unsafe extern "C-unwind" fn repoll_ctl(epfd: c_int, op: c_int, fd: c_int, event: *mut epoll_event) -> c_int {
     entry(|| {
         // Adding or changing a socket without an event: EINVAL (upstream
         // reads through the NULL pointer).
@@ -665,7 +665,7 @@ symver!(repoll_ctl, "RDMACM_1.5");
 /// # Safety
 /// `events` must hold `maxevents` writable entries.
 #[no_mangle]
-pub unsafe extern "C" fn repoll_wait(epfd: c_int, events: *mut epoll_event, maxevents: c_int, timeout: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn repoll_wait(epfd: c_int, events: *mut epoll_event, maxevents: c_int, timeout: c_int) -> c_int {
     entry(|| {
         let Some(set) = rs::epoll::find(epfd) else { return Ok(libc::EINVAL) };
         if maxevents <= 0 {

@@ -41,7 +41,7 @@ use conn::mcast::Mc;
 use device::{DevRef, Devices, SysVerbs, Verbs};
 use nix::errno::Errno;
 use once_cell::sync::Lazy;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use public::{PubEvent, PubId};
 use crate::abi::sockaddr::SockAddr;
 use crate::sys::alloc;
@@ -95,6 +95,10 @@ pub fn init() -> Result<(), Errno> {
 #[repr(C)]
 pub struct Channel {
     pub ch: rdma_event_channel,
+    /// Threads in [`get_event`] on the channel (it fits the padding after
+    /// `ch`): one alone may look before it blocks, see
+    /// [`Ucma::wait_event_into`](crate::sys::ucma::Ucma::wait_event_into).
+    readers: std::sync::atomic::AtomicU32,
     pub cm: &'static Cm,
 }
 
@@ -294,26 +298,33 @@ impl IdPriv {
     }
 }
 
-/// A count of acked events and the condition to wait for a number of them
-/// (an id's, a multicast membership's: upstream's `events_completed` and
-/// `cond`).
+/// A count of acked events and the wait for a number of them (an id's, a
+/// multicast membership's: upstream's `events_completed` and `cond`).
 ///
 /// The count is atomic, so that counting an ack takes no lock unless
 /// someone waits (issue 10: one lock per ack was most of what acking
-/// cost).  A waiter announces itself (`waiters`) before it reads the count,
+/// cost).  A waiter announces itself (`waiters`) and registers its
+/// thread's wake-up descriptor under the lock before it reads the count;
 /// an adder adds before it reads `waiters` (both sequentially consistent):
 /// either the waiter sees the new count, or the adder sees the waiter and
-/// notifies under the lock, which the waiter holds from its check until
-/// it sleeps, so no wake-up is lost.
+/// signals it under the lock, after the registration.  The wait is a
+/// cancellation point ([`crate::sys::cancel`]): a cancelled thread leaves
+/// no registration behind.
 #[derive(Default)]
 pub struct Acks {
     n: AtomicU32,
-    /// Threads in [`wait_with`](Self::wait_with) (16 bits: with the count
-    /// and the lock it fits one word, issue 10's memory per id).
+    /// A destroy of the id was interrupted (its thread cancelled) after
+    /// the kernel's part: 1 + the count it waits for; 0 otherwise.
+    pending: AtomicU32,
+    /// Threads in [`wait_with`](Self::wait_with).
     waiters: AtomicU16,
     lock: Mutex<()>,
-    cond: Condvar,
 }
+
+/// The threads waiting for acks: the count's address and the thread's
+/// wake-up descriptor (one list for all counts keeps every id small:
+/// waiting for acks is rare).
+static ACK_WAITERS: Mutex<Vec<(usize, Arc<crate::sys::wake::Wake>)>> = Mutex::new(Vec::new());
 
 impl Acks {
     /// Counts one acked event.
@@ -321,32 +332,73 @@ impl Acks {
         self.n.fetch_add(1, Ordering::SeqCst);
         if self.waiters.load(Ordering::SeqCst) != 0 {
             let _g = self.lock.lock();
-            self.cond.notify_all();
+            let me = self as *const Acks as usize;
+            ACK_WAITERS.lock().iter().filter(|(a, _)| *a == me).for_each(|(_, w)| w.signal());
         }
     }
 
     /// Runs `f` under the count's lock, then waits until `reported`
-    /// events have been acked (the wait releases the lock while it sleeps).
-    pub fn wait_with(&self, reported: u32, f: impl FnOnce()) {
-        let mut g = self.lock.lock();
-        f();
-        if self.n.load(Ordering::SeqCst) >= reported {
-            return;
-        }
-        self.waiters.fetch_add(1, Ordering::SeqCst);
+    /// events have been acked, without the lock.  ECANCELED when the
+    /// thread was cancelled in the wait (`f` has run).
+    pub fn wait_with(&self, reported: u32, f: impl FnOnce()) -> Result<(), Errno> {
+        // The thread's wake-up descriptor first, should it be needed
+        // (made once per thread): a failure to make it changes nothing.
+        let wake = if self.n.load(Ordering::SeqCst) < reported { Some(crate::sys::wake::mine()?) } else { None };
+        let me = self as *const Acks as usize;
+        let wake = {
+            let _g = self.lock.lock();
+            f();
+            if self.n.load(Ordering::SeqCst) >= reported {
+                return Ok(());
+            }
+            let Some(wake) = wake else {
+                // Not short before, short now: impossible (the count only grows).
+                return Ok(());
+            };
+            self.waiters.fetch_add(1, Ordering::SeqCst);
+            ACK_WAITERS.lock().push((me, wake.clone()));
+            wake
+        };
+        let mut r = Ok(());
         while self.n.load(Ordering::SeqCst) < reported {
-            self.cond.wait(&mut g);
+            let mut p = [libc::pollfd { fd: wake.fd(), events: libc::POLLIN, revents: 0 }];
+            match crate::sys::cancel::wait_poll(&mut p, -1) {
+                Ok(_) => wake.drain(),
+                Err(Errno::EINTR) => {}
+                Err(e) => {
+                    r = Err(e);
+                    break;
+                }
+            }
+        }
+        let _g = self.lock.lock();
+        let mut w = ACK_WAITERS.lock();
+        if let Some(i) = w.iter().position(|(a, x)| *a == me && Arc::ptr_eq(x, &wake)) {
+            w.swap_remove(i);
         }
         self.waiters.fetch_sub(1, Ordering::SeqCst);
+        r
     }
 
-    /// Waits until `reported` events have been acked.
+    /// Waits until `reported` events have been acked (see [`wait_with`](Self::wait_with)).
     #[inline]
-    pub fn wait(&self, reported: u32) {
+    pub fn wait(&self, reported: u32) -> Result<(), Errno> {
         if self.n.load(Ordering::SeqCst) >= reported {
-            return;
+            return Ok(());
         }
         self.wait_with(reported, || ())
+    }
+
+    /// The count an interrupted destroy waits for, if one was interrupted.
+    fn pending(&self) -> Option<u32> {
+        match self.pending.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(n - 1),
+        }
+    }
+
+    fn set_pending(&self, reported: u32) {
+        self.pending.store(reported.saturating_add(1), Ordering::Release);
     }
 }
 
@@ -419,6 +471,8 @@ impl Cm {
     #[cold]
     #[inline(never)]
     fn init_slow(&'static self) -> Result<(), Errno> {
+        // First use reads sysfs and netlink: no cancellation acts in it.
+        let _nc = crate::sys::cancel::NoCancel::new();
         let _g = self.init_lock.lock();
         if self.inited.load(Ordering::Acquire) {
             return Ok(());
@@ -458,7 +512,7 @@ impl Cm {
     fn open_channel(&'static self) -> Result<Arc<Channel>, Errno> {
         let fd = self.ucma.open()?;
         // Out of memory, the descriptor goes back (upstream: ENOMEM).
-        let ch = match alloc::try_arc(Channel { ch: rdma_event_channel { fd }, cm: self }) {
+        let ch = match alloc::try_arc(Channel { ch: rdma_event_channel { fd }, readers: Default::default(), cm: self }) {
             Ok(ch) => ch,
             Err(e) => {
                 self.ucma.close(fd);
@@ -585,12 +639,24 @@ impl Cm {
 
     /// `rdma_destroy_id`: waits until every event reported for the id has
     /// been acked (a parked synchronous event is acked here).
+    /// A thread cancelled in that wait ends without freeing the id (the
+    /// kernel's id is gone): a later `rdma_destroy_id` of it waits again
+    /// and frees it.
     pub fn destroy_id(&self, p: &Arc<IdPriv>) -> Result<(), Errno> {
-        // A name lookup still running queues no event for the id from here on.
-        self.cancel_addrinfo(p);
-        let reported = self.ucma.destroy_id(p.fd(), p.handle())?;
-        self.ack_parked(p);
-        p.acks.wait(reported);
+        let reported = match p.acks.pending() {
+            Some(n) => n,
+            None => {
+                // A name lookup still running queues no event for the id from here on.
+                self.cancel_addrinfo(p);
+                let n = self.ucma.destroy_id(p.fd(), p.handle())?;
+                self.ack_parked(p);
+                n
+            }
+        };
+        if let Err(e) = p.acks.wait(reported) {
+            p.acks.set_pending(reported);
+            return Err(e);
+        }
         self.free_id(p);
         Ok(())
     }
@@ -626,8 +692,7 @@ impl Cm {
             p.id.set_channel(ch.raw());
             p.fd.store(ch.fd(), Ordering::Release);
             p.links.lock().channel = ch;
-        });
-        Ok(())
+        })
     }
 
     /// `rdma_set_option`: `optval` is handed to the kernel, which
@@ -903,7 +968,12 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
     cm.live.events.reserve_for(&evt.event.0 as *const rdma_cm_event as usize)?;
     let mut first = true;
     loop {
-        cm.ucma.get_event_into(fd, &mut resp)?;
+        // The wait for the kernel's next event: a cancellation of the
+        // thread is acted on there (ECANCELED; the event stays queued).
+        let alone = ch.readers.fetch_add(1, Ordering::Relaxed) == 0;
+        let r = cm.ucma.wait_event_into(fd, &mut resp, alone);
+        ch.readers.fetch_sub(1, Ordering::Relaxed);
+        r?;
         // A new event is clean; one left by a discarded event is cleared
         // (upstream clears its event before each read).
         if !first {
@@ -978,6 +1048,7 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
         // The event holds the id from here on (the connection code reads
         // it there); `p` borrows it.
         let step = if let Some(mc) = mc {
+            let _nc = crate::sys::cancel::NoCancel::new();
             conn::mcast::process_event(&resp, &mut evt, mc, &p);
             evt.id_priv = Some(p);
             conn::Step::Deliver

@@ -7,6 +7,7 @@ use super::device::fake::FakeVerbs;
 use super::device::DevEntry;
 use crate::sys::ucma::{AddrInfo, RouteInfo, SockAddr, Ucma};
 use super::*;
+use parking_lot::Condvar;
 use std::collections::VecDeque;
 
 /// A scripted ucma: ids, per-channel event queues and a command log.
@@ -516,7 +517,7 @@ fn acks_wake_their_waiter() {
         let w = {
             let a = a.clone();
             std::thread::spawn(move || {
-                a.wait(2);
+                a.wait(2).unwrap();
                 tx.send(()).unwrap();
             })
         };
@@ -527,7 +528,7 @@ fn acks_wake_their_waiter() {
         a.add();
         rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap_or_else(|_| panic!("round {round}: the waiter was not woken"));
         w.join().unwrap();
-        a.wait(2);
-        a.wait_with(1, || ());
+        a.wait(2).unwrap();
+        a.wait_with(1, || ()).unwrap();
     }
 }

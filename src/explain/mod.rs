@@ -684,7 +684,7 @@ fn wait_event(cm: &'static Cm, ch: &cma::Channel) -> Result<Ev, Errno> {
 /// `ibv_gid_reachable` for the destination GID on the device and port
 /// the kernel picked.
 pub fn explain(req: &Request, gid_check: GidCheck<'_>) -> Report {
-    crate::logging::init(crate::sys::env::var, crate::sys::env::open_log_file);
+    crate::logging::init(crate::sys::env::var, crate::sys::env::open_log_file, crate::sys::cancel::shield);
     let cm = cma::global();
     let mut run = Run { req, cm, devs: devices::devices(), steps: Vec::new(), gid_check, egress: None, next_hop: None };
     let order_active = ["route", "device", "resolve_addr", "neighbour", "resolve_route", "gid_reachable"];

@@ -532,7 +532,8 @@ fn run<T>(h: &Handle, flags: c_int, mut op: impl FnMut(&mut Dgram) -> Result<T, 
             g.register_me()?
         };
         let mut p = [libc::pollfd { fd: ep.fd(), events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: wake.fd(), events: libc::POLLIN, revents: 0 }];
-        let r = verbs::poll(&mut p, -1);
+        // The thread's cancellation is acted on here: ECANCELED (below).
+        let r = crate::sys::cancel::wait_poll(&mut p, -1);
         if p[1].revents != 0 {
             wake.drain();
         }

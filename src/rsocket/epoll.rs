@@ -134,7 +134,8 @@ impl Set {
             };
             let n = if fds.is_empty() {
                 if slice > 0 {
-                    std::thread::sleep(std::time::Duration::from_millis(slice as u64));
+                    // An empty set sleeps, as a wait the thread's cancellation may end.
+                    crate::sys::cancel::wait_poll(&mut [], slice)?;
                 }
                 0
             } else {

@@ -69,7 +69,7 @@ use crate::addrinfo::ib_hdr;
 use crate::cma::api::{CmId, ConnParam, QpCaps};
 use nix::errno::Errno;
 use parking_lot::{Mutex, MutexGuard};
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 use std::ffi::c_int;
@@ -279,32 +279,7 @@ impl Drop for Guard<'_> {
     }
 }
 
-thread_local! {
-    /// This thread's wake-up descriptor (made on its first sleep) and the
-    /// process it was made in: the thread that calls fork(2) continues in
-    /// the child with a copy of this, the same eventfd as the parent's
-    /// thread, so the child makes its own.
-    static MY_WAKE: RefCell<Option<(u32, Arc<Wake>)>> = const { RefCell::new(None) };
-}
-
-fn my_wake() -> Result<Arc<Wake>, Errno> {
-    let pid = std::process::id();
-    MY_WAKE.with(|w| {
-        let mut w = w.borrow_mut();
-        if let Some((p, x)) = &*w {
-            if *p == pid {
-                return Ok(x.clone());
-            }
-        }
-        let x = Arc::new(Wake::new()?);
-        *w = Some((pid, x.clone()));
-        Ok(x)
-    })
-}
-
-fn is_my_wake(x: &Arc<Wake>) -> bool {
-    MY_WAKE.with(|w| w.borrow().as_ref().is_some_and(|(_, m)| Arc::ptr_eq(m, x)))
-}
+pub(crate) use crate::sys::wake::{is_mine as is_my_wake, mine as my_wake};
 
 impl std::ops::Deref for Guard<'_> {
     type Target = Stream;
@@ -360,7 +335,9 @@ pub fn wait(tok: &WaitToken, timeout_ms: c_int) -> Result<bool, Errno> {
     // an unbounded wait restarts itself then (rpoll does not come here: it
     // returns EINTR, as upstream's poll-based rpoll).
     loop {
-        match verbs::poll(&mut p, timeout_ms) {
+        // A cancellation of the thread is acted on here (and only here):
+        // ECANCELED, which the export turns back into the thread's end.
+        match crate::sys::cancel::wait_poll(&mut p, timeout_ms) {
             Err(Errno::EINTR) if timeout_ms < 0 && crate::sys::unix::handlers_restart() => continue,
             r => {
                 r?;
@@ -1397,9 +1374,13 @@ fn sleep_until<T>(h: &Handle, mut check: impl FnMut(&mut Stream) -> Result<Optio
         match tok {
             None => std::hint::spin_loop(),
             Some(tok) => {
-                wait(&tok, -1)?;
+                let r = wait(&tok, -1);
                 drop(tok);
-                after_wait(h)?;
+                // Unregistered whatever the wait's outcome (a cancelled
+                // thread leaves nothing of itself in the stream).
+                let a = after_wait(h);
+                r?;
+                a?;
             }
         }
     }
@@ -1952,7 +1933,7 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: c_int) -> Result<c_int, Errno> {
             }
         };
         debug_assert_eq!(HELD.with(|c| c.get()), 0, "rsocket: blocking wait with a stream lock held");
-        let r = verbs::poll(&mut rfds, wait_ms);
+        let r = crate::sys::cancel::wait_poll(&mut rfds, wait_ms);
         if rfds.last().is_some_and(|p| p.revents != 0) {
             wake.drain();
         }

@@ -573,45 +573,9 @@ impl Drop for UserMr {
     }
 }
 
-/// A wake-up descriptor (eventfd) of one sleeping thread: whoever changes
-/// a stream's state signals the sleepers registered on it; the sleeper
-/// drains it when it wakes (see the parent's module comment).
-pub struct Wake {
-    fd: std::os::fd::OwnedFd,
-}
-
-impl Wake {
-    pub fn new() -> Result<Wake, Errno> {
-        // SAFETY: plain system call.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if fd < 0 {
-            return Err(Errno::last());
-        }
-        use std::os::fd::FromRawFd;
-        // SAFETY: fd is a fresh descriptor we own.
-        Ok(Wake { fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) } })
-    }
-
-    pub fn signal(&self) {
-        use std::os::fd::AsRawFd;
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: an 8-byte write to our eventfd.
-        let _ = unsafe { libc::write(self.fd.as_raw_fd(), one.as_ptr() as *const c_void, 8) };
-    }
-
-    pub fn fd(&self) -> c_int {
-        use std::os::fd::AsRawFd;
-        self.fd.as_raw_fd()
-    }
-
-    /// Resets the descriptor (never blocks: the eventfd is non-blocking).
-    pub fn drain(&self) {
-        use std::os::fd::AsRawFd;
-        let mut b = [0u8; 8];
-        // SAFETY: an 8-byte read from our eventfd into a local buffer.
-        let _ = unsafe { libc::read(self.fd.as_raw_fd(), b.as_mut_ptr() as *mut c_void, 8) };
-    }
-}
+/// The wake-up descriptors of sleeping threads live in `sys` (no
+/// cancellation point on their hot paths).
+pub use crate::sys::wake::Wake;
 
 /// A kernel UDP socket (the addressing side of a datagram rsocket).
 pub struct Udp {
@@ -812,19 +776,9 @@ pub fn set_nonblock(fd: c_int, on: bool) -> Result<(), Errno> {
     Ok(())
 }
 
-/// poll(2) over `fds` (negative descriptors are ignored, as by poll).
-pub fn poll(fds: &mut [libc::pollfd], timeout_ms: c_int) -> Result<c_int, Errno> {
-    // SAFETY: fds is a valid array of its length.
-    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
-    if r < 0 {
-        Err(match Errno::last() {
-            Errno::UnknownErrno => Errno::EINTR,
-            e => e,
-        })
-    } else {
-        Ok(r)
-    }
-}
+/// poll(2) over `fds` without a cancellation point (the service threads'
+/// sleeps, rpoll's look at ordinary descriptors): `sys`'s.
+pub use crate::sys::cancel::raw::poll;
 
 #[cfg(test)]
 mod tests {

@@ -9,6 +9,7 @@
 //! [`crate::abi`].
 
 pub mod alloc;
+pub mod cancel;
 pub mod env;
 pub mod netdb;
 pub mod netlink;
@@ -19,6 +20,7 @@ pub mod rtnl;
 pub mod ucma;
 pub mod unix;
 pub mod verbs;
+pub mod wake;
 
 /// The errno of a failed foreign call, by the one rule the library
 /// applies to every system and libibverbs call that reports failure:

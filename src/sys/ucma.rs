@@ -75,6 +75,15 @@ pub trait Ucma: Send + Sync {
         *resp = self.get_event(fd)?;
         Ok(())
     }
+    /// `get_event_into` as the library's blocking wait for an event: a
+    /// cancellation of the calling thread is acted on while it blocks
+    /// (ECANCELED, see [`crate::sys::cancel`]).  `alone`: no other thread
+    /// reads the channel now, so an event the device reports ready is
+    /// this call's and may be taken without a wait.
+    fn wait_event_into(&self, fd: RawFd, resp: &mut kabi::EventResp, alone: bool) -> Result<(), Errno> {
+        let _ = alone;
+        self.get_event_into(fd, resp)
+    }
     /// `optval` is handed to the kernel as a user address.
     fn set_option(&self, fd: RawFd, id: u32, level: u32, optname: u32, optval: *mut c_void, optlen: u32) -> Result<(), Errno>;
     /// Moves `id` from the channel `old_fd` to `new_fd`; returns the events
@@ -342,13 +351,24 @@ fn send<T: Copy>(fd: RawFd, c: &Cmd<T>) -> Result<(), Errno> {
     // SAFETY: b is a valid buffer of b.len() bytes; the kernel writes any
     // response through the user address embedded in the command, which the
     // caller keeps alive for the duration of this call.
-    let n = unsafe { libc::write(fd, b.as_ptr() as *const c_void, b.len()) };
-    if n < 0 {
-        Err(super::last_errno())
-    } else if n as usize != b.len() {
-        Err(Errno::ENODATA)
-    } else {
-        Ok(())
+    // (A system call without libc's cancellation point: commands never
+    // wait, but for GET_EVENT, which `wait_send` makes.)
+    match unsafe { super::cancel::raw::write(fd, b) } {
+        Err(e) => Err(e),
+        Ok(n) if n != b.len() => Err(Errno::ENODATA),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// [`send`] of a command that may block in the kernel (GET_EVENT on a
+/// blocking channel), as a wait a cancellation may end.
+fn wait_send<T: Copy>(fd: RawFd, c: &Cmd<T>) -> Result<(), Errno> {
+    let b = bytes_of(c);
+    // SAFETY: as in `send`.
+    match unsafe { super::cancel::wait_write(fd, b) } {
+        Err(e) => Err(e),
+        Ok(n) if n != b.len() => Err(Errno::ENODATA),
+        Ok(_) => Ok(()),
     }
 }
 
@@ -358,6 +378,8 @@ fn addr_of_mut<T>(r: &mut T) -> u64 {
 
 impl Ucma for Kernel {
     fn open(&self) -> Result<RawFd, Errno> {
+        // netlink, open and fstat are cancellation points: none acts here.
+        let _nc = super::cancel::NoCancel::new();
         // The real device is found as upstream finds it (netlink, then by name; sys::netlink).
         if self.dev_path == Kernel::default().dev_path {
             return super::netlink::open_ucma();
@@ -381,8 +403,8 @@ impl Ucma for Kernel {
     }
 
     fn close(&self, fd: RawFd) {
-        // SAFETY: the caller owns fd.
-        unsafe { libc::close(fd) };
+        // (no cancellation point: destroy paths run without the guard)
+        let _ = super::cancel::raw::close(fd);
     }
 
     fn abi_version(&self) -> Option<i32> {
@@ -457,6 +479,19 @@ impl Ucma for Kernel {
 
     fn get_event_into(&self, fd: RawFd, resp: &mut kabi::EventResp) -> Result<(), Errno> {
         send(fd, &enc_get_event(addr_of_mut(resp)))
+    }
+
+    fn wait_event_into(&self, fd: RawFd, resp: &mut kabi::EventResp, alone: bool) -> Result<(), Errno> {
+        let cmd = enc_get_event(addr_of_mut(resp));
+        if alone {
+            // An event already queued is taken without a wait (and so
+            // without the cost of one); the device has no other reader
+            // that could take it first.
+            if super::cancel::raw::readable(fd) {
+                return send(fd, &cmd);
+            }
+        }
+        wait_send(fd, &cmd)
     }
 
     fn set_option(&self, fd: RawFd, id: u32, level: u32, optname: u32, optval: *mut c_void, optlen: u32) -> Result<(), Errno> {

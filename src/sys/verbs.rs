@@ -8,6 +8,7 @@
 use crate::abi::cma::{ibv_comp_channel, ibv_context, ibv_cq, ibv_gid, ibv_pd, ibv_qp, ibv_srq};
 use crate::abi::ucma::UverbsQpAttr;
 use nix::errno::Errno;
+use super::cancel::NoCancel;
 use parking_lot::Mutex;
 use std::ffi::{c_int, c_void};
 
@@ -428,8 +429,12 @@ pub struct SysVerbs {
     list: Mutex<Option<DeviceList>>,
 }
 
+// Each call runs with cancellation disabled: libibverbs makes system calls
+// that are cancellation points (open, read, write, close), and these run
+// on paths without the exports' guard (sys::cancel).
 impl Verbs for SysVerbs {
     fn device_list(&self) -> Result<Vec<DevEntry>, Errno> {
+        let _nc = NoCancel::new();
         let list = DeviceList::get()?;
         let out = list
             .devices()
@@ -447,6 +452,7 @@ impl Verbs for SysVerbs {
     }
 
     fn open(&self, dev: usize) -> Result<OpenInfo, Errno> {
+        let _nc = NoCancel::new();
         // SAFETY: dev is an entry of the list we hold.
         let ctx = unsafe { sys::ibv_open_device(dev as *mut ibv_device) };
         if ctx.is_null() {
@@ -476,11 +482,13 @@ impl Verbs for SysVerbs {
     }
 
     fn close(&self, ctx: usize) {
+        let _nc = NoCancel::new();
         // SAFETY: ctx was opened by open() and is closed once.
         unsafe { sys::ibv_close_device(ctx as *mut ibv_context) };
     }
 
     fn alloc_pd(&self, ctx: usize) -> Result<usize, Errno> {
+        let _nc = NoCancel::new();
         // SAFETY: ctx is an open context.
         let pd = unsafe { sys::ibv_alloc_pd(ctx as *mut ibv_context) };
         if pd.is_null() {
@@ -491,6 +499,7 @@ impl Verbs for SysVerbs {
     }
 
     fn dealloc_pd(&self, pd: usize) {
+        let _nc = NoCancel::new();
         // SAFETY: pd came from alloc_pd and is released once.
         unsafe { sys::ibv_dealloc_pd(pd as *mut ibv_pd) };
     }
@@ -504,6 +513,7 @@ impl Verbs for SysVerbs {
     }
 
     fn close_xrcd(&self, xrcd: usize) {
+        let _nc = NoCancel::new();
         // SAFETY: xrcd came from ibv_open_xrcd and is closed once.
         unsafe { sys::rdmacm_shim_close_xrcd(xrcd as *mut std::ffi::c_void) };
     }
@@ -513,6 +523,7 @@ impl Verbs for SysVerbs {
 /// is ACTIVE or better, in device-list then port order (each device is
 /// opened for the walk and closed again).
 pub fn ib_active_port_gids() -> Vec<[u8; 16]> {
+    let _nc = NoCancel::new();
     let mut out = Vec::new();
     let Ok(list) = DeviceList::get() else { return out };
     for dev in list.devices() {

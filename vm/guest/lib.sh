@@ -46,16 +46,30 @@ _record(){ # name variant status ms rc [srv_rc]   (uses $TRY, $LIBOK, $KILLED)
 # _libcheck VARIANT WHERE [PREFIX...]: which librdmacm the loader resolves in the variant's
 # environment (run under the same netns prefix as the test process). whichlib prints every
 # librdmacm object mapped into it; exactly one, ours for ours/preload, the system's for
-# upstream. Prints a diagnosis and returns 1 on a mismatch.
-_libcheck(){ local v=$1 where=$2 out got want rc; shift 2
+# upstream. And by content: ours must export our own ibv_gid_reachable@RDMACM_RS_1.0 and have
+# the GNU build-id of the library `make lib` built ($OURS_BUILD_ID, recorded from cargo's output,
+# shipped by the host as /extra/ours/build-id), upstream's neither: a copy of upstream's library
+# in our library's place fails every run of ours. Prints a diagnosis and returns 1 on a mismatch.
+OURS_BUILD_ID=$(cat /extra/ours/build-id 2>/dev/null)
+_libcheck(){ local v=$1 where=$2 out got want rc id sym; shift 2
   out=$("$@" env $(venv $v) $WHICHLIB 2>&1); rc=$?
   got=$(echo "$out" | sed -n 's/^librdmacm //p')
+  id=$(echo "$out" | sed -n 's/^buildid //p'); sym=$(echo "$out" | sed -n 's/^rs_symbol //p')
   case $v in upstream) want='/usr/lib/*/librdmacm.so.1*';; *) want="$OURS/librdmacm.so.1*";; esac
   if [ $rc != 0 ] || [ "$(echo "$got" | grep -c .)" != 1 ]; then
     echo "LIBCHECK FAIL ($v, $where): whichlib rc=$rc, mapped: $(echo $out)"; return 1; fi
   # shellcheck disable=SC2053
   [[ $got == $want ]] || { echo "LIBCHECK FAIL ($v, $where): librdmacm resolved to $got, expected $want"; return 1; }
-  echo "LIBCHECK ok ($v, $where): $got"; }
+  case $v in
+  upstream)
+    [ "$sym" = no ] || { echo "LIBCHECK FAIL ($v, $where): $got exports ibv_gid_reachable@RDMACM_RS_1.0 (rs_symbol=$sym): not upstream's library"; return 1; }
+    [ -z "$OURS_BUILD_ID" ] || [ "$id" != "$OURS_BUILD_ID" ] || { echo "LIBCHECK FAIL ($v, $where): $got has our build-id $id"; return 1; };;
+  *)
+    [ "$sym" = yes ] || { echo "LIBCHECK FAIL ($v, $where): $got does not export ibv_gid_reachable@RDMACM_RS_1.0 (rs_symbol=$sym): not our library"; return 1; }
+    [ -n "$OURS_BUILD_ID" ] || { echo "LIBCHECK FAIL ($v, $where): no /extra/ours/build-id: the build-id of the library make built is unknown"; return 1; }
+    [ "$id" = "$OURS_BUILD_ID" ] || { echo "LIBCHECK FAIL ($v, $where): $got has build-id $id, the library make built has $OURS_BUILD_ID"; return 1; };;
+  esac
+  echo "LIBCHECK ok ($v, $where): $got build-id $id rs_symbol=$sym"; }
 # _libcheck_elf VARIANT CMD: when CMD is an ELF program linked with librdmacm, ldd must resolve
 # it to the same library in the variant's environment.
 _libcheck_elf(){ local v=$1 f got; f=$(command -v "$2" 2>/dev/null) || return 0

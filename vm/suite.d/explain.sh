@@ -160,12 +160,12 @@ t explain_verbose 60 bash -c '. /tmp/explain_lib.sh
   timeout 10 rping -c -a 192.0.2.2 -C 1 2> /tmp/rq.err; ! grep -q rdmacm-rs /tmp/rq.err || { echo "rping traced without RDMACM_RS_LOG"; exit 1; }
   echo "trace ok: $(wc -l < /tmp/v.err) lines"'
 # the kernel's rdma_ucm module unloaded (rmmod, then loaded again; the test checks that the
-# device node and a resolution are back, so no later test runs without them). Upstream's
-# library loads the module itself (it asks RDMA netlink for the rdma_cm char device, which
-# makes the kernel load it); ours does not yet (helper "pkg" adds that query). The tool
-# explains our library, so: when it says "not loaded", rping on OUR library must fail to
-# resolve too (whatever the variant), and upstream's rping is only reported; when our library
-# loads the module itself, the tool must resolve and agree with the variant's rping.
+# device node and a resolution are back, so no later test runs without them). Both libraries
+# load the module themselves (they ask RDMA netlink for the rdma_cm char device, which makes
+# the kernel load it; ours in src/sys/netlink.rs). The tool explains our library, so: when
+# it says "not loaded", rping on OUR library must fail to resolve too (whatever the variant),
+# and upstream's rping is only reported; when our library loads the module itself, the tool
+# must resolve and agree with the variant's rping.
 t explain_no_rdma_ucm 90 bash -c '. /tmp/explain_lib.sh
   rmmod rdma_ucm || { echo "rmmod rdma_ucm failed"; exit 1; }
   tool 192.0.2.2; r=0

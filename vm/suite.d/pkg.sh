@@ -12,7 +12,7 @@
 #             with neither LD_LIBRARY_PATH nor LD_PRELOAD, and whichlib, ldd and the rping
 #             server's /proc/PID/maps must show librdmacm.so.1 -> the package's file; then back:
 #             apt-get install upstream's .deb (apt removes ours), ours again with dpkg -i, and
-#             back with dpkg -r --force-depends + dpkg -i (the two ways README documents). After
+#             back with dpkg -r --force-depends + dpkg -i (the two ways docs/packaging.md documents). After
 #             each way back: librdmacm1t64 installed at the image's version, dpkg --verify clean,
 #             no file of ours left, librdmacm.so.1 the image's file again.
 # The guest's system library is shared by every later test (the upstream variant uses it), so
@@ -121,3 +121,22 @@ if _selected pkg_deb_swap; then
   t --cmp pkg_deb_swap 300 bash -c "$PKG_SWAP"
   pkg_restore
 fi
+
+# pkg_static_link: cm_conn linked statically against librdmacm.a (make vm-bin: make install,
+# pkg-config --static, -Wl,-Bstatic -lrdmacm; ctest/check-static.sh build) runs the cases rc
+# (rdma_resolve_addr, rdma_resolve_route, connect, accept, disconnect over rxe0) and sync_ep
+# (rdma_getaddrinfo, rdma_create_ep, connect on synchronous ids) with no librdmacm.so loaded:
+# ldd lists none, the loader's LD_DEBUG=libs trace looks none up, the binary holds our
+# ibv_gid_reachable. Its transcript is compared with upstream's library running the same cases
+# in the dynamically linked cm_conn (the upstream variant).
+t --cmp pkg_static_link 120 bash -c '
+case $RDMACM_VARIANT in
+upstream) exec /extra/bin/cm_conn rc sync_ep;;
+*) p=/extra/bin/cm_conn_static
+   [ -x $p ] || { echo "no $p (make vm-bin)" >&2; exit 1; }
+   ldd $p > /tmp/static.ldd 2>&1; if grep librdmacm /tmp/static.ldd >&2; then echo "$p: ldd lists librdmacm" >&2; exit 1; fi
+   grep -q ibv_gid_reachable $p || { echo "$p: no ibv_gid_reachable in it: not linked with our archive" >&2; exit 1; }
+   env -u LD_LIBRARY_PATH -u LD_PRELOAD LD_DEBUG=libs $p rc sync_ep 2> /tmp/static.err; rc=$?
+   if grep -i "librdmacm" /tmp/static.err >&2; then echo "$p: librdmacm looked up at run time" >&2; exit 1; fi
+   grep -v "^ *[0-9]*:" /tmp/static.err >&2; exit $rc;;
+esac'

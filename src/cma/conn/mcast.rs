@@ -90,8 +90,7 @@ pub fn leave(cm: &Cm, p: &IdPriv, addr: SockAddr) -> Result<(), Errno> {
     // As upstream, the membership is dropped either way.
     cm.unregister_mc(&mc);
     let reported = r?;
-    mc.acks.wait(reported);
-    Ok(())
+    mc.acks.wait(reported)
 }
 
 /// Completes a multicast event of membership `mc` of id `p` (the

@@ -460,6 +460,10 @@ pub fn process_event(cm: &'static Cm, resp: &kabi::EventResp, evt: &mut EventPri
     if !matches!(resp.event, RDMA_CM_EVENT_CONNECT_REQUEST | RDMA_CM_EVENT_CONNECT_RESPONSE | RDMA_CM_EVENT_REJECTED | RDMA_CM_EVENT_DISCONNECTED) {
         return Step::Deliver;
     }
+    // These may make verbs calls (QP transitions, a passive side's QP) on
+    // rdma_get_cm_event's path, which runs without the exports' guard: no
+    // cancellation acts inside them.
+    let _nc = crate::sys::cancel::NoCancel::new();
     process_conn_event(cm, resp, evt)
 }
 

@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! Thread cancellation and thread exit inside the library (C's process
+//! model; ARCHITECTURE.md, "Cancellation").
+//!
+//! glibc ends a cancelled thread, and one whose signal handler calls
+//! `pthread_exit`, with a *forced unwind* that starts inside a blocking
+//! system call.  Rust's rules (the Reference on unwinding, RFC 2945) make
+//! a forced unwind across a Rust frame with destructors or a pending
+//! `catch_unwind` undefined; in practice `catch_unwind` takes it for a
+//! foreign exception and the process aborts ("FATAL: exception not
+//! rethrown").  So:
+//!
+//! * the library's work runs with cancellation disabled ([`NoCancel`]), or
+//!   (the few hot entry points that take no guard) without any
+//!   cancellation point of libc ([`raw`]);
+//! * a blocking wait goes through [`wait_poll`] / [`wait_write`], C
+//!   functions (cancel_shim.c) that act on a cancellation in the state the
+//!   C caller had, catch the unwind in a cancellation scope of their own
+//!   (glibc's C cleanup protocol) and return `ECANCELED` instead;
+//! * the Rust code returns normally through every frame (locks released,
+//!   registrations undone);
+//! * the exported function, with nothing of the library's left on the
+//!   stack but its own plain frame, hands the unwind on ([`resume`]), so
+//!   that the thread ends as C expects.
+//!
+//! Once a wait has caught a cancellation, every later wait of the same
+//! call returns `ECANCELED` at once, so an error that some caller chooses
+//! to ignore never lets the thread block again before it ends.
+
+use nix::errno::Errno;
+use std::ffi::c_int;
+use std::sync::atomic::Ordering;
+
+/// src/sys/cancel_shim.c (kept out of the generated header).
+/// cbindgen:ignore
+mod shim {
+    use std::ffi::c_int;
+    use std::sync::atomic::AtomicI32;
+    extern "C" {
+        pub static rdmacm_rs_cancel_inflight: AtomicI32;
+        pub fn rdmacm_rs_nocancel_enter() -> c_int;
+        pub fn rdmacm_rs_nocancel_leave(old: c_int);
+        pub fn rdmacm_rs_wait_poll(fds: *mut libc::pollfd, n: libc::nfds_t, timeout: c_int) -> c_int;
+        pub fn rdmacm_rs_wait_write(fd: c_int, b: *const libc::c_void, len: usize) -> isize;
+        pub fn rdmacm_rs_cancel_caught() -> c_int;
+    }
+    extern "C-unwind" {
+        /// Continues glibc's unwind: an unwinding ABI, it leaves through its caller.
+        pub fn rdmacm_rs_cancel_resume() -> !;
+    }
+}
+use shim::*;
+
+/// Cancellation disabled for the guard's life (nested guards are fine):
+/// no cancellation point of libc or libibverbs inside acts on a pending
+/// cancel.  The waits below still act on it, in the caller's state.
+pub struct NoCancel {
+    old: c_int,
+}
+
+impl NoCancel {
+    #[inline]
+    pub fn new() -> NoCancel {
+        // SAFETY: a C function without arguments that changes only this
+        // thread's cancel state and the shim's thread-local record of it.
+        NoCancel { old: unsafe { rdmacm_rs_nocancel_enter() } }
+    }
+}
+
+impl Default for NoCancel {
+    fn default() -> Self {
+        NoCancel::new()
+    }
+}
+
+impl Drop for NoCancel {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: gives back the state `new` saved.
+        unsafe { rdmacm_rs_nocancel_leave(self.old) }
+    }
+}
+
+/// Runs `f` with cancellation disabled (see [`NoCancel`]).
+#[inline]
+pub fn nocancel<R>(f: impl FnOnce() -> R) -> R {
+    let _g = NoCancel::new();
+    f()
+}
+
+/// [`nocancel`] for a `dyn` closure (the logger's writes).
+pub fn shield(f: &mut dyn FnMut()) {
+    let _g = NoCancel::new();
+    f()
+}
+
+/// poll(2) that a cancellation (or a `pthread_exit` from a signal
+/// handler) may end: `ECANCELED` then, and on every later wait of the
+/// thread until [`resume`].  `EINTR` as poll gives it.
+pub fn wait_poll(fds: &mut [libc::pollfd], timeout_ms: c_int) -> Result<c_int, Errno> {
+    // SAFETY: fds is a valid array of its length for the call.
+    let r = unsafe { rdmacm_rs_wait_poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if r < 0 {
+        Err(match Errno::last() {
+            Errno::UnknownErrno => Errno::EINTR,
+            e => e,
+        })
+    } else {
+        Ok(r)
+    }
+}
+
+/// write(2) that may block (the ucma device's GET_EVENT), as a wait:
+/// see [`wait_poll`].
+///
+/// # Safety
+/// `b` must stay valid for what the kernel reads or writes through it
+/// (the ucma commands carry user addresses).
+pub unsafe fn wait_write(fd: c_int, b: &[u8]) -> Result<usize, Errno> {
+    // SAFETY: b is readable for its length; the caller keeps any address
+    // inside it valid.
+    let r = unsafe { rdmacm_rs_wait_write(fd, b.as_ptr().cast(), b.len()) };
+    if r < 0 {
+        Err(super::last_errno())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// Whether this thread caught a cancellation that its export must hand
+/// on.  One relaxed load when no thread of the process holds one.
+#[inline]
+pub fn caught() -> bool {
+    // SAFETY: an atomic the shim defines; read-only access.
+    if unsafe { rdmacm_rs_cancel_inflight.load(Ordering::Relaxed) } == 0 {
+        return false;
+    }
+    // SAFETY: reads this thread's flag.
+    unsafe { rdmacm_rs_cancel_caught() != 0 }
+}
+
+/// Hands the caught cancellation or thread exit on: the thread unwinds
+/// from here into its caller's frames and never returns.
+///
+/// # Safety
+/// Only from the frame of an `extern "C-unwind"` export (or a plain
+/// function inlined into it) that holds nothing with a destructor, with
+/// no `catch_unwind` of ours on the stack: the unwind leaves through it.
+#[inline(always)]
+pub unsafe fn resume() -> ! {
+    // SAFETY: the caller's contract; the shim continues glibc's unwind.
+    unsafe { rdmacm_rs_cancel_resume() }
+}
+
+/// System calls without libc's cancellation point, for the hot paths that
+/// run without a [`NoCancel`] guard (the ucma commands, the wake-up
+/// eventfds): the same system call, and never a place where a
+/// cancellation is acted on.
+pub mod raw {
+    use nix::errno::Errno;
+    use std::ffi::c_int;
+
+    /// One system call with up to three arguments; the kernel's result
+    /// (negative errno on failure).
+    ///
+    /// # Safety
+    /// The system call's contract for its arguments.
+    #[inline(always)]
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn sys3(nr: libc::c_long, a: usize, b: usize, c: usize) -> isize {
+        let ret: isize;
+        // SAFETY: the Linux x86-64 system call convention; rcx and r11
+        // are clobbered by the instruction; memory the arguments point to
+        // is the caller's contract.
+        unsafe {
+            std::arch::asm!("syscall", inlateout("rax") nr as isize => ret, in("rdi") a, in("rsi") b, in("rdx") c,
+                lateout("rcx") _, lateout("r11") _, options(nostack));
+        }
+        ret
+    }
+
+    /// As above, AArch64.
+    #[inline(always)]
+    #[cfg(target_arch = "aarch64")]
+    unsafe fn sys3(nr: libc::c_long, a: usize, b: usize, c: usize) -> isize {
+        let ret: isize;
+        // SAFETY: the Linux AArch64 system call convention (x8 the number,
+        // x0-x2 the arguments, x0 the result).
+        unsafe {
+            std::arch::asm!("svc 0", in("x8") nr, inlateout("x0") a as isize => ret, in("x1") b, in("x2") c, options(nostack));
+        }
+        ret
+    }
+
+    /// Elsewhere: libc's syscall(2), which is not a cancellation point either.
+    #[inline(always)]
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    unsafe fn sys3(nr: libc::c_long, a: usize, b: usize, c: usize) -> isize {
+        // SAFETY: the system call's contract.
+        let r = unsafe { libc::syscall(nr, a, b, c) } as isize;
+        if r < 0 {
+            -(Errno::last_raw() as isize)
+        } else {
+            r
+        }
+    }
+
+    fn result(r: isize) -> Result<usize, Errno> {
+        if r < 0 {
+            Err(super::super::errno_from_raw((-r) as c_int))
+        } else {
+            Ok(r as usize)
+        }
+    }
+
+    /// write(2).
+    ///
+    /// # Safety
+    /// Any user address inside `b` (ucma commands) must be valid for the
+    /// kernel's use during the call.
+    #[inline]
+    pub unsafe fn write(fd: c_int, b: &[u8]) -> Result<usize, Errno> {
+        // SAFETY: b is readable for its length; the caller vouches for addresses in it.
+        result(unsafe { sys3(libc::SYS_write, fd as usize, b.as_ptr() as usize, b.len()) })
+    }
+
+    /// read(2).
+    #[inline]
+    pub fn read(fd: c_int, b: &mut [u8]) -> Result<usize, Errno> {
+        // SAFETY: b is writable for its length.
+        result(unsafe { sys3(libc::SYS_read, fd as usize, b.as_mut_ptr() as usize, b.len()) })
+    }
+
+    /// poll(2) (ppoll on architectures without poll).
+    #[inline]
+    pub fn poll(fds: &mut [libc::pollfd], timeout_ms: c_int) -> Result<usize, Errno> {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: fds is a valid array of its length.
+        let r = unsafe { sys3(libc::SYS_poll, fds.as_mut_ptr() as usize, fds.len(), timeout_ms as isize as usize) };
+        #[cfg(not(target_arch = "x86_64"))]
+        let r = {
+            let ts = libc::timespec { tv_sec: (timeout_ms / 1000) as _, tv_nsec: ((timeout_ms % 1000) * 1_000_000) as _ };
+            let tsp = if timeout_ms < 0 { 0 } else { &ts as *const libc::timespec as usize };
+            // SAFETY: fds valid; ts lives across the call; no signal mask.
+            unsafe { sys4(libc::SYS_ppoll, fds.as_mut_ptr() as usize, fds.len(), tsp, 0) }
+        };
+        result(r)
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    #[inline(always)]
+    unsafe fn sys4(nr: libc::c_long, a: usize, b: usize, c: usize, d: usize) -> isize {
+        // SAFETY: the system call's contract; syscall(2) is not a cancellation point.
+        let r = unsafe { libc::syscall(nr, a, b, c, d) } as isize;
+        if r < 0 {
+            -(Errno::last_raw() as isize)
+        } else {
+            r
+        }
+    }
+
+    /// Whether `fd` is readable now (poll(2) with no timeout).
+    #[inline]
+    pub fn readable(fd: c_int) -> bool {
+        let mut p = [libc::pollfd { fd, events: libc::POLLIN, revents: 0 }];
+        matches!(poll(&mut p, 0), Ok(1)) && p[0].revents & libc::POLLIN != 0
+    }
+
+    /// close(2).
+    #[inline]
+    pub fn close(fd: c_int) -> Result<(), Errno> {
+        // SAFETY: no memory arguments; the caller owns fd.
+        result(unsafe { sys3(libc::SYS_close, fd as usize, 0, 0) }).map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    static DROPPED: AtomicBool = AtomicBool::new(false);
+
+    struct Marker;
+    impl Drop for Marker {
+        fn drop(&mut self) {
+            DROPPED.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// What an export does: the work under a guard, a wait, then the hand-on.
+    fn body(fd: c_int) -> Result<(), Errno> {
+        let _g = NoCancel::new();
+        let _m = Marker;
+        let mut p = [libc::pollfd { fd, events: libc::POLLIN, revents: 0 }];
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| wait_poll(&mut p, -1))).expect("no panic");
+        assert_eq!(r, Err(Errno::ECANCELED));
+        // A second wait of the same call does not block.
+        assert_eq!(wait_poll(&mut p, -1), Err(Errno::ECANCELED));
+        r.map(|_| ())
+    }
+
+    extern "C-unwind" fn thread_main(arg: *mut libc::c_void) -> *mut libc::c_void {
+        let r = body(arg as usize as c_int);
+        if caught() {
+            // SAFETY: a plain frame: `r` holds no destructor.
+            unsafe { resume() }
+        }
+        let _ = r;
+        std::ptr::null_mut()
+    }
+
+    /// A thread cancelled in a wait ends with PTHREAD_CANCELED after the
+    /// Rust frames returned normally (their destructors ran), and the
+    /// process goes on; twice in a row.
+    #[test]
+    fn a_cancelled_wait_ends_the_thread_as_c_expects() {
+        for _ in 0..2 {
+            DROPPED.store(false, Ordering::SeqCst);
+            let mut p = [0; 2];
+            // SAFETY: a pipe into a local array.
+            assert_eq!(unsafe { libc::pipe(p.as_mut_ptr()) }, 0);
+            let mut t: libc::pthread_t = 0;
+            // SAFETY: thread_main has the start routine's ABI and takes its
+            // argument as a number.
+            let f: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void =
+                unsafe { std::mem::transmute(thread_main as extern "C-unwind" fn(*mut libc::c_void) -> *mut libc::c_void) };
+            // SAFETY: as above.
+            assert_eq!(unsafe { libc::pthread_create(&mut t, std::ptr::null(), f, p[0] as usize as *mut libc::c_void) }, 0);
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let mut ret: *mut libc::c_void = std::ptr::null_mut();
+            // SAFETY: t is a joinable thread of ours.
+            unsafe {
+                assert_eq!(libc::pthread_cancel(t), 0);
+                assert_eq!(libc::pthread_join(t, &mut ret), 0);
+            }
+            assert_eq!(ret as isize, -1, "PTHREAD_CANCELED");
+            assert!(DROPPED.load(Ordering::SeqCst), "the Rust frames did not return");
+            // SAFETY: the pipe's ends are ours.
+            unsafe {
+                libc::close(p[0]);
+                libc::close(p[1]);
+            }
+        }
+        // SAFETY: read-only.
+        assert_eq!(unsafe { rdmacm_rs_cancel_inflight.load(Ordering::SeqCst) }, 0);
+    }
+
+    /// Without a cancellation the wait is an ordinary poll, and the raw
+    /// calls move bytes.
+    #[test]
+    fn waits_and_raw_calls_work() {
+        let mut p = [0; 2];
+        // SAFETY: a pipe into a local array.
+        assert_eq!(unsafe { libc::pipe(p.as_mut_ptr()) }, 0);
+        // SAFETY: plain bytes.
+        assert_eq!(unsafe { wait_write(p[1], b"ab") }, Ok(2));
+        let mut f = [libc::pollfd { fd: p[0], events: libc::POLLIN, revents: 0 }];
+        assert_eq!(wait_poll(&mut f, 1000), Ok(1));
+        assert_eq!(raw::poll(&mut f, 0), Ok(1));
+        let mut b = [0u8; 4];
+        assert_eq!(raw::read(p[0], &mut b), Ok(2));
+        // SAFETY: plain bytes.
+        assert_eq!(unsafe { raw::write(p[1], b"c") }, Ok(1));
+        assert_eq!(raw::read(p[0], &mut b), Ok(1));
+        assert_eq!(raw::poll(&mut f, 0), Ok(0));
+        assert!(raw::close(p[0]).is_ok());
+        assert!(raw::close(p[1]).is_ok());
+        assert_eq!(raw::close(p[1]), Err(Errno::EBADF));
+        assert!(!caught());
+    }
+}
