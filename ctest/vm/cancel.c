@@ -32,6 +32,8 @@
  *   riowrite        riowrite to the peer's riomap'ed buffer once the peer's receive buffer is
  *                   full (rsend MSG_DONTWAIT until no POLLOUT): it waits for send credits
  *   rpoll rselect repoll_wait   POLLIN on a connected socket without data, no timeout
+ *   getaddrinfo_dns rdma_getaddrinfo of a name whose DNS answer takes 2 s (the suite's name
+ *                   server), then pthread_testcancel
  * Pending cancels (the cancel is pending when the thread enters the call; then
  * pthread_testcancel): pend_channel pend_create_id pend_bind pend_destroy_id pend_getaddrinfo
  * pend_rsocket, with the library used once before; pend_first_channel pend_first_getaddrinfo
@@ -1194,6 +1196,40 @@ static int c_pend_rsocket(char *o, size_t n, int it)
 }
 static int c_pend_first_rsocket(char *o, size_t n, int it) { return pend_rsocket("pend_first_rsocket", o, n, it); }
 
+/* ---- a name lookup (DNS) in rdma_getaddrinfo: vm/suite.d/cancel.sh runs this case with a
+ * name server that answers after 2 s.  The thread calls pthread_testcancel after the call, so
+ * a library that lets the lookup finish first ends it canceled too; how long after the cancel
+ * it ended goes to stderr. ---- */
+static void *t_gai_dns(struct victim *v)
+{
+	struct rdma_addrinfo h = { .ai_port_space = RDMA_PS_TCP }, *res;
+	RET(v, rdma_getaddrinfo("slow.cancel.test", "7471", &h, &res));
+	if (!v->ret)
+		rdma_freeaddrinfo(res);
+	pthread_testcancel();
+	return (void *)1;
+}
+static int c_getaddrinfo_dns(char *o, size_t n, int it)
+{
+	struct rdma_addrinfo h = { .ai_port_space = RDMA_PS_TCP }, *res;
+	o[0] = 0;
+	struct victim v = { .fn = t_gai_dns };
+	if (!start_blocked(&v, o, n))
+		return 0;
+	double t0 = mono_s();
+	int ok = cancel_thread(&v, o, n);
+	if (ok < 0)
+		return 0;
+	if (it == 0)
+		fprintf(stderr, "getaddrinfo_dns: the thread ended %.0f ms after the cancel\n", (mono_s() - t0) * 1e3);
+	step("rdma_getaddrinfo of an address");
+	int r = rdma_getaddrinfo(ADDR, "7471", &h, &res);
+	if (!r)
+		rdma_freeaddrinfo(res);
+	ok &= chk(o, n, !r, "rdma_getaddrinfo works");
+	return ok;
+}
+
 /* ---- pthread_exit from a signal handler ---- */
 static void on_usr1(int sig)
 {
@@ -1503,6 +1539,7 @@ static const struct ccase cases[] = {
 	{ "pend_first_channel", c_pend_first_channel, 1 },
 	{ "pend_first_getaddrinfo", c_pend_first_getaddrinfo, 1 },
 	{ "pend_first_rsocket", c_pend_first_rsocket, 1 },
+	{ "getaddrinfo_dns", c_getaddrinfo_dns, 1 },
 	{ "sig_exit", c_sig_exit, 1 },
 	{ "exit", c_exit, 0 },
 	{ "pl_accept", c_pl_accept, 1 },

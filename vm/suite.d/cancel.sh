@@ -30,6 +30,20 @@ t --cmp --filter "$CANCEL_F" cancel_rs 240 $CANCEL -n $CANCEL_N -k rrecv,rsend,r
 t --cmp --filter "$CANCEL_F" cancel_pending 240 $CANCEL -n $CANCEL_N -k pend_getaddrinfo,pend_first_channel,pend_first_getaddrinfo,pend_first_rsocket \
   pend_channel pend_create_id pend_bind pend_destroy_id pend_getaddrinfo pend_rsocket \
   pend_first_channel pend_first_getaddrinfo pend_first_rsocket
+# rdma_getaddrinfo blocked in a name lookup: a name server on 127.0.0.1:53 that answers after
+# 2 s (vm/guest/slow_dns.py), the program in a mount namespace whose resolv.conf and
+# nsswitch.conf point at it (nothing else in the guest sees them)
+cancel_dns(){ local d=/tmp/cancel-etc r=/tmp/cancel-dns.ready s i rc
+  mkdir -p $d; rm -f $r
+  printf '127.0.0.1 localhost\n' > $d/hosts; printf 'hosts: files dns\n' > $d/nsswitch.conf
+  printf 'nameserver 127.0.0.1\noptions timeout:5 attempts:1\n' > $d/resolv.conf
+  python3 /extra/vm/guest/slow_dns.py 2 $r & s=$!
+  for i in $(seq 100); do [ -e $r ] && break; kill -0 $s 2>/dev/null || break; sleep 0.1; done
+  if [ ! -e $r ]; then echo "the DNS server did not start" >&2; kill $s 2>/dev/null; wait $s 2>/dev/null; return 1; fi
+  unshare -m bash -c 'for f in hosts nsswitch.conf resolv.conf; do mount --bind '$d'/$f /etc/$f || exit 97; done; exec "$@"' _ "$@"; rc=$?
+  kill $s 2>/dev/null; wait $s 2>/dev/null; return $rc; }
+export -f cancel_dns
+t --cmp --filter "$CANCEL_F" cancel_dns 120 bash -c "cancel_dns $CANCEL -n 3 getaddrinfo_dns"
 # accept / recv / poll on a socket librspreload made an rsocket.
 # _up: upstream's librspreload in both variants (over the variant's librdmacm); its accept
 #      leaks a descriptor per cancel in every variant (-K)
