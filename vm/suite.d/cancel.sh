@@ -43,7 +43,7 @@ cancel_dns(){ local d=/tmp/cancel-etc r=/tmp/cancel-dns.ready s i rc
   unshare -m bash -c 'for f in hosts nsswitch.conf resolv.conf; do mount --bind '$d'/$f /etc/$f || exit 97; done; exec "$@"' _ "$@"; rc=$?
   kill $s 2>/dev/null; wait $s 2>/dev/null; return $rc; }
 export -f cancel_dns
-t --cmp --filter "$CANCEL_F" cancel_dns 120 bash -c "cancel_dns $CANCEL -n 3 getaddrinfo_dns"
+t --cmp --filter "$CANCEL_F" cancel_dns 120 bash -c "cancel_dns $CANCEL -n 2 getaddrinfo_dns"
 # accept / recv / poll on a socket librspreload made an rsocket.
 # _up: upstream's librspreload in both variants (over the variant's librdmacm); its accept
 #      leaks a descriptor per cancel in every variant (-K)
