@@ -184,6 +184,11 @@ static int cancel_thread(struct victim *v, char *o, size_t n)
 {
 	return end_thread(v, o, n, 0, PTHREAD_CANCELED);
 }
+/* start_blocked, then cancel_thread: -1 when the thread did not block or did not end */
+static int block_cancel(struct victim *v, char *o, size_t n)
+{
+	return start_blocked(v, o, n) ? cancel_thread(v, o, n) : -1;
+}
 #define RET(v, x) do { int r_ = (x); (v)->err = r_ < 0 ? errno : 0; (v)->ret = r_; } while (0)
 
 /* ---- librdmacm helpers ---- */
@@ -394,9 +399,7 @@ static int c_resolve_addr(char *o, size_t n, int it)
 	if (rdma_create_id(NULL, &id, ip, RDMA_PS_TCP))
 		return chk(o, n, 0, "rdma_create_id");
 	struct victim v = { .fn = t_resolve, .arg = id };
-	if (!start_blocked(&v, o, n))
-		return 0;
-	int ok = cancel_thread(&v, o, n);
+	int ok = block_cancel(&v, o, n);
 	if (ok < 0)
 		return 0;
 	step("rdma_destroy_id of the id");
@@ -424,9 +427,7 @@ static int c_create_ep(char *o, size_t n, int it)
 	if (rdma_getaddrinfo(ip, "7", &h, &ep_res))
 		return chk(o, n, 0, "rdma_getaddrinfo");
 	struct victim v = { .fn = t_create_ep };
-	if (!start_blocked(&v, o, n))
-		return 0;
-	int ok = cancel_thread(&v, o, n);
+	int ok = block_cancel(&v, o, n);
 	if (ok < 0)
 		return 0;
 	step("rdma_freeaddrinfo");
@@ -492,9 +493,7 @@ static int c_connect(char *o, size_t n, int it)
 	    rdma_resolve_route(id, 2000))
 		return chk(o, n, 0, "a resolved synchronous id");
 	struct victim v = { .fn = t_connect, .arg = id };
-	if (!start_blocked(&v, o, n))
-		return 0;
-	int ok = cancel_thread(&v, o, n);
+	int ok = block_cancel(&v, o, n);
 	if (ok < 0)
 		return 0;
 	step("rdma_destroy_id of the id");
@@ -521,9 +520,7 @@ static int c_get_request(char *o, size_t n, int it)
 	if (!lis_get_request && !(lis_get_request = sync_listener(7711)))
 		return chk(o, n, 0, "a synchronous listener");
 	struct victim v = { .fn = t_get_request, .arg = lis_get_request };
-	if (!start_blocked(&v, o, n))
-		return 0;
-	int ok = cancel_thread(&v, o, n);
+	int ok = block_cancel(&v, o, n);
 	if (ok < 0)
 		return 0;
 	ok &= conn_works(lis_get_request, 7711, o, n);
@@ -553,9 +550,7 @@ static int c_accept(char *o, size_t n, int it)
 	if (rdma_get_request(lis_accept, &req))
 		return chk(o, n, 0, "rdma_get_request");
 	struct victim v = { .fn = t_accept, .arg = req };
-	if (!start_blocked(&v, o, n))
-		return 0;
-	int ok = cancel_thread(&v, o, n);
+	int ok = block_cancel(&v, o, n);
 	if (ok < 0)
 		return 0;
 	step("the client's rdma_connect");
@@ -585,9 +580,7 @@ static int c_disconnect(char *o, size_t n, int it)
 	if (sync_conn(lis_disconnect, 7731, &c, &s))
 		return chk(o, n, 0, "a connection");
 	struct victim v = { .fn = t_disconnect, .arg = c };
-	if (!start_blocked(&v, o, n))
-		return 0;
-	int ok = cancel_thread(&v, o, n);
+	int ok = block_cancel(&v, o, n);
 	if (ok < 0)
 		return 0;
 	step("rdma_destroy_id of both ends");
@@ -597,54 +590,78 @@ static int c_disconnect(char *o, size_t n, int it)
 	return ok;
 }
 
-/* ---- rsocket helpers ---- */
-static void rs_opts(int fd)
+/* ---- sockets: the rsocket calls, or libc's (the pl_* cases, run under LD_PRELOAD=librspreload,
+ * which makes their sockets rsockets) ---- */
+struct sockapi {
+	int rdma;		/* the rsocket calls */
+	const char *pfx;	/* "r" or "": the calls' names in the steps and lines */
+	int (*socket)(int, int, int);
+	int (*bind)(int, const struct sockaddr *, socklen_t);
+	int (*listen)(int, int);
+	int (*accept)(int, struct sockaddr *, socklen_t *);
+	int (*connect)(int, const struct sockaddr *, socklen_t);
+	ssize_t (*send)(int, const void *, size_t, int);
+	ssize_t (*recv)(int, void *, size_t, int);
+	int (*poll)(struct pollfd *, nfds_t, int);
+	int (*setsockopt)(int, int, int, const void *, socklen_t);
+	int (*close)(int);
+};
+/* (glibc declares these with transparent unions: plain prototypes for the table) */
+static int l_bind(int s, const struct sockaddr *a, socklen_t l) { return bind(s, a, l); }
+static int l_accept(int s, struct sockaddr *a, socklen_t *l) { return accept(s, a, l); }
+static int l_connect(int s, const struct sockaddr *a, socklen_t l) { return connect(s, a, l); }
+static const struct sockapi RS = { 1, "r", rsocket, rbind, rlisten, raccept, rconnect, rsend, rrecv, rpoll, rsetsockopt, rclose };
+static const struct sockapi PL = { 0, "", socket, l_bind, listen, l_accept, l_connect, send, recv, poll, setsockopt, close };
+
+static void sk_opts(const struct sockapi *a, int fd)
 {
 	int one = 1;
-	rsetsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	rsetsockopt(fd, SOL_RDMA, RDMA_IOMAPSIZE, &one, sizeof one);
+	a->setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (a->rdma)
+		a->setsockopt(fd, SOL_RDMA, RDMA_IOMAPSIZE, &one, sizeof one);
 }
-static int rs_listener(int port)
+static int listener(const struct sockapi *a, int port)
 {
-	struct sockaddr_in a = sa4(ADDR, port);
-	int l = rsocket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = sa4(ADDR, port);
+	int l = a->socket(AF_INET, SOCK_STREAM, 0);
 	if (l < 0)
 		return -1;
-	rs_opts(l);
-	if (rbind(l, SA(a), sizeof a) || rlisten(l, 8)) {
+	sk_opts(a, l);
+	if (a->bind(l, SA(sa), sizeof sa) || a->listen(l, 8)) {
 		int e = errno;
-		rclose(l);
+		a->close(l);
 		errno = e;
 		return -1;
 	}
 	return l;
 }
-struct rcli {
+struct scli {
+	const struct sockapi *a;
 	int port, fd, ret, err;
 };
-static void *t_rconnect_cli(void *a)
+static void *t_sconnect(void *arg)
 {
-	struct rcli *c = a;
+	struct scli *c = arg;
 	struct sockaddr_in d = sa4(ADDR, c->port);
 	c->ret = -1;
-	if ((c->fd = rsocket(AF_INET, SOCK_STREAM, 0)) < 0) {
+	if ((c->fd = c->a->socket(AF_INET, SOCK_STREAM, 0)) < 0) {
 		c->err = errno;
 		return NULL;
 	}
-	rs_opts(c->fd);
-	if ((c->ret = rconnect(c->fd, SA(d), sizeof d)))
+	sk_opts(c->a, c->fd);
+	if ((c->ret = c->a->connect(c->fd, SA(d), sizeof d)))
 		c->err = errno;
 	return NULL;
 }
 /* a connected pair through listener l on port: *c connecting end, *s accepted end */
-static int rs_pair(int l, int port, int *c, int *s)
+static int sk_pair(const struct sockapi *a, int l, int port, int *c, int *s)
 {
-	struct rcli cl = { .port = port, .fd = -1 };
+	struct scli cl = { .a = a, .port = port, .fd = -1 };
 	pthread_t t;
-	step("an rsocket connection");
-	if (pthread_create(&t, NULL, t_rconnect_cli, &cl))
+	step("a connection (%s calls)", a->rdma ? "rsocket" : "preloaded socket");
+	if (pthread_create(&t, NULL, t_sconnect, &cl))
 		return -1;
-	*s = raccept(l, NULL, NULL);
+	*s = a->accept(l, NULL, NULL);
 	int e = errno;
 	if (join5(t)) {
 		errno = ETIMEDOUT;
@@ -652,68 +669,118 @@ static int rs_pair(int l, int port, int *c, int *s)
 	}
 	if (*s < 0 || cl.ret) {
 		if (cl.fd >= 0)
-			rclose(cl.fd);
+			a->close(cl.fd);
 		if (*s >= 0)
-			rclose(*s);
+			a->close(*s);
 		errno = *s < 0 ? e : cl.err;
 		return -1;
 	}
 	*c = cl.fd;
 	return 0;
 }
-/* one byte from a to b */
-static int rs_xchg(int a, int b)
+/* one byte from x to y */
+static int xchg(const struct sockapi *a, int x, int y)
 {
-	char x = 'x';
+	char b = 'x';
 	step("a byte over the connection");
-	return rsend(a, &x, 1, 0) == 1 && rrecv(b, &x, 1, 0) == 1 && x == 'x';
+	return a->send(x, &b, 1, 0) == 1 && a->recv(y, &b, 1, 0) == 1 && b == 'x';
 }
 /* the listener still works: a new connection, a byte over it, both closed */
-static int rs_works(int l, int port, const char *what, char *o, size_t n)
+static int works(const struct sockapi *a, int l, int port, const char *what, char *o, size_t n)
 {
 	int c, s;
-	if (rs_pair(l, port, &c, &s))
+	if (sk_pair(a, l, port, &c, &s))
 		return chk(o, n, 0, what);
-	int ok = rs_xchg(c, s);
-	step("rclose of the new connection");
-	ok &= !rclose(c) & !rclose(s);
+	int ok = xchg(a, c, s);
+	step("%sclose of the new connection", a->pfx);
+	ok &= !a->close(c) & !a->close(s);
 	return chk(o, n, ok, what);
 }
-/* rclose of both ends of the pair the thread used */
-static int rs_close2(int a, int b, char *o, size_t n)
+/* close of both ends of the pair the thread used */
+static int close2(const struct sockapi *a, int x, int y, char *o, size_t n)
 {
-	step("rclose of the socket the thread used");
-	int ok = !rclose(a);
-	step("rclose of its peer");
-	ok &= !rclose(b);
+	step("%sclose of the socket the thread used", a->pfx);
+	int ok = !a->close(x);
+	step("%sclose of its peer", a->pfx);
+	ok &= !a->close(y);
 	return chk(o, n, ok, "both ends closed");
 }
-
-/* ---- rsocket cases ---- */
-static void *t_raccept(struct victim *v)
+/* TCP connections opened in this network namespace so far (/proc/net/snmp) */
+static int tcp_opens(void)
 {
-	RET(v, raccept((int)(intptr_t)v->arg, NULL, NULL));
+	FILE *f = fopen("/proc/net/snmp", "r");
+	char h[1024], v[1024];
+	int r = -1;
+	if (!f)
+		return -1;
+	while (fgets(h, sizeof h, f) && fgets(v, sizeof v, f)) {
+		if (strncmp(h, "Tcp:", 4))
+			continue;
+		char *hs, *vs, *ht = strtok_r(h, " \n", &hs), *vt = strtok_r(v, " \n", &vs);
+		r = 0;
+		while (ht && vt) {
+			if (!strcmp(ht, "ActiveOpens") || !strcmp(ht, "PassiveOpens"))
+				r += atoi(vt);
+			ht = strtok_r(NULL, " \n", &hs);
+			vt = strtok_r(NULL, " \n", &vs);
+		}
+		break;
+	}
+	fclose(f);
+	return r;
+}
+/* libc's calls: only under librspreload, and no TCP connection may be opened meanwhile */
+static int pl_begin(const struct sockapi *a, int *t0, char *o, size_t n)
+{
+	const char *p = getenv("LD_PRELOAD");
+	*t0 = tcp_opens();
+	if (a->rdma || (p && strstr(p, "librspreload")))
+		return 1;
+	addf(o, n, "not run under LD_PRELOAD=librspreload");
+	return 0;
+}
+static int pl_end(const struct sockapi *a, int t0, char *o, size_t n)
+{
+	int t = tcp_opens() - t0;
+	if (a->rdma || !t)
+		return 1;
+	addf(o, n, "%d TCP connection(s) opened: not over RDMA", t);
+	return 0;
+}
+
+/* ---- socket cases ---- */
+struct sockarg {
+	const struct sockapi *a;
+	int fd;
+};
+static void *t_sk_accept(struct victim *v)
+{
+	struct sockarg *x = v->arg;
+	RET(v, x->a->accept(x->fd, NULL, NULL));
 	if (v->ret >= 0)
-		rclose(v->ret);
+		x->a->close(v->ret);
 	return (void *)1;
 }
-static int lis_raccept = -1;
-static int c_raccept(char *o, size_t n, int it)
+static int accept_case(const struct sockapi *a, int *lis, int port, char *o, size_t n)
 {
-	(void)it;
+	int t0;
 	o[0] = 0;
-	step("rlisten");
-	if (lis_raccept < 0 && (lis_raccept = rs_listener(7801)) < 0)
-		return chk(o, n, 0, "rlisten");
-	struct victim v = { .fn = t_raccept, .arg = (void *)(intptr_t)lis_raccept };
-	if (!start_blocked(&v, o, n))
+	if (!pl_begin(a, &t0, o, n))
 		return 0;
-	int ok = cancel_thread(&v, o, n);
+	step("%slisten", a->pfx);
+	if (*lis < 0 && (*lis = listener(a, port)) < 0)
+		return chk(o, n, 0, "listen");
+	struct sockarg x = { a, *lis };
+	struct victim v = { .fn = t_sk_accept, .arg = &x };
+	int ok = block_cancel(&v, o, n);
 	if (ok < 0)
 		return 0;
-	ok &= rs_works(lis_raccept, 7801, "the same listener accepts a new connection", o, n);
-	return ok;
+	ok &= works(a, *lis, port, "the same listener accepts a new connection", o, n);
+	return ok & pl_end(a, t0, o, n);
 }
+static int lis_raccept = -1, lis_pl_accept = -1;
+static int c_raccept(char *o, size_t n, int it) { (void)it; return accept_case(&RS, &lis_raccept, 7801, o, n); }
+static int c_pl_accept(char *o, size_t n, int it) { (void)it; return accept_case(&PL, &lis_pl_accept, 7921, o, n); }
 
 static void *t_rconnect(struct victim *v)
 {
@@ -730,51 +797,52 @@ static int c_rconnect(char *o, size_t n, int it)
 	step("listeners");
 	if (raw_listen(&r, 7811))
 		return chk(o, n, 0, "the listener that never answers");
-	if (lis_rconnect < 0 && (lis_rconnect = rs_listener(7812)) < 0)
+	if (lis_rconnect < 0 && (lis_rconnect = listener(&RS, 7812)) < 0)
 		return chk(o, n, 0, "rlisten");
 	int fd = rsocket(AF_INET, SOCK_STREAM, 0);
 	if (fd < 0)
 		return chk(o, n, 0, "rsocket");
 	struct victim v = { .fn = t_rconnect, .arg = (void *)(intptr_t)fd };
-	if (!start_blocked(&v, o, n))
-		return 0;
-	int ok = cancel_thread(&v, o, n);
+	int ok = block_cancel(&v, o, n);
 	if (ok < 0)
 		return 0;
 	step("rclose of the socket the thread used");
 	ok &= chk(o, n, !rclose(fd), "the socket closed");
 	ok &= raw_reject(&r, o, n);
-	ok &= rs_works(lis_rconnect, 7812, "a new socket connects", o, n);
+	ok &= works(&RS, lis_rconnect, 7812, "a new socket connects", o, n);
 	return ok;
 }
 
-static void *t_rrecv(struct victim *v)
+static void *t_sk_recv(struct victim *v)
 {
+	struct sockarg *x = v->arg;
 	char b[16];
-	RET(v, (int)rrecv((int)(intptr_t)v->arg, b, sizeof b, 0));
+	RET(v, (int)x->a->recv(x->fd, b, sizeof b, 0));
 	return (void *)1;
 }
-static int lis_rrecv = -1;
-static int c_rrecv(char *o, size_t n, int it)
+static int recv_case(const struct sockapi *a, int *lis, int port, char *o, size_t n)
 {
-	int c, s;
-	(void)it;
+	int c, s, t0;
 	o[0] = 0;
-	step("rlisten");
-	if (lis_rrecv < 0 && (lis_rrecv = rs_listener(7821)) < 0)
-		return chk(o, n, 0, "rlisten");
-	if (rs_pair(lis_rrecv, 7821, &c, &s))
-		return chk(o, n, 0, "a connection");
-	struct victim v = { .fn = t_rrecv, .arg = (void *)(intptr_t)s };
-	if (!start_blocked(&v, o, n))
+	if (!pl_begin(a, &t0, o, n))
 		return 0;
-	int ok = cancel_thread(&v, o, n);
+	step("%slisten", a->pfx);
+	if (*lis < 0 && (*lis = listener(a, port)) < 0)
+		return chk(o, n, 0, "listen");
+	if (sk_pair(a, *lis, port, &c, &s))
+		return chk(o, n, 0, "a connection");
+	struct sockarg x = { a, s };
+	struct victim v = { .fn = t_sk_recv, .arg = &x };
+	int ok = block_cancel(&v, o, n);
 	if (ok < 0)
 		return 0;
-	ok &= chk(o, n, rs_xchg(c, s), "the same socket receives");
-	ok &= rs_close2(s, c, o, n);
-	return ok;
+	ok &= chk(o, n, xchg(a, c, s), "the same socket receives");
+	ok &= close2(a, s, c, o, n);
+	return ok & pl_end(a, t0, o, n);
 }
+static int lis_rrecv = -1, lis_pl_recv = -1;
+static int c_rrecv(char *o, size_t n, int it) { (void)it; return recv_case(&RS, &lis_rrecv, 7821, o, n); }
+static int c_pl_recv(char *o, size_t n, int it) { (void)it; return recv_case(&PL, &lis_pl_recv, 7922, o, n); }
 
 static char big[65536];
 static void *t_rsend(struct victim *v)
@@ -789,28 +857,6 @@ static void *t_rsend(struct victim *v)
 		v->progress++;
 	}
 }
-static int lis_rsend = -1;
-static int c_rsend(char *o, size_t n, int it)
-{
-	int c, s;
-	(void)it;
-	o[0] = 0;
-	step("rlisten");
-	if (lis_rsend < 0 && (lis_rsend = rs_listener(7831)) < 0)
-		return chk(o, n, 0, "rlisten");
-	if (rs_pair(lis_rsend, 7831, &c, &s))
-		return chk(o, n, 0, "a connection");
-	struct victim v = { .fn = t_rsend, .arg = (void *)(intptr_t)c };
-	if (!start_blocked(&v, o, n))
-		return 0;
-	int ok = cancel_thread(&v, o, n);
-	if (ok < 0)
-		return 0;
-	ok &= rs_close2(c, s, o, n);
-	ok &= rs_works(lis_rsend, 7831, "a new connection carries data", o, n);
-	return ok;
-}
-
 /* fills the peer's receive buffer: non-blocking rsend until POLLOUT stays away for 300 ms */
 static int fill(int fd)
 {
@@ -843,60 +889,65 @@ static void *t_riowrite(struct victim *v)
 		v->progress++;
 	}
 }
-static int lis_riowrite = -1;
-static int c_riowrite(char *o, size_t n, int it)
+/* rsend (riow 0) or riowrite (riow 1) on a connection whose peer never reads */
+static int writer_case(int riow, int *lis, int port, char *o, size_t n)
 {
 	int c, s;
 	char x;
-	(void)it;
 	o[0] = 0;
 	step("rlisten");
-	if (lis_riowrite < 0 && (lis_riowrite = rs_listener(7841)) < 0)
+	if (*lis < 0 && (*lis = listener(&RS, port)) < 0)
 		return chk(o, n, 0, "rlisten");
-	if (rs_pair(lis_riowrite, 7841, &c, &s))
+	if (sk_pair(&RS, *lis, port, &c, &s))
 		return chk(o, n, 0, "a connection");
-	step("riomap on the receiver, its mapping sent");
-	if (riomap(s, iobuf, sizeof iobuf, PROT_WRITE, 0, 0) != 0)
-		return chk(o, n, 0, "riomap");
-	if (rsend(s, "m", 1, 0) != 1 || rrecv(c, &x, 1, 0) != 1)
-		return chk(o, n, 0, "the mapping sent");
-	/* riowrite needs the same send credits as rsend: without room at the peer it waits */
-	if (fill(c))
-		return chk(o, n, 0, "the peer's buffer filled");
-	struct victim v = { .fn = t_riowrite, .arg = (void *)(intptr_t)c };
-	if (!start_blocked(&v, o, n))
-		return 0;
-	int ok = cancel_thread(&v, o, n);
+	if (riow) {
+		step("riomap on the receiver, its mapping sent");
+		if (riomap(s, iobuf, sizeof iobuf, PROT_WRITE, 0, 0) != 0)
+			return chk(o, n, 0, "riomap");
+		if (rsend(s, "m", 1, 0) != 1 || rrecv(c, &x, 1, 0) != 1)
+			return chk(o, n, 0, "the mapping sent");
+		/* riowrite needs the same send credits as rsend: without room at the peer it waits */
+		if (fill(c))
+			return chk(o, n, 0, "the peer's buffer filled");
+	}
+	struct victim v = { .fn = riow ? t_riowrite : t_rsend, .arg = (void *)(intptr_t)c };
+	int ok = block_cancel(&v, o, n);
 	if (ok < 0)
 		return 0;
-	step("riounmap");
-	riounmap(s, iobuf, sizeof iobuf);
-	ok &= rs_close2(c, s, o, n);
-	ok &= rs_works(lis_riowrite, 7841, "a new connection carries data", o, n);
+	if (riow) {
+		step("riounmap");
+		riounmap(s, iobuf, sizeof iobuf);
+	}
+	ok &= close2(&RS, c, s, o, n);
+	ok &= works(&RS, *lis, port, "a new connection carries data", o, n);
 	return ok;
 }
+static int lis_rsend = -1, lis_riowrite = -1;
+static int c_rsend(char *o, size_t n, int it) { (void)it; return writer_case(0, &lis_rsend, 7831, o, n); }
+static int c_riowrite(char *o, size_t n, int it) { (void)it; return writer_case(1, &lis_riowrite, 7841, o, n); }
 
-enum pollkind { K_RPOLL, K_RSELECT, K_REPOLL };
+enum pollkind { K_POLL, K_RSELECT, K_REPOLL };
 struct pollarg {
+	const struct sockapi *a;
 	int fd, ep;
 	enum pollkind k;
 };
-static int poll_once(struct pollarg *a, int timeout)
+static int poll_once(struct pollarg *p, int timeout)
 {
-	if (a->k == K_RPOLL) {
-		struct pollfd p = { .fd = a->fd, .events = POLLIN };
-		int r = rpoll(&p, 1, timeout);
-		return r == 1 && (p.revents & POLLIN) ? 1 : r < 0 ? -1 : 0;
-	} else if (a->k == K_RSELECT) {
+	if (p->k == K_POLL) {
+		struct pollfd f = { .fd = p->fd, .events = POLLIN };
+		int r = p->a->poll(&f, 1, timeout);
+		return r == 1 && (f.revents & POLLIN) ? 1 : r < 0 ? -1 : 0;
+	} else if (p->k == K_RSELECT) {
 		fd_set rs;
 		struct timeval tv = { .tv_sec = timeout / 1000, .tv_usec = timeout % 1000 * 1000 };
 		FD_ZERO(&rs);
-		FD_SET(a->fd, &rs);
-		int r = rselect(a->fd + 1, &rs, NULL, NULL, timeout < 0 ? NULL : &tv);
-		return r == 1 && FD_ISSET(a->fd, &rs) ? 1 : r < 0 ? -1 : 0;
+		FD_SET(p->fd, &rs);
+		int r = rselect(p->fd + 1, &rs, NULL, NULL, timeout < 0 ? NULL : &tv);
+		return r == 1 && FD_ISSET(p->fd, &rs) ? 1 : r < 0 ? -1 : 0;
 	} else {
 		struct epoll_event e;
-		int r = repoll_wait(a->ep, &e, 1, timeout);
+		int r = repoll_wait(p->ep, &e, 1, timeout);
 		return r == 1 && (e.events & EPOLLIN) ? 1 : r < 0 ? -1 : 0;
 	}
 }
@@ -905,49 +956,51 @@ static void *t_poll(struct victim *v)
 	RET(v, poll_once(v->arg, -1));
 	return (void *)1;
 }
-static int lis_poll[3] = { -1, -1, -1 };
-static int poll_case(enum pollkind k, char *o, size_t n)
+static int poll_case(enum pollkind k, const struct sockapi *a, int *lis, int port, char *o, size_t n)
 {
-	int c, s, port = 7851 + k;
-	const char *name = k == K_RPOLL ? "rpoll" : k == K_RSELECT ? "rselect" : "repoll_wait";
+	int c, s, t0;
+	char name[16];
+	snprintf(name, sizeof name, "%s", k == K_POLL ? (a->rdma ? "rpoll" : "poll") : k == K_RSELECT ? "rselect" : "repoll_wait");
 	o[0] = 0;
-	step("rlisten");
-	if (lis_poll[k] < 0 && (lis_poll[k] = rs_listener(port)) < 0)
-		return chk(o, n, 0, "rlisten");
-	if (rs_pair(lis_poll[k], port, &c, &s))
+	if (!pl_begin(a, &t0, o, n))
+		return 0;
+	step("%slisten", a->pfx);
+	if (*lis < 0 && (*lis = listener(a, port)) < 0)
+		return chk(o, n, 0, "listen");
+	if (sk_pair(a, *lis, port, &c, &s))
 		return chk(o, n, 0, "a connection");
-	struct pollarg a = { .fd = s, .ep = -1, .k = k };
+	struct pollarg p = { .a = a, .fd = s, .ep = -1, .k = k };
 	if (k == K_REPOLL) {
 		struct epoll_event e = { .events = EPOLLIN, .data.fd = s };
 		step("repoll_create, repoll_ctl");
-		if ((a.ep = repoll_create(1)) < 0 || repoll_ctl(a.ep, EPOLL_CTL_ADD, s, &e))
+		if ((p.ep = repoll_create(1)) < 0 || repoll_ctl(p.ep, EPOLL_CTL_ADD, s, &e))
 			return chk(o, n, 0, "repoll_create/repoll_ctl");
 	}
-	struct victim v = { .fn = t_poll, .arg = &a };
-	if (!start_blocked(&v, o, n))
-		return 0;
-	int ok = cancel_thread(&v, o, n);
+	struct victim v = { .fn = t_poll, .arg = &p };
+	int ok = block_cancel(&v, o, n);
 	if (ok < 0)
 		return 0;
 	step("a byte to the socket");
 	char x = 'y', what[64];
-	if (rsend(c, &x, 1, 0) != 1)
-		return chk(o, n, 0, "rsend to the socket");
+	if (a->send(c, &x, 1, 0) != 1)
+		return chk(o, n, 0, "send to the socket");
 	step("%s again on the same socket", name);
 	snprintf(what, sizeof what, "%s again on the same socket sees POLLIN", name);
-	ok &= chk(o, n, poll_once(&a, 5000) == 1, what);
-	step("rrecv");
-	ok &= chk(o, n, rrecv(s, &x, 1, 0) == 1 && x == 'y', "the byte received");
-	if (a.ep >= 0) { /* (upstream's rclose of a set with members returns EBUSY) */
+	ok &= chk(o, n, poll_once(&p, 5000) == 1, what);
+	step("%srecv", a->pfx);
+	ok &= chk(o, n, a->recv(s, &x, 1, 0) == 1 && x == 'y', "the byte received");
+	if (p.ep >= 0) { /* (upstream's rclose of a set with members returns EBUSY) */
 		step("repoll_ctl DEL, rclose of the repoll set");
-		ok &= chk(o, n, !repoll_ctl(a.ep, EPOLL_CTL_DEL, s, NULL) && !rclose(a.ep), "the repoll set emptied and closed");
+		ok &= chk(o, n, !repoll_ctl(p.ep, EPOLL_CTL_DEL, s, NULL) && !rclose(p.ep), "the repoll set emptied and closed");
 	}
-	ok &= rs_close2(s, c, o, n);
-	return ok;
+	ok &= close2(a, s, c, o, n);
+	return ok & pl_end(a, t0, o, n);
 }
-static int c_rpoll(char *o, size_t n, int it) { (void)it; return poll_case(K_RPOLL, o, n); }
-static int c_rselect(char *o, size_t n, int it) { (void)it; return poll_case(K_RSELECT, o, n); }
-static int c_repoll_wait(char *o, size_t n, int it) { (void)it; return poll_case(K_REPOLL, o, n); }
+static int lis_poll[4] = { -1, -1, -1, -1 };
+static int c_rpoll(char *o, size_t n, int it) { (void)it; return poll_case(K_POLL, &RS, &lis_poll[0], 7851, o, n); }
+static int c_rselect(char *o, size_t n, int it) { (void)it; return poll_case(K_RSELECT, &RS, &lis_poll[1], 7852, o, n); }
+static int c_repoll_wait(char *o, size_t n, int it) { (void)it; return poll_case(K_REPOLL, &RS, &lis_poll[2], 7853, o, n); }
+static int c_pl_poll(char *o, size_t n, int it) { (void)it; return poll_case(K_POLL, &PL, &lis_poll[3], 7923, o, n); }
 
 /* ---- pending cancels ---- */
 static void pend_self(void)
@@ -1165,9 +1218,9 @@ static int pend_rsocket(const char *name, char *o, size_t n, int it)
 	if (pend_returned && pend_ret >= 0 && rclose(pend_ret))
 		ok = chk(o, n, 0, "its socket closed");
 	step("rlisten");
-	if (lis_pend_rsocket < 0 && (lis_pend_rsocket = rs_listener(7903)) < 0)
+	if (lis_pend_rsocket < 0 && (lis_pend_rsocket = listener(&RS, 7903)) < 0)
 		return chk(o, n, 0, "rlisten");
-	ok &= rs_works(lis_pend_rsocket, 7903, "a new connection carries data", o, n);
+	ok &= works(&RS, lis_pend_rsocket, 7903, "a new connection carries data", o, n);
 	return ok;
 }
 
@@ -1272,11 +1325,12 @@ static int c_exit(char *o, size_t n, int it)
 		int l, c, s;
 		alarm(30);
 		struct rdma_event_channel *ch = rdma_create_event_channel();
-		struct victim a = { .fn = t_get_event, .arg = ch }, b = { .fn = t_rrecv };
+		struct sockarg x = { &RS, -1 };
+		struct victim a = { .fn = t_get_event, .arg = ch }, b = { .fn = t_sk_recv, .arg = &x };
 		char tmp[256] = "";
-		if (!ch || (l = rs_listener(7911)) < 0 || rs_pair(l, 7911, &c, &s))
+		if (!ch || (l = listener(&RS, 7911)) < 0 || sk_pair(&RS, l, 7911, &c, &s))
 			_exit(10);
-		b.arg = (void *)(intptr_t)s;
+		x.fd = s;
 		if (!start_blocked(&a, tmp, sizeof tmp) || !start_blocked(&b, tmp, sizeof tmp))
 			_exit(11);
 		alarm(30);
@@ -1305,213 +1359,6 @@ static int c_exit(char *o, size_t n, int it)
 	addf(o, n, "exit(0) with threads in rdma_get_cm_event and rrecv, a listening rsocket: status 0%s",
 	     took < 3 ? " within 3 s" : " after more than 3 s");
 	return took < 3;
-}
-
-/* ---- under LD_PRELOAD=librspreload: the libc calls ---- */
-static int tcp_opens(void)
-{
-	FILE *f = fopen("/proc/net/snmp", "r");
-	char h[1024], v[1024];
-	int r = -1;
-	if (!f)
-		return -1;
-	while (fgets(h, sizeof h, f) && fgets(v, sizeof v, f)) {
-		if (strncmp(h, "Tcp:", 4))
-			continue;
-		/* fields by name: ActiveOpens PassiveOpens */
-		char *hs, *vs, *ht = strtok_r(h, " \n", &hs), *vt = strtok_r(v, " \n", &vs);
-		r = 0;
-		while (ht && vt) {
-			if (!strcmp(ht, "ActiveOpens") || !strcmp(ht, "PassiveOpens"))
-				r += atoi(vt);
-			ht = strtok_r(NULL, " \n", &hs);
-			vt = strtok_r(NULL, " \n", &vs);
-		}
-		break;
-	}
-	fclose(f);
-	return r;
-}
-static int pl_listener(int port)
-{
-	struct sockaddr_in a = sa4(ADDR, port);
-	int one = 1, l = socket(AF_INET, SOCK_STREAM, 0);
-	if (l < 0)
-		return -1;
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (bind(l, SA(a), sizeof a) || listen(l, 8)) {
-		int e = errno;
-		close(l);
-		errno = e;
-		return -1;
-	}
-	return l;
-}
-static void *t_connect_cli(void *a)
-{
-	struct rcli *c = a;
-	struct sockaddr_in d = sa4(ADDR, c->port);
-	c->ret = -1;
-	if ((c->fd = socket(AF_INET, SOCK_STREAM, 0)) < 0) {
-		c->err = errno;
-		return NULL;
-	}
-	if ((c->ret = connect(c->fd, SA(d), sizeof d)))
-		c->err = errno;
-	return NULL;
-}
-static int pl_pair(int l, int port, int *c, int *s)
-{
-	struct rcli cl = { .port = port, .fd = -1 };
-	pthread_t t;
-	step("a connection (preloaded socket calls)");
-	if (pthread_create(&t, NULL, t_connect_cli, &cl))
-		return -1;
-	*s = accept(l, NULL, NULL);
-	int e = errno;
-	if (join5(t)) {
-		errno = ETIMEDOUT;
-		return -1;
-	}
-	if (*s < 0 || cl.ret) {
-		if (cl.fd >= 0)
-			close(cl.fd);
-		if (*s >= 0)
-			close(*s);
-		errno = *s < 0 ? e : cl.err;
-		return -1;
-	}
-	*c = cl.fd;
-	return 0;
-}
-static int pl_xchg(int a, int b)
-{
-	char x = 'x';
-	step("a byte over the connection (send/recv)");
-	return send(a, &x, 1, 0) == 1 && recv(b, &x, 1, 0) == 1 && x == 'x';
-}
-static int pl_close2(int a, int b, char *o, size_t n)
-{
-	step("close of the socket the thread used");
-	int ok = !close(a);
-	step("close of its peer");
-	ok &= !close(b);
-	return chk(o, n, ok, "both ends closed");
-}
-static int pl_check(char *o, size_t n)
-{
-	const char *p = getenv("LD_PRELOAD");
-	if (!p || !strstr(p, "librspreload")) {
-		addf(o, n, "not run under LD_PRELOAD=librspreload");
-		return 0;
-	}
-	return 1;
-}
-static int pl_tcp_check(int t0, char *o, size_t n)
-{
-	int t = tcp_opens() - t0;
-	if (t)
-		addf(o, n, "%d TCP connection(s) opened: not over RDMA", t);
-	return t == 0;
-}
-static void *t_accept_pl(struct victim *v)
-{
-	RET(v, accept((int)(intptr_t)v->arg, NULL, NULL));
-	if (v->ret >= 0)
-		close(v->ret);
-	return (void *)1;
-}
-static int lis_pl_accept = -1;
-static int c_pl_accept(char *o, size_t n, int it)
-{
-	int c, s, t0 = tcp_opens();
-	(void)it;
-	o[0] = 0;
-	if (!pl_check(o, n))
-		return 0;
-	step("listen");
-	if (lis_pl_accept < 0 && (lis_pl_accept = pl_listener(7921)) < 0)
-		return chk(o, n, 0, "listen");
-	struct victim v = { .fn = t_accept_pl, .arg = (void *)(intptr_t)lis_pl_accept };
-	if (!start_blocked(&v, o, n))
-		return 0;
-	int ok = cancel_thread(&v, o, n);
-	if (ok < 0)
-		return 0;
-	if (pl_pair(lis_pl_accept, 7921, &c, &s))
-		return chk(o, n, 0, "the same listener accepts a new connection");
-	ok &= chk(o, n, pl_xchg(c, s), "the same listener accepts a new connection, data over it");
-	ok &= pl_close2(s, c, o, n);
-	ok &= pl_tcp_check(t0, o, n);
-	return ok;
-}
-static void *t_recv_pl(struct victim *v)
-{
-	char b[16];
-	RET(v, (int)recv((int)(intptr_t)v->arg, b, sizeof b, 0));
-	return (void *)1;
-}
-static int lis_pl_recv = -1;
-static int c_pl_recv(char *o, size_t n, int it)
-{
-	int c, s, t0 = tcp_opens();
-	(void)it;
-	o[0] = 0;
-	if (!pl_check(o, n))
-		return 0;
-	step("listen");
-	if (lis_pl_recv < 0 && (lis_pl_recv = pl_listener(7922)) < 0)
-		return chk(o, n, 0, "listen");
-	if (pl_pair(lis_pl_recv, 7922, &c, &s))
-		return chk(o, n, 0, "a connection");
-	struct victim v = { .fn = t_recv_pl, .arg = (void *)(intptr_t)s };
-	if (!start_blocked(&v, o, n))
-		return 0;
-	int ok = cancel_thread(&v, o, n);
-	if (ok < 0)
-		return 0;
-	ok &= chk(o, n, pl_xchg(c, s), "the same socket receives");
-	ok &= pl_close2(s, c, o, n);
-	ok &= pl_tcp_check(t0, o, n);
-	return ok;
-}
-static void *t_poll_pl(struct victim *v)
-{
-	struct pollfd p = { .fd = (int)(intptr_t)v->arg, .events = POLLIN };
-	RET(v, poll(&p, 1, -1));
-	return (void *)1;
-}
-static int lis_pl_poll = -1;
-static int c_pl_poll(char *o, size_t n, int it)
-{
-	int c, s, t0 = tcp_opens();
-	char x = 'y';
-	(void)it;
-	o[0] = 0;
-	if (!pl_check(o, n))
-		return 0;
-	step("listen");
-	if (lis_pl_poll < 0 && (lis_pl_poll = pl_listener(7923)) < 0)
-		return chk(o, n, 0, "listen");
-	if (pl_pair(lis_pl_poll, 7923, &c, &s))
-		return chk(o, n, 0, "a connection");
-	struct victim v = { .fn = t_poll_pl, .arg = (void *)(intptr_t)s };
-	if (!start_blocked(&v, o, n))
-		return 0;
-	int ok = cancel_thread(&v, o, n);
-	if (ok < 0)
-		return 0;
-	step("a byte to the socket");
-	if (send(c, &x, 1, 0) != 1)
-		return chk(o, n, 0, "send to the socket");
-	step("poll again on the same socket");
-	struct pollfd p = { .fd = s, .events = POLLIN };
-	ok &= chk(o, n, poll(&p, 1, 5000) == 1 && (p.revents & POLLIN), "poll again on the same socket sees POLLIN");
-	step("recv");
-	ok &= chk(o, n, recv(s, &x, 1, 0) == 1 && x == 'y', "the byte received");
-	ok &= pl_close2(s, c, o, n);
-	ok &= pl_tcp_check(t0, o, n);
-	return ok;
 }
 
 static const struct ccase cases[] = {
