@@ -4,7 +4,7 @@
  * modules (issue 20).  Not linked with librdmacm: each cycle dlopen()s "librdmacm.so.1" (the
  * variant's, through LD_LIBRARY_PATH), uses it, dlclose()s it.
  *
- *   cancel_dl [-u] [-n N] [-k LIST] [-K LIST] case...     (cancel.h: runner, options, output)
+ *   cancel_dl [-u|-U] [-n N] [-k LIST] [-K LIST] case...  (cancel.h: runner, options, output)
  *
  *   dl_plain    an event channel and an id on it resolving 192.0.2.1 (its event read)
  *   dl_rsocket  rsocket, rbind, rlisten, rclose (a listening rsocket: the service thread)
@@ -14,8 +14,9 @@
  *               lookup thread), its event, rdma_query_addrinfo
  * The first line says the calls worked; the xN line (N more cycles) the descriptor and thread
  * growth.  Whether the library was unloaded by dlclose (dlopen(RTLD_NOLOAD) finds it no more)
- * goes to stderr, or with -u into the lines (a run fails when it stayed loaded); with -u the
- * test waits up to 1 s before dlclose for the threads the cycle started to end.
+ * goes to stderr, or with -u / -U into the lines (-u: a run fails when it stayed loaded; -U:
+ * when it was unloaded, for a library linked -z nodelete); with either the test waits up to 1 s
+ * before dlclose for the threads the cycle started to end.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -245,7 +246,8 @@ static int cycle(const char *name, int (*use)(char *, size_t), char *o, size_t n
 	if (unload_mode) {
 		size_t l = strlen(o);
 		snprintf(o + l, n - l, "; %s after dlclose", unloaded ? "unloaded" : "still loaded");
-		ok &= unloaded;
+		/* -u: dlclose must unload it; -U: it must stay (a NODELETE library) */
+		ok &= unload_mode == 1 ? unloaded : !unloaded;
 	}
 	return ok;
 }
@@ -263,8 +265,8 @@ static const struct ccase cases[] = {
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && !strcmp(argv[1], "-u")) {
-		unload_mode = 1;
+	if (argc > 1 && (!strcmp(argv[1], "-u") || !strcmp(argv[1], "-U"))) {
+		unload_mode = argv[1][1] == 'u' ? 1 : 2;
 		argv[1] = argv[0];
 		argv++, argc--;
 	}

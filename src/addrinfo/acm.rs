@@ -288,7 +288,10 @@ pub fn resolve_on(fd: BorrowedFd<'_>, list: &mut Vec<Rai>, h: &Hints, af_ib: boo
 /// daemon answered then).
 fn global() -> Option<&'static Mutex<Conn>> {
     CONN.get_or_init(|| {
-        let c = connect(&rundir());
+        // The first use connects (a cancellation point of libc that must
+        // not act: rdma_getaddrinfo's numeric path runs without the
+        // exports' guard).
+        let c = crate::sys::cancel::nocancel(|| connect(&rundir()));
         if c.is_none() {
             log::debug!(target: "rdmacm", "ibacm: no daemon, route lookups skipped");
         }

@@ -152,9 +152,9 @@ const ABI_MAX: i64 = 4;
 /// supported when unknown).  Unlike upstream, no device is required.
 fn check_abi() -> Result<(), Errno> {
     static ABI: OnceCell<Option<i64>> = OnceCell::new();
-    let v = *ABI.get_or_init(|| {
-        crate::sys::ucma::read_abi_version()
-    });
+    // (first use reads netlink or sysfs: no cancellation acts there, this
+    // path runs without the exports' guard)
+    let v = *ABI.get_or_init(|| crate::sys::cancel::nocancel(crate::sys::ucma::read_abi_version));
     match v {
         Some(v) if !(ABI_MIN..=ABI_MAX).contains(&v) => {
             log::debug!(target: "rdmacm", "rdma_getaddrinfo: kernel rdma_cm ABI {v} unsupported (EPERM)");
