@@ -761,15 +761,25 @@ static void *t_sk_accept(struct victim *v)
 		x->a->close(v->ret);
 	return (void *)1;
 }
-static int accept_case(const struct sockapi *a, int *lis, int port, char *o, size_t n)
+/* the start every socket case shares: the preload check, the listener (made once per case and
+ * kept across runs), and with c and s a connection on it (c the connecting end); 0 on failure */
+static int sk_begin(const struct sockapi *a, int *lis, int port, int *t0, int *c, int *s, char *o, size_t n)
 {
-	int t0;
 	o[0] = 0;
-	if (!pl_begin(a, &t0, o, n))
+	if (!pl_begin(a, t0, o, n))
 		return 0;
 	step("%slisten", a->pfx);
 	if (*lis < 0 && (*lis = listener(a, port)) < 0)
 		return chk(o, n, 0, "listen");
+	if (c && sk_pair(a, *lis, port, c, s))
+		return chk(o, n, 0, "a connection");
+	return 1;
+}
+static int accept_case(const struct sockapi *a, int *lis, int port, char *o, size_t n)
+{
+	int t0;
+	if (!sk_begin(a, lis, port, &t0, NULL, NULL, o, n))
+		return 0;
 	struct sockarg x = { a, *lis };
 	struct victim v = { .fn = t_sk_accept, .arg = &x };
 	int ok = block_cancel(&v, o, n);
@@ -823,14 +833,8 @@ static void *t_sk_recv(struct victim *v)
 static int recv_case(const struct sockapi *a, int *lis, int port, char *o, size_t n)
 {
 	int c, s, t0;
-	o[0] = 0;
-	if (!pl_begin(a, &t0, o, n))
+	if (!sk_begin(a, lis, port, &t0, &c, &s, o, n))
 		return 0;
-	step("%slisten", a->pfx);
-	if (*lis < 0 && (*lis = listener(a, port)) < 0)
-		return chk(o, n, 0, "listen");
-	if (sk_pair(a, *lis, port, &c, &s))
-		return chk(o, n, 0, "a connection");
 	struct sockarg x = { a, s };
 	struct victim v = { .fn = t_sk_recv, .arg = &x };
 	int ok = block_cancel(&v, o, n);
@@ -961,14 +965,8 @@ static int poll_case(enum pollkind k, const struct sockapi *a, int *lis, int por
 	int c, s, t0;
 	char name[16];
 	snprintf(name, sizeof name, "%s", k == K_POLL ? (a->rdma ? "rpoll" : "poll") : k == K_RSELECT ? "rselect" : "repoll_wait");
-	o[0] = 0;
-	if (!pl_begin(a, &t0, o, n))
+	if (!sk_begin(a, lis, port, &t0, &c, &s, o, n))
 		return 0;
-	step("%slisten", a->pfx);
-	if (*lis < 0 && (*lis = listener(a, port)) < 0)
-		return chk(o, n, 0, "listen");
-	if (sk_pair(a, *lis, port, &c, &s))
-		return chk(o, n, 0, "a connection");
 	struct pollarg p = { .a = a, .fd = s, .ep = -1, .k = k };
 	if (k == K_REPOLL) {
 		struct epoll_event e = { .events = EPOLLIN, .data.fd = s };
