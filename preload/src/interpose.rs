@@ -179,13 +179,16 @@ fn socket_rs_done(res: Reserved, r: c_int, domain: c_int) -> Option<c_int> {
     None
 }
 
-fn socket_fork_done(res: Reserved, s: c_int, domain: c_int) -> c_int {
+/// After the call that made `r` for a reserved placeholder: the
+/// placeholder stands for `r` from now on (its number is returned), or,
+/// when the call failed, it is closed and -1 returned with the call's errno.
+fn settle(res: Reserved, r: c_int, kind: Kind, fork: Fork, domain: c_int) -> c_int {
     let idx = held::unreserve(res);
-    if s < 0 {
+    if r < 0 {
         keep_errno(|| close_nocancel(idx));
         return -1;
     }
-    adopt(idx, Kind::Real, Fork::Fresh, s, domain);
+    adopt(idx, kind, fork, r, domain);
     idx
 }
 
@@ -203,7 +206,7 @@ pub unsafe extern "C-unwind" fn socket(domain: c_int, type_: c_int, protocol: c_
         Sock::Failed => -1,
         Sock::Fork(res) => {
             let s = unsafe { real::socket(domain, type_, protocol) };
-            boundary(-1, || socket_fork_done(res, s, domain))
+            boundary(-1, || settle(res, s, Kind::Real, Fork::Fresh, domain))
         }
         Sock::Rs(res) => {
             // SAFETY: rsocket takes no pointers.
@@ -276,12 +279,10 @@ fn accept_plan(fd: c_int, e: Entry, flags: Option<c_int>) -> Accept {
 
 /// After raccept returned `r`.
 fn accept_rs_done(e: Entry, res: Reserved, r: c_int, flags: Option<c_int>) -> c_int {
-    let idx = held::unreserve(res);
-    if r < 0 {
-        keep_errno(|| close_nocancel(idx));
+    let idx = settle(res, r, Kind::Rsocket, Fork::Ready, e.domain);
+    if idx < 0 {
         return -1;
     }
-    adopt(idx, Kind::Rsocket, Fork::Ready, r, e.domain);
     tune(r);
     if flags.unwrap_or(0) & libc::SOCK_NONBLOCK != 0 {
         // SAFETY: rfcntl on our rsocket.
@@ -294,17 +295,6 @@ fn accept_rs_done(e: Entry, res: Reserved, r: c_int, flags: Option<c_int>) -> c_
             return -1;
         }
     }
-    idx
-}
-
-/// After fork mode's accept4 returned `r`.
-fn accept_fork_done(e: Entry, res: Reserved, r: c_int) -> c_int {
-    let idx = held::unreserve(res);
-    if r < 0 {
-        keep_errno(|| close_nocancel(idx));
-        return -1;
-    }
-    adopt(idx, Kind::Real, Fork::Passive, r, e.domain);
     idx
 }
 
@@ -331,7 +321,7 @@ unsafe fn accept_common(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, fla
         Accept::Fork(e, res) => {
             // SAFETY: libc's accept4 with the caller's address buffer.
             let r = unsafe { real::accept4(e.inner, addr, len, flags.unwrap_or(0)) };
-            boundary(-1, || accept_fork_done(e, res, r))
+            boundary(-1, || settle(res, r, Kind::Real, Fork::Passive, e.domain))
         }
         Accept::Failed => -1,
     }
@@ -1089,15 +1079,7 @@ pub unsafe extern "C-unwind" fn epoll_create1(flags: c_int) -> c_int {
         EpCreate::Repoll(rp, res) => {
             // SAFETY: repoll_create takes no pointers.
             let r = inside_nocancel(|| unsafe { (rp.create)(flags) });
-            boundary(-1, || {
-                let idx = held::unreserve(res);
-                if r < 0 {
-                    keep_errno(|| close_nocancel(idx));
-                    return -1;
-                }
-                adopt(idx, Kind::Repoll, Fork::Ready, r, 0);
-                idx
-            })
+            boundary(-1, || settle(res, r, Kind::Repoll, Fork::Ready, 0))
         }
         EpCreate::Failed => -1,
     }
