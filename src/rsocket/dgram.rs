@@ -48,6 +48,7 @@
 use super::conf;
 use super::verbs::{self, Ah, Epoll, Qp, RegBuf, Udp, Wake};
 use crate::cma::api::{CmId, QpCaps};
+use crate::sys::wake;
 use nix::errno::Errno;
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeMap, VecDeque};
@@ -350,7 +351,7 @@ impl Dgram {
 
     /// Signals the sleepers of other threads (they look again).
     fn wake_sleepers(&mut self) {
-        let me = super::my_wake().ok();
+        let me = wake::mine().ok();
         self.sleepers.retain(|w| {
             if me.as_ref().is_some_and(|m| Arc::ptr_eq(m, w)) {
                 true
@@ -496,7 +497,7 @@ impl Dgram {
     }
 
     fn register_me(&mut self) -> Result<(Arc<Epoll>, Arc<Wake>), Errno> {
-        let w = super::my_wake()?;
+        let w = wake::mine()?;
         if !self.sleepers.iter().any(|x| Arc::ptr_eq(x, &w)) {
             self.sleepers.push(w.clone());
         }
@@ -504,7 +505,7 @@ impl Dgram {
     }
 
     fn unregister_me(&mut self) {
-        if let Ok(w) = super::my_wake() {
+        if let Ok(w) = wake::mine() {
             self.sleepers.retain(|x| !Arc::ptr_eq(x, &w));
         }
     }
@@ -758,7 +759,7 @@ pub fn close(fd: c_int) -> Result<(), Errno> {
     g.local.clear();
     g.qps.clear();
     g.conn_dest = None;
-    let me = super::my_wake().ok();
+    let me = wake::mine().ok();
     for w in g.sleepers.drain(..) {
         if !me.as_ref().is_some_and(|m| Arc::ptr_eq(m, &w)) {
             w.signal();

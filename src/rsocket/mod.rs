@@ -67,6 +67,7 @@ pub mod wire;
 use crate::abi::cma::AF_IB;
 use crate::addrinfo::ib_hdr;
 use crate::cma::api::{CmId, ConnParam, QpCaps};
+use crate::sys::wake;
 use nix::errno::Errno;
 use parking_lot::{Mutex, MutexGuard};
 use std::cell::Cell;
@@ -279,8 +280,6 @@ impl Drop for Guard<'_> {
     }
 }
 
-pub(crate) use crate::sys::wake::{is_mine as is_my_wake, mine as my_wake};
-
 impl std::ops::Deref for Guard<'_> {
     type Target = Stream;
     fn deref(&self) -> &Stream {
@@ -468,7 +467,7 @@ impl Stream {
     /// Signals the sleepers registered by other threads (they look again).
     fn wake_sleepers(&mut self) {
         self.sleepers.retain(|w| {
-            if is_my_wake(w) {
+            if wake::is_mine(w) {
                 true
             } else {
                 w.signal();
@@ -479,7 +478,7 @@ impl Stream {
 
     /// Drops this thread's registration (it is awake and looks itself).
     fn unregister_me(&mut self) {
-        self.sleepers.retain(|w| !is_my_wake(w));
+        self.sleepers.retain(|w| !wake::is_mine(w));
     }
 
     fn ep(&self) -> &Ep {
@@ -503,7 +502,7 @@ impl Stream {
     /// What a blocking call sleeps on (see [`wait`]); registers this
     /// thread as a sleeper of the stream.
     fn wait_token(&mut self) -> Result<WaitToken, Errno> {
-        let wake = my_wake()?;
+        let wake = wake::mine()?;
         if !self.sleepers.iter().any(|w| Arc::ptr_eq(w, &wake)) {
             self.sleepers.push(wake.clone());
         }
@@ -1890,7 +1889,7 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: c_int) -> Result<c_int, Errno> {
     loop {
         // Arm and register, then look once more so that nothing that
         // arrived meanwhile is missed.
-        let wake = my_wake()?;
+        let wake = wake::mine()?;
         let mut rfds: Vec<libc::pollfd> = Vec::with_capacity(fds.len() + 1);
         let mut slots: Vec<Option<(Handle, WaitToken)>> = Vec::with_capacity(fds.len());
         let mut dslots: Vec<Option<dgram::PollSlot>> = Vec::with_capacity(fds.len());

@@ -90,8 +90,7 @@ pub fn nocancel<R>(f: impl FnOnce() -> R) -> R {
 
 /// [`nocancel`] for a `dyn` closure (the logger's writes).
 pub fn shield(f: &mut dyn FnMut()) {
-    let _g = NoCancel::new();
-    f()
+    nocancel(f)
 }
 
 /// poll(2) that a cancellation (or a `pthread_exit` from a signal

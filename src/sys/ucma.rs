@@ -353,10 +353,14 @@ fn send<T: Copy>(fd: RawFd, c: &Cmd<T>) -> Result<(), Errno> {
     // caller keeps alive for the duration of this call.
     // (A system call without libc's cancellation point: commands never
     // wait, but for GET_EVENT, which `wait_send` makes.)
-    match unsafe { super::cancel::raw::write(fd, b) } {
-        Err(e) => Err(e),
-        Ok(n) if n != b.len() => Err(Errno::ENODATA),
-        Ok(_) => Ok(()),
+    whole(unsafe { super::cancel::raw::write(fd, b) }, b.len())
+}
+
+/// A command's write: a short one is `ENODATA`, as upstream.
+fn whole(written: Result<usize, Errno>, len: usize) -> Result<(), Errno> {
+    match written? {
+        n if n != len => Err(Errno::ENODATA),
+        _ => Ok(()),
     }
 }
 
@@ -365,11 +369,7 @@ fn send<T: Copy>(fd: RawFd, c: &Cmd<T>) -> Result<(), Errno> {
 fn wait_send<T: Copy>(fd: RawFd, c: &Cmd<T>) -> Result<(), Errno> {
     let b = bytes_of(c);
     // SAFETY: as in `send`.
-    match unsafe { super::cancel::wait_write(fd, b) } {
-        Err(e) => Err(e),
-        Ok(n) if n != b.len() => Err(Errno::ENODATA),
-        Ok(_) => Ok(()),
-    }
+    whole(unsafe { super::cancel::wait_write(fd, b) }, b.len())
 }
 
 fn addr_of_mut<T>(r: &mut T) -> u64 {
