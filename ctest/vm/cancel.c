@@ -1013,64 +1013,46 @@ static void *volatile pend_obj;
 static volatile int pend_ret = -1;
 static struct rdma_event_channel *pend_ch;
 static struct rdma_cm_id *pend_id;
-static void *t_pend_channel(struct victim *v)
+/* the calls a thread makes with a cancel pending: each records what it returned */
+static void p_channel(void)
 {
-	(void)v;
-	pend_self();
 	pend_obj = rdma_create_event_channel();
-	pend_returned = 1;
-	pthread_testcancel();
-	return (void *)1;
 }
-static void *t_pend_create_id(struct victim *v)
+static void p_create_id(void)
 {
 	struct rdma_cm_id *id;
-	(void)v;
-	pend_self();
 	pend_ret = rdma_create_id(pend_ch, &id, NULL, RDMA_PS_TCP);
 	if (!pend_ret)
 		pend_obj = id;
-	pend_returned = 1;
-	pthread_testcancel();
-	return (void *)1;
 }
-static void *t_pend_bind(struct victim *v)
+static void p_bind(void)
 {
 	struct sockaddr_in a = sa4(ADDR, 7901);
-	(void)v;
-	pend_self();
 	pend_ret = rdma_bind_addr(pend_id, SA(a));
-	pend_returned = 1;
-	pthread_testcancel();
-	return (void *)1;
 }
-static void *t_pend_destroy_id(struct victim *v)
+static void p_destroy_id(void)
 {
-	(void)v;
-	pend_self();
 	pend_ret = rdma_destroy_id(pend_id);
-	pend_returned = 1;
-	pthread_testcancel();
-	return (void *)1;
 }
 static struct rdma_addrinfo *pend_rai;
-static void *t_pend_getaddrinfo(struct victim *v)
+static void p_getaddrinfo(void)
 {
 	struct rdma_addrinfo h = { .ai_port_space = RDMA_PS_TCP }, *res;
-	(void)v;
-	pend_self();
 	pend_ret = rdma_getaddrinfo(ADDR, "7902", &h, &res);
 	if (!pend_ret)
 		pend_rai = res;
-	pend_returned = 1;
-	pthread_testcancel();
-	return (void *)1;
 }
-static void *t_pend_rsocket(struct victim *v)
+static void p_rsocket(void)
+{
+	pend_ret = rsocket(AF_INET, SOCK_STREAM, 0);
+}
+/* the thread: a cancel made pending, the call, then a cancellation point */
+static void (*pend_call)(void);
+static void *t_pend(struct victim *v)
 {
 	(void)v;
 	pend_self();
-	pend_ret = rsocket(AF_INET, SOCK_STREAM, 0);
+	pend_call();
 	pend_returned = 1;
 	pthread_testcancel();
 	return (void *)1;
@@ -1091,9 +1073,10 @@ static void init_rs(void)
 }
 /* runs fn in a thread that has a cancel pending; appends how it ended; the call's return goes
  * to stderr (first run, and any run that differs from it) */
-static int pend_run(const char *name, void *(*fn)(struct victim *), int it, char *o, size_t n)
+static int pend_run(const char *name, void (*call)(void), int it, char *o, size_t n)
 {
-	struct victim v = { .fn = fn };
+	struct victim v = { .fn = t_pend };
+	pend_call = call;
 	pend_returned = 0;
 	pend_obj = NULL;
 	pend_rai = NULL;
@@ -1114,7 +1097,7 @@ static int pend_run(const char *name, void *(*fn)(struct victim *), int it, char
 static int pend_channel(const char *name, char *o, size_t n, int it)
 {
 	o[0] = 0;
-	int ok = pend_run(name, t_pend_channel, it, o, n);
+	int ok = pend_run(name, p_channel, it, o, n);
 	if (ok < 0)
 		return 0;
 	step("rdma_destroy_event_channel of what it made");
@@ -1134,7 +1117,7 @@ static int c_pend_create_id(char *o, size_t n, int it)
 	step("rdma_create_event_channel");
 	if (!(pend_ch = rdma_create_event_channel()))
 		return chk(o, n, 0, "rdma_create_event_channel");
-	int ok = pend_run("pend_create_id", t_pend_create_id, it, o, n);
+	int ok = pend_run("pend_create_id", p_create_id, it, o, n);
 	if (ok < 0)
 		return 0;
 	step("rdma_destroy_id of what it made");
@@ -1162,7 +1145,7 @@ static int c_pend_bind(char *o, size_t n, int it)
 	step("rdma_create_id");
 	if (rdma_create_id(NULL, &pend_id, NULL, RDMA_PS_TCP))
 		return chk(o, n, 0, "rdma_create_id");
-	int ok = pend_run("pend_bind", t_pend_bind, it, o, n);
+	int ok = pend_run("pend_bind", p_bind, it, o, n);
 	if (ok < 0)
 		return 0;
 	step("rdma_destroy_id of the id");
@@ -1177,7 +1160,7 @@ static int c_pend_destroy_id(char *o, size_t n, int it)
 	step("rdma_create_id, rdma_bind_addr");
 	if (rdma_create_id(NULL, &pend_id, NULL, RDMA_PS_TCP) || rdma_bind_addr(pend_id, SA(a)))
 		return chk(o, n, 0, "a bound id");
-	int ok = pend_run("pend_destroy_id", t_pend_destroy_id, it, o, n);
+	int ok = pend_run("pend_destroy_id", p_destroy_id, it, o, n);
 	if (ok < 0)
 		return 0;
 	if (!pend_returned) { /* (not in the line: whether the call returned differs by design) */
@@ -1192,7 +1175,7 @@ static int pend_getaddrinfo(const char *name, char *o, size_t n, int it)
 {
 	struct rdma_addrinfo h = { .ai_port_space = RDMA_PS_TCP }, *res;
 	o[0] = 0;
-	int ok = pend_run(name, t_pend_getaddrinfo, it, o, n);
+	int ok = pend_run(name, p_getaddrinfo, it, o, n);
 	if (ok < 0)
 		return 0;
 	step("rdma_freeaddrinfo of what it made");
@@ -1209,7 +1192,7 @@ static int lis_pend_rsocket = -1;
 static int pend_rsocket(const char *name, char *o, size_t n, int it)
 {
 	o[0] = 0;
-	int ok = pend_run(name, t_pend_rsocket, it, o, n);
+	int ok = pend_run(name, p_rsocket, it, o, n);
 	if (ok < 0)
 		return 0;
 	step("rclose of what it made");

@@ -131,3 +131,19 @@ pair0(){ local N1=; pair "$@"; }
 # skip NAME REASON: the host accepts it only when vm/tests.txt allows a skip of NAME with a
 # reason matching its skip-ok= pattern; any other skip fails the run.
 skip(){ _selected "$1" || return 0; echo "SKIP $1 ${*:2}" >> "$RES/results.txt"; echo "@@SKIP $1 ${*:2}"; }
+# slow_dns_run SECONDS CMD...: CMD with a name server on 127.0.0.1:53 that answers after SECONDS
+# (vm/guest/slow_dns.py; "nx-" names: NXDOMAIN) as the only one, in a private mount namespace
+# whose /etc/hosts, nsswitch.conf (files dns) and resolv.conf point at it, so nothing else in the
+# guest sees them. Exported: test commands run it under bash -c.
+slow_dns_run(){ local t=$1 d=/tmp/slow-dns-etc.$$ r=/tmp/slow-dns.ready.$$ s i rc; shift
+  mkdir -p $d; rm -f $r
+  printf '127.0.0.1 localhost\n::1 localhost\n' > $d/hosts
+  printf 'hosts: files dns\n' > $d/nsswitch.conf
+  printf 'nameserver 127.0.0.1\noptions timeout:5 attempts:1\n' > $d/resolv.conf
+  for i in hosts nsswitch.conf resolv.conf; do [ -e /etc/$i ] || : > /etc/$i; done
+  python3 /extra/vm/guest/slow_dns.py $t $r & s=$!
+  for i in $(seq 100); do [ -e $r ] && break; kill -0 $s 2>/dev/null || break; sleep 0.1; done
+  if [ ! -e $r ]; then echo "the DNS server did not start" >&2; kill $s 2>/dev/null; wait $s 2>/dev/null; return 1; fi
+  unshare -m bash -c 'for f in hosts nsswitch.conf resolv.conf; do mount --bind '$d'/$f /etc/$f || exit 97; done; exec "$@"' slow-dns "$@"; rc=$?
+  kill $s 2>/dev/null; wait $s 2>/dev/null; rm -rf $d $r; return $rc; }
+export -f slow_dns_run

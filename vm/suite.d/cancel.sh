@@ -33,15 +33,7 @@ t --cmp --filter "$CANCEL_F" cancel_pending 240 $CANCEL -n $CANCEL_N -k pend_get
 # rdma_getaddrinfo blocked in a name lookup: a name server on 127.0.0.1:53 that answers after
 # 2 s (vm/guest/slow_dns.py), the program in a mount namespace whose resolv.conf and
 # nsswitch.conf point at it (nothing else in the guest sees them)
-cancel_dns(){ local d=/tmp/cancel-etc r=/tmp/cancel-dns.ready s i rc
-  mkdir -p $d; rm -f $r
-  printf '127.0.0.1 localhost\n' > $d/hosts; printf 'hosts: files dns\n' > $d/nsswitch.conf
-  printf 'nameserver 127.0.0.1\noptions timeout:5 attempts:1\n' > $d/resolv.conf
-  python3 /extra/vm/guest/slow_dns.py 2 $r & s=$!
-  for i in $(seq 100); do [ -e $r ] && break; kill -0 $s 2>/dev/null || break; sleep 0.1; done
-  if [ ! -e $r ]; then echo "the DNS server did not start" >&2; kill $s 2>/dev/null; wait $s 2>/dev/null; return 1; fi
-  unshare -m bash -c 'for f in hosts nsswitch.conf resolv.conf; do mount --bind '$d'/$f /etc/$f || exit 97; done; exec "$@"' _ "$@"; rc=$?
-  kill $s 2>/dev/null; wait $s 2>/dev/null; return $rc; }
+cancel_dns(){ slow_dns_run 2 "$@"; }
 export -f cancel_dns
 t --cmp --filter "$CANCEL_F" cancel_dns 120 bash -c "cancel_dns $CANCEL -n 2 getaddrinfo_dns"
 # accept / recv / poll on a socket librspreload made an rsocket.

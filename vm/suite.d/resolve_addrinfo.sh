@@ -9,17 +9,7 @@ t --cmp resolve_addrinfo 120 /extra/bin/resolve_addrinfo
 # in a private mount namespace whose /etc/hosts, nsswitch.conf (files dns) and resolv.conf point
 # at it, so nothing else in the guest sees them.
 # ra_slow_dns CMD...: CMD with the slow server (500 ms) as the only name server
-ra_slow_dns(){ local d=/tmp/ra-etc r=/tmp/ra-dns.ready s i rc
-  mkdir -p $d; rm -f $r
-  printf '127.0.0.1 localhost\n::1 localhost\n' > $d/hosts
-  printf 'hosts: files dns\n' > $d/nsswitch.conf
-  printf 'nameserver 127.0.0.1\noptions timeout:5 attempts:1\n' > $d/resolv.conf
-  for i in hosts nsswitch.conf resolv.conf; do [ -e /etc/$i ] || : > /etc/$i; done
-  python3 /extra/vm/guest/slow_dns.py 0.5 $r & s=$!
-  for i in $(seq 100); do [ -e $r ] && break; kill -0 $s 2>/dev/null || break; sleep 0.1; done
-  if [ ! -e $r ]; then echo "the DNS server did not start" >&2; kill $s 2>/dev/null; wait $s 2>/dev/null; return 1; fi
-  unshare -m bash -c 'for f in hosts nsswitch.conf resolv.conf; do mount --bind '$d'/$f /etc/$f || exit 97; done; exec "$@"' ra "$@"; rc=$?
-  kill $s 2>/dev/null; wait $s 2>/dev/null; return $rc; }
+ra_slow_dns(){ slow_dns_run 0.5 "$@"; }
 export -f ra_slow_dns
 # The asynchronous call returns before the answer and the event brings the result (ours; upstream
 # blocks, recorded on stderr), errors as ADDRINFO_ERROR, sync ids unchanged, destroy with a lookup
