@@ -50,15 +50,15 @@ lib:
 	RUSTFLAGS="$(strip $(RUSTFLAGS) $(REMAP_FLAGS))" CFLAGS="$(strip $(CFLAGS) -ffile-prefix-map=$(CURDIR)=/usr/src/rdmacm-rs)" \
 	    $(CARGO) build --release --locked
 	@mkdir -p $(B)/lib
-	cp -f target/release/librdmacm.so $(B)/lib/$(REALNAME)
+	cp -f target/release/librdmacm_capi.so $(B)/lib/$(REALNAME)
 	ln -sf $(REALNAME) $(B)/lib/librdmacm.so.1
 	ln -sf librdmacm.so.1 $(B)/lib/librdmacm.so
 	@# the identity of what cargo built (GNU build-id), read from cargo's output, not from the copy:
 	@# the VM test bed checks that the "ours" variant loads a library with this very build-id
-	readelf -n target/release/librdmacm.so | sed -n 's/^ *Build ID: //p' > $(B)/lib/librdmacm.build-id
-	@test -s $(B)/lib/librdmacm.build-id || { echo "lib: target/release/librdmacm.so has no GNU build-id" >&2; exit 1; }
+	readelf -n target/release/librdmacm_capi.so | sed -n 's/^ *Build ID: //p' > $(B)/lib/librdmacm.build-id
+	@test -s $(B)/lib/librdmacm.build-id || { echo "lib: target/release/librdmacm_capi.so has no GNU build-id" >&2; exit 1; }
 
-# librdmacm.a: the same crate as a staticlib (cargo rustc --crate-type staticlib), built without
+# librdmacm.a: the C API crate as a staticlib (cargo rustc --crate-type staticlib), built without
 # the symver feature: objects that carry both `f` and the `.symver` alias `f@@RDMACM_1.x` link
 # with gold and lld but not with GNU ld (bfd: "multiple definition of `rdma_create_id'"), and a
 # static link has no use for symbol versions. The native libraries rustc says the archive needs
@@ -68,11 +68,11 @@ lib:
 static:
 	@mkdir -p $(B)/lib
 	RUSTFLAGS="$(strip $(RUSTFLAGS) $(REMAP_FLAGS))" CFLAGS="$(strip $(CFLAGS) -ffile-prefix-map=$(CURDIR)=/usr/src/rdmacm-rs)" \
-	    $(CARGO) rustc --release --locked --lib --crate-type staticlib --no-default-features \
+	    $(CARGO) rustc --release --locked -p rdmacm-capi --lib --crate-type staticlib --no-default-features \
 	    -- --print native-static-libs 2> $(B)/lib/librdmacm.a.log; rc=$$?; cat $(B)/lib/librdmacm.a.log >&2; exit $$rc
 	sed -n 's/^note: native-static-libs: //p' $(B)/lib/librdmacm.a.log > $(B)/lib/librdmacm.a.native-libs
 	@test -s $(B)/lib/librdmacm.a.native-libs || { echo "static: rustc printed no native-static-libs" >&2; exit 1; }
-	cp -f target/release/librdmacm.a $(B)/lib/librdmacm.a
+	cp -f target/release/librdmacm_capi.a $(B)/lib/librdmacm.a
 
 # librspreload.so (preload/, a second cdylib of the workspace), linked against the
 # librdmacm.so.1 just built; installed as upstream's: $(LIBDIR)/rsocket/librspreload.so
@@ -94,9 +94,9 @@ $(B)/tools/bin/cbindgen:
 tools: $(if $(filter $(CURDIR)/%,$(CBINDGEN)),$(B)/tools/bin/cbindgen)
 
 header: tools
-	$(CBINDGEN) --quiet --config cbindgen.toml --crate rdmacm -o include/rdma/rdma_cma.h
-	$(CBINDGEN) --quiet --config cbindgen-rsocket.toml --crate rdmacm -o include/rdma/rsocket.h
-	$(CBINDGEN) --quiet --config cbindgen-gid.toml --crate rdmacm -o include/infiniband/gid_reachable.h
+	$(CBINDGEN) --quiet --config cbindgen.toml --crate rdmacm-capi -o include/rdma/rdma_cma.h
+	$(CBINDGEN) --quiet --config cbindgen-rsocket.toml --crate rdmacm-capi -o include/rdma/rsocket.h
+	$(CBINDGEN) --quiet --config cbindgen-gid.toml --crate rdmacm-capi -o include/infiniband/gid_reachable.h
 
 # make check and make demo first make sure the machine has what they need (deps), then run.
 deps:
@@ -340,7 +340,7 @@ uninstall:
 # Needs debhelper, lintian, fakeroot (scripts/deps.sh). check-deb: what is in them.
 deb: lib preload static
 	@$(MAKE) --no-print-directory $(B)/deb/rdmacm-rs.changes
-DEB_INPUTS := target/release/librdmacm.so target/release/librdmacm.a target/release/librspreload.so $(wildcard debian/* debian/source/*) $(wildcard man/*) \
+DEB_INPUTS := target/release/librdmacm_capi.so target/release/librdmacm_capi.a target/release/librspreload.so $(wildcard debian/* debian/source/*) $(wildcard man/*) \
               $(HEADERS_RDMA) $(HEADERS_IB) librdmacm.pc.in abi/rdmacm.symbols Makefile
 $(B)/deb/rdmacm-rs.changes: $(DEB_INPUTS)
 	@v=$$(dpkg-parsechangelog -SVersion); [ "$$v" = "$(VERSION)" ] || \

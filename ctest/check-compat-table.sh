@@ -16,7 +16,7 @@ status=0
 if ! diff -u "$tmp/syms" "$tmp/row-syms"; then
     echo "check-compat: $table rows differ from abi/rdmacm.symbols" >&2; status=1
 fi
-grep -rho 'not_implemented("[a-z_]*")' src | sed 's/not_implemented("\(.*\)")/\1/' | sort -u > "$tmp/ni-code"
+grep -rho 'not_implemented("[a-z_]*")' src capi/src | sed 's/not_implemented("\(.*\)")/\1/' | sort -u > "$tmp/ni-code"
 awk '$3 == "not" && $4 == "implemented" {print $1}' "$tmp/rows" | sort -u > "$tmp/ni-table"
 if ! diff -u "$tmp/ni-code" "$tmp/ni-table"; then
     echo "check-compat: $table 'not implemented' rows (+) differ from the code's ENOSYS stubs (-)" >&2; status=1

@@ -12,7 +12,7 @@ status=0
 for pair in cbindgen.toml:include/rdma/rdma_cma.h cbindgen-rsocket.toml:include/rdma/rsocket.h \
             cbindgen-gid.toml:include/infiniband/gid_reachable.h; do
     cfg=${pair%%:*}; hdr=${pair#*:}
-    "$CBINDGEN" --quiet --config "$cfg" --crate rdmacm -o "$tmp/out.h"
+    "$CBINDGEN" --quiet --config "$cfg" --crate rdmacm-capi -o "$tmp/out.h"
     if ! diff -u "$hdr" "$tmp/out.h"; then
         echo "check-header: $hdr is stale; run 'make header'" >&2; status=1
     fi

@@ -30,12 +30,12 @@ done
 
 # --- rdma_cm(7) ENVIRONMENT lists every variable the library reads -----------------------
 envsec=$(sed -n '/^\.SH ENVIRONMENT/,/^\.SH /p' man/rdma_cm.7)
-vars=$(find src -name '*.rs' ! -name 'tests.rs' ! -path '*/tests/*' -print0 |
+vars=$(find src capi/src -name '*.rs' ! -name 'tests.rs' ! -path '*/tests/*' -print0 |
     xargs -0 awk '/#\[cfg\(test\)\]/{nextfile} {print}' |
     grep -oE '(secure_getenv|getenv|env::var_os|env::var|var_os|var)\(\s*c?"[A-Z][A-Z0-9_]*"' |
     grep -oE '"[A-Z0-9_]+"' | tr -d '"' | sort -u)
 # named through a constant: `let name = c"X"; ... secure_getenv(name)`
-vars=$(printf '%s\n%s\n' "$vars" "$(grep -rhoE 'let [a-z_]+ = c"[A-Z][A-Z0-9_]*";' src | grep -oE '"[A-Z0-9_]+"' | tr -d '"')" | grep . | sort -u)
+vars=$(printf '%s\n%s\n' "$vars" "$(grep -rhoE 'let [a-z_]+ = c"[A-Z][A-Z0-9_]*";' src capi/src | grep -oE '"[A-Z0-9_]+"' | tr -d '"')" | grep . | sort -u)
 # and every name of sys::env::VARIABLES (the one list of what the library reads)
 vars=$(printf '%s\n%s\n' "$vars" "$(sed -n '/^pub const VARIABLES/,/^];/p' src/sys/env.rs | grep -oE '^ *\("[A-Z][A-Z0-9_]*"' | grep -oE '[A-Z][A-Z0-9_]*')" | grep . | sort -u)
 [ -n "$vars" ] || err "found no environment variable in src/ (parser broken?)"

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-//! rdmacm-rs: a drop-in replacement for rdma-core's `librdmacm.so.1`.
+//! rdmacm-rs: the RDMA connection manager of rdma-core's `librdmacm.so.1`,
+//! written in Rust.  The shared library itself is built by the
+//! `rdmacm-capi` crate (capi/), a client of this one.
 //!
 //! Four layers, each importing only those below it (see ARCHITECTURE.md;
 //! `layers::tests` checks the rule on every `cargo test`):
-//! - [`capi`]: the C API.  Every exported function lives there, written
-//!   out in full so that cbindgen sees it, and goes through one pattern:
-//!   symbol version, panic boundary, NULL checks, errno.
+//! - the C API, in the `rdmacm-capi` crate (capi/src).  Every exported
+//!   function lives there, written out in full so that cbindgen sees it,
+//!   and goes through one pattern: symbol version, panic boundary, NULL
+//!   checks, errno.
 //! - the domain: [`cma`] (the connection manager), [`addrinfo`]
 //!   (`rdma_getaddrinfo` and the ibacm client), [`rsocket`] (rsockets) and
 //!   [`gid`] (`ibv_gid_reachable`'s decision logic).
@@ -20,7 +23,6 @@
 
 pub mod abi;
 pub mod addrinfo;
-pub mod capi;
 pub mod cma;
 pub mod explain;
 pub mod gid;

@@ -9,7 +9,7 @@
 
 use rdmacm::addrinfo::acm;
 use rdmacm::addrinfo::{Hints, Rai};
-use rdmacm::capi::addrinfo::{free_list, rdma_freeaddrinfo, rdma_getaddrinfo, to_c_list};
+use rdmacm_capi::addrinfo::{free_list, rdma_freeaddrinfo, rdma_getaddrinfo, to_c_list};
 use rdmacm::abi::cma::*;
 use std::ffi::{c_int, CString};
 
@@ -208,7 +208,7 @@ struct FuzzGidEnv {
 }
 
 mod nix_errno {
-    pub use rdmacm::capi::Errno;
+    pub use rdmacm_capi::Errno;
 }
 
 const FUZZ_ERRNOS: &[nix_errno::Errno] = {
@@ -312,7 +312,7 @@ pub fn gid_reachable_one(data: &[u8]) {
 /// ids the events created (connection requests) are destroyed.
 pub mod events {
     use rdmacm::abi::ucma::EventResp;
-    use rdmacm::capi::Errno;
+    use rdmacm_capi::Errno;
     use rdmacm::cma::{Channel, Cm, IdPriv};
     use rdmacm::abi::sockaddr::SockAddr;
     use rdmacm::sys::ucma::{AddrInfo, RouteInfo, Ucma};

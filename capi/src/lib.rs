@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! rdmacm-rs's C API: `librdmacm.so.1` (and `librdmacm.a`), the exports of
+//! rdma-core's librdmacm and `ibv_gid_reachable` over the `rdmacm` crate.
+//!
 //! The C boundary.
 //!
 //! Every exported function follows one pattern:
@@ -26,8 +29,12 @@
 //! * Functions not implemented yet call [`not_implemented`] (errno
 //!   `ENOSYS`); the compatibility table (docs/compatibility.md) lists exactly those.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+#![allow(non_camel_case_types)]
+
 use std::ffi::c_int;
-use crate::sys::cancel::{self, NoCancel};
+use rdmacm::sys::cancel::{self, NoCancel};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 
@@ -133,7 +140,7 @@ fn init_once() {
     ONCE.call_once(|| {
         // (the log file's open is a cancellation point)
         let _nc = NoCancel::new();
-        crate::logging::init(crate::sys::env::var, crate::sys::env::open_log_file, cancel::shield);
+        rdmacm::logging::init(rdmacm::sys::env::var, rdmacm::sys::env::open_log_file, cancel::shield);
         // Unit tests link everything into one object: keep their panic
         // messages (test failures) visible.
         #[cfg(not(test))]
@@ -159,7 +166,7 @@ fn install_panic_hook() {
 /// * The body runs with cancellation disabled ([`NoCancel`]): no
 ///   cancellation point inside it acts, but for the library's blocking
 ///   waits, which act on a cancellation in the state the caller had and
-///   return ECANCELED instead of unwinding ([`crate::sys::cancel`]).
+///   return ECANCELED instead of unwinding ([`rdmacm::sys::cancel`]).
 /// * It runs under `catch_unwind`: a panic (a bug) never crosses into C;
 ///   it becomes EIO and the C error value.
 /// * Once the body has returned (every lock, guard and registration of
@@ -211,7 +218,7 @@ fn guarded<R: FfiError>(nocancel: bool, body: impl FnOnce() -> Result<R, Errno>)
         Ok(Err(e)) => {
             if e == Errno::UnknownErrno {
                 // A number Errno has no name for: the kernel's own.
-                Errno::set_raw(crate::sys::take_unlisted());
+                Errno::set_raw(rdmacm::sys::take_unlisted());
             } else {
                 set_errno(e);
             }
@@ -269,6 +276,17 @@ pub(crate) type CInt = c_int;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An errno `Errno` cannot name (the kernel's ENOTSUPP, 524) reaches
+    /// C as itself (rdmacm's sys::tests::unlisted_errno_values_survive
+    /// covers the way there).
+    #[test]
+    fn unlisted_errno_values_reach_c() {
+        let r: i32 = entry(|| Err(rdmacm::sys::errno_of(524)));
+        assert_eq!((r, Errno::last_raw()), (-1, 524));
+        let r: i32 = entry(|| Err(Errno::ENOENT));
+        assert_eq!((r, Errno::last_raw()), (-1, libc::ENOENT));
+    }
 
     #[test]
     fn errors_map_to_c_values() {

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! Queue pairs, shared receive queues and endpoints.
 
-use crate::abi::cma::*;
+use rdmacm::abi::cma::*;
 use super::{entry, nonnull, Errno};
 use super::cm::id_of as live_id;
-use crate::cma as cm;
-use crate::cma::conn;
-use crate::cma::objects::Vouched;
-use crate::sys::verbs;
+use rdmacm::cma as cm;
+use rdmacm::cma::conn;
+use rdmacm::cma::objects::Vouched;
+use rdmacm::sys::verbs;
 use crate::symver;
-use crate::abi::sockaddr::SockAddr;
+use rdmacm::abi::sockaddr::SockAddr;
 use std::ffi::c_int;
 
 /// Allocates a QP for an identifier.
@@ -195,7 +195,7 @@ unsafe fn ep_info(res: &rdma_addrinfo) -> conn::EpInfo {
         qp_type: res.ai_qp_type as u32,
         src: addr(res.ai_src_addr, res.ai_src_len),
         dst: addr(res.ai_dst_addr, res.ai_dst_len),
-        route: crate::cma::public::CPtr(res.ai_route),
+        route: rdmacm::cma::public::CPtr(res.ai_route),
         route_len: res.ai_route_len,
         connect: bytes(res.ai_connect as *const u8, res.ai_connect_len),
     }

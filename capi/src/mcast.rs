@@ -2,11 +2,11 @@
 //! Multicast.
 
 use super::cm::id_of as live_id;
-use crate::abi::cma::*;
+use rdmacm::abi::cma::*;
 use super::{entry, nonnull, Errno};
-use crate::cma::conn::mcast;
+use rdmacm::cma::conn::mcast;
 use crate::symver;
-use crate::abi::sockaddr::SockAddr;
+use rdmacm::abi::sockaddr::SockAddr;
 use libc::sockaddr;
 use std::ffi::{c_int, c_void};
 
