@@ -8,20 +8,21 @@
 //! without work.  Jobs beyond that wait in a queue (never a thread per
 //! call).  No lock is held while a job runs.
 //!
-//! fork(2): a child has none of its parent's threads.  The pool belongs to
-//! the process that made it; the first job a child submits finds another
-//! process id and makes the child its own pool (new lock, new condition,
-//! new threads), leaving the parent's untouched: its queue (lookups of the
-//! parent's ids, which in the child would never end anyway, as upstream's
-//! would not) and its condition, on which the parent's idle threads are
-//! still recorded as waiting (parking_lot keeps waiters in a process-wide
-//! table: a notify would hand the lock to a thread that does not exist in
-//! the child, found by the unit test `child_of_fork_runs_its_jobs`).
+//! fork(2): a child has none of its parent's threads.  The pool is a
+//! [`PerProcess`] value: the first job a child submits makes the child its
+//! own pool (new lock, new condition, new threads).  The parent's is
+//! forgotten, never dropped: its queue (lookups of the parent's ids, which
+//! in the child would never end anyway, as upstream's would not) and its
+//! condition, on which the parent's idle threads are still recorded as
+//! waiting (parking_lot keeps waiters in a process-wide table: a notify
+//! would hand the lock to a thread that does not exist in the child, found
+//! by the unit test `child_of_fork_runs_its_jobs`).
 #![deny(unsafe_code)]
 
+use crate::sys::process::PerProcess;
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::convert::Infallible;
 use std::time::Duration;
 
 /// One lookup, with what it does with its result.
@@ -40,28 +41,19 @@ struct State {
 }
 
 struct Pool {
-    /// The process the pool belongs to.
-    pid: u32,
     st: Mutex<State>,
     cond: Condvar,
 }
 
-/// This process's pool.  The lock is only held to look the pool up (never
-/// across a wait).
-static CURRENT: Mutex<Option<Arc<Pool>>> = Mutex::new(None);
+/// This process's pool.
+static POOL: PerProcess<Pool> = PerProcess::new();
 
-fn pool() -> Arc<Pool> {
-    let mut cur = CURRENT.lock();
-    let pid = std::process::id();
-    if let Some(p) = cur.as_ref().filter(|p| p.pid == pid) {
-        return p.clone();
+fn pool() -> &'static Pool {
+    let made = POOL.get_or_try_init(|| Ok::<_, Infallible>(Pool { st: Mutex::new(State { queue: VecDeque::new(), workers: 0, idle: 0 }), cond: Condvar::new() }));
+    match made {
+        Ok(p) => p,
+        Err(never) => match never {},
     }
-    // First use, or a child of fork(2): the parent's pool is left as it is
-    // (never dropped here: its jobs hold the parent's ids).
-    std::mem::forget(cur.take());
-    let p = Arc::new(Pool { pid, st: Mutex::new(State { queue: VecDeque::new(), workers: 0, idle: 0 }), cond: Condvar::new() });
-    *cur = Some(p.clone());
-    p
 }
 
 /// Queues `job` for a worker thread.  Gives the job back when no thread
@@ -71,8 +63,7 @@ pub fn submit(job: Job) -> Result<(), Job> {
     let mut st = pool.st.lock();
     st.queue.push_back(job);
     if st.queue.len() > st.idle && st.workers < MAX_WORKERS {
-        let p = pool.clone();
-        match std::thread::Builder::new().name("rdmacm-ai".into()).spawn(move || run(&p)) {
+        match std::thread::Builder::new().name("rdmacm-ai".into()).spawn(move || run(pool)) {
             Ok(_) => st.workers += 1,
             Err(e) => {
                 log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: cannot start a lookup thread: {e}");
