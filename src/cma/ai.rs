@@ -184,9 +184,9 @@ impl Cm {
         p.ai.lock().pending = ticket;
         log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: id {}: name lookup of {:?} on a worker (ticket {ticket})", p.handle(), node);
         let (p, node, service, hints) = (p.clone(), node.to_owned(), service.map(CStr::to_owned), hints.clone());
-        let job: super::ai_worker::Job = Box::new(move || run_lookup(&p, ticket, &node, service.as_deref(), &hints));
+        let job: super::ai_worker::Job = Box::new(move |w| run_lookup(&p, ticket, &node, service.as_deref(), &hints, w));
         if let Err(job) = super::ai_worker::submit(job) {
-            job();
+            job(&super::ai_worker::Worker::caller());
         }
     }
 
@@ -274,11 +274,12 @@ pub fn needs_name_lookup(node: &CStr, h: &Hints) -> bool {
 /// The id's lock is not held during the lookup; it is held while the event
 /// is queued, so that destroy cannot free the kernel id (whose handle a new
 /// id may then get) between the check and the write.
-fn run_lookup(p: &IdPriv, ticket: u32, node: &CStr, service: Option<&CStr>, hints: &Hints) {
+fn run_lookup(p: &IdPriv, ticket: u32, node: &CStr, service: Option<&CStr>, hints: &Hints, w: &super::ai_worker::Worker) {
     if p.ai.lock().pending != ticket {
         return;
     }
     let r = dns(Some(node), service, hints);
+    w.finishing();
     let mut ai = p.ai.lock();
     if ai.pending != ticket {
         log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: the id of ticket {ticket} was destroyed: result dropped");
