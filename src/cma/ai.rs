@@ -30,7 +30,8 @@
 
 #![deny(unsafe_code)]
 
-use super::{Cm, EventPriv, IdPriv};
+use super::base::{Channel, Cm, EventPriv, IdPriv};
+pub use super::base::AiSlot;
 use crate::addrinfo::{self as gai, GaiError, Hints, Rai};
 use crate::abi::cma::*;
 use crate::abi::ucma as kabi;
@@ -38,21 +39,6 @@ use nix::errno::Errno;
 use std::ffi::{c_int, CStr};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-
-/// Per-id state of an address translation.
-#[derive(Default)]
-pub struct AiSlot {
-    /// A translation was started and not yet handed over (or failed).
-    pub resolving: bool,
-    /// The finished translation, until `rdma_query_addrinfo` takes it
-    /// (boxed: most ids never have one).
-    pub resolved: Option<Box<Vec<Rai>>>,
-    /// The ticket of the name lookup running on a worker for this id (0:
-    /// none).  The worker delivers its result only while the ticket is
-    /// still here; destroying the id takes it away.
-    /// (32 bits: fits the slot's padding; an id has at most one lookup.)
-    pub pending: u32,
-}
 
 /// Tickets of worker lookups.
 static TICKETS: AtomicU32 = AtomicU32::new(1);
@@ -313,7 +299,7 @@ pub struct CmaBackend;
 
 impl gai::CmBackend for CmaBackend {
     fn af_ib_supported(&self) -> bool {
-        super::af_ib_supported()
+        super::cm::af_ib_supported()
     }
 
     fn ib_sa_gids(&self) -> Vec<[u8; 16]> {
@@ -329,7 +315,7 @@ impl gai::CmBackend for CmaBackend {
 /// the port's GID asks the kernel to resolve `service` through the SA, as
 /// upstream does.  Returns the AF_IB entries (without source addresses).
 pub fn resolve_ib_service(gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
-    let cm = super::global();
+    let cm = super::cm::global();
     let ch = cm.create_channel()?;
     // The id lives on the channel and is destroyed before it.
     let r = cm.create_id(Some(&ch), std::ptr::null_mut(), RDMA_PS_IB).and_then(|p| {
@@ -344,14 +330,14 @@ pub fn resolve_ib_service(gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Er
 impl Cm {
     /// Binds `p` to `gid`, resolves `service` through the SA and waits for
     /// the answer on `ch` (the id's channel).
-    fn resolve_service_on(&'static self, p: &IdPriv, ch: &super::Channel, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
+    fn resolve_service_on(&'static self, p: &IdPriv, ch: &Channel, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
         let sib = sockaddr_ib { sib_family: AF_IB as u16, sib_addr: ib_addr { sib_raw: *gid }, ..Default::default() };
         self.bind(p, Some(crate::abi::sockaddr::SockAddr::from_ib(&sib)))?;
         p.ai.lock().resolving = true;
         self.ucma.resolve_ib_service(p.fd(), p.handle(), &ib_service_of(service))?;
-        let got = super::get_event(ch)?;
+        let got = super::delivery::get_event(ch)?;
         // The event is acked right away.
-        super::ack_event(self, got.ptr);
+        super::delivery::ack_event(self, got.ptr);
         if got.event != RDMA_CM_EVENT_ADDRINFO_RESOLVED {
             return Err(Errno::ENOENT);
         }
