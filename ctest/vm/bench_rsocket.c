@@ -23,7 +23,9 @@
  * sequence number); after its last message each end must see end of stream (rrecv 0), not more
  * bytes. Any failure prints "BENCH <case> FAIL <reason>" (on the connecting end; the listening
  * end prints "bench_rsocket: ..." on stderr) and exits 1, and the driver checks both ends' exit
- * status. A stuck call is ended by the driver's timeout (exit 124).
+ * status. A watchdog thread ends the process the same way when no message has moved for 30 s,
+ * naming how far each stream or thread got; the driver's timeout (exit 124) covers the rest
+ * (connecting, the end of stream).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -198,6 +200,48 @@ static void close_stream(int fd, const char *what)
 		die("%s: rclose: %s", what, ename(errno));
 }
 
+/* ---- the watchdog: a stream that stops moving is reported with where each thread stood ---- */
+
+#define STALL_S 30
+static atomic_long prog[MAXTHREADS];	/* pingpong: round trips per stream; duplex: [0] sent, [1] received */
+static int nprog;
+static atomic_int done_moving;
+
+static void *watchdog(void *arg)
+{
+	long last = -1, sum;
+	int i, still = 0;
+	char where[512];
+	size_t n;
+
+	(void)arg;
+	while (!atomic_load(&done_moving)) {
+		sleep(1);
+		for (sum = 0, i = 0; i < nprog; i++)
+			sum += atomic_load(&prog[i]);
+		still = sum == last ? still + 1 : 0;
+		last = sum;
+		if (still >= STALL_S && !atomic_load(&done_moving)) {
+			for (n = 0, i = 0; i < nprog && n < sizeof where - 24; i++)
+				n += snprintf(where + n, sizeof where - n, "%s%ld", i ? "," : "", atomic_load(&prog[i]));
+			die("no progress for %d s; %s %s", STALL_S,
+			    nprog == 2 ? "messages sent,received:" : "round trips per stream:", where);
+		}
+	}
+	return NULL;
+}
+
+static void start_watchdog(int n)
+{
+	pthread_t th;
+	int e;
+
+	nprog = n;
+	if ((e = pthread_create(&th, NULL, watchdog, NULL)))
+		die("pthread_create: %s", ename(e));
+	pthread_detach(th);
+}
+
 /* ---- pingpong ---- */
 
 static pthread_barrier_t start, stop;
@@ -240,11 +284,15 @@ static void *pp_thread(void *arg)
 
 	if (!out || !in)
 		die("malloc");
-	for (r = 0; r < WARMUP; r++)
+	for (r = 0; r < WARMUP; r++) {
 		pp_round(p, out, in, -1 - r);
+		atomic_fetch_add(&prog[p->idx], 1);
+	}
 	pthread_barrier_wait(&start);
-	for (r = 0; r < rounds; r++)
+	for (r = 0; r < rounds; r++) {
 		pp_round(p, out, in, r);
+		atomic_fetch_add(&prog[p->idx], 1);
+	}
 	pthread_barrier_wait(&stop);
 	if (listening) {
 		expect_eof(p->fd, "pingpong");
@@ -277,6 +325,7 @@ static int pingpong(struct sockaddr_in *a, int threads)
 		pp[i].idx = i;
 		pp[i].fd = listening ? accept_one() : connect_to(a);
 	}
+	start_watchdog(threads);
 	for (i = 0; i < threads; i++)
 		if ((e = pthread_create(&pp[i].th, NULL, pp_thread, &pp[i])))
 			die("pthread_create: %s", ename(e));
@@ -284,6 +333,7 @@ static int pingpong(struct sockaddr_in *a, int threads)
 	t0 = now_ns();
 	pthread_barrier_wait(&stop);
 	t1 = now_ns();
+	atomic_store(&done_moving, 1);
 	for (i = 0; i < threads; i++)
 		pthread_join(pp[i].th, NULL);
 	if (listening) {
@@ -331,6 +381,7 @@ static void *dx_sender(void *arg)
 		memcpy(b + mid(s), &t, 8);
 		memcpy(b + size - 8, &t, 8);
 		send_all(dfd, b, size, "duplex send");
+		atomic_fetch_add(&prog[0], 1);
 	}
 	free(b);
 	return NULL;
@@ -354,6 +405,7 @@ static void *dx_receiver(void *arg)
 		if (a != want || m != want || z != want)
 			die("duplex: message %ld arrived with the wrong content (start %s, middle %s, end %s)", s,
 			    a == want ? "ok" : "bad", m == want ? "ok" : "bad", z == want ? "ok" : "bad");
+		atomic_fetch_add(&prog[1], 1);
 	}
 	free(b);
 	return NULL;
@@ -373,12 +425,14 @@ static int duplex(struct sockaddr_in *a)
 	} else {
 		dfd = connect_to(a);
 	}
+	start_watchdog(2);
 	t0 = now_ns();
 	if ((e = pthread_create(&rcv, NULL, dx_receiver, NULL)) || (e = pthread_create(&snd, NULL, dx_sender, NULL)))
 		die("pthread_create: %s", ename(e));
 	pthread_join(snd, NULL);
 	pthread_join(rcv, NULL);
 	t1 = now_ns();
+	atomic_store(&done_moving, 1);
 	/* the end of stream after both threads are done (one thread per socket again) */
 	if (rshutdown(dfd, SHUT_WR))
 		die("duplex: rshutdown(SHUT_WR): %s", ename(errno));
