@@ -18,7 +18,8 @@
 # IPv4, IPv6, AF_IB, passive, a hosts-file name, first call in a fresh process), synchronous
 # ids (time per id, RSS per 1000), the id loop from 1/2/4/8 threads, rdma_resolve_addrinfo
 # against a DNS server that answers after 500 ms, rstream 64 KiB throughput / 64 B latency,
-# instructions per call under callgrind (library object only, and the whole process).
+# rsocket (issue 21, not in the short mode): 8 streams ping-pong 64 B from 8 threads, and one
+# stream with a sender and a receiver thread at once (64 KiB), instructions per call under callgrind (library object only, and the whole process).
 
 # The slow DNS server: vm/guest/slow_dns.py (answers after $1 seconds).
 
@@ -64,6 +65,20 @@ bench_rstream(){ local nm=$1 o=/tmp/bench-rstream.$1 s c v
   v=$(awk 'NR == 2 && NF == 8 { print $8 }' "$o")
   if [ $c = 0 ] && [ -n "$v" ]; then echo "BENCH $nm $v us/xfer"
   else bench_fail "$nm" "rstream_rc=$c"; sed 's/^/  rstream: /' "$o" "$o.srv" >&2; fi
+}
+
+# rsocket cases of issue 21 (ctest/vm/bench_rsocket.c) across the pair, both ends on the same
+# library: NAME MODE PORT ARGS... (NAME: the case the program prints for these ARGS). The case
+# has a number only when both ends exit 0 (each checks every call, byte count and content).
+bench_rsock(){ local nm=$1 mode=$2 port=$3 o=/tmp/bench-rsock.$1 s c sc v; shift 3
+  ip netns exec ns1 timeout 150 /extra/bin/bench_rsocket "$mode" listen 192.0.2.2 "$port" "$@" > "$o.srv" 2>&1 & s=$!
+  bench_wait_listen $s 20
+  timeout 120 /extra/bin/bench_rsocket "$mode" connect 192.0.2.2 "$port" "$@" > "$o" 2>&1; c=$?
+  [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null; sc=$?
+  v=$(awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9]+(\.[0-9]+)?$/ { print $3 " " $4 }' "$o")
+  if [ $c = 0 ] && [ $sc = 0 ] && [ -n "$v" ]; then grep '^#' "$o"; echo "BENCH $nm $v"
+  else bench_fail "$nm" "connect_rc=$c,listen_rc=$sc$(awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 == "FAIL" { printf ",%s", $4 }' "$o")"
+    sed 's/^/  bench_rsocket connect: /' "$o" >&2; sed 's/^/  bench_rsocket listen: /' "$o.srv" >&2; fi
 }
 
 # instructions per call under callgrind (counted inside measured_<case> only)
@@ -126,13 +141,16 @@ bench_sec(){ local t0=$SECONDS; [ -z "${BENCH_SECTIONS:-}" ] || [[ " $BENCH_SECT
   "${@:2}"; echo "# $1: $((SECONDS - t0)) s"; }
 bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECONDS
   local gn=2000 gs=500 ids=10000 tn=2000 cm="1000:900 10000:900" rs_s="-S 65536 -C 300" rs_l="-S 64 -C 1 -I 2000"
+  # rsocket (issue 21): 8 streams x 1000 round trips of 64 B; one stream, 300 x 64 KiB each way.
+  # Not in the short mode (make check's bench_short): make bench only.
+  local rs_pp="8 1000 64" rs_dx="300 65536"
   # BENCH_CMTIME="N ..." (bench/run.sh passes BENCH_CMTIME_CONNS through VM_BENCH) picks other sizes
   [ -z "${BENCH_CMTIME:-}" ] || cm=$(for n in $BENCH_CMTIME; do echo "$n:900"; done)
   local cg=100 cgc="gai create_destroy get_ack write_get_ack event_str" first=11
   export BENCH_ROUND=$round
   # callgrind counts are repeatable: only the first round counts them
   [ "$round" = 1 ] || cgc=
-  if [ "$mode" = short ]; then gn=200 gs=50 ids=200 tn=80 cm=10:60 rs_s= rs_l="-S 64 -C 1 -I 50" cg=10 first=3; fi
+  if [ "$mode" = short ]; then gn=200 gs=50 ids=200 tn=80 cm=10:60 rs_s= rs_l="-S 64 -C 1 -I 50" cg=10 first=3 rs_pp= rs_dx=; fi
   {
     echo "# bench $mode: ${RDMACM_VARIANT:-?} librdmacm: $(/extra/bin/whichlib | sed -n 's/^librdmacm //p')"
     bench_sec gai bench_gai gai_numeric_v4 192.0.2.2 7471 numeric inet $gn
@@ -146,26 +164,35 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
     bench_sec dns bench_dns
     [ -z "$rs_s" ] || bench_sec rstream bench_rstream rstream_64k_xfer_us "$rs_s"
     bench_sec rstream bench_rstream rstream_64b_lat_us "$rs_l"
+    [ -z "$rs_pp" ] || bench_sec rsocket bench_rsock rs_pingpong8_64b_ns_per_rt pingpong 7472 $rs_pp
+    [ -z "$rs_dx" ] || bench_sec rsocket bench_rsock rs_duplex_64k_us_per_mib duplex 7473 $rs_dx
     for c in $cgc; do bench_sec callgrind bench_callgrind $c $cg; done
     for n in $cm; do bench_sec cmtime bench_cmtime ${n%:*} ${n#*:}; done
   } 2>&1 | tee $out
   echo "# bench $mode round $round: $((SECONDS - t0)) s"
   # every case this mode runs must have printed a number (a program that died before printing
-  # anything leaves no FAIL line behind)
-  local want="gai_numeric_v4 gai_numeric_v6 gai_numeric_ib gai_passive gai_hosts_name gai_first_call
-    ids_sync_ns_per_id ids_rss_kb_per_1000 ids_heap_bytes_per_id dns_call_returns_us dns_event_arrives_us rstream_64b_lat_us" c n t s rc=0
-  [ -z "$rs_s" ] || want+=" rstream_64k_xfer_us"
-  for t in $([ "$mode" = short ] && echo 1 8 || echo 1 2 4 8); do want+=" ids_threads_${t}_ns_per_id"; done
-  for c in $cgc; do want+=" cg_${c}_lib cg_${c}_total"; done
+  # anything leaves no FAIL line behind); with BENCH_SECTIONS, the cases of those sections
+  local want= c n t s rc=0
+  bench_want(){ if [ -z "${BENCH_SECTIONS:-}" ] || [[ " $BENCH_SECTIONS " == *" $1 "* ]]; then want+=" ${*:2}"; fi; }
+  bench_want gai gai_numeric_v4 gai_numeric_v6 gai_numeric_ib gai_passive gai_hosts_name
+  bench_want first gai_first_call
+  bench_want ids ids_sync_ns_per_id ids_rss_kb_per_1000 ids_heap_bytes_per_id
+  bench_want dns dns_call_returns_us dns_event_arrives_us
+  bench_want rstream rstream_64b_lat_us
+  [ -z "$rs_s" ] || bench_want rstream rstream_64k_xfer_us
+  [ -z "$rs_pp" ] || bench_want rsocket rs_pingpong8_64b_ns_per_rt
+  [ -z "$rs_dx" ] || bench_want rsocket rs_duplex_64k_us_per_mib
+  for t in $([ "$mode" = short ] && echo 1 8 || echo 1 2 4 8); do bench_want threads ids_threads_${t}_ns_per_id; done
+  for c in $cgc; do bench_want callgrind cg_${c}_lib cg_${c}_total; done
   for n in $cm; do for t in qp noqp; do for s in full_connect create_id bind_addr resolve_addr resolve_route \
       create_qp init_qp_attr init_qp rtr_qp_attr rtr_qp rts_qp_attr rts_qp cm_connect establish disconnect \
-      destroy_id destroy_qp; do want+=" cmtime${n%:*}_${t}_${s}_total cmtime${n%:*}_${t}_${s}_per_conn"; done; done; done
+      destroy_id destroy_qp; do bench_want cmtime cmtime${n%:*}_${t}_${s}_total cmtime${n%:*}_${t}_${s}_per_conn; done; done; done
   for c in $want; do
     grep -Eq "^BENCH $c [0-9]" $out || { echo "BENCH $c FAIL no_number_printed"; rc=1; }
   done
   ! grep -q '^BENCH [^ ]* FAIL' $out && [ $rc = 0 ]
 }
-export -f bench_sec bench_wait_listen bench_stop bench_fail bench_cmtime bench_rstream bench_callgrind bench_gai \
+export -f bench_sec bench_wait_listen bench_stop bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_gai \
   bench_etc bench_dns bench_first bench_driver
 
 # the short mode's table, in the ours run: this run against the upstream run of the same boot
@@ -185,6 +212,8 @@ export -f bench_short
 
 # VM_BENCH on the host arrives here as BENCH: "1", or "cmtime=N,N" for other cmtime sizes
 case ${BENCH:-} in *cmtime=*) BENCH_CMTIME=${BENCH#*cmtime=}; BENCH_CMTIME=${BENCH_CMTIME%% *}; export BENCH_CMTIME=${BENCH_CMTIME//,/ };; esac
+# "sections=a,b" (bench/run.sh passes BENCH_SECTIONS through VM_BENCH): only those sections
+case ${BENCH:-} in *sections=*) BENCH_SECTIONS=${BENCH#*sections=}; BENCH_SECTIONS=${BENCH_SECTIONS%% *}; export BENCH_SECTIONS=${BENCH_SECTIONS//,/ };; esac
 if [ -n "${BENCH:-}" ]; then
   t bench_r1 3600 bash -c 'bench_driver full 1'
   t bench_r2 3600 bash -c 'bench_driver full 2'
