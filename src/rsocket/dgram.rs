@@ -46,12 +46,13 @@
 #![deny(unsafe_code)]
 
 use super::conf;
-use super::verbs::{self, Ah, Epoll, Qp, RegBuf, Udp, Wake};
+use super::verbs::{self, Ah, Qp, RegBuf, Wake};
+use crate::sys::rsock::{Epoll, Udp};
 use crate::cma::api::{CmId, QpCaps};
 use crate::sys::wake;
 use nix::errno::Errno;
 use parking_lot::{Mutex, MutexGuard};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::ffi::c_int;
 use std::sync::{Arc, Weak};
 
@@ -223,13 +224,6 @@ struct Opts {
 
 pub type Handle = Arc<Mutex<Dgram>>;
 
-static TABLE: Mutex<BTreeMap<c_int, Handle>> = Mutex::new(BTreeMap::new());
-
-/// The datagram rsocket behind a number, if it is one.
-pub fn lookup(fd: c_int) -> Option<Handle> {
-    TABLE.lock().get(&fd).cloned()
-}
-
 fn lock(h: &Handle) -> Result<MutexGuard<'_, Dgram>, Errno> {
     let g = h.lock();
     if g.closed {
@@ -239,8 +233,8 @@ fn lock(h: &Handle) -> Result<MutexGuard<'_, Dgram>, Errno> {
     }
 }
 
-/// rsocket(domain, SOCK_DGRAM, 0 or IPPROTO_UDP).
-pub fn create(domain: c_int, type_: c_int) -> Result<c_int, Errno> {
+/// rsocket(domain, SOCK_DGRAM, 0 or IPPROTO_UDP): its number and the socket.
+pub fn create(domain: c_int, type_: c_int) -> Result<(c_int, Handle), Errno> {
     let udp = Arc::new(Udp::new(domain)?);
     let ep = Arc::new(Epoll::new()?);
     let fd = udp.fd();
@@ -265,8 +259,7 @@ pub fn create(domain: c_int, type_: c_int) -> Result<c_int, Errno> {
         sleepers: Vec::new(),
         opts: Opts::default(),
     };
-    TABLE.lock().insert(fd, Arc::new(Mutex::new(d)));
-    Ok(fd)
+    Ok((fd, Arc::new(Mutex::new(d))))
 }
 
 impl Dgram {
@@ -734,13 +727,12 @@ pub fn fcntl(h: &Handle, cmd: c_int, arg: c_int) -> Result<c_int, Errno> {
     }
 }
 
-/// rclose: lets the posted sends complete (as upstream, bounded here to
-/// about a second), then frees the QPs, ids and the UDP socket.
-pub fn close(fd: c_int) -> Result<(), Errno> {
-    let h = lookup(fd).ok_or(Errno::EBADF)?;
-    svc_remove(&h);
+/// rclose's first step, while the socket is still in the table: lets the
+/// posted sends complete (as upstream, bounded here to about a second).
+pub fn close_begin(h: &Handle) -> Result<(), Errno> {
+    svc_remove(h);
     for _ in 0..500 {
-        let mut g = lock(&h)?;
+        let mut g = lock(h)?;
         g.poll_cqs();
         if g.all_sends_done() {
             break;
@@ -748,10 +740,12 @@ pub fn close(fd: c_int) -> Result<(), Errno> {
         drop(g);
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
-    match TABLE.lock().remove(&fd) {
-        Some(t) if Arc::ptr_eq(&t, &h) => {}
-        _ => return Err(Errno::EBADF),
-    }
+    Ok(())
+}
+
+/// rclose's end, once the socket is out of the table: frees the QPs, ids
+/// and the UDP socket; sleepers wake and fail with EBADF.
+pub fn close_end(h: &Handle) {
     let mut g = h.lock();
     g.closed = true;
     g.dests.clear();
@@ -765,17 +759,15 @@ pub fn close(fd: c_int) -> Result<(), Errno> {
             w.signal();
         }
     }
-    Ok(())
 }
 
 // ---- rpoll -----------------------------------------------------------------------------
 
-/// rpoll's view of a datagram rsocket (None: `fd` is not one).
-pub fn poll_events(fd: c_int, events: i16) -> Option<i16> {
-    let h = lookup(fd)?;
-    let mut g = match lock(&h) {
+/// rpoll's view of a datagram rsocket.
+pub fn poll_events(h: &Handle, events: i16) -> i16 {
+    let mut g = match lock(h) {
         Ok(g) => g,
-        Err(_) => return Some(libc::POLLNVAL),
+        Err(_) => return libc::POLLNVAL,
     };
     g.poll_cqs();
     let mut r = 0;
@@ -785,7 +777,7 @@ pub fn poll_events(fd: c_int, events: i16) -> Option<i16> {
     if events & libc::POLLOUT != 0 && g.can_send() {
         r |= libc::POLLOUT;
     }
-    Some(r)
+    r
 }
 
 /// What rpoll sleeps on for a datagram rsocket: its epoll set of CQ
@@ -812,15 +804,14 @@ impl PollSlot {
     }
 }
 
-/// Prepares rpoll's sleep on datagram rsocket `fd` (None: not one, or closed).
-pub fn prepare_wait(fd: c_int) -> Option<PollSlot> {
-    let h = lookup(fd)?;
+/// Prepares rpoll's sleep on a datagram rsocket (None: closed).
+pub fn prepare_wait(h: &Handle) -> Option<PollSlot> {
     let ep = {
-        let mut g = lock(&h).ok()?;
+        let mut g = lock(h).ok()?;
         g.arm();
         g.register_me().ok()?.0
     };
-    Some(PollSlot { h, ep })
+    Some(PollSlot { h: h.clone(), ep })
 }
 
 // ---- the UDP service thread ------------------------------------------------------------
@@ -1034,8 +1025,7 @@ mod tests {
     /// socket; closing it twice is EBADF.
     #[test]
     fn create_bind_close() {
-        let fd = create(libc::AF_INET, libc::SOCK_DGRAM).unwrap();
-        let h = lookup(fd).unwrap();
+        let (_, h) = create(libc::AF_INET, libc::SOCK_DGRAM).unwrap();
         bind(&h, &v4([127, 0, 0, 1], 0)).unwrap();
         let a = local_addr(&h).unwrap();
         assert_eq!(family(&a), AF_INET);
@@ -1045,8 +1035,8 @@ mod tests {
         assert_eq!(fcntl(&h, libc::F_GETFL, 0), Ok(libc::O_NONBLOCK));
         let mut b = [0u8; 8];
         assert_eq!(recv_from(&h, &mut b, 0).err(), Some(Errno::EAGAIN));
-        close(fd).unwrap();
-        assert_eq!(close(fd), Err(Errno::EBADF));
-        assert!(lookup(fd).is_none());
+        close_begin(&h).unwrap();
+        close_end(&h);
+        assert_eq!(close_begin(&h), Err(Errno::EBADF));
     }
 }

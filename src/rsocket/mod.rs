@@ -60,18 +60,22 @@
 pub mod conf;
 pub mod dgram;
 pub mod epoll;
+pub mod fdmap;
+pub mod sock;
 mod svc;
 pub mod verbs;
 pub mod wire;
 
+pub use sock::{close, create, is_rsocket, lookup, Sock};
+
 use crate::abi::cma::AF_IB;
 use crate::addrinfo::ib_hdr;
 use crate::cma::api::{CmId, ConnParam, QpCaps};
-use crate::sys::wake;
+use crate::sys::{rsock, wake};
 use nix::errno::Errno;
 use parking_lot::{Mutex, MutexGuard};
 use std::cell::Cell;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 use std::ffi::c_int;
 use std::sync::Arc;
@@ -173,11 +177,12 @@ pub struct Stream {
     /// The destination of rconnect, and the resolution attempts so far.
     dst: Vec<u8>,
     retries: u32,
-    /// Connections accepted in the background, waiting for raccept.
-    accept_queue: VecDeque<c_int>,
+    /// Connections accepted in the background, waiting for raccept (they
+    /// enter the table of rsocket numbers when raccept hands them out).
+    accept_queue: VecDeque<Handle>,
     /// A listener's connections still completing the handshake: they join
     /// the queue once established (upstream queues only established ones).
-    accepting: Vec<c_int>,
+    accepting: Vec<Handle>,
     /// An accepting stream's listener.
     listener: Option<std::sync::Weak<Mutex<Stream>>>,
     /// Registered with the service thread.
@@ -240,22 +245,6 @@ struct IoMap {
 
 pub type Handle = Arc<Mutex<Stream>>;
 
-static TABLE: Mutex<BTreeMap<c_int, Handle>> = Mutex::new(BTreeMap::new());
-
-fn table() -> MutexGuard<'static, BTreeMap<c_int, Handle>> {
-    TABLE.lock()
-}
-
-/// The stream behind an rsocket number, or EBADF.
-pub fn lookup(fd: c_int) -> Result<Handle, Errno> {
-    table().get(&fd).cloned().ok_or(Errno::EBADF)
-}
-
-/// Whether `fd` is one of our rsockets.
-pub fn is_rsocket(fd: c_int) -> bool {
-    table().contains_key(&fd)
-}
-
 thread_local! {
     /// Stream guards the current thread holds (for the no-lock-across-wait rule).
     static HELD: Cell<u32> = const { Cell::new(0) };
@@ -294,7 +283,7 @@ impl std::ops::DerefMut for Guard<'_> {
 }
 
 /// Locks a stream whatever its condition (rclose).
-fn lock_any(h: &Handle) -> Guard<'_> {
+pub fn lock_any(h: &Handle) -> Guard<'_> {
     let g = h.lock();
     HELD.with(|c| c.set(c.get() + 1));
     Guard { g }
@@ -358,31 +347,20 @@ fn system_keepalive_time() -> u32 {
     std::fs::read_to_string("/proc/sys/net/ipv4/tcp_keepalive_time").ok().and_then(|t| t.trim().parse().ok()).unwrap_or(7200)
 }
 
-/// Creates a stream rsocket; returns its number.
-pub fn create(domain: c_int, type_: c_int, protocol: c_int) -> Result<c_int, Errno> {
-    let st = type_ & !(libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK);
-    if !matches!(domain, libc::AF_INET | libc::AF_INET6 | AF_IB) {
-        return Err(Errno::ENOTSUP);
-    }
-    if st == libc::SOCK_DGRAM && (protocol == 0 || protocol == libc::IPPROTO_UDP) {
-        // AF_IB: the UDP socket cannot be made (EAFNOSUPPORT), as upstream's.
-        return dgram::create(domain, type_);
-    }
-    if st != libc::SOCK_STREAM || (protocol != 0 && protocol != libc::IPPROTO_TCP) {
-        return Err(Errno::ENOTSUP);
-    }
+/// Creates a stream rsocket of `domain` (`type_` may carry SOCK_NONBLOCK
+/// and SOCK_CLOEXEC); returns its number and the stream.
+pub fn create_stream(domain: c_int, type_: c_int) -> Result<(c_int, Handle), Errno> {
     let id = CmId::create_tcp()?;
     id.set_src_family(domain);
     let fd = id.channel_fd();
     // Connection manager calls never wait (see the module comment).
-    verbs::set_nonblock(fd, true)?;
+    rsock::set_nonblock(fd, true)?;
     let s = Stream {
         fs_flags: if type_ & libc::SOCK_NONBLOCK != 0 { libc::O_NONBLOCK } else { 0 },
         fd_flags: if type_ & libc::SOCK_CLOEXEC != 0 { libc::FD_CLOEXEC } else { 0 },
         ..Stream::fresh(Some(Arc::new(id)), fd, domain)
     };
-    table().insert(fd, Arc::new(Mutex::new(s)));
-    Ok(fd)
+    Ok((fd, Arc::new(Mutex::new(s))))
 }
 
 /// A stream for a connection request on listener `l`: what upstream copies
@@ -1163,7 +1141,7 @@ impl Stream {
             let nid = Arc::new(nid);
             let mut s = inherit(self, nid.clone());
             let r = (|| {
-                verbs::set_nonblock(s.fd, true)?;
+                rsock::set_nonblock(s.fd, true)?;
                 let c = req.private_data.get(offset..).and_then(wire::parse_conn_data).ok_or(Errno::EINVAL)?;
                 s.create_ep()?;
                 s.save_conn_data(&c);
@@ -1182,7 +1160,6 @@ impl Stream {
                 s.destroy();
                 continue;
             }
-            let fd = s.fd;
             let established = s.state & ST_CONNECTED != 0;
             if !established {
                 s.listener = Some(Arc::downgrade(me));
@@ -1194,12 +1171,11 @@ impl Stream {
                     log::debug!(target: "rdmacm", "rsocket listener: no service for a new stream: {e}");
                 }
             }
-            table().insert(fd, h);
             if established {
-                self.accept_queue.push_back(fd);
+                self.accept_queue.push_back(h);
                 self.dirty = true;
             } else {
-                self.accepting.push(fd);
+                self.accepting.push(h);
             }
         }
     }
@@ -1482,13 +1458,13 @@ pub fn listen(h: &Handle, backlog: c_int) -> Result<(), Errno> {
 /// accepting: calls on it wait for, or on a non-blocking socket report
 /// EAGAIN until, the connection is established). A non-blocking
 /// listener returns EAGAIN while the queue is empty.
-pub fn accept(h: &Handle) -> Result<c_int, Errno> {
+pub fn accept(h: &Handle) -> Result<Handle, Errno> {
     sleep_until(h, |l| {
         if !l.is_listening() {
             return Err(Errno::EBADF);
         }
-        if let Some(fd) = l.accept_queue.pop_front() {
-            return Ok(Some(fd));
+        if let Some(n) = l.accept_queue.pop_front() {
+            return Ok(Some(n));
         }
         if l.nonblocking() {
             return Err(Errno::EAGAIN);
@@ -1497,41 +1473,36 @@ pub fn accept(h: &Handle) -> Result<c_int, Errno> {
     })
 }
 
-/// Closes an rsocket. Threads still sleeping in a call on it wake up and
-/// fail with EBADF; what they sleep on stays open until they are gone.
-pub fn close(fd: c_int) -> Result<(), Errno> {
-    let h = lookup(fd)?;
+/// rclose's first step, while the stream is still in the table: a
+/// connected stream shuts down (its sends drain).
+pub fn close_begin(h: &Handle) {
     let connected = {
-        let s = lock_any(&h);
+        let s = lock_any(h);
         !s.broken && !s.closed && s.state & ST_CONNECTED != 0
     };
     if connected {
-        let _ = shutdown(&h, libc::SHUT_RDWR);
+        let _ = shutdown(h, libc::SHUT_RDWR);
     }
-    // Another thread's rclose of the same number won the race: EBADF.
-    let removed = table().remove(&fd);
-    match removed {
-        Some(t) if Arc::ptr_eq(&t, &h) => {}
-        Some(other) => {
-            table().insert(fd, other);
-            return Err(Errno::EBADF);
-        }
-        None => return Err(Errno::EBADF),
-    }
+}
+
+/// rclose's end, once the stream is out of the table: threads still
+/// sleeping in a call on it wake up and fail with EBADF; what they sleep
+/// on stays open until they are gone. Connections nobody accepted go with
+/// their listener.
+pub fn close_end(h: &Handle) {
     // The service thread lets go of the stream before its id goes.
-    svc::remove(&h);
-    let pending: Vec<c_int> = {
-        let mut s = lock_any(&h);
-        let mut q: Vec<c_int> = s.accept_queue.drain(..).collect();
+    svc::remove(h);
+    let pending: Vec<Handle> = {
+        let mut s = lock_any(h);
+        let mut q: Vec<Handle> = s.accept_queue.drain(..).collect();
         q.append(&mut s.accepting);
         s.destroy();
         q
     };
-    // Connections nobody accepted go with their listener.
     for p in pending {
-        let _ = close(p);
+        close_begin(&p);
+        close_end(&p);
     }
-    Ok(())
 }
 
 /// The service thread's work on a stream whose channel is readable; false
@@ -1550,15 +1521,15 @@ fn cm_event(h: &Handle) -> bool {
         }
         // Established (to the accept queue) or failed (gone, as upstream
         // drops a request it could not accept).
-        let (fd, l) = (s.fd, s.listener.take());
+        let l = s.listener.take();
         let mut ok = s.state & ST_CONNECTED != 0;
         drop(s);
         if let Some(l) = l.and_then(|l| l.upgrade()) {
             let mut l = lock_any(&l);
-            let known = l.accepting.contains(&fd);
-            l.accepting.retain(|x| *x != fd);
+            let known = l.accepting.iter().any(|x| Arc::ptr_eq(x, h));
+            l.accepting.retain(|x| !Arc::ptr_eq(x, h));
             if ok && known && !l.closed && !l.broken {
-                l.accept_queue.push_back(fd);
+                l.accept_queue.push_back(h.clone());
                 l.dirty = true;
             } else {
                 ok = false;
@@ -1567,10 +1538,6 @@ fn cm_event(h: &Handle) -> bool {
             ok = false;
         }
         if !ok {
-            let removed = table().remove(&fd);
-            if let Some(other) = removed.filter(|t| !Arc::ptr_eq(t, h)) {
-                table().insert(fd, other);
-            }
             lock_any(h).destroy();
             return false;
         }
@@ -1894,12 +1861,15 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: c_int) -> Result<c_int, Errno> {
         let mut slots: Vec<Option<(Handle, WaitToken)>> = Vec::with_capacity(fds.len());
         let mut dslots: Vec<Option<dgram::PollSlot>> = Vec::with_capacity(fds.len());
         for f in fds.iter() {
-            let h = if f.fd < 0 { None } else { table().get(&f.fd).cloned() };
-            let tok = h.and_then(|h| {
-                let tok = lock(&h).ok()?.prepare_wait().ok()?;
-                Some((h, tok))
-            });
-            let ds = if tok.is_none() && f.fd >= 0 { dgram::prepare_wait(f.fd) } else { None };
+            let sk = if f.fd < 0 { None } else { sock::lookup(f.fd).ok() };
+            let (tok, ds) = match sk {
+                Some(Sock::Stream(h)) => {
+                    let tok = lock(&h).ok().and_then(|mut s| s.prepare_wait().ok());
+                    (tok.map(|t| (h, t)), None)
+                }
+                Some(Sock::Dgram(d)) => (None, dgram::prepare_wait(&d)),
+                None => (None, None),
+            };
             match (&tok, &ds) {
                 (Some((_, t)), _) => rfds.push(libc::pollfd { fd: t.fd, events: libc::POLLIN, revents: 0 }),
                 (None, Some(d)) => rfds.push(libc::pollfd { fd: d.fd(), events: libc::POLLIN, revents: 0 }),
@@ -1970,17 +1940,16 @@ fn check_fds(fds: &mut [libc::pollfd]) -> Result<c_int, Errno> {
         if f.fd < 0 {
             continue;
         }
-        // The table's guard ends with this statement: no stream is locked under it.
-        let h = table().get(&f.fd).cloned();
-        match h {
-            Some(h) => {
+        // The table's lock ends with the lookup: no socket is locked under it.
+        match sock::lookup(f.fd).ok() {
+            Some(Sock::Stream(h)) => {
                 f.revents = match lock(&h) {
                     Ok(mut s) => s.poll_events(f.events),
                     Err(Errno::EBADF) => libc::POLLNVAL,
                     Err(_) => libc::POLLERR,
                 };
             }
-            None if dgram::lookup(f.fd).is_some() => f.revents = dgram::poll_events(f.fd, f.events).unwrap_or(libc::POLLNVAL),
+            Some(Sock::Dgram(d)) => f.revents = dgram::poll_events(&d, f.events),
             None => {
                 let mut p = [libc::pollfd { fd: f.fd, events: f.events, revents: 0 }];
                 if verbs::poll(&mut p, 0).unwrap_or(0) > 0 {
@@ -2268,8 +2237,8 @@ mod tests {
         assert_eq!(create(libc::AF_UNIX, libc::SOCK_DGRAM, 0).err(), Some(Errno::ENOTSUP));
         // SOCK_DGRAM is a datagram rsocket (its UDP socket's number).
         let d = create(libc::AF_INET, libc::SOCK_DGRAM, libc::IPPROTO_UDP).expect("dgram rsocket");
-        assert!(dgram::lookup(d).is_some());
-        dgram::close(d).expect("close");
+        assert!(matches!(lookup(d), Ok(Sock::Dgram(_))));
+        close(d).expect("close");
         assert_eq!(lookup(-1).err(), Some(Errno::EBADF));
         assert_eq!(close(-1).err(), Some(Errno::EBADF));
     }

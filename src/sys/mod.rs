@@ -16,6 +16,7 @@ pub mod netlink;
 use nix::errno::Errno;
 use std::ffi::c_int;
 
+pub mod rsock;
 pub mod rtnl;
 pub mod ucma;
 pub mod unix;
