@@ -16,7 +16,14 @@
 use super::dgram;
 use super::fdmap::FdMap;
 use super::verbs::UserBuf;
-use super::{self as stream, Handle, OptOut};
+use super::guard::{lock, lock_any};
+use super::lifecycle as stream;
+use super::iomap;
+use super::recv;
+use super::send;
+use super::stream_opts;
+use super::options::OptOut;
+use super::state::Handle;
 use crate::abi::cma::AF_IB;
 use crate::sys::rsock;
 use nix::errno::Errno;
@@ -118,7 +125,7 @@ impl Sock {
     /// caller's length (a datagram socket's kernel socket takes no more).
     pub fn bind(&self, addr: &[u8], addrlen: usize) -> Result<(), Errno> {
         match self {
-            Sock::Stream(h) => stream::lock(h)?.bind(addr),
+            Sock::Stream(h) => lock(h)?.bind(addr),
             Sock::Dgram(d) => dgram::bind(d, &addr[..addr.len().min(addrlen)]),
         }
     }
@@ -138,7 +145,7 @@ impl Sock {
         match self {
             Sock::Stream(h) => {
                 let n = stream::accept(h)?;
-                let fd = stream::lock_any(&n).fd();
+                let fd = lock_any(&n).fd();
                 let s = Sock::Stream(n);
                 TABLE.insert(fd, s.clone());
                 Ok((fd, s))
@@ -168,7 +175,7 @@ impl Sock {
     /// rrecv/rread.
     pub fn recv(&self, buf: &mut [u8], flags: c_int) -> Result<usize, Errno> {
         match self {
-            Sock::Stream(h) => stream::recv(h, buf, flags),
+            Sock::Stream(h) => recv::recv(h, buf, flags),
             Sock::Dgram(d) => Ok(dgram::recv_from(d, buf, flags)?.0),
         }
     }
@@ -178,8 +185,8 @@ impl Sock {
     pub fn recv_from(&self, buf: &mut [u8], flags: c_int, want_src: bool) -> Result<(usize, Option<Source>), Errno> {
         match self {
             Sock::Stream(h) => {
-                let n = stream::recv(h, buf, flags)?;
-                let src = if n > 0 && want_src { Some(Source { addr: storage_bytes(&stream::lock(h)?.peer_addr()?), len_copied: false }) } else { None };
+                let n = recv::recv(h, buf, flags)?;
+                let src = if n > 0 && want_src { Some(Source { addr: storage_bytes(&lock(h)?.peer_addr()?), len_copied: false }) } else { None };
                 Ok((n, src))
             }
             Sock::Dgram(d) => {
@@ -192,7 +199,7 @@ impl Sock {
     /// rsend/rwrite.
     pub fn send(&self, buf: &[u8], flags: c_int) -> Result<usize, Errno> {
         match self {
-            Sock::Stream(h) => stream::send(h, buf, flags),
+            Sock::Stream(h) => send::send(h, buf, flags),
             Sock::Dgram(d) => dgram::send_to(d, buf, flags, None),
         }
     }
@@ -202,7 +209,7 @@ impl Sock {
     pub fn send_to(&self, buf: &[u8], flags: c_int, to: Option<&[u8]>) -> Result<usize, Errno> {
         match (self, to) {
             (Sock::Stream(_), Some(_)) => Err(Errno::EISCONN),
-            (Sock::Stream(h), None) => stream::send(h, buf, flags),
+            (Sock::Stream(h), None) => send::send(h, buf, flags),
             (Sock::Dgram(d), to) => dgram::send_to(d, buf, flags, to),
         }
     }
@@ -214,7 +221,7 @@ impl Sock {
             Sock::Stream(h) => {
                 let mut total = 0usize;
                 for b in bufs {
-                    match stream::send(h, b, flags) {
+                    match send::send(h, b, flags) {
                         Ok(n) => {
                             total += n;
                             if n < b.len() {
@@ -234,7 +241,7 @@ impl Sock {
     /// rgetpeername's address.
     pub fn peer_name(&self) -> Result<Vec<u8>, Errno> {
         match self {
-            Sock::Stream(h) => Ok(storage_bytes(&stream::lock(h)?.peer_addr()?)),
+            Sock::Stream(h) => Ok(storage_bytes(&lock(h)?.peer_addr()?)),
             Sock::Dgram(d) => dgram::peer_addr(d),
         }
     }
@@ -242,7 +249,7 @@ impl Sock {
     /// rgetsockname's address.
     pub fn sock_name(&self) -> Result<Vec<u8>, Errno> {
         match self {
-            Sock::Stream(h) => Ok(storage_bytes(&stream::lock(h)?.local_addr()?)),
+            Sock::Stream(h) => Ok(storage_bytes(&lock(h)?.local_addr()?)),
             Sock::Dgram(d) => dgram::local_addr(d),
         }
     }
@@ -250,7 +257,7 @@ impl Sock {
     /// rsetsockopt (`opt` None for a NULL value).
     pub fn setsockopt(&self, level: c_int, name: c_int, opt: Option<&[u8]>) -> Result<(), Errno> {
         match self {
-            Sock::Stream(h) => stream::setsockopt(h, level, name, opt),
+            Sock::Stream(h) => stream_opts::setsockopt(h, level, name, opt),
             Sock::Dgram(d) => dgram::setsockopt(d, level, name, opt),
         }
     }
@@ -258,7 +265,7 @@ impl Sock {
     /// rgetsockopt; `room` is the caller's buffer size.
     pub fn getsockopt(&self, level: c_int, name: c_int, room: usize) -> Result<OptOut, Errno> {
         match self {
-            Sock::Stream(h) => stream::getsockopt(h, level, name, room),
+            Sock::Stream(h) => stream_opts::getsockopt(h, level, name, room),
             Sock::Dgram(d) => dgram::getsockopt(d, level, name, room),
         }
     }
@@ -266,7 +273,7 @@ impl Sock {
     /// rfcntl.
     pub fn fcntl(&self, cmd: c_int, arg: c_int) -> Result<c_int, Errno> {
         match self {
-            Sock::Stream(h) => stream::fcntl(h, cmd, arg),
+            Sock::Stream(h) => stream_opts::fcntl(h, cmd, arg),
             Sock::Dgram(d) => dgram::fcntl(d, cmd, arg),
         }
     }
@@ -275,7 +282,7 @@ impl Sock {
     /// EINVAL (upstream reads it through the rdma_cm id it lacks and crashes).
     pub fn iomap(&self, buf: UserBuf, prot: c_int, offset: i64) -> Result<i64, Errno> {
         match self {
-            Sock::Stream(h) => stream::lock(h)?.iomap(buf, prot, offset),
+            Sock::Stream(h) => lock(h)?.iomap(buf, prot, offset),
             Sock::Dgram(_) => Err(Errno::EINVAL),
         }
     }
@@ -283,7 +290,7 @@ impl Sock {
     /// riounmap. Nothing is ever mapped on a datagram socket: EINVAL, as upstream.
     pub fn iounmap(&self, addr: u64, len: usize) -> Result<(), Errno> {
         match self {
-            Sock::Stream(h) => stream::lock(h)?.iounmap(addr, len),
+            Sock::Stream(h) => lock(h)?.iounmap(addr, len),
             Sock::Dgram(_) => Err(Errno::EINVAL),
         }
     }
@@ -293,7 +300,7 @@ impl Sock {
     /// whatever the buffer.
     pub fn iowrite(&self, buf: Result<&[u8], Errno>, offset: u64, flags: c_int) -> Result<usize, Errno> {
         match self {
-            Sock::Stream(h) => stream::iowrite(h, buf?, offset, flags),
+            Sock::Stream(h) => iomap::iowrite(h, buf?, offset, flags),
             Sock::Dgram(_) => Ok(0),
         }
     }

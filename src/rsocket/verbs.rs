@@ -19,7 +19,7 @@
 #![allow(unsafe_code)]
 
 use crate::cma::api::{CmId, QpCaps, QpPtrs};
-use crate::abi::cma::{ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp};
+use crate::abi::cma::ibv_pd;
 use nix::errno::Errno;
 use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
@@ -71,7 +71,9 @@ struct IbvMr {
 
 /// cbindgen:ignore
 mod sys {
-    use super::*;
+    use crate::abi::cma::{ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp};
+    use crate::rsocket::verbs::{IbvAh, IbvMr, Sge};
+    use std::ffi::{c_int, c_void};
     extern "C" {
         pub(super) fn rdmacm_shim_rs_post_send(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int, opcode: c_int, flags: c_int, imm: u32, raddr: u64, rkey: u32) -> c_int;
         pub(super) fn rdmacm_shim_rs_post_recv(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int) -> c_int;
