@@ -5,7 +5,8 @@
 //! functions), libc's name service ([`netdb`]: getaddrinfo behind an owning
 //! list) and the few socket and environment calls std does not offer
 //! safely ([`unix`]: send without SIGPIPE, `secure_getenv`), and the global
-//! allocator ([`alloc`]: libc malloc, fallible `Arc`/`Box`).  Imports only
+//! allocator ([`alloc`]: libc malloc, fallible `Arc`/`Box`), and the fork
+//! generation with values kept per process ([`process`]).  Imports only
 //! [`crate::abi`].
 
 pub mod alloc;
@@ -13,6 +14,7 @@ pub mod cancel;
 pub mod env;
 pub mod netdb;
 pub mod netlink;
+pub mod process;
 use nix::errno::Errno;
 use std::ffi::c_int;
 
