@@ -27,13 +27,17 @@
 //! lock when they call [`Service::add`] or [`Service::kick`] (lock order:
 //! socket, then service), not when they call [`Service::remove`].
 //!
-//! A child of fork(2) has none of its parent's threads: the first add in
-//! the child starts the child's own thread with its own wake-up descriptor
-//! (the inherited one is the same eventfd as the parent's) and forgets the
-//! parent's registrations (the sockets stay alive in their tables).
+//! A child of fork(2) has none of its parent's threads: each service's
+//! thread, wake-up descriptor and registrations are a
+//! [`PerProcess`](crate::sys::process::PerProcess) value, so the first add
+//! in the child makes the child's own (the inherited wake-up descriptor is
+//! the same eventfd as the parent's) and the parent's registrations are
+//! forgotten, never dropped (that module's policy; the sockets stay alive
+//! in their tables). Telling the processes apart costs no system call.
 #![deny(unsafe_code)]
 
 use super::verbs::{self, Wake};
+use crate::sys::process::PerProcess;
 use nix::errno::Errno;
 use parking_lot::{Condvar, Mutex};
 use std::any::Any;
@@ -69,26 +73,21 @@ struct State {
     /// Requests for a new snapshot, and the last one the thread took.
     asked: u64,
     seen: u64,
-    /// The thread's process (a forked child starts its own) and id.
-    pid: u32,
+    /// The thread, once started.
     thread: Option<std::thread::ThreadId>,
-    /// The thread's wake-up descriptor.
-    ctl: Option<Arc<Wake>>,
 }
 
-impl State {
-    fn signal(&self) {
-        if let Some(c) = &self.ctl {
-            c.signal();
-        }
-    }
+/// A service in one process: its thread's state and wake-up descriptor.
+struct Runner {
+    st: Mutex<State>,
+    cond: Condvar,
+    ctl: Wake,
 }
 
 /// One service thread and its clients.
 pub struct Service {
     name: &'static str,
-    st: Mutex<State>,
-    cond: Condvar,
+    runner: PerProcess<Runner>,
 }
 
 /// The streams' service.
@@ -98,66 +97,63 @@ pub static DATAGRAMS: Service = Service::new("rsocket-udp");
 
 impl Service {
     const fn new(name: &'static str) -> Service {
-        Service { name, st: Mutex::new(State { entries: Vec::new(), asked: 0, seen: 0, pid: 0, thread: None, ctl: None }), cond: Condvar::new() }
+        Service { name, runner: PerProcess::new() }
     }
 
     /// Registers client `c` polled on `fd` (kept open by `keep`), starting
-    /// the thread if needed; a client already registered stays as it is.
+    /// this process's thread if needed; a client already registered stays
+    /// as it is.
     pub fn add(&'static self, fd: c_int, c: Arc<dyn Client>, keep: Arc<dyn Any + Send + Sync>) -> Result<(), Errno> {
-        let mut st = self.st.lock();
-        let pid = std::process::id();
-        if st.thread.is_none() || st.pid != pid {
-            // First use, or a child of fork(2) without the parent's thread:
-            // the parent's entries are the parent's thread's.
-            st.entries.clear();
-            st.seen = st.asked;
-            let ctl = Arc::new(Wake::new()?);
-            let c2 = ctl.clone();
-            let t = std::thread::Builder::new().name(self.name.into()).spawn(move || self.run(c2)).map_err(|_| Errno::EAGAIN)?;
+        let r: &'static Runner = self.runner.get_or_try_init(|| -> Result<Runner, Errno> {
+            Ok(Runner { st: Mutex::new(State { entries: Vec::new(), asked: 0, seen: 0, thread: None }), cond: Condvar::new(), ctl: Wake::new()? })
+        })?;
+        let mut st = r.st.lock();
+        if st.thread.is_none() {
+            let t = std::thread::Builder::new().name(self.name.into()).spawn(move || r.run()).map_err(|_| Errno::EAGAIN)?;
             st.thread = Some(t.thread().id());
-            st.pid = pid;
-            st.ctl = Some(ctl);
         }
         let k = key(&c);
         if !st.entries.iter().any(|e| key(&e.c) == k) {
             st.entries.push(Entry { fd, c, _keep: keep });
         }
         st.asked += 1;
-        st.signal();
+        r.ctl.signal();
         Ok(())
     }
 
     /// Wakes the thread to look at its clients again (timed work changed).
     pub fn kick(&self) {
-        let mut st = self.st.lock();
-        if st.pid != std::process::id() {
-            return;
-        }
-        st.asked += 1;
-        st.signal();
+        // No thread in this process yet: nothing to wake.
+        let Some(r) = self.runner.get() else { return };
+        r.st.lock().asked += 1;
+        r.ctl.signal();
     }
 
     /// Unregisters the client whose [`key`] is `k` and waits until the
     /// thread no longer uses it. The caller holds no socket lock.
     pub fn remove(&self, k: usize) {
-        let mut st = self.st.lock();
+        let Some(r) = self.runner.get() else { return };
+        let mut st = r.st.lock();
         let before = st.entries.len();
         st.entries.retain(|e| key(&e.c) != k);
-        if st.entries.len() == before || st.pid != std::process::id() {
+        if st.entries.len() == before {
             return;
         }
         st.asked += 1;
         let want = st.asked;
-        st.signal();
+        r.ctl.signal();
         if st.thread == Some(std::thread::current().id()) {
             return;
         }
         while st.seen < want {
-            self.cond.wait(&mut st);
+            r.cond.wait(&mut st);
         }
     }
+}
 
-    fn run(&self, ctl: Arc<Wake>) {
+impl Runner {
+    fn run(&self) {
+        let ctl = &self.ctl;
         loop {
             let snap: Vec<(c_int, Arc<dyn Client>)> = {
                 let mut st = self.st.lock();
