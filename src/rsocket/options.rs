@@ -200,3 +200,101 @@ pub fn path_data_bytes(p: &crate::abi::cma::ibv_sa_path_rec) -> Vec<u8> {
 pub fn gid_bytes(g: &crate::abi::cma::ibv_gid) -> [u8; 16] {
     verbs::gid_bytes(g)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A socket for the table alone: fixed sizes, a pending error, paths on demand.
+    struct Fake {
+        opts: SockOpts,
+        err: c_int,
+        paths: usize,
+        established: bool,
+    }
+
+    impl OptSource for Fake {
+        fn opts(&self) -> &SockOpts {
+            &self.opts
+        }
+        fn sizes(&self) -> Sizes {
+            Sizes { sbuf: 1, rbuf: 2, sq: 3, rq: 4, inline: 5, iomap: 6 }
+        }
+        fn take_error(&mut self) -> c_int {
+            std::mem::take(&mut self.err)
+        }
+        fn paths(&self) -> Vec<ibv_sa_path_rec> {
+            // A path record with an MTU code of 3 (1024 bytes).
+            let gid = crate::abi::cma::ibv_gid { raw: [0; 16] };
+            let p = ibv_sa_path_rec {
+                dgid: gid,
+                sgid: gid,
+                dlid: 0,
+                slid: 0,
+                raw_traffic: 0,
+                flow_label: 0,
+                hop_limit: 0,
+                traffic_class: 0,
+                reversible: 0,
+                numb_path: 0,
+                pkey: 0,
+                sl: 0,
+                mtu_selector: 0,
+                mtu: 3,
+                rate_selector: 0,
+                rate: 0,
+                packet_life_time_selector: 0,
+                packet_life_time: 0,
+                preference: 0,
+            };
+            vec![p; self.paths]
+        }
+        fn established(&self) -> bool {
+            self.established
+        }
+    }
+
+    fn int(v: c_int) -> Vec<u8> {
+        v.to_ne_bytes().to_vec()
+    }
+
+    /// The one table: each option reads what the socket keeps, SO_ERROR is
+    /// cleared by reading it, the few options upstream does not update the
+    /// length for say so, unknown ones are ENOTSUP.
+    #[test]
+    fn one_table_for_both_kinds() {
+        let mut f = Fake { opts: SockOpts { reuseaddr: true, keepalive_time: 7, ip_tos: 16, ..Default::default() }, err: libc::ECONNREFUSED, paths: 0, established: false };
+        let get = |f: &mut Fake, level, name, room| getsockopt(f, level, name, room);
+        assert_eq!(get(&mut f, libc::SOL_SOCKET, libc::SO_REUSEADDR, 4).map(|o| o.bytes), Ok(int(1)));
+        assert_eq!(get(&mut f, libc::SOL_SOCKET, libc::SO_SNDBUF, 4).map(|o| o.bytes), Ok(int(1)));
+        assert_eq!(get(&mut f, libc::SOL_SOCKET, libc::SO_RCVBUF, 4).map(|o| o.bytes), Ok(int(2)));
+        assert_eq!(get(&mut f, libc::SOL_SOCKET, libc::SO_ERROR, 4).map(|o| o.bytes), Ok(int(libc::ECONNREFUSED)));
+        assert_eq!(get(&mut f, libc::SOL_SOCKET, libc::SO_ERROR, 4).map(|o| o.bytes), Ok(int(0)), "read once");
+        let l = get(&mut f, libc::SOL_SOCKET, libc::SO_LINGER, 8).expect("linger");
+        assert_eq!((l.bytes, l.set_len), ([int(1), int(0)].concat(), true), "l_onoff 1 until set off");
+        assert!(!get(&mut f, libc::SOL_SOCKET, libc::SO_BROADCAST, 4).expect("broadcast").set_len);
+        assert_eq!(get(&mut f, libc::IPPROTO_IP, libc::IP_TOS, 4).map(|o| o.bytes), Ok(int(16)));
+        assert_eq!(get(&mut f, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 4).map(|o| o.bytes), Ok(int(7)));
+        assert_eq!(get(&mut f, libc::IPPROTO_TCP, libc::TCP_MAXSEG, 4).map(|o| o.bytes), Ok(int(2048)), "no path yet");
+        let ti = get(&mut f, libc::IPPROTO_TCP, libc::TCP_INFO, 300).expect("tcp_info").bytes;
+        assert_eq!((ti.len(), ti[TCPI_STATE], ti[TCPI_SND_CWND]), (TCP_INFO_LEN, TCP_CLOSE, 3));
+        for (name, v) in [(RDMA_SQSIZE, 3), (RDMA_RQSIZE, 4), (RDMA_INLINE, 5), (RDMA_IOMAPSIZE, 6)] {
+            assert_eq!(get(&mut f, SOL_RDMA, name, 4).map(|o| o.bytes), Ok(int(v)));
+        }
+        let one = std::mem::size_of::<crate::abi::cma::ibv_path_data>();
+        assert_eq!(get(&mut f, SOL_RDMA, RDMA_ROUTE, one - 1).err(), Some(Errno::EINVAL));
+        assert_eq!(get(&mut f, SOL_RDMA, RDMA_ROUTE, one).map(|o| o.bytes.len()), Ok(0));
+        assert_eq!(get(&mut f, libc::SOL_SOCKET, libc::SO_TYPE, 4).err(), Some(Errno::ENOTSUP));
+        assert_eq!(get(&mut f, libc::SOL_UDP, 1, 4).err(), Some(Errno::ENOTSUP));
+        // Resolved paths and an established connection.
+        f.paths = 3;
+        f.established = true;
+        assert_eq!(get(&mut f, libc::IPPROTO_TCP, libc::TCP_MAXSEG, 4).map(|o| o.bytes), Ok(int(1024)));
+        assert_eq!(get(&mut f, libc::IPPROTO_TCP, libc::TCP_INFO, 300).expect("tcp_info").bytes[TCPI_STATE], TCP_ESTABLISHED);
+        assert_eq!(get(&mut f, SOL_RDMA, RDMA_ROUTE, 2 * one + 1).map(|o| o.bytes.len()), Ok(2 * one), "as many records as fit");
+        // The caller's own path records win, whole or not at all.
+        f.opts.route = Some(vec![9; 10]);
+        assert_eq!(get(&mut f, SOL_RDMA, RDMA_ROUTE, 9).err(), Some(Errno::EINVAL));
+        assert_eq!(get(&mut f, SOL_RDMA, RDMA_ROUTE, 10).map(|o| o.bytes), Ok(vec![9; 10]));
+    }
+}

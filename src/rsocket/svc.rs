@@ -201,3 +201,78 @@ impl Runner {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    static TEST: Service = Service::new("rsocket-svc-test");
+
+    /// A client over a pipe: counts its wake-ups, drains the pipe, and is
+    /// gone after `lives` of them.
+    struct Pipe {
+        r: OwnedFd,
+        seen: AtomicUsize,
+        lives: usize,
+        ticks: AtomicUsize,
+    }
+
+    impl Client for Pipe {
+        fn readable(self: Arc<Self>) -> bool {
+            let mut b = [0u8; 16];
+            let _ = nix::unistd::read(self.r.as_raw_fd(), &mut b);
+            self.seen.fetch_add(1, Ordering::SeqCst) + 1 < self.lives
+        }
+
+        fn tick(self: Arc<Self>, now: Instant) -> Option<Instant> {
+            self.ticks.fetch_add(1, Ordering::SeqCst);
+            Some(now + Duration::from_millis(20))
+        }
+    }
+
+    fn until(what: impl Fn() -> bool) -> bool {
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(10) {
+            if what() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
+    }
+
+    /// The mechanism: a readable descriptor reaches its client; a client
+    /// that says it is gone is forgotten; timed work runs at its time; a
+    /// removed client is let go before remove returns.
+    #[test]
+    fn clients_are_served_and_let_go() {
+        let (r, w) = nix::unistd::pipe().expect("pipe");
+        let fd = r.as_raw_fd();
+        let c = Arc::new(Pipe { r, seen: AtomicUsize::new(0), lives: 2, ticks: AtomicUsize::new(0) });
+        TEST.add(fd, c.clone(), Arc::new(())).expect("add");
+        assert_eq!(nix::unistd::write(&w, b"x"), Ok(1));
+        assert!(until(|| c.seen.load(Ordering::SeqCst) == 1), "the first byte reaches the client");
+        // Timed work: about every 20 ms while registered.
+        let t0 = c.ticks.load(Ordering::SeqCst);
+        assert!(until(|| c.ticks.load(Ordering::SeqCst) >= t0 + 3), "ticks");
+        assert_eq!(nix::unistd::write(&w, b"y"), Ok(1));
+        assert!(until(|| c.seen.load(Ordering::SeqCst) == 2));
+        // Gone after its second wake-up: the service drops its reference.
+        assert!(until(|| Arc::strong_count(&c) == 1), "a gone client is forgotten");
+        assert_eq!(nix::unistd::write(&w, b"z"), Ok(1));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(c.seen.load(Ordering::SeqCst), 2);
+
+        // remove: returns once the thread holds the client no more.
+        let (r2, _w2) = nix::unistd::pipe().expect("pipe");
+        let fd2 = r2.as_raw_fd();
+        let d = Arc::new(Pipe { r: r2, seen: AtomicUsize::new(0), lives: usize::MAX, ticks: AtomicUsize::new(0) });
+        TEST.add(fd2, d.clone(), Arc::new(())).expect("add");
+        assert!(until(|| d.ticks.load(Ordering::SeqCst) > 0), "registered");
+        TEST.remove(key(&d));
+        assert_eq!(Arc::strong_count(&d), 1, "remove returned while the thread still held the client");
+    }
+}
