@@ -42,17 +42,17 @@
 //!   owned values of `verbs` that keep the id alive. rclose marks the stream
 //!   closed, wakes its sleepers and drops what it owns; a thread that still
 //!   sleeps on one of the stream's descriptors holds its own clone of the id
-//!   (in its [`WaitToken`]), so nothing it waits on is freed under it, and it
+//!   (in its [`guard::WaitToken`]), so nothing it waits on is freed under it, and it
 //!   returns EBADF once it re-locks and sees the stream closed.
-//! * No lock is held across a blocking wait: every [`Stream`] method is
+//! * No lock is held across a blocking wait: every [`state::Stream`] method is
 //!   non-blocking; the blocking calls (`send`, `recv`, `iowrite`, `shutdown`,
 //!   `accept`, `connect`, `poll`) take what they need under the lock, drop
-//!   the guard, sleep in [`wait`] (which takes a token, not a stream) or in a
+//!   the guard, sleep in [`guard::wait`] (which takes a token, not a stream) or in a
 //!   synchronous CM call on their clone of the id, re-lock and re-check.
-//!   Debug builds assert it: [`wait`] panics when the calling thread holds
+//!   Debug builds assert it: [`guard::wait`] panics when the calling thread holds
 //!   any stream guard.
 //! * Panics: the stream lock is a parking_lot mutex (no poisoning). A
-//!   [`Guard`] dropped while its thread unwinds marks the stream broken:
+//!   [`guard::Guard`] dropped while its thread unwinds marks the stream broken:
 //!   later calls on it fail with EIO (rclose still frees it) instead of
 //!   running on state a panic left half-updated.
 //!
@@ -69,7 +69,7 @@
 //! * datagram rsockets: [`dgram_wire`] (their headers), [`dgram`], [`dgram_udp`]
 //!   (the UDP side);
 //! * [`sock`]: one rsocket of either kind and the one table of numbers;
-//!   [`poll`] (rpoll) and [`epoll`] (repoll) on top.
+//!   [`poll`](mod@poll) (rpoll) and [`epoll`] (repoll) on top.
 #![deny(unsafe_code)]
 
 pub mod blocking;

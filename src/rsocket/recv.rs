@@ -46,7 +46,7 @@ impl Stream {
     }
 }
 
-/// rrecv: as [`send`], sleeping without holding the socket.
+/// rrecv: as [`super::send::send`], sleeping without holding the socket.
 pub fn recv(h: &Handle, buf: &mut [u8], flags: c_int) -> Result<usize, Errno> {
     let len = buf.len();
     let waitall = flags & libc::MSG_WAITALL != 0 && flags & libc::MSG_PEEK == 0;

@@ -29,7 +29,7 @@
 //!
 //! A child of fork(2) has none of its parent's threads: each service's
 //! thread, wake-up descriptor and registrations are a
-//! [`PerProcess`](crate::sys::process::PerProcess) value, so the first add
+//! `sys::process::PerProcess` value, so the first add
 //! in the child makes the child's own (the inherited wake-up descriptor is
 //! the same eventfd as the parent's) and the parent's registrations are
 //! forgotten, never dropped (that module's policy; the sockets stay alive
