@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! Unit tests of the stream's locking rules, rpoll and rsocket's arguments.
+#![deny(unsafe_code)]
 
 use super::blocking::after_wait;
 use super::guard::*;
