@@ -11,11 +11,11 @@
 //! check reduces every reference to the two sibling modules it connects
 //! (the children of the nearest common parent) and looks for a cycle among
 //! siblings.  A module and its own submodules may refer to each other
-//! (a submodule is part of its parent), except under the modules listed in
-//! [`NO_PARENT_IMPORTS`]: there a submodule may not name its parent (or any
-//! ancestor up to the listed module), so the parent is a facade over files
-//! whose references all run one way; `tests` modules are test code and
-//! not checked.  Domain modules named in [`SAFE`] must carry
+//! (a submodule is part of its parent), except under the modules named in
+//! [`STRICT`]: there a submodule naming an ancestor (`super::Item`,
+//! `crate::cma::Item` from inside `cma`) is an upward reference, so the
+//! parent is a facade over its children and never their foundation.
+//! `tests` modules are test code and not checked.  Domain modules named in [`SAFE`] must carry
 //! `#![deny(unsafe_code)]`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -39,9 +39,19 @@ const LAYERS: &[(&str, u8)] = &[
 /// This list may only shrink.
 const PENDING: &[(&str, &str)] = &[];
 
-/// Modules whose submodules may not name their parent back (see the
-/// module comment); the others keep the exemption for now.
-const NO_PARENT_IMPORTS: &[&str] = &["rsocket"];
+/// Modules whose submodules (at any depth) must not name an ancestor
+/// inside them: the parent only declares and re-exports its children.
+const STRICT: &[&str] = &["cma", "rsocket"];
+
+/// Whether `module` lies inside a [`STRICT`] module and `r`, one of its
+/// proper ancestors, does too.
+fn strict_upward(module: &[String], r: &[String]) -> bool {
+    STRICT.iter().any(|s| {
+        let s: Vec<&str> = s.split("::").collect();
+        let inside = |m: &[String]| m.len() >= s.len() && m.iter().zip(&s).all(|(a, b)| a == b);
+        inside(module) && inside(r) && r.len() < module.len() && module.starts_with(r)
+    })
+}
 
 /// Domain modules (top-level or deeper) whose files must deny unsafe code.
 const SAFE: &[&str] = &[
@@ -49,16 +59,9 @@ const SAFE: &[&str] = &[
     "rsocket::fdmap", "rsocket::sock", "rsocket::state", "rsocket::guard", "rsocket::cq", "rsocket::blocking", "rsocket::send", "rsocket::recv",
     "rsocket::iomap", "rsocket::lifecycle", "rsocket::options", "rsocket::stream_opts", "rsocket::poll", "cma", "cma::ai", "cma::ai_worker", "cma::api", "cma::conn",
     "cma::conn::mcast", "cma::conn::qp", "cma::device", "cma::events", "cma::gid_env", "cma::registry",
+    "cma::acks", "cma::base", "cma::channel", "cma::cm", "cma::delivery", "cma::id",
     "explain", "explain::devices", "explain::json",
 ];
-
-/// Whether `module` lies within one of [`NO_PARENT_IMPORTS`].
-fn no_parent_imports(module: &[String]) -> bool {
-    NO_PARENT_IMPORTS.iter().any(|m| {
-        let m: Vec<&str> = m.split("::").collect();
-        module.len() >= m.len() && module.iter().zip(&m).all(|(a, b)| a == b)
-    })
-}
 
 fn layer_of(module: &[String]) -> Option<u8> {
     let top = module.first()?;
@@ -90,7 +93,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// Code without `//` comments (line and doc comments), so that prose
 /// naming a module does not count as a reference, and without inline
-/// `#[cfg(test)] mod tests { ... }` blocks (test code, like `tests.rs`).
+/// `#[cfg(test)] mod name { ... }` blocks (test code, like `tests.rs`;
+/// further attributes may stand between the two).
 fn code_of(text: &str) -> String {
     let mut out = Vec::new();
     let mut skip_depth: Option<i32> = None;
@@ -107,12 +111,14 @@ fn code_of(text: &str) -> String {
             }
             continue;
         }
-        if armed && l.trim_start().starts_with("mod tests") && l.contains('{') {
+        let t = l.trim_start();
+        let t = t.strip_prefix("pub ").or_else(|| t.strip_prefix("pub(crate) ")).unwrap_or(t);
+        if armed && t.starts_with("mod ") && l.contains('{') {
             armed = false;
             skip_depth = Some(l.matches('{').count() as i32 - l.matches('}').count() as i32);
             continue;
         }
-        armed = l.trim() == "#[cfg(test)]" || (armed && l.trim().is_empty());
+        armed = l.trim() == "#[cfg(test)]" || (armed && (l.trim().is_empty() || l.trim().starts_with("#[")));
         out.push(l);
     }
     out.join("\n")
@@ -124,7 +130,7 @@ fn ident_char(c: char) -> bool {
 
 /// The module paths a file's code names: `crate::a::b...` and
 /// `super::...` (resolved against `module`), cut to the longest prefix that
-/// is a module of the crate.
+/// is a module of the crate; not `pub(in crate::a)`, a visibility.
 fn references(code: &str, module: &[String], modules: &BTreeSet<Vec<String>>) -> BTreeSet<Vec<String>> {
     let mut out = BTreeSet::new();
     let b = code.as_bytes();
@@ -132,7 +138,12 @@ fn references(code: &str, module: &[String], modules: &BTreeSet<Vec<String>>) ->
     while i < b.len() {
         let rest = &code[i..];
         let start_ok = i == 0 || !ident_char(code[..i].chars().next_back().unwrap()) || code[..i].ends_with('$');
-        let (mut path, mut j) = if start_ok && rest.starts_with("crate::") && !code[..i].ends_with('$') {
+        // `pub(in crate::a)` restricts visibility: it names no item.
+        let vis = code[..i].trim_end().ends_with("(in");
+        let (mut path, mut j) = if vis {
+            i += 1;
+            continue;
+        } else if start_ok && rest.starts_with("crate::") && !code[..i].ends_with('$') {
             (Vec::new(), i + "crate::".len())
         } else if start_ok && rest.starts_with("super::") {
             // Each `super` is one module up, in `a/foo.rs` as in `a/mod.rs`.
@@ -255,12 +266,11 @@ fn check_tree(src: &Path, layered: bool) -> Vec<String> {
                     problems.push(format!("{}: upward import of `{}` (layer {l} from layer {layer})", f.display(), r.join("::")));
                 }
             }
+            if strict_upward(&module, &r) {
+                problems.push(format!("{}: names its ancestor `{}` (a strict module: the parent only re-exports)", f.display(), r.join("::")));
+            }
             // The two siblings this reference connects.
             let common = module.iter().zip(&r).take_while(|(a, b)| a == b).count();
-            if common == r.len() && common < module.len() && no_parent_imports(&r) {
-                problems.push(format!("{}: imports its parent `{}` back", f.display(), r.join("::")));
-                continue;
-            }
             if common == module.len() || common == r.len() {
                 continue; // a module and its own ancestor or descendant
             }
@@ -288,22 +298,27 @@ mod tests {
         assert!(problems.is_empty(), "layering rule broken in capi/src:\n{}", problems.join("\n"));
     }
 
-    /// The check can fail: an upward import, a circle between siblings and
-    /// a missing deny are each reported.
+    /// The check can fail: an upward import, a circle between siblings, a
+    /// missing deny and, under a [`STRICT`] module, a child naming its
+    /// parent's items are each reported; a child naming its parent
+    /// elsewhere, a visibility `pub(in crate::cma)` and test code are not.
     #[test]
     fn layers_check_catches_breakage() {
         let dir = std::env::temp_dir().join(format!("rdmacm-layers-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        for d in ["abi", "sys", "cma", "addrinfo", "gid", "bin", "rsocket"] {
+        for d in ["abi", "sys", "cma/conn", "addrinfo", "gid", "bin", "rsocket"] {
             std::fs::create_dir_all(dir.join(d)).unwrap();
         }
         let w = |p: &str, s: &str| std::fs::write(dir.join(p), s).unwrap();
         w("lib.rs", "pub mod abi; pub mod sys; pub mod cma; pub mod addrinfo; pub mod gid;");
         w("abi/mod.rs", "// crate::bin in a comment is no import\n");
         w("sys/mod.rs", "use crate::cma::Thing;\n");
-        w("cma/mod.rs", "#![deny(unsafe_code)]\npub mod conn; use crate::addrinfo::x;\n");
-        w("cma/conn.rs", "#![deny(unsafe_code)]\nuse super::Id; use crate::sys::V;\n#[cfg(test)]\nmod tests {\n    use crate::bin::T;\n}\n");
-        w("addrinfo/mod.rs", "#![deny(unsafe_code)]\nfn f() { crate::cma::go(); }\n");
+        w("cma/mod.rs", "#![deny(unsafe_code)]\npub mod conn; pub mod id; use crate::addrinfo::x;\n");
+        w("cma/id.rs", "#![deny(unsafe_code)]\npub(in crate::cma) fn f() {}\nuse crate::sys::V;\n");
+        w("cma/conn/mod.rs", "#![deny(unsafe_code)]\npub mod qp; use super::Id; use crate::cma::id::I;\n#[cfg(test)]\nmod tests {\n    use crate::bin::T;\n}\n");
+        w("cma/conn/qp.rs", "#![deny(unsafe_code)]\nuse crate::cma::conn::{self as c};\nuse super::super::id::I;\n#[cfg(test)]\n#[allow(unused)]\npub mod fake {\n    use super::super::X;\n}\n");
+        w("addrinfo/mod.rs", "#![deny(unsafe_code)]\npub mod sub;\nfn f() { crate::cma::go(); }\n");
+        w("addrinfo/sub.rs", "#![deny(unsafe_code)]\nuse super::Parent;\n");
         w("gid/mod.rs", "use crate::abi::X;\n");
         w("bin/tool.rs", "use crate::cma::conn::Y;\n");
         w("rsocket/mod.rs", "#![deny(unsafe_code)]\npub mod a; pub mod b; pub use a::A;\n");
@@ -315,14 +330,16 @@ mod tests {
         assert!(all.contains("sys/mod.rs: upward import of `cma`"), "{all}");
         assert!(all.contains("import circle"), "{all}");
         assert!(all.contains("gid/mod.rs: domain module without"), "{all}");
+        assert!(all.contains("cma/conn/mod.rs: names its ancestor `cma`"), "{all}");
+        assert!(all.contains("cma/conn/qp.rs: names its ancestor `cma::conn`"), "{all}");
         assert!(!all.contains("abi/mod.rs"), "{all}");
         assert!(!all.contains("bin/tool.rs"), "{all}");
-        assert!(!all.contains("conn.rs"), "{all}");
-        // Under rsocket a submodule naming its parent is reported (cma's
-        // conn.rs naming `super::Id` is not); the parent naming its
-        // children, and siblings one way, are fine.
-        assert!(all.contains("rsocket/b.rs: imports its parent `rsocket` back"), "{all}");
+        assert!(!all.contains("addrinfo/sub.rs"), "{all}");
+        assert!(!all.contains("cma/id.rs"), "{all}");
+        // rsocket is strict too: a submodule naming its parent is reported;
+        // the parent naming its children, and siblings one way, are fine.
+        assert!(all.contains("rsocket/b.rs: names its ancestor `rsocket`"), "{all}");
         assert!(!all.contains("rsocket/a.rs") && !all.contains("rsocket/mod.rs"), "{all}");
-        assert_eq!(p.len(), 4, "{all}");
+        assert_eq!(p.len(), 6, "{all}");
     }
 }

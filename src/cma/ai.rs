@@ -30,7 +30,8 @@
 
 #![deny(unsafe_code)]
 
-use super::{Cm, EventPriv, IdPriv};
+use super::base::{Channel, Cm, EventPriv, IdPriv};
+pub use super::base::AiSlot;
 use crate::addrinfo::{self as gai, GaiError, Hints, Rai};
 use crate::abi::cma::*;
 use crate::abi::ucma as kabi;
@@ -38,21 +39,6 @@ use nix::errno::Errno;
 use std::ffi::{c_int, CStr};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-
-/// Per-id state of an address translation.
-#[derive(Default)]
-pub struct AiSlot {
-    /// A translation was started and not yet handed over (or failed).
-    pub resolving: bool,
-    /// The finished translation, until `rdma_query_addrinfo` takes it
-    /// (boxed: most ids never have one).
-    pub resolved: Option<Box<Vec<Rai>>>,
-    /// The ticket of the name lookup running on a worker for this id (0:
-    /// none).  The worker delivers its result only while the ticket is
-    /// still here; destroying the id takes it away.
-    /// (32 bits: fits the slot's padding; an id has at most one lookup.)
-    pub pending: u32,
-}
 
 /// Tickets of worker lookups.
 static TICKETS: AtomicU32 = AtomicU32::new(1);
@@ -184,9 +170,9 @@ impl Cm {
         p.ai.lock().pending = ticket;
         log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: id {}: name lookup of {:?} on a worker (ticket {ticket})", p.handle(), node);
         let (p, node, service, hints) = (p.clone(), node.to_owned(), service.map(CStr::to_owned), hints.clone());
-        let job: super::ai_worker::Job = Box::new(move || run_lookup(&p, ticket, &node, service.as_deref(), &hints));
+        let job: super::ai_worker::Job = Box::new(move |w| run_lookup(&p, ticket, &node, service.as_deref(), &hints, w));
         if let Err(job) = super::ai_worker::submit(job) {
-            job();
+            job(&super::ai_worker::Worker::caller());
         }
     }
 
@@ -274,11 +260,12 @@ pub fn needs_name_lookup(node: &CStr, h: &Hints) -> bool {
 /// The id's lock is not held during the lookup; it is held while the event
 /// is queued, so that destroy cannot free the kernel id (whose handle a new
 /// id may then get) between the check and the write.
-fn run_lookup(p: &IdPriv, ticket: u32, node: &CStr, service: Option<&CStr>, hints: &Hints) {
+fn run_lookup(p: &IdPriv, ticket: u32, node: &CStr, service: Option<&CStr>, hints: &Hints, w: &super::ai_worker::Worker) {
     if p.ai.lock().pending != ticket {
         return;
     }
     let r = dns(Some(node), service, hints);
+    w.finishing();
     let mut ai = p.ai.lock();
     if ai.pending != ticket {
         log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: the id of ticket {ticket} was destroyed: result dropped");
@@ -312,7 +299,7 @@ pub struct CmaBackend;
 
 impl gai::CmBackend for CmaBackend {
     fn af_ib_supported(&self) -> bool {
-        super::af_ib_supported()
+        super::cm::af_ib_supported()
     }
 
     fn ib_sa_gids(&self) -> Vec<[u8; 16]> {
@@ -328,7 +315,7 @@ impl gai::CmBackend for CmaBackend {
 /// the port's GID asks the kernel to resolve `service` through the SA, as
 /// upstream does.  Returns the AF_IB entries (without source addresses).
 pub fn resolve_ib_service(gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
-    let cm = super::global();
+    let cm = super::cm::global();
     let ch = cm.create_channel()?;
     // The id lives on the channel and is destroyed before it.
     let r = cm.create_id(Some(&ch), std::ptr::null_mut(), RDMA_PS_IB).and_then(|p| {
@@ -343,14 +330,14 @@ pub fn resolve_ib_service(gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Er
 impl Cm {
     /// Binds `p` to `gid`, resolves `service` through the SA and waits for
     /// the answer on `ch` (the id's channel).
-    fn resolve_service_on(&'static self, p: &IdPriv, ch: &super::Channel, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
+    fn resolve_service_on(&'static self, p: &IdPriv, ch: &Channel, gid: &[u8; 16], service: &CStr) -> Result<Vec<Rai>, Errno> {
         let sib = sockaddr_ib { sib_family: AF_IB as u16, sib_addr: ib_addr { sib_raw: *gid }, ..Default::default() };
         self.bind(p, Some(crate::abi::sockaddr::SockAddr::from_ib(&sib)))?;
         p.ai.lock().resolving = true;
         self.ucma.resolve_ib_service(p.fd(), p.handle(), &ib_service_of(service))?;
-        let got = super::get_event(ch)?;
+        let got = super::delivery::get_event(ch)?;
         // The event is acked right away.
-        super::ack_event(self, got.ptr);
+        super::delivery::ack_event(self, got.ptr);
         if got.event != RDMA_CM_EVENT_ADDRINFO_RESOLVED {
             return Err(Errno::ENOENT);
         }

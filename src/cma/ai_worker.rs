@@ -4,28 +4,31 @@
 //! returns at once and the result comes as an event.
 //!
 //! A small bounded pool: at most [`MAX_WORKERS`] threads, started one at a
-//! time when a job finds no idle thread, each leaving after [`IDLE`]
+//! time when a job finds no idle or finishing thread, each leaving after [`IDLE`]
 //! without work.  Jobs beyond that wait in a queue (never a thread per
 //! call).  No lock is held while a job runs.
 //!
-//! fork(2): a child has none of its parent's threads.  The pool belongs to
-//! the process that made it; the first job a child submits finds another
-//! process id and makes the child its own pool (new lock, new condition,
-//! new threads), leaving the parent's untouched: its queue (lookups of the
-//! parent's ids, which in the child would never end anyway, as upstream's
-//! would not) and its condition, on which the parent's idle threads are
-//! still recorded as waiting (parking_lot keeps waiters in a process-wide
-//! table: a notify would hand the lock to a thread that does not exist in
-//! the child, found by the unit test `child_of_fork_runs_its_jobs`).
+//! fork(2): a child has none of its parent's threads.  The pool is a
+//! [`PerProcess`] value: the first job a child submits makes the child its
+//! own pool (new lock, new condition, new threads).  The parent's is
+//! forgotten, never dropped: its queue (lookups of the parent's ids, which
+//! in the child would never end anyway, as upstream's would not) and its
+//! condition, on which the parent's idle threads are still recorded as
+//! waiting (parking_lot keeps waiters in a process-wide table: a notify
+//! would hand the lock to a thread that does not exist in the child, found
+//! by the unit test `child_of_fork_runs_its_jobs`).
 #![deny(unsafe_code)]
 
+use crate::sys::process::PerProcess;
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::cell::Cell;
+use std::convert::Infallible;
 use std::time::Duration;
 
-/// One lookup, with what it does with its result.
-pub type Job = Box<dyn FnOnce() + Send + 'static>;
+/// One lookup, with what it does with its result.  It calls
+/// [`Worker::finishing`] once it has its result and is about to report it.
+pub type Job = Box<dyn FnOnce(&Worker) + Send + 'static>;
 
 /// At most this many lookups run at the same time.
 pub const MAX_WORKERS: usize = 4;
@@ -34,82 +37,120 @@ pub const IDLE: Duration = Duration::from_secs(10);
 
 struct State {
     queue: VecDeque<Job>,
-    /// Threads alive, and how many of them wait for work.
+    /// Threads alive, how many of them wait for work, and how many are
+    /// finishing a job (see [`Worker::finishing`]).
     workers: usize,
     idle: usize,
+    finishing: usize,
 }
 
 struct Pool {
-    /// The process the pool belongs to.
-    pid: u32,
     st: Mutex<State>,
     cond: Condvar,
 }
 
-/// This process's pool.  The lock is only held to look the pool up (never
-/// across a wait).
-static CURRENT: Mutex<Option<Arc<Pool>>> = Mutex::new(None);
-
-fn pool() -> Arc<Pool> {
-    let mut cur = CURRENT.lock();
-    let pid = std::process::id();
-    if let Some(p) = cur.as_ref().filter(|p| p.pid == pid) {
-        return p.clone();
-    }
-    // First use, or a child of fork(2): the parent's pool is left as it is
-    // (never dropped here: its jobs hold the parent's ids).
-    std::mem::forget(cur.take());
-    let p = Arc::new(Pool { pid, st: Mutex::new(State { queue: VecDeque::new(), workers: 0, idle: 0 }), cond: Condvar::new() });
-    *cur = Some(p.clone());
-    p
+/// What a job is told about the thread running it.
+pub struct Worker<'a> {
+    /// None: the job runs on the thread that submitted it (no thread
+    /// could be started).
+    pool: Option<&'a Pool>,
+    marked: Cell<bool>,
 }
 
-/// Queues `job` for a worker thread.  Gives the job back when no thread
-/// exists and none can be started (the caller then runs it itself).
-pub fn submit(job: Job) -> Result<(), Job> {
-    let pool = pool();
-    let mut st = pool.st.lock();
-    st.queue.push_back(job);
-    if st.queue.len() > st.idle && st.workers < MAX_WORKERS {
-        let p = pool.clone();
-        match std::thread::Builder::new().name("rdmacm-ai".into()).spawn(move || run(&p)) {
-            Ok(_) => st.workers += 1,
-            Err(e) => {
-                log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: cannot start a lookup thread: {e}");
-                if st.workers == 0 {
-                    return Err(st.queue.pop_back().expect("the job just queued"));
-                }
+impl Worker<'_> {
+    /// The job that runs on the calling thread itself (`submit` gave it
+    /// back).
+    pub fn caller() -> Worker<'static> {
+        Worker { pool: None, marked: Cell::new(false) }
+    }
+
+    /// The job has its result and is about to report it: what is left is
+    /// short.  A job submitted from now on counts this thread as available
+    /// instead of starting another one.  Without it, a caller that submits
+    /// its next lookup as soon as the event of the last one arrives could
+    /// do so before this thread is back waiting for work, and the pool
+    /// would grow a thread for a strictly sequential caller (seen under
+    /// load: cancel_dl's dl_resolve case, threads +1).
+    pub fn finishing(&self) {
+        if let Some(pool) = self.pool {
+            if !self.marked.replace(true) {
+                pool.st.lock().finishing += 1;
             }
         }
     }
-    pool.cond.notify_one();
-    Ok(())
+}
+
+impl Pool {
+    fn new() -> Pool {
+        Pool { st: Mutex::new(State { queue: VecDeque::new(), workers: 0, idle: 0, finishing: 0 }), cond: Condvar::new() }
+    }
+
+    fn submit(&'static self, job: Job) -> Result<(), Job> {
+        let mut st = self.st.lock();
+        st.queue.push_back(job);
+        if st.queue.len() > st.idle + st.finishing && st.workers < MAX_WORKERS {
+            match std::thread::Builder::new().name("rdmacm-ai".into()).spawn(move || self.run()) {
+                Ok(_) => st.workers += 1,
+                Err(e) => {
+                    log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: cannot start a lookup thread: {e}");
+                    if st.workers == 0 {
+                        return Err(st.queue.pop_back().expect("the job just queued"));
+                    }
+                }
+            }
+        }
+        self.cond.notify_one();
+        Ok(())
+    }
+
+    fn run(&self) {
+        let mut done_one: Option<bool> = None;
+        loop {
+            let job = {
+                let mut st = self.st.lock();
+                if done_one.take() == Some(true) {
+                    st.finishing -= 1;
+                }
+                loop {
+                    if let Some(j) = st.queue.pop_front() {
+                        break j;
+                    }
+                    st.idle += 1;
+                    let timed_out = self.cond.wait_for(&mut st, IDLE).timed_out();
+                    st.idle -= 1;
+                    if timed_out && st.queue.is_empty() {
+                        st.workers -= 1;
+                        return;
+                    }
+                }
+            };
+            let w = Worker { pool: Some(self), marked: Cell::new(false) };
+            job(&w);
+            done_one = Some(w.marked.get());
+        }
+    }
+}
+
+/// This process's pool.
+static POOL: PerProcess<Pool> = PerProcess::new();
+
+fn pool() -> &'static Pool {
+    match POOL.get_or_try_init(|| Ok::<_, Infallible>(Pool::new())) {
+        Ok(p) => p,
+        Err(never) => match never {},
+    }
+}
+
+/// Queues `job` for a worker thread.  Gives the job back when no thread
+/// exists and none can be started (the caller then runs it itself, with
+/// [`Worker::caller`]).
+pub fn submit(job: Job) -> Result<(), Job> {
+    pool().submit(job)
 }
 
 /// How many worker threads this process has (tests).
 pub fn workers() -> usize {
     pool().st.lock().workers
-}
-
-fn run(pool: &Pool) {
-    loop {
-        let job = {
-            let mut st = pool.st.lock();
-            loop {
-                if let Some(j) = st.queue.pop_front() {
-                    break j;
-                }
-                st.idle += 1;
-                let timed_out = pool.cond.wait_for(&mut st, IDLE).timed_out();
-                st.idle -= 1;
-                if timed_out && st.queue.is_empty() {
-                    st.workers -= 1;
-                    return;
-                }
-            }
-        };
-        job();
-    }
 }
 
 #[cfg(test)]
@@ -129,7 +170,7 @@ mod tests {
         let t0 = Instant::now();
         for _ in 0..12 {
             let (done, running, peak) = (done.clone(), running.clone(), peak.clone());
-            let r = submit(Box::new(move || {
+            let r = submit(Box::new(move |_| {
                 let n = running.fetch_add(1, Ordering::SeqCst) + 1;
                 peak.fetch_max(n, Ordering::SeqCst);
                 std::thread::sleep(Duration::from_millis(50));
@@ -147,6 +188,27 @@ mod tests {
         assert!(peak.load(Ordering::SeqCst) <= MAX_WORKERS);
         assert!(peak.load(Ordering::SeqCst) >= 2, "jobs ran one at a time");
     }
+
+    /// A caller that submits its next lookup as soon as the last one
+    /// reported (before the worker is back waiting) keeps one thread.
+    #[test]
+    fn a_sequential_caller_keeps_one_thread() {
+        let pool: &'static Pool = Box::leak(Box::new(Pool::new()));
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        for _ in 0..8 {
+            let tx = tx.clone();
+            assert!(pool
+                .submit(Box::new(move |w| {
+                    w.finishing();
+                    let _ = tx.send(());
+                    // What is left after the report, made long.
+                    std::thread::sleep(Duration::from_millis(30));
+                }))
+                .is_ok());
+            rx.recv_timeout(Duration::from_secs(5)).expect("the job reported");
+        }
+        assert_eq!(pool.st.lock().workers, 1, "a sequential caller made the pool grow");
+    }
 }
 
 #[cfg(test)]
@@ -160,16 +222,16 @@ mod fork_tests {
     #[test]
     fn child_of_fork_runs_its_jobs() {
         for _ in 0..3 {
-            let _ = submit(Box::new(|| std::thread::sleep(Duration::from_millis(20))));
+            let _ = submit(Box::new(|_| std::thread::sleep(Duration::from_millis(20))));
         }
         std::thread::sleep(Duration::from_millis(50));
-        let _ = submit(Box::new(|| std::thread::sleep(Duration::from_millis(300))));
+        let _ = submit(Box::new(|_| std::thread::sleep(Duration::from_millis(300))));
         std::thread::sleep(Duration::from_millis(20));
         // SAFETY: the child only uses the pool and exits with _exit.
         let pid = unsafe { libc::fork() };
         if pid == 0 {
             let (tx, rx) = mpsc::channel();
-            let ok = submit(Box::new(move || {
+            let ok = submit(Box::new(move |_| {
                 let _ = tx.send(());
             }))
             .is_ok();

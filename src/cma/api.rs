@@ -12,7 +12,8 @@
 #![deny(unsafe_code)]
 
 use super::objects::Vouched;
-use super::{conn, Cm, IdPriv};
+use super::base::{Cm, IdPriv};
+use super::conn;
 use crate::abi::cma::{ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp, RDMA_PS_TCP, RDMA_PS_UDP};
 use crate::abi::sockaddr::SockAddr;
 use crate::abi::ucma::{RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR};
@@ -70,7 +71,7 @@ impl std::fmt::Debug for CmId {
 impl CmId {
     /// A synchronous id with its own event channel, port space TCP.
     pub fn create_tcp() -> Result<CmId, Errno> {
-        let cm = super::global();
+        let cm = super::cm::global();
         let p = cm.create_id(None, null_mut(), RDMA_PS_TCP)?;
         Ok(CmId { p, cm })
     }
@@ -78,7 +79,7 @@ impl CmId {
     /// A synchronous id with its own event channel, port space UDP (UD QPs:
     /// datagram rsockets).
     pub fn create_udp() -> Result<CmId, Errno> {
-        let cm = super::global();
+        let cm = super::cm::global();
         let p = cm.create_id(None, null_mut(), RDMA_PS_UDP)?;
         Ok(CmId { p, cm })
     }

@@ -11,6 +11,7 @@
 use super::objects::Xrcd;
 use super::public::CPtr;
 use crate::abi::cma::{ibv_context, ibv_pd};
+use crate::sys::process::generation;
 pub use crate::sys::verbs::{DevEntry, OpenInfo, SysVerbs, Verbs};
 use nix::errno::Errno;
 #[cfg(test)]
@@ -25,9 +26,11 @@ pub struct CmDevice {
     pub index: i32,
     /// Open context, NULL until first needed.
     pub verbs: CPtr<ibv_context>,
-    /// The process that opened `verbs` (a child of fork(2) inherits the
-    /// context but cannot use it: it opens its own, see [`Devices::open`]).
-    pub opened_by: u32,
+    /// The fork generation of the process that opened `verbs`
+    /// ([`crate::sys::process::generation`]; a child of fork(2) inherits
+    /// the context but cannot use it: it opens its own, see
+    /// [`Devices::open`]).
+    pub opened_by: u64,
     /// Shared protection domain, allocated on first use by an id.
     pub pd: CPtr<ibv_pd>,
     /// Link layer of each port (index 0 = port 1); shared with the ids
@@ -139,23 +142,25 @@ impl Devices {
 
     /// Opens a device if it is not open yet in this process.
     pub fn open(verbs: &dyn Verbs, d: &mut CmDevice) -> Result<(), Errno> {
-        Self::open_in(verbs, d, std::process::id())
+        Self::open_in(verbs, d, generation())
     }
 
-    /// [`Devices::open`] for process `pid`.  A context opened by another
+    /// [`Devices::open`] for the process of fork generation `me` (no
+    /// system call: a new id pays none).  A context opened by another
     /// process is its parent's, inherited through fork(2) without exec: the
     /// kernel refuses write(2) commands on it from the child (its
     /// credentials differ: EACCES on the first send doorbell), and
     /// destroying objects through it would destroy the parent's.  So the
     /// child forgets it (with its PD, XRC domain and shared part, never
-    /// freed from here) and opens the device anew; ids the child inherited
-    /// keep the old values in their own references.
-    fn open_in(verbs: &dyn Verbs, d: &mut CmDevice, pid: u32) -> Result<(), Errno> {
+    /// freed from here: forgotten, never dropped, the policy of
+    /// [`crate::sys::process`]) and opens the device anew; ids the child
+    /// inherited keep the old values in their own references.
+    fn open_in(verbs: &dyn Verbs, d: &mut CmDevice, me: u64) -> Result<(), Errno> {
         if !d.verbs.0.is_null() {
-            if d.opened_by == pid {
+            if d.opened_by == me {
                 return Ok(());
             }
-            log::debug!(target: "rdmacm", "device {:#x}: context opened by process {}, opening one for {pid}", u64::from_be(d.guid), d.opened_by);
+            log::debug!(target: "rdmacm", "device {:#x}: context opened by fork generation {}, opening one for {me}", u64::from_be(d.guid), d.opened_by);
             d.verbs = CPtr::default();
             d.pd = CPtr::default();
             d.xrcd = None;
@@ -163,7 +168,7 @@ impl Devices {
         }
         let info = verbs.open(d.dev)?;
         d.verbs = CPtr(info.ctx as *mut ibv_context);
-        d.opened_by = pid;
+        d.opened_by = me;
         d.link_layers = info.link_layers.into();
         d.max_qpsize = info.max_qp_wr;
         d.max_initiator_depth = info.max_qp_init_rd_atom as u8;
@@ -345,7 +350,7 @@ mod tests {
         let parent = d.get(&v, 1u64.to_be(), Some(0)).unwrap();
         assert_eq!((v.open.lock().len(), v.pds.lock().len()), (1, 1));
         // Pretend the list was inherited from another process.
-        let me = std::process::id();
+        let me = generation();
         d.list[0].opened_by = me.wrapping_add(1);
         let child = d.get(&v, 1u64.to_be(), Some(0)).unwrap();
         assert_eq!(v.open.lock().len(), 2, "a new context for the child");

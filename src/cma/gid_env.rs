@@ -6,7 +6,7 @@
 #![deny(unsafe_code)]
 
 use super::objects::Vouched;
-use super::{Cm, IdPriv};
+use super::base::{Cm, IdPriv};
 use crate::abi::cma::{ib_addr, ibv_context, sockaddr_ib, rdma_port_space, AF_IB, RDMA_PS_IB, RDMA_PS_TCP};
 use crate::abi::sockaddr::SockAddr;
 use crate::gid::{GidEnv, PortInfo, Resolved};

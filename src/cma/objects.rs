@@ -2,8 +2,8 @@
 //! The libibverbs objects an id names (its CQs and completion channels,
 //! QP, SRQ, its device's XRC domain) and the handles the C caller hands
 //! in ([`Vouched`]): the operations `crate::cma::conn::qp` builds QPs and
-//! SRQs with.  With `crate::cma::public` the only module of `cma` with
-//! unsafe code.
+//! SRQs with.  With `crate::cma::public` and `crate::cma::alloc` (ids
+//! and events built in place) the only modules of `cma` with unsafe code.
 //!
 //! Why the calls are sound: every pointer handed to `crate::sys::verbs`
 //! here is either

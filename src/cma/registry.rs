@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-//! The registry of live objects ([`Live`]): channels, ids, unacked events
-//! and multicast memberships, each a set of the objects themselves, found
-//! by the address C (or the kernel, as a uid) knows them by.
+//! The sets the registry of live objects ([`super::base::Live`]) is made
+//! of: channels, ids, unacked events and multicast memberships, each a set
+//! of the objects themselves, found by the address C (or the kernel, as a
+//! uid) knows them by.
 //!
 //! Every object here is known by its own address: a channel's, an id's and
 //! an event's public struct is the first field of the object (`repr(C)`),
@@ -20,8 +21,6 @@
 
 #![deny(unsafe_code)]
 
-use super::conn::mcast::Mc;
-use super::{Channel, EventPriv, IdPriv};
 use nix::errno::Errno;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -286,21 +285,6 @@ impl<P: Addressed + Clone, const ROOM: bool> Sharded<P, ROOM> {
     pub fn find(&self, mut pred: impl FnMut(&P) -> bool) -> Option<P> {
         self.shards.iter().find_map(|s| s.table.lock().slots.iter().flatten().find(|p| pred(p)).cloned())
     }
-}
-
-/// Every live channel, id, unacked event and multicast membership of a
-/// CM instance, by the address C (or the kernel) knows it by.  Each set
-/// changes by single insertions and removals.  There is no map by kernel
-/// handle: only events of old kernels without a uid need one, and they
-/// search `ids` ([`Sharded::find`]) instead of every id paying for a
-/// second entry.
-#[derive(Default)]
-pub struct Live {
-    pub channels: Sharded<Arc<Channel>>,
-    pub ids: Sharded<Arc<IdPriv>>,
-    pub events: Sharded<Box<EventPriv>, true>,
-    /// Membership address (the uid of its kernel events) -> membership.
-    pub mcs: Sharded<Arc<Mc>>,
 }
 
 #[cfg(test)]

@@ -7,7 +7,14 @@ use super::device::fake::FakeVerbs;
 use super::device::DevEntry;
 use crate::sys::ucma::{AddrInfo, RouteInfo, SockAddr, Ucma};
 use super::*;
-use parking_lot::Condvar;
+use crate::abi::cma::*;
+use crate::abi::ucma as kabi;
+use nix::errno::Errno;
+use parking_lot::{Condvar, Mutex};
+use std::ffi::c_void;
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::collections::VecDeque;
 
 /// A scripted ucma: ids, per-channel event queues and a command log.

@@ -774,7 +774,7 @@ struct Facts {
 }
 
 fn id_facts(run: &Run, p: &cma::IdPriv) -> Option<Facts> {
-    let r = run.cm.ucma.query_route(p.fd(), p.handle()).ok()?;
+    let r = run.cm.route_of(p).ok()?;
     let dev = devices::by_guid(&run.devs, r.node_guid);
     let path0 = r.paths[0];
     let (sgid, dgid) = (path0.sgid, path0.dgid);

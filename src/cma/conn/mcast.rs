@@ -6,13 +6,15 @@
 
 use crate::abi::sockaddr::SockAddr;
 use crate::cma::public::CPtr;
-use crate::cma::{Acks, Cm, EventPriv, IdPriv};
+use crate::cma::acks::Acks;
+use crate::cma::base::{Cm, EventPriv, IdPriv};
+pub use crate::cma::base::Mc;
 use crate::abi::cma::*;
 use crate::abi::ucma as kabi;
 use nix::errno::Errno;
 use parking_lot::Mutex;
 use std::ffi::c_void;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// `RDMA_MC_JOIN_FLAG_*`.
 pub const JOIN_FLAG_FULLMEMBER: u16 = 0;
@@ -23,23 +25,6 @@ pub const JOIN_FLAG_RESERVED: u32 = 2;
 pub const JOIN_MC_ATTR_ADDRESS: u32 = 1;
 pub const JOIN_MC_ATTR_JOIN_FLAGS: u32 = 2;
 pub const JOIN_MC_ATTR_RESERVED: u32 = 4;
-
-/// One membership (upstream's `struct cma_multicast`); its address is the
-/// uid the kernel reports its events with.
-pub struct Mc {
-    /// The id it belongs to (which lists it).
-    pub id: Weak<IdPriv>,
-    /// The caller's context, handed back in events.
-    pub context: CPtr<c_void>,
-    /// The kernel's handle (set once JOIN returns).
-    pub handle: Mutex<u32>,
-    /// Group GID and LID from the join event.
-    pub group: Mutex<(ibv_gid, u16)>,
-    pub join_flags: u16,
-    pub addr: SockAddr,
-    /// Its acked events, which leave waits on.
-    pub acks: Acks,
-}
 
 /// `rdma_join_multicast` / `rdma_join_multicast_ex` after their checks.
 pub fn join(cm: &'static Cm, p: &Arc<IdPriv>, addr: SockAddr, join_flags: u16, context: *mut c_void) -> Result<(), Errno> {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-//! The connection half of the CM, over the CM core (`crate::cma`):
+//! The connection half of the CM, over the CM's objects (`crate::cma::base`):
 //! QPs and SRQs bound to ids, endpoints, connect/listen/accept/reject,
 //! disconnect, ECE, the library's part of connection events, multicast.
 //!
@@ -10,6 +10,12 @@
 //!
 //! The verbs objects of an id (QP, SRQ, CQs) and endpoints are made in
 //! [`qp`]; the operations on the id's QP go through `crate::cma::public`.
+//!
+//! The event reader (`crate::cma::delivery`) hands connection events to
+//! [`process_event`], and synchronous calls here wait for their events
+//! through the objects' methods (`Cm::complete`, `Channel::get_event`,
+//! `Cm::ack_event`): the two call each other at run time, but this module
+//! does not import the reader.
 #![deny(unsafe_code)]
 
 pub mod mcast;
@@ -17,11 +23,9 @@ pub mod qp;
 #[cfg(test)]
 mod tests;
 
-pub use qp::{create_ep, create_qp, create_qp_ex, create_srq, create_srq_ex, destroy_cqs, destroy_ep, destroy_qp_of, destroy_srq_of};
-use crate::abi::sockaddr::SockAddr;
-use crate::sys::verbs::{copy_qp_attr_from_kern, Ece, QpAttr, IBV_LINK_LAYER_INFINIBAND, IBV_QPS_ERR, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_TRANSPORT_IB, IBV_TRANSPORT_IWARP};
-use crate::cma::public::CPtr;
-use crate::cma::{self as cm, Channel, Cm, EventPriv, IdPriv};
+pub use qp::{init_qp_attr, EpInfo, create_ep, create_qp, create_qp_ex, create_srq, create_srq_ex, destroy_cqs, destroy_ep, destroy_qp_of, destroy_srq_of};
+use crate::sys::verbs::{Ece, QpAttr, IBV_LINK_LAYER_INFINIBAND, IBV_QPS_ERR, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_TRANSPORT_IB, IBV_TRANSPORT_IWARP};
+use crate::cma::base::{Channel, Cm, EventPriv, IdPriv};
 use crate::abi::cma::*;
 use crate::abi::ucma as kabi;
 use nix::errno::Errno;
@@ -37,14 +41,7 @@ pub const RDMA_MAX_INIT_DEPTH: u8 = 0xFF;
 /// The IBTA reject reason "vendor option not supported" (rdma_reject_ece).
 pub const REJ_VENDOR_OPTION_NOT_SUPPORTED: u8 = 35;
 
-// --- QP attributes -------------------------------------------------------------
-
-/// `rdma_init_qp_attr`: the kernel's attributes for `attr.qp_state`.
-pub fn init_qp_attr(cm: &Cm, p: &IdPriv, attr: &mut QpAttr) -> Result<c_int, Errno> {
-    let k = cm.ucma.init_qp_attr(p.fd(), p.handle(), attr.qp_state)?;
-    copy_qp_attr_from_kern(attr, &k);
-    Ok(k.qp_attr_mask as c_int)
-}
+// --- QP attributes (`rdma_init_qp_attr` is in [`qp`]) ---------------------------
 
 fn modify_qp_rtr(cm: &Cm, p: &IdPriv, resp_res: u8) -> Result<(), Errno> {
     if p.id.qp().is_null() {
@@ -278,7 +275,7 @@ pub fn accept(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Resul
             let ev = p.id.event();
             if !ev.is_null() {
                 p.id.set_event(null_mut());
-                cm::ack_event(cm, ev);
+                cm.ack_event(ev);
             }
         }
         return Ok(());
@@ -374,9 +371,9 @@ pub fn get_request(cm: &'static Cm, lp: &IdPriv) -> Result<Arc<IdPriv>, Errno> {
     let ev = lp.id.event();
     if !ev.is_null() {
         lp.id.set_event(null_mut());
-        cm::ack_event(cm, ev);
+        cm.ack_event(ev);
     }
-    let got = cm::get_event(&lp.channel())?;
+    let got = lp.channel().get_event()?;
     let r = (|| {
         if got.event == RDMA_CM_EVENT_REJECTED {
             return Err(Errno::ECONNREFUSED);
@@ -401,26 +398,6 @@ pub fn get_request(cm: &'static Cm, lp: &IdPriv) -> Result<Arc<IdPriv>, Errno> {
             Err(err)
         }
     }
-}
-
-// --- endpoints ---------------------------------------------------------------------
-
-/// What `rdma_create_ep` takes from the caller's `rdma_addrinfo` (the C
-/// API copies it out).
-#[derive(Clone, Debug, Default)]
-pub struct EpInfo {
-    pub passive: bool,
-    pub port_space: u32,
-    pub qp_type: u32,
-    /// At the `rdma_addrinfo`'s lengths (the kernel checks them).
-    pub src: Option<SockAddr>,
-    pub dst: Option<SockAddr>,
-    /// `ai_route` and `ai_route_len` (path records for
-    /// RDMA_OPTION_IB_PATH), handed to the kernel as they are.
-    pub route: CPtr<c_void>,
-    pub route_len: usize,
-    /// `ai_connect` (connect data), if any.
-    pub connect: Vec<u8>,
 }
 
 // --- events ---------------------------------------------------------------------------

@@ -6,15 +6,42 @@
 //! `crate::cma::objects`.
 #![deny(unsafe_code)]
 
-use super::{init_qp_attr, EpInfo};
 use crate::abi::cma::*;
+use crate::abi::sockaddr::SockAddr;
 use crate::abi::ucma as kabi;
+use crate::cma::base::{Cm, IdPriv};
 use crate::cma::objects::{NewQp, Vouched, Xrcd};
-use crate::cma::{Cm, IdPriv};
+use crate::cma::public::CPtr;
 use crate::sys::verbs::*;
 use nix::errno::Errno;
+use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
 use std::sync::Arc;
+
+/// `rdma_init_qp_attr`: the kernel's attributes for `attr.qp_state`.
+pub fn init_qp_attr(cm: &Cm, p: &IdPriv, attr: &mut QpAttr) -> Result<c_int, Errno> {
+    let k = cm.ucma.init_qp_attr(p.fd(), p.handle(), attr.qp_state)?;
+    copy_qp_attr_from_kern(attr, &k);
+    Ok(k.qp_attr_mask as c_int)
+}
+
+/// What `rdma_create_ep` takes from the caller's `rdma_addrinfo` (the C
+/// API copies it out).
+#[derive(Clone, Debug, Default)]
+pub struct EpInfo {
+    pub passive: bool,
+    pub port_space: u32,
+    pub qp_type: u32,
+    /// At the `rdma_addrinfo`'s lengths (the kernel checks them).
+    pub src: Option<SockAddr>,
+    pub dst: Option<SockAddr>,
+    /// `ai_route` and `ai_route_len` (path records for
+    /// RDMA_OPTION_IB_PATH), handed to the kernel as they are.
+    pub route: CPtr<c_void>,
+    pub route_len: usize,
+    /// `ai_connect` (connect data), if any.
+    pub connect: Vec<u8>,
+}
 
 /// Moves a new QP of the id's device to INIT.
 fn init_conn_qp(cm: &Cm, p: &IdPriv, qp: &NewQp) -> Result<(), Errno> {

@@ -6,6 +6,8 @@
 
 use super::mcast;
 use super::*;
+use crate::abi::sockaddr::SockAddr;
+use crate::cma as cm;
 use crate::cma::objects::Vouched;
 use crate::sys::verbs::QpInitAttr;
 use parking_lot::Mutex;

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! The objects of the connection manager, declared together: the CM
+//! instance ([`Cm`]) with its registry of live objects ([`Live`]), event
+//! channels ([`Channel`]), ids ([`IdPriv`] with [`Links`], [`ConnState`]
+//! and [`AiSlot`]), events ([`EventPriv`]) and multicast memberships
+//! ([`Mc`]).
+//!
+//! They point at each other (a channel knows its CM; the CM keeps every
+//! channel, id, event and membership; an id keeps its channel and its
+//! memberships; a membership and an event know their id), so each in a
+//! file of its own would make their modules name each other in a circle.
+//! What they do is in modules of their own, which name this one and not
+//! each other: [`super::cm`] (the CM's life cycle, ids, channels,
+//! resolution), [`super::channel`], [`super::id`], [`super::delivery`]
+//! (events), [`super::conn::mcast`]; [`super::alloc`] builds ids and
+//! events in place.  Fields private before the split are `pub(super)`:
+//! visible in `cma` and its submodules, as they were.
+#![deny(unsafe_code)]
+
+use super::acks::Acks;
+use super::device::{DevRef, Devices, Verbs};
+use super::objects;
+use super::public::{CPtr, PubEvent, PubId};
+use super::registry::Sharded;
+use crate::abi::cma::*;
+use crate::abi::sockaddr::SockAddr;
+use crate::abi::ucma as kabi;
+use crate::addrinfo::Rai;
+use crate::sys::ucma::Ucma;
+use parking_lot::Mutex;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32};
+use std::sync::{Arc, Weak};
+
+/// One CM instance: a kernel transport, a verbs library and their state.
+/// The library uses [`global()`](super::cm::global); tests build their own over doubles.
+pub struct Cm {
+    pub ucma: Box<dyn Ucma>,
+    pub verbs: Box<dyn Verbs>,
+    pub(super) init_lock: Mutex<()>,
+    pub(super) inited: AtomicBool,
+    pub(super) af_ib: AtomicBool,
+    /// The device list (also the lock upstream calls `mut`).
+    pub devices: Mutex<Devices>,
+    /// Every live channel, id, unacked event and multicast membership of
+    /// this instance, by the address C (or the kernel) knows it by
+    /// (sharded: independent ids take different locks).
+    pub(super) live: Live,
+}
+
+/// Every live channel, id, unacked event and multicast membership of a
+/// CM instance, by the address C (or the kernel) knows it by.  Each set
+/// changes by single insertions and removals.  There is no map by kernel
+/// handle: only events of old kernels without a uid need one, and they
+/// search `ids` ([`Sharded::find`]) instead of every id paying for a
+/// second entry.
+#[derive(Default)]
+pub struct Live {
+    pub channels: Sharded<Arc<Channel>>,
+    pub ids: Sharded<Arc<IdPriv>>,
+    pub events: Sharded<Box<EventPriv>, true>,
+    /// Membership address (the uid of its kernel events) -> membership.
+    pub mcs: Sharded<Arc<Mc>>,
+}
+
+/// `struct rdma_event_channel` and what the library keeps with it.
+#[repr(C)]
+pub struct Channel {
+    pub ch: rdma_event_channel,
+    /// Threads in [`get_event`](super::delivery::get_event) on the
+    /// channel (it fits the padding after `ch`): one alone may look
+    /// before it blocks, see
+    /// [`Ucma::wait_event_into`](crate::sys::ucma::Ucma::wait_event_into).
+    pub(super) readers: std::sync::atomic::AtomicU32,
+    pub cm: &'static Cm,
+}
+
+/// Connection-related private state, kept for the connection functions.
+#[derive(Default)]
+pub struct ConnState {
+    /// Connect data (AF_IB private-data header), if any.  (A boxed
+    /// slice: 8 bytes fewer than a `Vec` in every id, issue 10.)
+    pub connect: Box<[u8]>,
+    pub connect_error: bool,
+    pub initiator_depth: u8,
+    pub responder_resources: u8,
+    /// ECE (vendor id, options) of this side and of the peer.
+    pub local_ece: (u32, u32),
+    pub remote_ece: (u32, u32),
+    /// The QP attributes a passive endpoint creates each request's QP with.
+    /// (Boxed: only passive endpoints have one; it would otherwise make
+    /// every id larger.)
+    pub qp_init_attr: Option<Box<objects::Vouched<crate::sys::verbs::QpInitAttr>>>,
+    /// rdma_listen succeeded: rdma_get_request may wait for a request
+    /// (on any other id it would wait forever).
+    pub listening: bool,
+}
+
+/// The private state of an id (upstream's `struct cma_id_private`); `id`
+/// must stay the first field.
+#[repr(C)]
+pub struct IdPriv {
+    /// The public id C reads (through [`PubId`]'s accessors only).
+    pub id: PubId,
+    /// The kernel's handle for this id.
+    pub(super) handle: AtomicU32,
+    /// The fd of `links.channel` (read by every command without taking
+    /// the lock; replaced together with it).
+    pub(super) fd: AtomicI32,
+    /// Synchronous mode: the id owns a private channel and every operation
+    /// waits for its event.
+    pub sync: AtomicBool,
+    /// A call panicked while it held the id ([`Held`]): its state may be
+    /// half-updated, so later calls refuse it (EIO); destroy still frees it.
+    pub(super) broken: AtomicBool,
+    /// The id's channel and device, under one lock (fields ordered so that
+    /// the small ones share words: memory per id, issue 10).
+    pub(super) links: Mutex<Links>,
+    /// Events acked so far, which destroy and migrate wait on.
+    pub(super) acks: Acks,
+    pub conn: Mutex<ConnState>,
+    /// Multicast memberships, newest first.
+    pub mcs: Mutex<Vec<Arc<Mc>>>,
+    /// rdma_resolve_addrinfo state (see [`super::ai`]).
+    pub ai: Mutex<AiSlot>,
+}
+
+/// What an id reports to and is bound to.
+pub struct Links {
+    /// The channel the id reports to (`id.channel` is its address).
+    pub(super) channel: Arc<Channel>,
+    /// The device the id is bound to (reference held), if any: shared
+    /// with every id on the device.
+    pub(super) dev: Option<Arc<DevRef>>,
+}
+
+/// An event handed to C; `event` must stay the first field.
+#[repr(C)]
+pub struct EventPriv {
+    pub event: PubEvent,
+    pub private_data: [u8; kabi::RDMA_MAX_PRIVATE_DATA],
+    /// The id whose event this is (for a connection request, the
+    /// listener): acking counts it as completed there.
+    pub id_priv: Option<Arc<IdPriv>>,
+    /// The multicast membership of a multicast event.
+    pub mc: Option<Arc<Mc>>,
+}
+
+/// One membership (upstream's `struct cma_multicast`); its address is the
+/// uid the kernel reports its events with.
+pub struct Mc {
+    /// The id it belongs to (which lists it).
+    pub id: Weak<IdPriv>,
+    /// The caller's context, handed back in events.
+    pub context: CPtr<c_void>,
+    /// The kernel's handle (set once JOIN returns).
+    pub handle: Mutex<u32>,
+    /// Group GID and LID from the join event.
+    pub group: Mutex<(ibv_gid, u16)>,
+    pub join_flags: u16,
+    pub addr: SockAddr,
+    /// Its acked events, which leave waits on.
+    pub acks: Acks,
+}
+
+/// Per-id state of an address translation.
+#[derive(Default)]
+pub struct AiSlot {
+    /// A translation was started and not yet handed over (or failed).
+    pub resolving: bool,
+    /// The finished translation, until `rdma_query_addrinfo` takes it
+    /// (boxed: most ids never have one).
+    pub resolved: Option<Box<Vec<Rai>>>,
+    /// The ticket of the name lookup running on a worker for this id (0:
+    /// none).  The worker delivers its result only while the ticket is
+    /// still here; destroying the id takes it away.
+    /// (32 bits: fits the slot's padding; an id has at most one lookup.)
+    pub pending: u32,
+}

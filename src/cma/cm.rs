@@ -1,0 +1,542 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! The CM instance's life cycle ([`Cm`], declared in [`super::base`]): the
+//! library's instance ([`global`]), initialisation, event channels and
+//! ids (create, destroy, migrate), options, bind, address and route
+//! resolution, the kernel's queries, and the device list C borrows
+//! (`rdma_get_devices`).
+#![deny(unsafe_code)]
+
+use super::alloc;
+use super::base::{Channel, Cm, IdPriv, Live, Mc};
+use super::delivery::{ack_event, get_event};
+use super::device::{Devices, SysVerbs, Verbs};
+use crate::abi::cma::*;
+use crate::abi::sockaddr::SockAddr;
+use crate::abi::ucma as kabi;
+use crate::sys::alloc as sys_alloc;
+use crate::sys::ucma::{self as proto, Kernel, RouteInfo, Ucma};
+use nix::errno::Errno;
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+use std::ffi::c_void;
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+static GLOBAL: Lazy<Cm> = Lazy::new(|| Cm::new(Box::new(Kernel::default()), Box::new(SysVerbs::default())));
+
+/// The library's CM instance.
+pub fn global() -> &'static Cm {
+    &GLOBAL
+}
+
+/// Whether the kernel accepts AF_IB addresses (the AF_IB-capable command
+/// family is in use).  Initialises the CM on first use (ABI check, device
+/// list, probe); false when that fails (no kernel support, no devices).
+pub fn af_ib_supported() -> bool {
+    let cm = global();
+    cm.init().is_ok() && cm.af_ib.load(Ordering::Acquire)
+}
+
+/// Upstream's `ucma_init` for the library's instance: EPERM when the
+/// kernel's ucma ABI is not 3..4, ENODEV when libibverbs lists no device.
+/// Idempotent once it has succeeded.
+pub fn init() -> Result<(), Errno> {
+    global().init()
+}
+
+/// Socket address sizes by family, as upstream's `ucma_addrlen`
+/// ([`SockAddr::cm_len`], the one rule).
+pub fn addr_len(family: i32, af_ib: bool) -> usize {
+    SockAddr::cm_len(family, af_ib)
+}
+
+impl Cm {
+    pub fn new(ucma: Box<dyn Ucma>, verbs: Box<dyn Verbs>) -> Cm {
+        Cm {
+            ucma,
+            verbs,
+            init_lock: Mutex::new(()),
+            inited: AtomicBool::new(false),
+            af_ib: AtomicBool::new(false),
+            devices: Mutex::new(Devices::default()),
+            live: Live::default(),
+        }
+    }
+
+    /// The live channel of this instance C knows by `p`, or EINVAL.
+    #[inline]
+    pub fn channel(&self, p: *const rdma_event_channel) -> Result<Arc<Channel>, Errno> {
+        self.live.channels.get(p as usize).ok_or(Errno::EINVAL)
+    }
+
+    /// The live id of this instance C knows by `p`, or EINVAL.  The clone
+    /// keeps the id's memory valid while the caller holds it.
+    #[inline]
+    pub fn id(&self, p: *const rdma_cm_id) -> Result<Arc<IdPriv>, Errno> {
+        self.live.ids.get(p as usize).ok_or(Errno::EINVAL)
+    }
+
+    /// The connection parameters of an unacked event of this instance (a
+    /// synchronous call's parked event, `id->event`) and a copy of its
+    /// private data; None for an event that is not ours or not live.
+    pub fn event_conn(&self, p: *const rdma_cm_event) -> Option<(rdma_conn_param, Vec<u8>)> {
+        self.live.events.with(p as usize, |e| {
+            let c = e.event.conn();
+            let n = (c.private_data_len as usize).min(e.private_data.len());
+            let data = if c.private_data.is_null() { Vec::new() } else { e.private_data[..n].to_vec() };
+            (c, data)
+        })
+    }
+
+    /// Whether `p` is an event of this instance not acked yet.
+    pub fn event_is_live(&self, p: *const rdma_cm_event) -> bool {
+        self.live.events.contains(p as usize)
+    }
+
+    /// Registers an id, so that the C boundary and the event loop find it;
+    /// ENOMEM when memory is short.
+    #[inline]
+    fn register_id(&self, p: &Arc<IdPriv>) -> Result<(), Errno> {
+        // A new id (also an adopted one: a new allocation too).
+        self.live.ids.insert_new(p.clone())
+    }
+
+    /// Whether the AF_IB-capable command family is in use (after init).
+    pub fn af_ib(&self) -> bool {
+        self.af_ib.load(Ordering::Acquire)
+    }
+
+    /// One-time initialisation: ABI version (EPERM outside 3..4), device
+    /// list (ENODEV when empty), AF_IB probe.  Retried until it succeeds.
+    #[inline]
+    pub fn init(&'static self) -> Result<(), Errno> {
+        if self.inited.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.init_slow()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn init_slow(&'static self) -> Result<(), Errno> {
+        // First use reads sysfs and netlink: no cancellation acts in it.
+        let _nc = crate::sys::cancel::NoCancel::new();
+        let _g = self.init_lock.lock();
+        if self.inited.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let abi = self.ucma.abi_version().unwrap_or(kabi::UCMA_MAX_ABI);
+        if !(kabi::UCMA_MIN_ABI..=kabi::UCMA_MAX_ABI).contains(&abi) {
+            log::debug!(target: "rdmacm", "ucma ABI version {abi} not supported");
+            return Err(Errno::EPERM);
+        }
+        self.devices.lock().sync(&*self.verbs)?;
+        // RDMACM_RS_FORCE_LEGACY_UCMA (a test hook) keeps the legacy
+        // command family even on kernels that take AF_IB.
+        let af_ib = crate::sys::env::var(c"RDMACM_RS_FORCE_LEGACY_UCMA").is_none() && self.probe_af_ib();
+        log::debug!(target: "rdmacm", "ucma ABI {abi}, AF_IB support {af_ib}");
+        self.af_ib.store(af_ib, Ordering::Release);
+        self.inited.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Creates a synchronous IB-port-space id and binds an AF_IB wildcard
+    /// address: the kernel's answer tells which command family to use.
+    fn probe_af_ib(&'static self) -> bool {
+        let Ok(p) = self.create_id_inner(None, null_mut(), RDMA_PS_IB, IBV_QPT_RC) else { return false };
+        let sib = sockaddr_ib {
+            sib_family: AF_IB as u16,
+            sib_sid: RDMA_IB_IP_PS_TCP.to_be(),
+            sib_sid_mask: RDMA_IB_IP_PS_MASK.to_be(),
+            ..Default::default()
+        };
+        let ok = self.bind_inner(&p, &SockAddr::from_ib(&sib), true).is_ok();
+        let _ = self.destroy_id(&p);
+        ok
+    }
+
+    // --- channels -----------------------------------------------------------
+
+    fn open_channel(&'static self) -> Result<Arc<Channel>, Errno> {
+        let fd = self.ucma.open()?;
+        // Out of memory, the descriptor goes back (upstream: ENOMEM).
+        let ch = match sys_alloc::try_arc(Channel { ch: rdma_event_channel { fd }, readers: Default::default(), cm: self }) {
+            Ok(ch) => ch,
+            Err(e) => {
+                self.ucma.close(fd);
+                return Err(e);
+            }
+        };
+        if let Err(e) = self.live.channels.insert(ch.clone()) {
+            self.ucma.close(fd);
+            return Err(e);
+        }
+        Ok(ch)
+    }
+
+    /// `rdma_create_event_channel`.
+    pub fn create_channel(&'static self) -> Result<Arc<Channel>, Errno> {
+        self.init()?;
+        self.open_channel()
+    }
+
+    /// `rdma_destroy_event_channel`: unregisters the channel and closes
+    /// its fd (the memory goes with the last reference).
+    pub fn destroy_channel(&self, ch: &Channel) {
+        if self.live.channels.remove(ch.raw() as usize).is_some() {
+            self.ucma.close(ch.fd());
+        }
+    }
+
+    // --- ids ------------------------------------------------------------------
+
+    /// `rdma_create_id`: no channel selects synchronous mode.
+    pub fn create_id(&'static self, ch: Option<&Arc<Channel>>, context: *mut c_void, ps: rdma_port_space) -> Result<Arc<IdPriv>, Errno> {
+        self.init()?;
+        let qp_type = if ps == RDMA_PS_IPOIB || ps == RDMA_PS_UDP { IBV_QPT_UD } else { IBV_QPT_RC };
+        self.create_id_inner(ch, context, ps, qp_type)
+    }
+
+    /// Creates an id with an explicit QP type (also used by the endpoint
+    /// and connection code).
+    pub fn create_id_inner(&'static self, ch: Option<&Arc<Channel>>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<Arc<IdPriv>, Errno> {
+        let opened;
+        let (ch, sync) = match ch {
+            Some(c) => (c, false),
+            None => {
+                opened = self.open_channel()?;
+                (&opened, true)
+            }
+        };
+        let p = match self.new_id_priv(ch.clone(), context, ps, qp_type, u32::MAX, sync) {
+            Ok(p) => p,
+            Err(e) => {
+                if sync {
+                    self.destroy_channel(&ch);
+                }
+                return Err(e);
+            }
+        };
+        match self.ucma.create_id(ch.fd(), p.uid(), ps as u16, qp_type as u8) {
+            Ok(h) => {
+                p.handle.store(h, Ordering::Release);
+                if let Err(e) = self.register_id(&p) {
+                    // Not published: the kernel id goes, then ours.
+                    let _ = self.ucma.destroy_id(ch.fd(), h);
+                    self.free_id(&p);
+                    return Err(e);
+                }
+                Ok(p)
+            }
+            Err(e) => {
+                self.free_id(&p);
+                Err(e)
+            }
+        }
+    }
+
+    /// An id for a kernel id that already exists (the new connection of a
+    /// connection request), on channel `ch`.
+    /// ENOMEM when memory is short (the caller still owns the kernel id).
+    pub fn adopt_id(&'static self, ch: Arc<Channel>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32) -> Result<Arc<IdPriv>, Errno> {
+        let p = self.new_id_priv(ch, context, ps, qp_type, handle, false)?;
+        if let Err(e) = self.register_id(&p) {
+            self.free_id(&p);
+            return Err(e);
+        }
+        Ok(p)
+    }
+
+    /// A new, unregistered id on channel `ch`.
+    fn new_id_priv(&'static self, ch: Arc<Channel>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32, sync: bool) -> Result<Arc<IdPriv>, Errno> {
+        alloc::try_new_id(ch, context, ps, qp_type, handle, sync)
+    }
+
+    /// Releases what an id holds and unregisters it; the memory goes with
+    /// the last `Arc`.
+    fn free_id(&self, p: &Arc<IdPriv>) {
+        let mcs: Option<Vec<Arc<Mc>>> = {
+            let mut g = p.mcs.lock();
+            if g.is_empty() { None } else { Some(std::mem::take(&mut *g)) }
+        };
+        self.live.ids.remove(p.raw() as usize);
+        // Memberships left in place are released with the id, as the
+        // kernel drops them too.
+        for mc in mcs.iter().flatten() {
+            self.live.mcs.remove(Arc::as_ptr(mc) as usize);
+        }
+        let dev = p.links.lock().dev.take();
+        if let Some(d) = dev {
+            self.devices.lock().put(&*self.verbs, d.key);
+        }
+        p.id.free_paths();
+        if p.sync.load(Ordering::Acquire) {
+            // A synchronous id owns its channel.
+            self.destroy_channel(&p.channel());
+        }
+    }
+
+    /// Acks the event parked in a synchronous id's `id->event`, if any.
+    fn ack_parked(&self, p: &IdPriv) {
+        let ev = p.id.event();
+        if !ev.is_null() {
+            p.id.set_event(null_mut());
+            ack_event(self, ev);
+        }
+    }
+
+    /// `rdma_destroy_id`: waits until every event reported for the id has
+    /// been acked (a parked synchronous event is acked here).
+    /// A thread cancelled in that wait ends without freeing the id (the
+    /// kernel's id is gone): a later `rdma_destroy_id` of it waits again
+    /// and frees it.
+    pub fn destroy_id(&self, p: &Arc<IdPriv>) -> Result<(), Errno> {
+        let reported = match p.acks.pending() {
+            Some(n) => n,
+            None => {
+                // A name lookup still running queues no event for the id from here on.
+                self.cancel_addrinfo(p);
+                let n = self.ucma.destroy_id(p.fd(), p.handle())?;
+                self.ack_parked(p);
+                n
+            }
+        };
+        if let Err(e) = p.acks.wait(reported) {
+            p.acks.set_pending(reported);
+            return Err(e);
+        }
+        self.free_id(p);
+        Ok(())
+    }
+
+    /// `rdma_migrate_id`: moves the id to `ch`, or to a new private channel
+    /// (synchronous mode) when `ch` is None.
+    pub fn migrate_id(&'static self, p: &Arc<IdPriv>, ch: Option<&Arc<Channel>>) -> Result<(), Errno> {
+        let was_sync = p.sync.load(Ordering::Acquire);
+        if was_sync && ch.is_none() {
+            return Err(Errno::EINVAL);
+        }
+        let (ch, new_sync) = match ch {
+            Some(c) => (c.clone(), false),
+            None => (self.open_channel()?, true),
+        };
+        let reported = match self.ucma.migrate_id(ch.fd(), p.handle(), p.fd()) {
+            Ok(n) => n,
+            Err(e) => {
+                if new_sync {
+                    // The channel was opened above and is unused.
+                    self.destroy_channel(&ch);
+                }
+                return Err(e);
+            }
+        };
+        if was_sync {
+            self.ack_parked(p);
+            self.destroy_channel(&p.channel());
+        }
+        // The channel is replaced under the id's lock, as upstream.
+        p.acks.wait_with(reported, || {
+            p.sync.store(new_sync, Ordering::Release);
+            p.id.set_channel(ch.raw());
+            p.fd.store(ch.fd(), Ordering::Release);
+            p.links.lock().channel = ch;
+        })
+    }
+
+    /// `rdma_set_option`: `optval` is handed to the kernel, which
+    /// validates it (EFAULT when unreadable).
+    pub fn set_option(&self, p: &IdPriv, level: i32, optname: i32, optval: *mut c_void, optlen: usize) -> Result<(), Errno> {
+        self.ucma.set_option(p.fd(), p.handle(), level as u32, optname as u32, optval, optlen as u32)
+    }
+
+    /// `rdma_write_cm_event`: only user events may be queued.
+    pub fn write_cm_event(&self, p: &IdPriv, event: u32, status: i32, arg: u64) -> Result<(), Errno> {
+        if event != RDMA_CM_EVENT_USER {
+            return Err(Errno::EINVAL);
+        }
+        self.ucma.write_cm_event(p.fd(), p.handle(), event, status, arg)
+    }
+
+    // --- addresses --------------------------------------------------------------
+
+    /// `rdma_bind_addr`.
+    ///
+    /// The address goes to the kernel at its own length: callers starting
+    /// from a socket address cut it with [`SockAddr::for_cm`] first;
+    /// `rdma_create_ep` passes its `rdma_addrinfo`'s length, as upstream.
+    pub fn bind(&self, p: &IdPriv, addr: Option<SockAddr>) -> Result<(), Errno> {
+        let addr = addr.filter(|a| !a.is_empty()).ok_or(Errno::EINVAL)?;
+        self.bind_inner(p, &addr, self.af_ib())
+    }
+
+    fn bind_inner(&self, p: &IdPriv, addr: &SockAddr, af_ib: bool) -> Result<(), Errno> {
+        let (fd, h) = (p.fd(), p.handle());
+        log::debug!(target: "rdmacm", "bind: id {h} {} command to the kernel", if af_ib { "BIND (AF_IB-capable)" } else { "BIND_IP (legacy)" });
+        if af_ib {
+            self.ucma.bind(fd, h, addr)?;
+            self.query_addr(p)?;
+            self.query_gid(p)
+        } else {
+            self.ucma.bind_ip(fd, h, addr)?;
+            self.query_route(p)
+        }
+    }
+
+    /// `rdma_resolve_addr`.
+    /// (Addresses at their own length, as for [`Cm::bind`].)
+    pub fn resolve_addr(&'static self, p: &IdPriv, src: Option<SockAddr>, dst: Option<SockAddr>, timeout_ms: i32) -> Result<(), Errno> {
+        let dst = dst.filter(|a| !a.is_empty()).ok_or(Errno::EINVAL)?;
+        if matches!(src, Some(s) if s.is_empty()) {
+            return Err(Errno::EINVAL);
+        }
+        let (fd, h) = (p.fd(), p.handle());
+        log::debug!(target: "rdmacm", "resolve_addr: id {h} {} command to the kernel, timeout {timeout_ms} ms", if self.af_ib() { "RESOLVE_ADDR (AF_IB-capable)" } else { "RESOLVE_IP (legacy)" });
+        if self.af_ib() {
+            self.ucma.resolve_addr(fd, h, src.as_ref(), &dst, timeout_ms as u32)?;
+        } else {
+            self.ucma.resolve_ip(fd, h, src.as_ref(), &dst, timeout_ms as u32)?;
+        }
+        p.id.set_dst(dst.as_bytes());
+        self.complete(p)
+    }
+
+    /// `rdma_resolve_route`.
+    pub fn resolve_route(&'static self, p: &IdPriv, timeout_ms: i32) -> Result<(), Errno> {
+        // Upstream first asks ibacm for a route on InfiniBand devices; without
+        // an ibacm answer it falls back to the kernel, which is what we do.
+        log::debug!(target: "rdmacm", "resolve_route: id {} RESOLVE_ROUTE command to the kernel (no ibacm), timeout {timeout_ms} ms", p.handle());
+        self.ucma.resolve_route(p.fd(), p.handle(), timeout_ms as u32)?;
+        self.complete(p)
+    }
+
+    /// In synchronous mode, acks the parked event, waits for the next one,
+    /// parks it in `id->event` and turns its status into the errno.
+    pub fn complete(&'static self, p: &IdPriv) -> Result<(), Errno> {
+        if !p.sync.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.ack_parked(p);
+        let got = get_event(&p.channel())?;
+        p.id.set_event(got.ptr);
+        if got.status == 0 {
+            Ok(())
+        } else if got.event == RDMA_CM_EVENT_REJECTED {
+            Err(Errno::ECONNREFUSED)
+        } else if got.status < 0 {
+            Err(crate::sys::errno_from_raw(got.status.wrapping_neg()))
+        } else {
+            Err(crate::sys::errno_from_raw(got.status))
+        }
+    }
+
+    // --- queries ----------------------------------------------------------------
+
+    fn attach_device(&self, p: &IdPriv, guid: u64, index: Option<u32>) -> Result<(), Errno> {
+        log::debug!(target: "rdmacm", "device: id {} takes the device the kernel chose, node GUID {:016x}, kernel index {index:?}", p.handle(), u64::from_be(guid));
+        let d = self.devices.lock().get(&*self.verbs, guid, index)?;
+        p.id.set_verbs(d.verbs.0);
+        p.id.set_pd(d.pd.0);
+        p.links.lock().dev = Some(d);
+        Ok(())
+    }
+
+    pub(crate) fn query_addr(&self, p: &IdPriv) -> Result<(), Errno> {
+        let a = self.ucma.query_addr(p.fd(), p.handle())?;
+        p.id.set_src(a.src.as_bytes());
+        p.id.set_dst(a.dst.as_bytes());
+        if p.links.lock().dev.is_none() && a.node_guid != 0 {
+            self.attach_device(p, a.node_guid, a.ibdev_index)?;
+            p.id.set_port_num(a.port_num);
+            p.id.set_pkey(a.pkey);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn query_gid(&self, p: &IdPriv) -> Result<(), Errno> {
+        let a = self.ucma.query_gid(p.fd(), p.handle())?;
+        // The GIDs are the sib_addr of the two sockaddr_ib.
+        p.id.set_gids(a.src.ib_image().sib_addr.sib_raw, a.dst.ib_image().sib_addr.sib_raw);
+        Ok(())
+    }
+
+    pub(crate) fn query_path(&self, p: &IdPriv) -> Result<(), Errno> {
+        let paths = self.ucma.query_path(p.fd(), p.handle())?;
+        let recs: Vec<ibv_sa_path_rec> = paths.iter().map(proto::path_from_data).collect();
+        p.id.set_paths(&recs)
+    }
+
+    /// What the kernel reports about an id's route (its QUERY_ROUTE
+    /// answer: device, port, addresses, path records), read without
+    /// changing the id (the explainer's view of a resolved id).
+    pub fn route_of(&self, p: &IdPriv) -> Result<RouteInfo, Errno> {
+        self.ucma.query_route(p.fd(), p.handle())
+    }
+
+    pub(crate) fn query_route(&self, p: &IdPriv) -> Result<(), Errno> {
+        let r = self.ucma.query_route(p.fd(), p.handle())?;
+        let recs: Vec<ibv_sa_path_rec> = r.paths[..r.num_paths as usize].iter().map(proto::path_from_kern).collect();
+        p.id.set_paths(&recs)?;
+        p.id.set_gids(r.paths[0].sgid, r.paths[0].dgid);
+        p.id.set_pkey(r.paths[0].pkey);
+        // sockaddr_in6-sized, whatever the family, as upstream copies them.
+        p.id.set_src(r.src.as_bytes());
+        p.id.set_dst(r.dst.as_bytes());
+        if p.links.lock().dev.is_none() && r.node_guid != 0 {
+            self.attach_device(p, r.node_guid, r.ibdev_index)?;
+            p.id.set_port_num(r.port_num);
+        }
+        Ok(())
+    }
+
+    /// Registers a membership so that its events find it (ENOMEM when
+    /// memory is short).
+    pub(crate) fn register_mc(&self, mc: &Arc<Mc>) -> Result<(), Errno> {
+        self.live.mcs.insert(mc.clone())
+    }
+
+    /// Unregisters a membership.
+    pub(crate) fn unregister_mc(&self, mc: &Arc<Mc>) {
+        self.live.mcs.remove(Arc::as_ptr(mc) as usize);
+    }
+}
+
+/// `rdma_get_devices`: the open device contexts (each holds a reference
+/// until [`free_devices`]).
+pub fn get_devices(cm: &'static Cm) -> Result<Vec<*mut ibv_context>, Errno> {
+    cm.init()?;
+    let mut devs = cm.devices.lock();
+    devs.sync(&*cm.verbs)?;
+    for d in devs.list.iter_mut() {
+        if d.dead {
+            continue;
+        }
+        if Devices::open(&*cm.verbs, d).is_err() {
+            d.dead = true;
+        }
+    }
+    Ok(devs
+        .list
+        .iter_mut()
+        .filter(|d| !d.dead)
+        .map(|d| {
+            d.refcnt += 1;
+            d.verbs.0
+        })
+        .collect())
+}
+
+/// `rdma_free_devices`: drops the references of a list from
+/// [`get_devices`].
+pub fn free_devices(cm: &'static Cm, list: &[*mut ibv_context]) {
+    let mut devs = cm.devices.lock();
+    for &ctx in list {
+        let hit = devs.list.iter_mut().find(|d| d.verbs.0 == ctx).map(|d| {
+            d.refcnt = d.refcnt.saturating_sub(1);
+            (d.dead && d.refcnt == 0, d.dev)
+        });
+        if let Some((true, dev)) = hit {
+            devs.remove(&*cm.verbs, dev);
+        }
+    }
+}

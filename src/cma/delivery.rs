@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! Events: [`get_event`] (`rdma_get_cm_event`) reads the channel's next
+//! event and completes the library's part of it (address and route
+//! queries, parameters, the connection and multicast steps of
+//! [`super::conn`]), [`ack_event`] (`rdma_ack_cm_event`) releases it.
+//! [`EventPriv`] is declared in [`super::base`].
+#![deny(unsafe_code)]
+
+use super::alloc;
+use super::base::{Channel, Cm, EventPriv, IdPriv, Mc};
+use super::conn;
+use super::events;
+use super::public::PubEvent;
+use crate::abi::cma::*;
+use crate::abi::ucma as kabi;
+use nix::errno::Errno;
+use std::ffi::c_void;
+use std::ptr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// What the caller of [`get_event`] learns besides the event's address.
+#[derive(Clone, Copy, Debug)]
+pub struct Got {
+    /// The address C receives (`struct rdma_cm_event *`).
+    pub ptr: *mut rdma_cm_event,
+    pub event: u32,
+    pub status: i32,
+    /// `event->id`.
+    pub id: *mut rdma_cm_id,
+}
+
+impl EventPriv {
+    /// Back to a new event's state (all zero, no id, no membership).
+    pub(super) fn reset(&mut self) {
+        self.id_priv = None;
+        self.mc = None;
+        self.event = PubEvent::zeroed();
+        self.private_data = [0; kabi::RDMA_MAX_PRIVATE_DATA];
+    }
+}
+
+impl Cm {
+    fn process_addr_resolved(&self, p: &IdPriv, evt: &mut EventPriv) {
+        let r = if self.af_ib() {
+            self.query_addr(p).and_then(|_| {
+                if p.id.verbs().is_null() {
+                    Err(Errno::ENODEV)
+                } else if self.verbs.transport_is_ib(p.id.verbs() as usize) {
+                    self.query_gid(p)
+                } else {
+                    Ok(())
+                }
+            })
+        } else {
+            self.query_route(p).and_then(|_| if p.id.verbs().is_null() { Err(Errno::ENODEV) } else { Ok(()) })
+        };
+        evt.event.0.status = 0;
+        if let Err(e) = r {
+            // Upstream stores its helpers' -1 here, not the errno.
+            log::debug!(target: "rdmacm", "address resolved, but querying it failed: {e}");
+            evt.event.0.status = -1;
+            evt.event.0.event = RDMA_CM_EVENT_ADDR_ERROR;
+        }
+    }
+
+    fn process_route_resolved(&self, p: &IdPriv, evt: &mut EventPriv) {
+        if !self.verbs.transport_is_ib(p.id.verbs() as usize) {
+            return;
+        }
+        let r = if self.af_ib() { self.query_path(p) } else { self.query_route(p) };
+        evt.event.0.status = 0;
+        if let Err(e) = r {
+            log::debug!(target: "rdmacm", "route resolved, but querying it failed: {e}");
+            evt.event.0.status = -1;
+            evt.event.0.event = RDMA_CM_EVENT_ROUTE_ERROR;
+        }
+    }
+
+    /// The live id the kernel reports by `uid` (its address) or, for old
+    /// kernels' uid 0, by handle.
+    fn reported_id(&self, uid: u64, handle: u32) -> Option<Arc<IdPriv>> {
+        if uid != 0 {
+            self.live.ids.get(uid as usize)
+        } else {
+            // Rare (a bug of old kernels): searched, not indexed (see Live).
+            self.live.ids.find(|p| p.handle() == handle)
+        }
+    }
+
+    /// The live membership the kernel reports by `uid` (its address).
+    fn reported_mc(&self, uid: u64) -> Option<Arc<Mc>> {
+        self.live.mcs.get(uid as usize)
+    }
+}
+
+fn copy_conn(evt: &mut EventPriv, src: &kabi::ConnParam) {
+    let len = src.private_data_len;
+    let pd = if len > 0 {
+        evt.private_data[..len as usize].copy_from_slice(&src.private_data[..len as usize]);
+        evt.private_data.as_ptr() as *const c_void
+    } else {
+        ptr::null()
+    };
+    evt.event.0.param.conn = rdma_conn_param {
+        private_data: pd,
+        private_data_len: len,
+        responder_resources: src.responder_resources,
+        initiator_depth: src.initiator_depth,
+        flow_control: src.flow_control,
+        retry_count: src.retry_count,
+        rnr_retry_count: src.rnr_retry_count,
+        srq: src.srq,
+        qp_num: src.qp_num,
+    };
+}
+
+fn copy_ud(evt: &mut EventPriv, src: &kabi::UdParam) {
+    let len = src.private_data_len;
+    let pd = if len > 0 {
+        evt.private_data[..len as usize].copy_from_slice(&src.private_data[..len as usize]);
+        evt.private_data.as_ptr() as *const c_void
+    } else {
+        ptr::null()
+    };
+    let a = &src.ah_attr;
+    evt.event.0.param.ud = rdma_ud_param {
+        private_data: pd,
+        private_data_len: len,
+        ah_attr: ibv_ah_attr {
+            grh: ibv_global_route {
+                dgid: ibv_gid { raw: a.grh.dgid },
+                flow_label: a.grh.flow_label,
+                sgid_index: a.grh.sgid_index,
+                hop_limit: a.grh.hop_limit,
+                traffic_class: a.grh.traffic_class,
+            },
+            dlid: a.dlid,
+            sl: a.sl,
+            src_path_bits: a.src_path_bits,
+            static_rate: a.static_rate,
+            is_global: a.is_global,
+            port_num: a.port_num,
+        },
+        qp_num: src.qp_num,
+        qkey: src.qkey,
+    };
+}
+
+/// `rdma_get_cm_event`: blocks for the channel's next event and completes
+/// the library's part of it (address and route queries, parameters).  No
+/// lock is held while the kernel read blocks.
+pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
+    let (cm, fd) = (ch.cm, ch.fd());
+    cm.init()?;
+    // Zeroed once, as upstream: the kernel writes all of it for each event.
+    let mut resp = kabi::EventResp::default();
+    // The event's memory, and room for it in the registry, before the
+    // kernel hands the event over: out of memory, the call fails with
+    // ENOMEM and the event stays queued in the kernel (as upstream, which
+    // allocates its event first).
+    let mut evt = alloc::try_new_event()?;
+    cm.live.events.reserve_for(&evt.event.0 as *const rdma_cm_event as usize)?;
+    let mut first = true;
+    loop {
+        // The wait for the kernel's next event: a cancellation of the
+        // thread is acted on there (ECANCELED; the event stays queued).
+        let alone = ch.readers.fetch_add(1, Ordering::Relaxed) == 0;
+        let r = cm.ucma.wait_event_into(fd, &mut resp, alone);
+        ch.readers.fetch_sub(1, Ordering::Relaxed);
+        r?;
+        // A new event is clean; one left by a discarded event is cleared
+        // (upstream clears its event before each read).
+        if !first {
+            evt.reset();
+        }
+        first = false;
+        evt.event.0.event = resp.event;
+        let mcast = matches!(resp.event, RDMA_CM_EVENT_MULTICAST_JOIN | RDMA_CM_EVENT_MULTICAST_ERROR);
+        let mc = if mcast && resp.uid != 0 { cm.reported_mc(resp.uid) } else { None };
+        let p: Arc<IdPriv> = if mcast && resp.uid != 0 {
+            // The uid of a multicast event is the membership.
+            let Some(p) = mc.as_ref().and_then(|m| m.id.upgrade()) else {
+                log::debug!(target: "rdmacm", "discarding an event for an unknown membership");
+                continue;
+            };
+            p
+        } else if resp.uid != 0 {
+            let Some(p) = cm.reported_id(resp.uid, resp.id) else {
+                log::debug!(target: "rdmacm", "discarding an event for an unknown id {}", resp.id);
+                continue;
+            };
+            p
+        } else {
+            // Old kernels could report uid 0; find the id by handle.
+            let Some(p) = cm.reported_id(0, resp.id) else {
+                log::debug!(target: "rdmacm", "discarding an event for an unknown id {}", resp.id);
+                continue;
+            };
+            if resp.event != RDMA_CM_EVENT_ESTABLISHED {
+                p.complete_event();
+                continue;
+            }
+            p
+        };
+        // The kernel reports ids we created and have not freed (destroy
+        // waits for every reported event to be acked).
+        evt.event.0.id = p.raw();
+        evt.event.0.status = resp.status as i32;
+        let ud = p.id.qp_type() == IBV_QPT_UD;
+        match resp.event {
+            RDMA_CM_EVENT_ADDR_RESOLVED => cm.process_addr_resolved(&p, &mut evt),
+            RDMA_CM_EVENT_ROUTE_RESOLVED => cm.process_route_resolved(&p, &mut evt),
+            RDMA_CM_EVENT_USER => evt.event.0.param.arg = resp.arg(),
+            RDMA_CM_EVENT_INTERNAL => {
+                // The library's own events: the end of a DNS
+                // rdma_resolve_addrinfo, which reads as ADDRINFO_RESOLVED,
+                // or (a worker's lookup that failed, see ai) ADDRINFO_ERROR.
+                if resp.arg() == u64::from(RDMA_CM_EVENT_ADDRINFO_ERROR) {
+                    evt.event.0.event = RDMA_CM_EVENT_ADDRINFO_ERROR;
+                    cm.process_addrinfo_error(&p);
+                } else if resp.arg() != u64::from(RDMA_CM_EVENT_ADDRINFO_RESOLVED) {
+                    p.complete_event();
+                    return Err(Errno::EBADE);
+                } else {
+                    evt.event.0.event = RDMA_CM_EVENT_ADDRINFO_RESOLVED;
+                    cm.process_addrinfo_resolved(&p, &mut evt)
+                }
+            }
+            RDMA_CM_EVENT_ADDRINFO_RESOLVED => cm.process_addrinfo_resolved(&p, &mut evt),
+            RDMA_CM_EVENT_ADDRINFO_ERROR => cm.process_addrinfo_error(&p),
+            _ => {
+                // Connection, multicast and removal events: parameters as
+                // the kernel reports them, by the id's QP type; the
+                // connection code (crate::cma::conn) completes them below.
+                if ud {
+                    copy_ud(&mut evt, resp.ud());
+                } else {
+                    copy_conn(&mut evt, resp.conn());
+                }
+            }
+        }
+        // The event holds the id from here on (the connection code reads
+        // it there); `p` borrows it.
+        let step = if let Some(mc) = mc {
+            let _nc = crate::sys::cancel::NoCancel::new();
+            conn::mcast::process_event(&resp, &mut evt, mc, &p);
+            evt.id_priv = Some(p);
+            conn::Step::Deliver
+        } else {
+            evt.id_priv = Some(p);
+            conn::process_event(cm, &resp, &mut evt)
+        };
+        let p: &IdPriv = evt.id_priv.as_deref().expect("set just above");
+        if step == conn::Step::Retry {
+            p.complete_event();
+            continue;
+        }
+        log::debug!(target: "rdmacm", "event {} status {} on id {} (kernel: {} status {})", events::event_name(evt.event.0.event).to_string_lossy(), evt.event.0.status, p.handle(), events::event_name(resp.event).to_string_lossy(), resp.status);
+        let got = Got { ptr: &evt.event.0 as *const rdma_cm_event as *mut rdma_cm_event, event: evt.event.0.event, status: evt.event.0.status, id: evt.event.0.id };
+        if let Err((e, evt)) = cm.live.events.try_insert_new(evt) {
+            // The room reserved above was taken by another thread and
+            // memory is short: the event cannot be handed out.
+            log::debug!(target: "rdmacm", "dropping an event: {e}");
+            if let Some(p) = &evt.id_priv {
+                p.complete_event();
+            }
+            return Err(e);
+        }
+        return Ok(got);
+    }
+}
+
+/// `rdma_ack_cm_event`: releases an event and counts it as completed.
+/// Returns false, touching nothing, when `ev` is not an unacked event of
+/// `cm` (a double ack, or an event the caller already released).
+pub fn ack_event(cm: &Cm, ev: *mut rdma_cm_event) -> bool {
+    let Some(evt) = cm.live.events.remove(ev as usize) else { return false };
+    if let Some(mc) = &evt.mc {
+        mc.acks.add();
+    }
+    if let Some(p) = &evt.id_priv {
+        p.complete_event();
+    }
+    true
+}
+
+impl Channel {
+    /// The channel's next event ([`get_event`]).
+    pub fn get_event(&self) -> Result<Got, Errno> {
+        get_event(self)
+    }
+}
+
+impl Cm {
+    /// Releases an event of this instance ([`ack_event`]).
+    pub fn ack_event(&self, ev: *mut rdma_cm_event) -> bool {
+        ack_event(self, ev)
+    }
+}

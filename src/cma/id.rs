@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! An id's accessors and the hold a call of the C API takes on it
+//! ([`Held`]); [`IdPriv`] is declared in [`super::base`].
+#![deny(unsafe_code)]
+
+use super::base::{Channel, IdPriv};
+use super::device::DevRef;
+use crate::abi::cma::rdma_cm_id;
+use nix::errno::Errno;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// An id held by one call of the C API.  The policy for a panic (always a
+/// bug) while a call holds an id: the C API reports EIO, and the id is
+/// marked broken when the unwinding drops this guard, so that no later
+/// call runs on state the panic may have left half-updated (parking_lot
+/// locks have no poisoning to do it for us).  Destroying the id still
+/// works and frees it.
+pub struct Held(Arc<IdPriv>);
+
+impl std::ops::Deref for Held {
+    type Target = Arc<IdPriv>;
+    fn deref(&self) -> &Arc<IdPriv> {
+        &self.0
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            log::error!(target: "rdmacm", "a call panicked while holding an id: the id is unusable from now on (EIO) but for destroy");
+            self.0.broken.store(true, Ordering::Release);
+        }
+    }
+}
+
+impl std::fmt::Debug for IdPriv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "IdPriv({:p}, handle {})", self.raw(), self.handle())
+    }
+}
+
+impl IdPriv {
+    /// The public id's address (what C holds).
+    pub fn raw(&self) -> *mut rdma_cm_id {
+        self.id.as_ptr()
+    }
+
+    /// The address the kernel knows the id by (its uid).
+    pub fn uid(&self) -> u64 {
+        self as *const IdPriv as usize as u64
+    }
+
+    /// The kernel's handle.
+    pub fn handle(&self) -> u32 {
+        self.handle.load(Ordering::Acquire)
+    }
+
+    /// The fd of the id's current channel.
+    pub fn fd(&self) -> i32 {
+        self.fd.load(Ordering::Acquire)
+    }
+
+    /// The id's current channel.
+    pub fn channel(&self) -> Arc<Channel> {
+        self.links.lock().channel.clone()
+    }
+
+    /// The device the id is bound to, if any.
+    pub fn device(&self) -> Option<Arc<DevRef>> {
+        self.links.lock().dev.clone()
+    }
+
+    /// Holds the id for one call: EIO if an earlier call panicked while
+    /// holding it (see [`Held`]).
+    pub fn hold(self: Arc<Self>) -> Result<Held, Errno> {
+        if self.broken.load(Ordering::Acquire) {
+            return Err(Errno::EIO);
+        }
+        Ok(Held(self))
+    }
+
+    /// Holds the id to destroy it: a broken id may still be destroyed.
+    pub fn hold_to_destroy(self: Arc<Self>) -> Held {
+        Held(self)
+    }
+
+    pub(crate) fn complete_event(&self) {
+        self.acks.add();
+    }
+}
