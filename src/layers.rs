@@ -41,7 +41,7 @@ const PENDING: &[(&str, &str)] = &[];
 
 /// Modules whose submodules (at any depth) must not name an ancestor
 /// inside them: the parent only declares and re-exports its children.
-const STRICT: &[&str] = &["cma"];
+const STRICT: &[&str] = &["cma", "rsocket"];
 
 /// Whether `module` lies inside a [`STRICT`] module and `r`, one of its
 /// proper ancestors, does too.
@@ -55,7 +55,9 @@ fn strict_upward(module: &[String], r: &[String]) -> bool {
 
 /// Domain modules (top-level or deeper) whose files must deny unsafe code.
 const SAFE: &[&str] = &[
-    "gid", "addrinfo", "addrinfo::acm", "addrinfo::numeric", "addrinfo::ib_hdr", "rsocket", "rsocket::wire", "rsocket::epoll", "rsocket::svc", "rsocket::dgram", "rsocket::conf", "cma", "cma::ai", "cma::ai_worker", "cma::api", "cma::conn",
+    "gid", "addrinfo", "addrinfo::acm", "addrinfo::numeric", "addrinfo::ib_hdr", "rsocket", "rsocket::wire", "rsocket::epoll", "rsocket::svc", "rsocket::dgram", "rsocket::dgram_udp", "rsocket::dgram_wire", "rsocket::conf",
+    "rsocket::fdmap", "rsocket::sock", "rsocket::state", "rsocket::guard", "rsocket::cq", "rsocket::blocking", "rsocket::send", "rsocket::recv",
+    "rsocket::iomap", "rsocket::lifecycle", "rsocket::options", "rsocket::stream_opts", "rsocket::poll", "cma", "cma::ai", "cma::ai_worker", "cma::api", "cma::conn",
     "cma::conn::mcast", "cma::conn::qp", "cma::device", "cma::events", "cma::gid_env", "cma::registry",
     "cma::acks", "cma::base", "cma::channel", "cma::cm", "cma::delivery", "cma::id",
     "explain", "explain::devices", "explain::json",
@@ -304,7 +306,7 @@ mod tests {
     fn layers_check_catches_breakage() {
         let dir = std::env::temp_dir().join(format!("rdmacm-layers-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        for d in ["abi", "sys", "cma/conn", "addrinfo", "gid", "bin"] {
+        for d in ["abi", "sys", "cma/conn", "addrinfo", "gid", "bin", "rsocket"] {
             std::fs::create_dir_all(dir.join(d)).unwrap();
         }
         let w = |p: &str, s: &str| std::fs::write(dir.join(p), s).unwrap();
@@ -319,6 +321,9 @@ mod tests {
         w("addrinfo/sub.rs", "#![deny(unsafe_code)]\nuse super::Parent;\n");
         w("gid/mod.rs", "use crate::abi::X;\n");
         w("bin/tool.rs", "use crate::cma::conn::Y;\n");
+        w("rsocket/mod.rs", "#![deny(unsafe_code)]\npub mod a; pub mod b; pub use a::A;\n");
+        w("rsocket/a.rs", "#![deny(unsafe_code)]\nuse super::b::B;\n");
+        w("rsocket/b.rs", "#![deny(unsafe_code)]\nuse super::A;\n");
         let p = check(&dir);
         let _ = std::fs::remove_dir_all(&dir);
         let all = p.join("\n");
@@ -331,6 +336,10 @@ mod tests {
         assert!(!all.contains("bin/tool.rs"), "{all}");
         assert!(!all.contains("addrinfo/sub.rs"), "{all}");
         assert!(!all.contains("cma/id.rs"), "{all}");
-        assert_eq!(p.len(), 5, "{all}");
+        // rsocket is strict too: a submodule naming its parent is reported;
+        // the parent naming its children, and siblings one way, are fine.
+        assert!(all.contains("rsocket/b.rs: names its ancestor `rsocket`"), "{all}");
+        assert!(!all.contains("rsocket/a.rs") && !all.contains("rsocket/mod.rs"), "{all}");
+        assert_eq!(p.len(), 6, "{all}");
     }
 }

@@ -27,17 +27,10 @@ symver!(rsocket, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rbind(socket: c_int, addr: *const sockaddr, addrlen: socklen_t) -> c_int {
     entry(|| {
-        if let Some(d) = rs::dgram::lookup(socket) {
-            // SAFETY: addr is NULL or a socket address of its family (caller's contract).
-            let a = unsafe { sockaddr_bytes(addr)? };
-            rs::dgram::bind(&d, &a[..a.len().min(addrlen as usize)])?;
-            return Ok(0);
-        }
-        let h = rs::lookup(socket)?;
-        let _ = addrlen;
+        let s = rs::lookup(socket)?;
         // SAFETY: addr is NULL or a socket address of its family (caller's contract).
         let a = unsafe { sockaddr_bytes(addr)? };
-        rs::lock(&h)?.bind(a)?;
+        s.bind(a, addrlen as usize)?;
         Ok(0)
     })
 }
@@ -50,9 +43,7 @@ symver!(rbind, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rlisten(socket: c_int, backlog: c_int) -> c_int {
     entry(|| {
-        dgram_unsupported(socket)?;
-        let h = rs::lookup(socket)?;
-        rs::listen(&h, backlog)?;
+        rs::lookup(socket)?.listen(backlog)?;
         Ok(0)
     })
 }
@@ -65,17 +56,11 @@ symver!(rlisten, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C-unwind" fn raccept(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
     entry(|| {
-        // A datagram rsocket is never listening: EBADF, as upstream.
-        if rs::dgram::lookup(socket).is_some() {
-            return Err(Errno::EBADF);
-        }
-        let h = rs::lookup(socket)?;
-        let fd = rs::accept(&h)?;
+        let (fd, n) = rs::lookup(socket)?.accept()?;
         if !addr.is_null() && !addrlen.is_null() {
-            let n = rs::lookup(fd)?;
-            let a = rs::lock(&n)?.peer_addr()?;
+            let a = n.peer_name()?;
             // SAFETY: addr/addrlen are the caller's buffer and its size.
-            unsafe { copy_addr(&a, addr, addrlen) };
+            unsafe { copy_name(&a, addr, addrlen) };
         }
         Ok(fd)
     })
@@ -89,16 +74,7 @@ symver!(raccept, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rconnect(socket: c_int, addr: *const sockaddr, addrlen: socklen_t) -> c_int {
     entry(|| {
-        if let Some(d) = rs::dgram::lookup(socket) {
-            // SAFETY: addr is NULL or a socket address of its family (caller's contract).
-            let a = unsafe { sockaddr_bytes(addr)? };
-            if (addrlen as usize) < a.len() {
-                return Err(Errno::EINVAL);
-            }
-            rs::dgram::connect(&d, a)?;
-            return Ok(0);
-        }
-        let h = rs::lookup(socket)?;
+        let s = rs::lookup(socket)?;
         // SAFETY: addr is NULL or a socket address of its family (caller's contract).
         let a = unsafe { sockaddr_bytes(addr)? };
         // A length shorter than the family's address is EINVAL, as upstream
@@ -106,7 +82,7 @@ pub unsafe extern "C-unwind" fn rconnect(socket: c_int, addr: *const sockaddr, a
         if (addrlen as usize) < a.len() {
             return Err(Errno::EINVAL);
         }
-        rs::connect(&h, a)?;
+        s.connect(a)?;
         Ok(0)
     })
 }
@@ -119,13 +95,7 @@ symver!(rconnect, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rshutdown(socket: c_int, how: c_int) -> c_int {
     entry(|| {
-        // A datagram rsocket is never connected: upstream's rshutdown does
-        // nothing to it and returns 0 (whatever `how`).
-        if rs::dgram::lookup(socket).is_some() {
-            return Ok(0);
-        }
-        let h = rs::lookup(socket)?;
-        rs::shutdown(&h, how)?;
+        rs::lookup(socket)?.shutdown(how)?;
         Ok(0)
     })
 }
@@ -143,10 +113,6 @@ pub unsafe extern "C-unwind" fn rclose(socket: c_int) -> c_int {
             Some(Err(e)) => return Ok(e as c_int),
             None => {}
         }
-        if rs::dgram::lookup(socket).is_some() {
-            rs::dgram::close(socket)?;
-            return Ok(0);
-        }
         rs::close(socket)?;
         Ok(0)
     })
@@ -162,7 +128,7 @@ pub unsafe extern "C-unwind" fn rrecv(socket: c_int, buf: *mut c_void, len: usiz
     entry(|| {
         // SAFETY: buf holds len writable bytes (caller's contract).
         let b = unsafe { buf_mut(buf, len)? };
-        recv_on(socket, b, flags)
+        Ok(rs::lookup(socket)?.recv(b, flags)? as isize)
     })
 }
 symver!(rrecv, "RDMACM_1.0");
@@ -176,22 +142,15 @@ pub unsafe extern "C-unwind" fn rrecvfrom(socket: c_int, buf: *mut c_void, len: 
     entry(|| {
         // SAFETY: as rrecv.
         let b = unsafe { buf_mut(buf, len)? };
-        if let Some(d) = rs::dgram::lookup(socket) {
-            let (n, src) = rs::dgram::recv_from(&d, b, flags)?;
-            if !src_addr.is_null() && !addrlen.is_null() {
-                // SAFETY: the caller's address buffer and its size.
-                unsafe { copy_src(&src, src_addr, addrlen) };
-            }
-            return Ok(n as isize);
-        }
-        let n = recv_on(socket, b, flags)?;
-        if n > 0 && !src_addr.is_null() && !addrlen.is_null() {
-            let h = rs::lookup(socket)?;
-            let a = rs::lock(&h)?.peer_addr()?;
+        let (n, src) = rs::lookup(socket)?.recv_from(b, flags, !src_addr.is_null() && !addrlen.is_null())?;
+        match src {
             // SAFETY: the caller's address buffer and its size.
-            unsafe { copy_addr(&a, src_addr, addrlen) };
+            Some(s) if s.len_copied => unsafe { copy_src(&s.addr, src_addr, addrlen) },
+            // SAFETY: as above.
+            Some(s) => unsafe { copy_name(&s.addr, src_addr, addrlen) },
+            None => {}
         }
-        Ok(n)
+        Ok(n as isize)
     })
 }
 symver!(rrecvfrom, "RDMACM_1.0");
@@ -205,9 +164,7 @@ pub unsafe extern "C-unwind" fn rrecvmsg(socket: c_int, msg: *mut msghdr, flags:
     entry(|| {
         let m = nonnull_const(msg)?;
         // Not an rsocket: EBADF, even with nothing to receive into.
-        if rs::dgram::lookup(socket).is_none() {
-            rs::lookup(socket)?;
-        }
+        let s = rs::lookup(socket)?;
         // SAFETY: msg points to a msghdr (caller's contract).
         let m = unsafe { &*m.as_ptr() };
         if !m.msg_control.is_null() && m.msg_controllen != 0 {
@@ -220,7 +177,7 @@ pub unsafe extern "C-unwind" fn rrecvmsg(socket: c_int, msg: *mut msghdr, flags:
         let v = unsafe { *m.msg_iov };
         // SAFETY: the iovec describes writable memory.
         let b = unsafe { buf_mut(v.iov_base, v.iov_len)? };
-        recv_on(socket, b, flags)
+        Ok(s.recv(b, flags)? as isize)
     })
 }
 symver!(rrecvmsg, "RDMACM_1.0");
@@ -234,7 +191,7 @@ pub unsafe extern "C-unwind" fn rsend(socket: c_int, buf: *const c_void, len: us
     entry(|| {
         // SAFETY: buf holds len readable bytes (caller's contract).
         let b = unsafe { buf_ref(buf, len)? };
-        send_on(socket, b, flags)
+        Ok(rs::lookup(socket)?.send(b, flags)? as isize)
     })
 }
 symver!(rsend, "RDMACM_1.0");
@@ -246,26 +203,24 @@ symver!(rsend, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rsendto(socket: c_int, buf: *const c_void, len: usize, flags: c_int, dest_addr: *const sockaddr, addrlen: socklen_t) -> isize {
     entry(|| {
-        if let Some(d) = rs::dgram::lookup(socket) {
-            // SAFETY: as rsend.
-            let b = unsafe { buf_ref(buf, len)? };
-            if dest_addr.is_null() {
-                return Ok(rs::dgram::send_to(&d, b, flags, None)? as isize);
-            }
+        let s = rs::lookup(socket)?;
+        // A connected stream takes no address, whatever the buffer.
+        if s.is_stream() && (!dest_addr.is_null() || addrlen != 0) {
+            return Err(Errno::EISCONN);
+        }
+        // SAFETY: as rsend.
+        let b = unsafe { buf_ref(buf, len)? };
+        let to = if dest_addr.is_null() {
+            None
+        } else {
             // SAFETY: dest_addr is a socket address of its family (caller's contract).
             let a = unsafe { sockaddr_bytes(dest_addr)? };
             if (addrlen as usize) < a.len() {
                 return Err(Errno::EINVAL);
             }
-            return Ok(rs::dgram::send_to(&d, b, flags, Some(a))? as isize);
-        }
-        if !dest_addr.is_null() || addrlen != 0 {
-            rs::lookup(socket)?;
-            return Err(Errno::EISCONN);
-        }
-        // SAFETY: as rsend.
-        let b = unsafe { buf_ref(buf, len)? };
-        send_on(socket, b, flags)
+            Some(a)
+        };
+        Ok(s.send_to(b, flags, to)? as isize)
     })
 }
 symver!(rsendto, "RDMACM_1.0");
@@ -298,7 +253,7 @@ pub unsafe extern "C-unwind" fn rread(socket: c_int, buf: *mut c_void, count: us
     entry(|| {
         // SAFETY: as rrecv.
         let b = unsafe { buf_mut(buf, count)? };
-        recv_on(socket, b, 0)
+        Ok(rs::lookup(socket)?.recv(b, 0)? as isize)
     })
 }
 symver!(rread, "RDMACM_1.0");
@@ -310,15 +265,15 @@ symver!(rread, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rreadv(socket: c_int, iov: *const iovec, iovcnt: c_int) -> isize {
     entry(|| {
+        let s = rs::lookup(socket)?;
         if iovcnt <= 0 || iov.is_null() {
-            rs::lookup(socket)?;
             return Err(Errno::EINVAL);
         }
         // SAFETY: iov has iovcnt >= 1 entries; only the first is filled, as upstream.
         let v = unsafe { *iov };
         // SAFETY: the iovec describes writable memory.
         let b = unsafe { buf_mut(v.iov_base, v.iov_len)? };
-        recv_on(socket, b, 0)
+        Ok(s.recv(b, 0)? as isize)
     })
 }
 symver!(rreadv, "RDMACM_1.0");
@@ -332,7 +287,7 @@ pub unsafe extern "C-unwind" fn rwrite(socket: c_int, buf: *const c_void, count:
     entry(|| {
         // SAFETY: as rsend.
         let b = unsafe { buf_ref(buf, count)? };
-        send_on(socket, b, 0)
+        Ok(rs::lookup(socket)?.send(b, 0)? as isize)
     })
 }
 symver!(rwrite, "RDMACM_1.0");
@@ -450,18 +405,11 @@ symver!(rselect, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rgetpeername(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
     entry(|| {
-        if let Some(d) = rs::dgram::lookup(socket) {
-            addr_out(addr, addrlen)?;
-            let a = rs::dgram::peer_addr(&d)?;
-            // SAFETY: the caller's address buffer and its size.
-            unsafe { copy_name(&a, addr, addrlen) };
-            return Ok(0);
-        }
-        let h = rs::lookup(socket)?;
+        let s = rs::lookup(socket)?;
         addr_out(addr, addrlen)?;
-        let a = rs::lock(&h)?.peer_addr()?;
+        let a = s.peer_name()?;
         // SAFETY: the caller's address buffer and its size.
-        unsafe { copy_addr(&a, addr, addrlen) };
+        unsafe { copy_name(&a, addr, addrlen) };
         Ok(0)
     })
 }
@@ -474,18 +422,11 @@ symver!(rgetpeername, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rgetsockname(socket: c_int, addr: *mut sockaddr, addrlen: *mut socklen_t) -> c_int {
     entry(|| {
-        if let Some(d) = rs::dgram::lookup(socket) {
-            addr_out(addr, addrlen)?;
-            let a = rs::dgram::local_addr(&d)?;
-            // SAFETY: the caller's address buffer and its size.
-            unsafe { copy_name(&a, addr, addrlen) };
-            return Ok(0);
-        }
-        let h = rs::lookup(socket)?;
+        let s = rs::lookup(socket)?;
         addr_out(addr, addrlen)?;
-        let a = rs::lock(&h)?.local_addr()?;
+        let a = s.sock_name()?;
         // SAFETY: the caller's address buffer and its size.
-        unsafe { copy_addr(&a, addr, addrlen) };
+        unsafe { copy_name(&a, addr, addrlen) };
         Ok(0)
     })
 }
@@ -500,12 +441,7 @@ pub unsafe extern "C-unwind" fn rsetsockopt(socket: c_int, level: c_int, optname
     entry(|| {
         // SAFETY: optval is readable for optlen bytes (caller's contract).
         let opt = if optval.is_null() { None } else { Some(unsafe { std::slice::from_raw_parts(optval as *const u8, optlen as usize) }) };
-        if let Some(d) = rs::dgram::lookup(socket) {
-            rs::dgram::setsockopt(&d, level, optname, opt)?;
-            return Ok(0);
-        }
-        let h = rs::lookup(socket)?;
-        rs::setsockopt(&h, level, optname, opt)?;
+        rs::lookup(socket)?.setsockopt(level, optname, opt)?;
         Ok(0)
     })
 }
@@ -518,20 +454,12 @@ symver!(rsetsockopt, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rgetsockopt(socket: c_int, level: c_int, optname: c_int, optval: *mut c_void, optlen: *mut socklen_t) -> c_int {
     entry(|| {
-        let d = rs::dgram::lookup(socket);
-        let h = match d {
-            Some(_) => None,
-            None => Some(rs::lookup(socket)?),
-        };
+        let s = rs::lookup(socket)?;
         let v = nonnull(optval)?;
         let l = nonnull(optlen)?;
         // SAFETY: optlen is writable and readable (caller's contract).
         let room = unsafe { *l.as_ptr() } as usize;
-        let val = match (&d, &h) {
-            (Some(d), _) => rs::dgram::getsockopt(d, level, optname, room)?,
-            (None, Some(h)) => rs::getsockopt(h, level, optname, room)?,
-            (None, None) => return Err(Errno::EBADF),
-        };
+        let val = s.getsockopt(level, optname, room)?;
         // SAFETY: optlen points to the buffer size; optval to that many bytes.
         unsafe {
             let n = room.min(val.bytes.len());
@@ -551,13 +479,7 @@ symver!(rgetsockopt, "RDMACM_1.0");
 /// No pointer arguments; always safe to call.
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rfcntl(socket: c_int, cmd: c_int, arg: c_long) -> c_int {
-    entry(|| {
-        if let Some(d) = rs::dgram::lookup(socket) {
-            return rs::dgram::fcntl(&d, cmd, arg as c_int);
-        }
-        let h = rs::lookup(socket)?;
-        rs::fcntl(&h, cmd, arg as c_int)
-    })
+    entry(|| rs::lookup(socket)?.fcntl(cmd, arg as c_int))
 }
 symver!(rfcntl, "RDMACM_1.0");
 
@@ -568,17 +490,11 @@ symver!(rfcntl, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C-unwind" fn riomap(socket: c_int, buf: *mut c_void, len: usize, prot: c_int, flags: c_int, offset: off_t) -> off_t {
     entry(|| {
-        // A datagram rsocket has no protection domain for a mapping: EINVAL
-        // (upstream reads it through the rdma_cm id it lacks and crashes).
-        if rs::dgram::lookup(socket).is_some() {
-            return Err(Errno::EINVAL);
-        }
-        let h = rs::lookup(socket)?;
+        let s = rs::lookup(socket)?;
         let _ = flags;
         // SAFETY: the caller keeps buf valid for len bytes until riounmap or rclose.
         let b = unsafe { rs::verbs::UserBuf::new(buf as *mut u8, len) };
-        let r = rs::lock(&h)?.iomap(b, prot, offset);
-        r
+        s.iomap(b, prot, offset)
     })
 }
 symver!(riomap, "RDMACM_1.0");
@@ -590,12 +506,7 @@ symver!(riomap, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C-unwind" fn riounmap(socket: c_int, buf: *mut c_void, len: usize) -> c_int {
     entry(|| {
-        // Nothing is ever mapped on a datagram rsocket: EINVAL, as upstream.
-        if rs::dgram::lookup(socket).is_some() {
-            return Err(Errno::EINVAL);
-        }
-        let h = rs::lookup(socket)?;
-        rs::lock(&h)?.iounmap(buf as u64, len)?;
+        rs::lookup(socket)?.iounmap(buf as u64, len)?;
         Ok(0)
     })
 }
@@ -608,14 +519,10 @@ symver!(riounmap, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C-unwind" fn riowrite(socket: c_int, buf: *const c_void, count: usize, offset: off_t, flags: c_int) -> usize {
     entry(|| {
-        // A datagram rsocket has no peer mappings: 0 bytes written, as upstream.
-        if rs::dgram::lookup(socket).is_some() {
-            return Ok(0);
-        }
-        let h = rs::lookup(socket)?;
+        let s = rs::lookup(socket)?;
         // SAFETY: buf holds count readable bytes (caller's contract).
-        let b = unsafe { buf_ref(buf, count)? };
-        rs::iowrite(&h, b, offset as u64, flags)
+        let b = unsafe { buf_ref(buf, count) };
+        s.iowrite(b, offset as u64, flags)
     })
 }
 symver!(riowrite, "RDMACM_1.0");
@@ -726,68 +633,26 @@ unsafe fn buf_mut<'a>(p: *mut c_void, len: usize) -> Result<&'a mut [u8], Errno>
     Ok(unsafe { std::slice::from_raw_parts_mut(p.as_ptr() as *mut u8, len) })
 }
 
-fn recv_on(socket: c_int, b: &mut [u8], flags: c_int) -> Result<isize, Errno> {
-    if let Some(d) = rs::dgram::lookup(socket) {
-        return Ok(rs::dgram::recv_from(&d, b, flags)?.0 as isize);
-    }
-    let h = rs::lookup(socket)?;
-    Ok(rs::recv(&h, b, flags)? as isize)
-}
-
-fn send_on(socket: c_int, b: &[u8], flags: c_int) -> Result<isize, Errno> {
-    if let Some(d) = rs::dgram::lookup(socket) {
-        return Ok(rs::dgram::send_to(&d, b, flags, None)? as isize);
-    }
-    let h = rs::lookup(socket)?;
-    Ok(rs::send(&h, b, flags)? as isize)
-}
-
-/// Sends the iovecs in order; stops at the first short send.
+/// The iovecs of rsendmsg/rwritev as slices; `socket` is looked up first
+/// (EBADF before any argument's error).
 ///
 /// # Safety
 /// `iov` has `cnt` entries, each describing readable memory.
 unsafe fn sendv_on(socket: c_int, iov: *const iovec, cnt: c_int, flags: c_int) -> Result<isize, Errno> {
-    let dg = rs::dgram::lookup(socket);
-    let h = if dg.is_some() { None } else { Some(rs::lookup(socket)?) };
+    let s = rs::lookup(socket)?;
     if cnt < 0 || (cnt > 0 && iov.is_null()) {
         return Err(Errno::EINVAL);
     }
-    if let Some(d) = dg {
-        // A datagram rsocket sends the vector as one datagram.
-        let mut all = Vec::new();
-        for i in 0..cnt as usize {
-            // SAFETY: i < cnt.
-            let v = unsafe { *iov.add(i) };
-            // SAFETY: the iovec describes readable memory.
-            all.extend_from_slice(unsafe { buf_ref(v.iov_base, v.iov_len)? });
-        }
-        return Ok(rs::dgram::send_to(&d, &all, flags, None)? as isize);
-    }
-    let h = h.ok_or(Errno::EBADF)?;
-    let mut total = 0usize;
+    let mut bufs = Vec::with_capacity(cnt as usize);
     for i in 0..cnt as usize {
         // SAFETY: i < cnt.
         let v = unsafe { *iov.add(i) };
         // SAFETY: the iovec describes readable memory.
-        let b = unsafe { buf_ref(v.iov_base, v.iov_len)? };
-        match rs::send(&h, b, flags) {
-            Ok(n) => {
-                total += n;
-                if n < b.len() {
-                    break;
-                }
-            }
-            Err(e) if total == 0 => return Err(e),
-            Err(_) => break,
-        }
+        bufs.push(unsafe { buf_ref(v.iov_base, v.iov_len)? });
     }
-    Ok(total as isize)
+    Ok(s.sendv(&bufs, flags)? as isize)
 }
 
-/// Copies an address out like getsockname: truncated to the buffer, the full length reported.
-///
-/// # Safety
-/// `addr` has `*len` writable bytes; `len` is valid.
 /// The address arguments of rgetpeername/rgetsockname: `addrlen` must be
 /// given; `addr` may be NULL when `*addrlen` is 0 (upstream then copies
 /// nothing and only reports the size: its preload library asks this way).
@@ -798,15 +663,6 @@ fn addr_out(addr: *mut sockaddr, addrlen: *mut socklen_t) -> Result<(), Errno> {
         return Err(Errno::EINVAL);
     }
     Ok(())
-}
-
-/// rlisten on a datagram rsocket: ENOTSUP (upstream's rlisten passes the
-/// rdma_cm id a datagram rsocket does not have to rdma_listen and crashes).
-fn dgram_unsupported(socket: c_int) -> Result<(), Errno> {
-    match rs::dgram::lookup(socket) {
-        Some(_) => Err(Errno::ENOTSUP),
-        None => Ok(()),
-    }
 }
 
 /// A datagram's source address out, as upstream's rrecvfrom: at most
@@ -835,21 +691,6 @@ unsafe fn copy_name(a: &[u8], addr: *mut sockaddr, len: *mut socklen_t) {
             std::ptr::copy_nonoverlapping(a.as_ptr(), addr as *mut u8, n);
         }
         *len = a.len() as socklen_t;
-    }
-}
-
-unsafe fn copy_addr(a: &libc::sockaddr_storage, addr: *mut sockaddr, len: *mut socklen_t) {
-    let full = match a.ss_family as c_int {
-        libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
-        _ => std::mem::size_of::<libc::sockaddr_in6>(),
-    };
-    // SAFETY: the caller's contract.
-    unsafe {
-        let n = (*len as usize).min(full);
-        if n > 0 {
-            std::ptr::copy_nonoverlapping(a as *const _ as *const u8, addr as *mut u8, n);
-        }
-        *len = full as socklen_t;
     }
 }
 

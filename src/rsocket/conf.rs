@@ -87,15 +87,15 @@ impl Conf {
         }
         if let Some(v) = get("wmem_default") {
             c.wmem = v as u32;
-            if c.wmem < super::RS_SNDLOWAT {
-                c.wmem = super::RS_SNDLOWAT << 1;
+            if c.wmem < super::wire::RS_SNDLOWAT {
+                c.wmem = super::wire::RS_SNDLOWAT << 1;
             }
         }
         if let Some(v) = get("iomap_size") {
             // Rounded to what the 8-bit scale of the connect data can carry,
             // by the same two conversions upstream applies.
-            let t = super::scale_to_value(v as u16 as u32, 8) as u16;
-            c.iomap_size = super::value_to_scale(t as u32, 8) as u8 as u16;
+            let t = super::wire::scale_to_value(v as u16 as u32, 8) as u16;
+            c.iomap_size = super::wire::value_to_scale(t as u32, 8) as u8 as u16;
         }
         c
     }

@@ -46,191 +46,85 @@
 #![deny(unsafe_code)]
 
 use super::conf;
-use super::verbs::{self, Ah, Epoll, Qp, RegBuf, Udp, Wake};
+use super::dgram_wire::{family, format_hdr, hdr_addr, is_any, key, udp_hdr, valid_hdr, HDR4, HDR6, OP_DATA};
+use super::options::{self, system_keepalive_time, OptOut, OptSource, Sizes, SockOpts, RDMA_INLINE, RDMA_IOMAPSIZE, RDMA_ROUTE, RDMA_RQSIZE, RDMA_SQSIZE, SOL_RDMA};
+use super::svc::{self, DATAGRAMS};
+use super::verbs::{Ah, Qp, RegBuf, Wake};
+use super::wire::{scale_to_value, value_to_scale};
+use crate::sys::rsock::{Epoll, Udp};
 use crate::cma::api::{CmId, QpCaps};
 use crate::sys::wake;
 use nix::errno::Errno;
 use parking_lot::{Mutex, MutexGuard};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::ffi::c_int;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// Bytes of one send slot / one receive payload (upstream's RS_SNDLOWAT).
-const SLOT: usize = 2048;
+pub(super) const SLOT: usize = 2048;
 /// The GRH in front of every UD receive.
 const GRH: usize = 40;
 const RSLOT: usize = GRH + SLOT;
-const HDR4: u8 = 8;
-const HDR6: u8 = 24;
-const UDP_TAG: u32 = 0x5555_5555;
-const UDP_HDR4: u8 = 16;
-const UDP_HDR6: u8 = 28;
-const OP_DATA: u8 = 0;
-const OP_CTRL: u8 = 7;
 const WR_RECV: u64 = 1 << 63;
 const QP_MAX: u32 = 0xFFFE;
-/// rdma_resolve_addr/route timeout for an address handle (as upstream).
-const RESOLVE_MS: i32 = 2000;
-
-const AF_INET: u16 = libc::AF_INET as u16;
-const AF_INET6: u16 = libc::AF_INET6 as u16;
-
-fn family(a: &[u8]) -> u16 {
-    if a.len() < 2 {
-        0
-    } else {
-        u16::from_ne_bytes([a[0], a[1]])
-    }
-}
-
-/// The bytes of an address that identify a destination (upstream compares
-/// the whole sockaddr_in, or sockaddr_in6 when both are IPv6).
-fn key(a: &[u8]) -> Vec<u8> {
-    let n = if family(a) == AF_INET6 { 28 } else { 16 };
-    let mut k = a[..a.len().min(n)].to_vec();
-    k.resize(n, 0);
-    k
-}
-
-fn is_any(a: &[u8]) -> bool {
-    match family(a) {
-        AF_INET => a.len() >= 8 && (a[4..8] == [0, 0, 0, 0] || a[4] == 127),
-        AF_INET6 => a.len() >= 24 && (a[8..24] == [0u8; 16] || a[8..24] == std::net::Ipv6Addr::LOCALHOST.octets()),
-        _ => false,
-    }
-}
-
-/// The datagram header for source address `a` (see the module comment).
-fn format_hdr(a: &[u8]) -> Vec<u8> {
-    if family(a) == AF_INET {
-        let mut h = vec![4, HDR4];
-        h.extend_from_slice(&a[2..8]);
-        h
-    } else {
-        let mut h = vec![6, HDR6];
-        h.extend_from_slice(&a[2..24]);
-        h
-    }
-}
-
-/// The source address a datagram header names.
-fn hdr_addr(h: &[u8]) -> Vec<u8> {
-    if h[0] == 4 {
-        let mut a = vec![0u8; 16];
-        a[..2].copy_from_slice(&AF_INET.to_ne_bytes());
-        a[2..8].copy_from_slice(&h[2..8]);
-        a
-    } else {
-        let mut a = vec![0u8; 28];
-        a[..2].copy_from_slice(&AF_INET6.to_ne_bytes());
-        a[2..24].copy_from_slice(&h[2..24]);
-        a
-    }
-}
-
-fn valid_hdr(h: &[u8]) -> bool {
-    h.len() >= HDR4 as usize && ((h[0] == 4 && h[1] == HDR4) || (h[0] == 6 && h[1] == HDR6 && h.len() >= HDR6 as usize))
-}
-
-/// The UDP header sent by a QP with datagram header `qh` and number `qpn`.
-fn udp_hdr(qh: &[u8], op: u8, qpn: u32) -> Vec<u8> {
-    let mut h = UDP_TAG.to_be_bytes().to_vec();
-    let (ver, len, addr) = if qh[0] == 4 { (4, UDP_HDR4, &qh[4..8]) } else { (6, UDP_HDR6, &qh[8..24]) };
-    h.extend_from_slice(&[ver, op, len, 0]);
-    h.extend_from_slice(&(qpn & 0xFF_FFFF).to_be_bytes());
-    h.extend_from_slice(addr);
-    h
-}
-
-/// A received UDP header: (op, header length, sender's QP number), if valid
-/// for a datagram from `from`.
-fn parse_udp_hdr(m: &[u8], from: &[u8]) -> Option<(u8, usize, u32)> {
-    if m.len() < UDP_HDR4 as usize || u32::from_be_bytes([m[0], m[1], m[2], m[3]]) != UDP_TAG {
-        return None;
-    }
-    let ok = (m[4] == 4 && family(from) == AF_INET && m[6] == UDP_HDR4) || (m[4] == 6 && family(from) == AF_INET6 && m[6] == UDP_HDR6);
-    if !ok || m.len() < m[6] as usize {
-        return None;
-    }
-    Some((m[5], m[6] as usize, u32::from_be_bytes([m[8], m[9], m[10], m[11]]) & 0xFF_FFFF))
-}
 
 /// One UD QP and its buffers.
-struct DsQp {
+pub(super) struct DsQp {
     /// Dropped first: it acks the CQ events.
-    qp: Qp,
-    sbuf: RegBuf,
-    rbuf: RegBuf,
+    pub(super) qp: Qp,
+    pub(super) sbuf: RegBuf,
+    pub(super) rbuf: RegBuf,
     /// Free send slots.
-    free: Vec<u32>,
+    pub(super) free: Vec<u32>,
     /// The datagram header of its source address.
-    hdr: Vec<u8>,
+    pub(super) hdr: Vec<u8>,
     /// Its source address (the id's bound address).
-    local: Vec<u8>,
-    armed: bool,
+    pub(super) local: Vec<u8>,
+    pub(super) armed: bool,
 }
 
-struct Dest {
-    addr: Vec<u8>,
-    key: Vec<u8>,
-    qp: usize,
-    ah: Option<Ah>,
-    qpn: u32,
+pub(super) struct Dest {
+    pub(super) addr: Vec<u8>,
+    pub(super) key: Vec<u8>,
+    pub(super) qp: usize,
+    pub(super) ah: Option<Ah>,
+    pub(super) qpn: u32,
     /// The path MTU in bytes, once the route to it was resolved.
-    mtu: Option<usize>,
+    pub(super) mtu: Option<usize>,
 }
 
 /// One datagram rsocket.
 pub struct Dgram {
-    udp: Arc<Udp>,
-    ep: Arc<Epoll>,
+    pub(super) udp: Arc<Udp>,
+    pub(super) ep: Arc<Epoll>,
     /// Sizes fixed and registered with the service thread (upstream's ds_init_ep).
-    inited: bool,
-    fs_flags: c_int,
-    fd_flags: c_int,
-    sbuf_size: u32,
-    rbuf_size: u32,
-    sq_size: u32,
-    rq_size: u32,
-    sq_inline: u32,
-    qps: Vec<DsQp>,
-    dests: Vec<Dest>,
-    conn_dest: Option<usize>,
+    pub(super) inited: bool,
+    pub(super) fs_flags: c_int,
+    pub(super) fd_flags: c_int,
+    pub(super) sbuf_size: u32,
+    pub(super) rbuf_size: u32,
+    pub(super) sq_size: u32,
+    pub(super) rq_size: u32,
+    pub(super) sq_inline: u32,
+    pub(super) qps: Vec<DsQp>,
+    pub(super) dests: Vec<Dest>,
+    pub(super) conn_dest: Option<usize>,
     /// Received on a QP: (qp, slot, length after the GRH).
-    rmsgs: VecDeque<(usize, u32, u32)>,
+    pub(super) rmsgs: VecDeque<(usize, u32, u32)>,
     /// Arrived over UDP (first contact), queued by the service thread: (source, data).
-    local: VecDeque<(Vec<u8>, Vec<u8>)>,
-    closed: bool,
-    sleepers: Vec<Arc<Wake>>,
+    pub(super) local: VecDeque<(Vec<u8>, Vec<u8>)>,
+    pub(super) closed: bool,
+    pub(super) sleepers: Vec<Arc<Wake>>,
     /// What rsetsockopt stored and rgetsockopt reads back (upstream keeps the
     /// same flags for datagram rsockets as for streams).
-    opts: Opts,
-}
-
-/// The option values upstream keeps per rsocket (whatever its type).
-#[derive(Default)]
-struct Opts {
-    reuseaddr: bool,
-    keepalive: bool,
-    oobinline: bool,
-    linger_off: bool,
-    v6only: bool,
-    ip_tos: c_int,
-    keepalive_time: u32,
-    iomap_size: u32,
-    route: Option<Vec<u8>>,
+    pub(super) opts: SockOpts,
+    /// RDMA_IOMAPSIZE, kept (a datagram socket maps nothing).
+    pub(super) iomap_size: u32,
 }
 
 pub type Handle = Arc<Mutex<Dgram>>;
 
-static TABLE: Mutex<BTreeMap<c_int, Handle>> = Mutex::new(BTreeMap::new());
-
-/// The datagram rsocket behind a number, if it is one.
-pub fn lookup(fd: c_int) -> Option<Handle> {
-    TABLE.lock().get(&fd).cloned()
-}
-
-fn lock(h: &Handle) -> Result<MutexGuard<'_, Dgram>, Errno> {
+pub(super) fn lock(h: &Mutex<Dgram>) -> Result<MutexGuard<'_, Dgram>, Errno> {
     let g = h.lock();
     if g.closed {
         Err(Errno::EBADF)
@@ -239,8 +133,8 @@ fn lock(h: &Handle) -> Result<MutexGuard<'_, Dgram>, Errno> {
     }
 }
 
-/// rsocket(domain, SOCK_DGRAM, 0 or IPPROTO_UDP).
-pub fn create(domain: c_int, type_: c_int) -> Result<c_int, Errno> {
+/// rsocket(domain, SOCK_DGRAM, 0 or IPPROTO_UDP): its number and the socket.
+pub fn create(domain: c_int, type_: c_int) -> Result<(c_int, Handle), Errno> {
     let udp = Arc::new(Udp::new(domain)?);
     let ep = Arc::new(Epoll::new()?);
     let fd = udp.fd();
@@ -263,10 +157,10 @@ pub fn create(domain: c_int, type_: c_int) -> Result<c_int, Errno> {
         local: VecDeque::new(),
         closed: false,
         sleepers: Vec::new(),
-        opts: Opts::default(),
+        opts: SockOpts::default(),
+        iomap_size: 0,
     };
-    TABLE.lock().insert(fd, Arc::new(Mutex::new(d)));
-    Ok(fd)
+    Ok((fd, Arc::new(Mutex::new(d))))
 }
 
 impl Dgram {
@@ -338,7 +232,7 @@ impl Dgram {
     }
 
     /// The destination entry of `addr`, made (with its QP) on first use.
-    fn get_dest(&mut self, addr: &[u8]) -> Result<usize, Errno> {
+    pub(super) fn get_dest(&mut self, addr: &[u8]) -> Result<usize, Errno> {
         let k = key(addr);
         if let Some(i) = self.dests.iter().position(|d| d.key == k) {
             return Ok(i);
@@ -350,7 +244,7 @@ impl Dgram {
     }
 
     /// Signals the sleepers of other threads (they look again).
-    fn wake_sleepers(&mut self) {
+    pub(super) fn wake_sleepers(&mut self) {
         let me = wake::mine().ok();
         self.sleepers.retain(|w| {
             if me.as_ref().is_some_and(|m| Arc::ptr_eq(m, w)) {
@@ -617,7 +511,7 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
         }
         Ok(u32::from_ne_bytes([o[0], o[1], o[2], o[3]]))
     };
-    if level != super::SOL_RDMA {
+    if level != SOL_RDMA {
         g.udp.setsockopt(level, name, opt)?;
         match (level, name) {
             (libc::SOL_SOCKET, libc::SO_REUSEADDR) => g.opts.reuseaddr = int()? != 0,
@@ -640,7 +534,7 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
             (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => {
                 let on = int()? != 0;
                 if on && g.opts.keepalive_time == 0 {
-                    g.opts.keepalive_time = super::system_keepalive_time();
+                    g.opts.keepalive_time = system_keepalive_time();
                 }
                 // No keepalive messages: a datagram rsocket is never connected.
                 g.opts.keepalive = on;
@@ -657,63 +551,46 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
         return Err(Errno::EINVAL);
     }
     match name {
-        super::RDMA_SQSIZE => g.sq_size = int()?.min(QP_MAX),
-        super::RDMA_RQSIZE => g.rq_size = int()?.min(QP_MAX),
-        super::RDMA_INLINE => g.sq_inline = int()?.min(QP_MAX),
-        super::RDMA_IOMAPSIZE => g.opts.iomap_size = super::scale_to_value(super::value_to_scale(int()?, 8) & 0xFF, 8) & 0xFFFF,
-        super::RDMA_ROUTE => g.opts.route = Some(opt.ok_or(Errno::EINVAL)?.to_vec()),
+        RDMA_SQSIZE => g.sq_size = int()?.min(QP_MAX),
+        RDMA_RQSIZE => g.rq_size = int()?.min(QP_MAX),
+        RDMA_INLINE => g.sq_inline = int()?.min(QP_MAX),
+        RDMA_IOMAPSIZE => g.iomap_size = scale_to_value(value_to_scale(int()?, 8) & 0xFF, 8) & 0xFFFF,
+        RDMA_ROUTE => g.opts.route = Some(opt.ok_or(Errno::EINVAL)?.to_vec()),
         _ => return Err(Errno::ENOTSUP),
     }
     Ok(())
 }
 
-/// rgetsockopt: upstream reads every option from the rsocket itself, with
-/// the stream's table (nothing from the UDP socket): the kept flags and
-/// sizes, SO_ERROR 0, TCP_MAXSEG 2048 (no route), TCP_INFO closed.
-pub fn getsockopt(h: &Handle, level: c_int, name: c_int, room: usize) -> Result<super::OptOut, Errno> {
-    use super::{int_out, OptOut};
-    let g = lock(h)?;
-    let o = &g.opts;
-    let none = |b: Vec<u8>| OptOut { bytes: b, set_len: false };
-    Ok(match (level, name) {
-        (libc::SOL_SOCKET, libc::SO_REUSEADDR) => int_out(o.reuseaddr as c_int),
-        (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => int_out(o.keepalive as c_int),
-        (libc::SOL_SOCKET, libc::SO_OOBINLINE) => int_out(o.oobinline as c_int),
-        (libc::SOL_SOCKET, libc::SO_RCVBUF) => int_out(g.rbuf_size as c_int),
-        (libc::SOL_SOCKET, libc::SO_SNDBUF) => int_out(g.sbuf_size as c_int),
-        (libc::SOL_SOCKET, libc::SO_LINGER) => {
-            let mut b = (!o.linger_off as c_int).to_ne_bytes().to_vec();
-            b.extend_from_slice(&0i32.to_ne_bytes());
-            OptOut { bytes: b, set_len: true }
-        }
-        (libc::SOL_SOCKET, libc::SO_ERROR) => int_out(0),
-        (libc::SOL_SOCKET, libc::SO_BROADCAST) => none(Vec::new()),
-        (libc::IPPROTO_IP, libc::IP_TOS) => int_out(o.ip_tos),
-        (libc::IPPROTO_IPV6, libc::IPV6_V6ONLY) => int_out(o.v6only as c_int),
-        (libc::IPPROTO_TCP, libc::TCP_CONGESTION | libc::TCP_KEEPCNT | libc::TCP_KEEPINTVL) => none(1i32.to_ne_bytes().to_vec()),
-        (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE) => int_out(o.keepalive_time as c_int),
-        (libc::IPPROTO_TCP, libc::TCP_NODELAY) => int_out(0),
-        (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => int_out(2048),
-        (libc::IPPROTO_TCP, libc::TCP_INFO) => {
-            let mut b = vec![0u8; super::TCP_INFO_LEN];
-            b[super::TCPI_STATE] = super::TCP_CLOSE;
-            b[super::TCPI_SND_CWND..super::TCPI_SND_CWND + 4].copy_from_slice(&g.sq_size.to_ne_bytes());
-            OptOut { bytes: b, set_len: true }
-        }
-        (super::SOL_RDMA, super::RDMA_SQSIZE) => int_out(g.sq_size as c_int),
-        (super::SOL_RDMA, super::RDMA_RQSIZE) => int_out(g.rq_size as c_int),
-        (super::SOL_RDMA, super::RDMA_INLINE) => int_out(g.sq_inline as c_int),
-        (super::SOL_RDMA, super::RDMA_IOMAPSIZE) => int_out(o.iomap_size as c_int),
-        (super::SOL_RDMA, super::RDMA_ROUTE) => match &o.route {
-            Some(r) if room < r.len() => return Err(Errno::EINVAL),
-            Some(r) => OptOut { bytes: r.clone(), set_len: true },
-            // Upstream reads the paths of an rdma_cm id a datagram rsocket does
-            // not have (it crashes): no paths here.
-            None if room < std::mem::size_of::<crate::abi::cma::ibv_path_data>() => return Err(Errno::EINVAL),
-            None => OptOut { bytes: Vec::new(), set_len: true },
-        },
-        _ => return Err(Errno::ENOTSUP),
-    })
+/// What rgetsockopt reads of a datagram socket: the kept flags and
+/// sizes, SO_ERROR 0, no resolved paths (TCP_MAXSEG 2048, RDMA_ROUTE none:
+/// upstream reads them through an rdma_cm id a datagram rsocket does not
+/// have, and crashes), TCP_INFO closed.
+impl OptSource for Dgram {
+    fn opts(&self) -> &SockOpts {
+        &self.opts
+    }
+
+    fn sizes(&self) -> Sizes {
+        Sizes { sbuf: self.sbuf_size, rbuf: self.rbuf_size, sq: self.sq_size, rq: self.rq_size, inline: self.sq_inline, iomap: self.iomap_size }
+    }
+
+    fn take_error(&mut self) -> c_int {
+        0
+    }
+
+    fn paths(&self) -> Vec<crate::abi::cma::ibv_sa_path_rec> {
+        Vec::new()
+    }
+
+    fn established(&self) -> bool {
+        false
+    }
+}
+
+/// rgetsockopt: the one table of [`options::getsockopt`] (nothing is read
+/// from the UDP socket, as upstream).
+pub fn getsockopt(h: &Handle, level: c_int, name: c_int, room: usize) -> Result<OptOut, Errno> {
+    options::getsockopt(&mut *lock(h)?, level, name, room)
 }
 
 /// rfcntl: the flags are stored and read back (O_NONBLOCK makes calls non-blocking).
@@ -734,13 +611,12 @@ pub fn fcntl(h: &Handle, cmd: c_int, arg: c_int) -> Result<c_int, Errno> {
     }
 }
 
-/// rclose: lets the posted sends complete (as upstream, bounded here to
-/// about a second), then frees the QPs, ids and the UDP socket.
-pub fn close(fd: c_int) -> Result<(), Errno> {
-    let h = lookup(fd).ok_or(Errno::EBADF)?;
-    svc_remove(&h);
+/// rclose's first step, while the socket is still in the table: lets the
+/// posted sends complete (as upstream, bounded here to about a second).
+pub fn close_begin(h: &Handle) -> Result<(), Errno> {
+    svc_remove(h);
     for _ in 0..500 {
-        let mut g = lock(&h)?;
+        let mut g = lock(h)?;
         g.poll_cqs();
         if g.all_sends_done() {
             break;
@@ -748,10 +624,12 @@ pub fn close(fd: c_int) -> Result<(), Errno> {
         drop(g);
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
-    match TABLE.lock().remove(&fd) {
-        Some(t) if Arc::ptr_eq(&t, &h) => {}
-        _ => return Err(Errno::EBADF),
-    }
+    Ok(())
+}
+
+/// rclose's end, once the socket is out of the table: frees the QPs, ids
+/// and the UDP socket; sleepers wake and fail with EBADF.
+pub fn close_end(h: &Handle) {
     let mut g = h.lock();
     g.closed = true;
     g.dests.clear();
@@ -765,17 +643,25 @@ pub fn close(fd: c_int) -> Result<(), Errno> {
             w.signal();
         }
     }
-    Ok(())
+}
+
+/// Registers the socket's UDP socket with the datagram service thread.
+fn svc_add(udp: Arc<Udp>, h: &Handle) -> Result<(), Errno> {
+    DATAGRAMS.add(udp.fd(), h.clone(), udp)
+}
+
+/// Unregisters the socket; returns once the service thread no longer uses it.
+fn svc_remove(h: &Handle) {
+    DATAGRAMS.remove(svc::key(h));
 }
 
 // ---- rpoll -----------------------------------------------------------------------------
 
-/// rpoll's view of a datagram rsocket (None: `fd` is not one).
-pub fn poll_events(fd: c_int, events: i16) -> Option<i16> {
-    let h = lookup(fd)?;
-    let mut g = match lock(&h) {
+/// rpoll's view of a datagram rsocket.
+pub fn poll_events(h: &Handle, events: i16) -> i16 {
+    let mut g = match lock(h) {
         Ok(g) => g,
-        Err(_) => return Some(libc::POLLNVAL),
+        Err(_) => return libc::POLLNVAL,
     };
     g.poll_cqs();
     let mut r = 0;
@@ -785,7 +671,7 @@ pub fn poll_events(fd: c_int, events: i16) -> Option<i16> {
     if events & libc::POLLOUT != 0 && g.can_send() {
         r |= libc::POLLOUT;
     }
-    Some(r)
+    r
 }
 
 /// What rpoll sleeps on for a datagram rsocket: its epoll set of CQ
@@ -812,176 +698,20 @@ impl PollSlot {
     }
 }
 
-/// Prepares rpoll's sleep on datagram rsocket `fd` (None: not one, or closed).
-pub fn prepare_wait(fd: c_int) -> Option<PollSlot> {
-    let h = lookup(fd)?;
+/// Prepares rpoll's sleep on a datagram rsocket (None: closed).
+pub fn prepare_wait(h: &Handle) -> Option<PollSlot> {
     let ep = {
-        let mut g = lock(&h).ok()?;
+        let mut g = lock(h).ok()?;
         g.arm();
         g.register_me().ok()?.0
     };
-    Some(PollSlot { h, ep })
-}
-
-// ---- the UDP service thread ------------------------------------------------------------
-
-struct SvcEntry {
-    udp: Arc<Udp>,
-    h: Weak<Mutex<Dgram>>,
-}
-
-/// The entries, the process the thread runs in, and the thread's wake-up
-/// descriptor: a child of fork(2) starts its own thread with its own
-/// descriptor (the inherited one is the parent's eventfd).
-struct SvcState {
-    entries: Vec<SvcEntry>,
-    pid: u32,
-    ctl: Option<Arc<Wake>>,
-}
-
-static SVC: Mutex<SvcState> = Mutex::new(SvcState { entries: Vec::new(), pid: 0, ctl: None });
-
-fn svc_add(udp: Arc<Udp>, h: &Handle) -> Result<(), Errno> {
-    let mut st = SVC.lock();
-    let pid = std::process::id();
-    if st.pid != pid || st.ctl.is_none() {
-        // First use, or a child of fork(2) without the parent's thread.
-        st.entries.clear();
-        let ctl = Arc::new(Wake::new()?);
-        let c2 = ctl.clone();
-        std::thread::Builder::new().name("rsocket-udp".into()).spawn(move || svc_run(c2)).map_err(|_| Errno::EAGAIN)?;
-        st.pid = pid;
-        st.ctl = Some(ctl);
-    }
-    st.entries.push(SvcEntry { udp, h: Arc::downgrade(h) });
-    if let Some(c) = &st.ctl {
-        c.signal();
-    }
-    Ok(())
-}
-
-fn svc_remove(h: &Handle) {
-    let mut st = SVC.lock();
-    let w = Arc::downgrade(h);
-    st.entries.retain(|e| !e.h.ptr_eq(&w));
-    if st.pid == std::process::id() {
-        if let Some(c) = &st.ctl {
-            c.signal();
-        }
-    }
-}
-
-fn svc_run(ctl: Arc<Wake>) {
-    loop {
-        // A snapshot: the UDP sockets stay open while the thread polls them.
-        let snap: Vec<(Arc<Udp>, Weak<Mutex<Dgram>>)> = SVC.lock().entries.iter().map(|e| (e.udp.clone(), e.h.clone())).collect();
-        let mut p: Vec<libc::pollfd> = vec![libc::pollfd { fd: ctl.fd(), events: libc::POLLIN, revents: 0 }];
-        p.extend(snap.iter().map(|(u, _)| libc::pollfd { fd: u.fd(), events: libc::POLLIN, revents: 0 }));
-        if verbs::poll(&mut p, -1).is_err() {
-            continue;
-        }
-        if p[0].revents != 0 {
-            ctl.drain();
-        }
-        for (i, (udp, w)) in snap.iter().enumerate() {
-            if p[i + 1].revents != 0 {
-                if let Some(h) = w.upgrade() {
-                    svc_process(udp, &h);
-                }
-            }
-        }
-    }
-}
-
-/// Takes the datagrams waiting on a socket's UDP side.
-fn svc_process(udp: &Udp, h: &Handle) {
-    let mut buf = vec![0u8; SLOT];
-    while let Ok((n, from)) = udp.recv_from(&mut buf) {
-        svc_one(h, &buf[..n], &from);
-    }
-}
-
-/// One datagram over UDP: answer a data message with our QP number, make
-/// the address handle to the sender's QP, then queue the data (upstream's
-/// order: it forwards the data to its own QP once the handle exists).
-fn svc_one(h: &Handle, m: &[u8], from: &[u8]) {
-    let Some((op, hl, qpn)) = parse_udp_hdr(m, from) else { return };
-    let data = (op == OP_DATA).then(|| &m[hl..]);
-    let (qi, di, local, addr) = {
-        let Ok(mut g) = lock(h) else { return };
-        let Ok(di) = g.get_dest(from) else { return };
-        let qi = g.dests[di].qp;
-        if op == OP_DATA {
-            let q = &g.qps[qi];
-            let reply = udp_hdr(&q.hdr, OP_CTRL, q.qp.qp_num());
-            let _ = g.udp.send_to(&[&reply], from, libc::MSG_DONTWAIT);
-        }
-        let d = &g.dests[di];
-        if d.ah.is_some() && d.qpn == qpn {
-            let mtu = d.mtu;
-            if let Some(data) = data {
-                g.queue_udp(qi, from, data, mtu);
-            }
-            return;
-        }
-        (qi, di, g.qps[qi].local.clone(), d.addr.clone())
-    };
-    // Address and route resolution without the lock.
-    let path = resolve(&local, &addr);
-    let Ok(mut g) = lock(h) else { return };
-    let mtu = path.as_ref().and_then(|p| mtu_bytes(p.mtu));
-    if let Some(path) = &path {
-        if let Ok(ah) = g.qps[qi].qp.create_ah(path) {
-            let d = &mut g.dests[di];
-            d.ah = Some(ah);
-            d.qpn = qpn;
-            d.mtu = mtu;
-            g.wake_sleepers();
-        }
-    }
-    if let Some(data) = data {
-        g.queue_udp(qi, from, data, mtu);
-    }
-}
-
-/// An IB MTU code of a path record in bytes (1: 256 ... 5: 4096).
-fn mtu_bytes(code: u8) -> Option<usize> {
-    (1..=5).contains(&code).then(|| 128usize << code)
-}
-
-impl Dgram {
-    /// Queues data that came over UDP for rrecv. Upstream sends it on to its
-    /// own QP with the datagram header, and a UD send longer than the path
-    /// MTU is dropped without an error, so one longer than `mtu` (when known)
-    /// is dropped here too, as are those beyond the receive queue.
-    fn queue_udp(&mut self, qi: usize, from: &[u8], data: &[u8], mtu: Option<usize>) {
-        if mtu.is_some_and(|m| self.qps[qi].hdr.len() + data.len() > m) {
-            return;
-        }
-        if self.local.len() < self.rq_size as usize {
-            self.local.push_back((key(from), data.to_vec()));
-            self.wake_sleepers();
-        }
-    }
-}
-
-/// The path from `local` (its port dropped) to `addr`, resolved on a
-/// temporary id.
-fn resolve(local: &[u8], addr: &[u8]) -> Option<crate::abi::cma::ibv_sa_path_rec> {
-    let id = CmId::create_udp().ok()?;
-    let mut src = local.to_vec();
-    if src.len() >= 4 {
-        src[2..4].copy_from_slice(&[0, 0]);
-    }
-    id.bind(&src).ok()?;
-    id.resolve_addr(addr, RESOLVE_MS).ok()?;
-    id.resolve_route(RESOLVE_MS).ok()?;
-    id.route_paths().into_iter().next()
+    Some(PollSlot { h: h.clone(), ep })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use super::super::dgram_wire::{family, AF_INET};
 
     fn v4(ip: [u8; 4], port: u16) -> Vec<u8> {
         let mut a = vec![0u8; 16];
@@ -991,51 +721,11 @@ mod tests {
         a
     }
 
-    /// The headers as upstream lays them out (struct ds_header, ds_udp_header).
-    #[test]
-    fn headers_on_the_wire() {
-        let a = v4([192, 0, 2, 1], 7174);
-        let h = format_hdr(&a);
-        assert_eq!(h, [4, 8, 0x1c, 0x06, 192, 0, 2, 1]);
-        assert!(valid_hdr(&h));
-        assert_eq!(hdr_addr(&h), a);
-        let u = udp_hdr(&h, OP_DATA, 0xAB12_3456);
-        assert_eq!(u, [0x55, 0x55, 0x55, 0x55, 4, 0, 16, 0, 0, 0x12, 0x34, 0x56, 192, 0, 2, 1]);
-        assert_eq!(parse_udp_hdr(&u, &a), Some((OP_DATA, 16, 0x12_3456)));
-        let mut bad = u.clone();
-        bad[0] = 0;
-        assert_eq!(parse_udp_hdr(&bad, &a), None);
-        let mut a6 = vec![0u8; 28];
-        a6[..2].copy_from_slice(&AF_INET6.to_ne_bytes());
-        a6[2..4].copy_from_slice(&9u16.to_be_bytes());
-        a6[4..8].copy_from_slice(&[0, 0, 0, 5]);
-        a6[8] = 0x20;
-        a6[23] = 1;
-        let h6 = format_hdr(&a6);
-        assert_eq!(h6.len(), 24);
-        assert_eq!(&h6[..4], &[6, 24, 0, 9]);
-        assert_eq!(hdr_addr(&h6), a6);
-        let u6 = udp_hdr(&h6, OP_CTRL, 7);
-        assert_eq!(u6.len(), 28);
-        assert_eq!(parse_udp_hdr(&u6, &a6), Some((OP_CTRL, 28, 7)));
-        // an IPv6 header from an IPv4 sender is not valid
-        assert_eq!(parse_udp_hdr(&u6, &a), None);
-    }
-
-    #[test]
-    fn keys_and_wildcards() {
-        assert_eq!(key(&v4([1, 2, 3, 4], 5)), key(&v4([1, 2, 3, 4], 5)));
-        assert_ne!(key(&v4([1, 2, 3, 4], 5)), key(&v4([1, 2, 3, 4], 6)));
-        assert!(is_any(&v4([0, 0, 0, 0], 5)));
-        assert!(!is_any(&v4([192, 0, 2, 1], 5)));
-    }
-
     /// A datagram socket without a device: addressing works on the UDP
     /// socket; closing it twice is EBADF.
     #[test]
     fn create_bind_close() {
-        let fd = create(libc::AF_INET, libc::SOCK_DGRAM).unwrap();
-        let h = lookup(fd).unwrap();
+        let (_, h) = create(libc::AF_INET, libc::SOCK_DGRAM).unwrap();
         bind(&h, &v4([127, 0, 0, 1], 0)).unwrap();
         let a = local_addr(&h).unwrap();
         assert_eq!(family(&a), AF_INET);
@@ -1045,8 +735,8 @@ mod tests {
         assert_eq!(fcntl(&h, libc::F_GETFL, 0), Ok(libc::O_NONBLOCK));
         let mut b = [0u8; 8];
         assert_eq!(recv_from(&h, &mut b, 0).err(), Some(Errno::EAGAIN));
-        close(fd).unwrap();
-        assert_eq!(close(fd), Err(Errno::EBADF));
-        assert!(lookup(fd).is_none());
+        close_begin(&h).unwrap();
+        close_end(&h);
+        assert_eq!(close_begin(&h), Err(Errno::EBADF));
     }
 }

@@ -2,7 +2,8 @@
 //! repoll: epoll-like sets over rsockets and ordinary descriptors.
 //!
 //! A set is named by the read end of a pipe (so its number is a real
-//! descriptor no one else can get) and kept in a table. Members stay in
+//! descriptor no one else can get) and kept in a table (an [`FdMap`], as
+//! the rsockets' own). Members stay in
 //! insertion order; deleting one moves the last member into its place, and
 //! ready members are reported in that order. The C API reports failures of
 //! repoll_ctl and repoll_wait by returning the error number itself, as
@@ -12,9 +13,9 @@
 //! lock is held while it sleeps.
 #![deny(unsafe_code)]
 
+use super::fdmap::FdMap;
 use nix::errno::Errno;
 use parking_lot::Mutex;
-use std::collections::BTreeMap;
 use std::ffi::c_int;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
 use std::sync::Arc;
@@ -30,11 +31,11 @@ pub struct Set {
     members: Mutex<Vec<(libc::pollfd, u64)>>,
 }
 
-static SETS: Mutex<BTreeMap<c_int, Arc<Set>>> = Mutex::new(BTreeMap::new());
+static SETS: FdMap<Arc<Set>> = FdMap::new();
 
 /// The set named `epfd`, if any.
 pub fn find(epfd: c_int) -> Option<Arc<Set>> {
-    SETS.lock().get(&epfd).cloned()
+    SETS.get(epfd)
 }
 
 /// repoll_create: a new set; `flags` may hold O_CLOEXEC and O_NONBLOCK.
@@ -42,20 +43,22 @@ pub fn create(flags: c_int) -> Result<c_int, Errno> {
     let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::from_bits_truncate(libc::O_DIRECT | (flags & (libc::O_CLOEXEC | libc::O_NONBLOCK))))?;
     let set = Arc::new(Set { peer: Mutex::new(Some(w)), members: Mutex::new(Vec::new()) });
     let fd = r.into_raw_fd();
-    SETS.lock().insert(fd, set);
+    SETS.insert(fd, set);
     Ok(fd)
 }
 
 /// rclose on a set's number: None when `fd` names no set; EBUSY while the
 /// set has members.
 pub fn close(fd: c_int) -> Option<Result<(), Errno>> {
-    let mut sets = SETS.lock();
-    let set = sets.get(&fd)?.clone();
-    if !set.members.lock().is_empty() {
+    let set = SETS.get(fd)?;
+    // The members' lock is held while the set leaves the table: a member
+    // cannot be added meanwhile.
+    let m = set.members.lock();
+    if !m.is_empty() {
         return Some(Err(Errno::EBUSY));
     }
-    sets.remove(&fd);
-    drop(sets);
+    SETS.remove_if(fd, |t| Arc::ptr_eq(t, &set))?;
+    drop(m);
     // Both ends of the pipe belong to the set, which is now out of the table.
     drop(set.peer.lock().take());
     Some(nix::unistd::close(fd))

@@ -10,7 +10,7 @@
 //! lengths, descriptor tables and connect data are whatever it sends. The
 //! invariant, held for any input: a copy never leaves the receive buffer's
 //! data region, a hand-back never names bytes outside it, and nothing
-//! panics. The stream ([`super`]) calls these functions with its
+//! panics. The stream calls these functions with its
 //! registered buffers; the unit tests below and the fuzz target
 //! `rsocket_wire` (fuzz/) call them with byte slices.
 #![deny(unsafe_code)]
@@ -25,6 +25,9 @@ pub const OP_CTRL: u32 = 7;
 pub const RS_SGL_SIZE: u32 = 2;
 /// One riomap entry of the peer-written table: offset (8) + `RsSge` (16).
 pub const IOMAP_ENTRY_SIZE: u32 = 24;
+/// The send low-water mark: a stream is writable with this much room in
+/// its send buffer (upstream's RS_SNDLOWAT), also a datagram send slot.
+pub const RS_SNDLOWAT: u32 = 2048;
 /// Length of the connect private data.
 pub const CONN_DATA_LEN: usize = 40;
 pub const CONN_FLAG_NET: u8 = 1;

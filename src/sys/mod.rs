@@ -18,6 +18,7 @@ pub mod process;
 use nix::errno::Errno;
 use std::ffi::c_int;
 
+pub mod rsock;
 pub mod rtnl;
 pub mod ucma;
 pub mod unix;

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! The blocking calls' one shape: run a non-blocking step under the lock;
+//! when it would block, register, drop the lock, sleep ([`super::guard::wait`]),
+//! re-lock and try again. Busy-polls for `polling_time` first, as upstream.
+#![deny(unsafe_code)]
+
+use nix::errno::Errno;
+use std::ffi::c_int;
+use super::conf;
+use super::guard::{lock, wait, WaitToken};
+use super::state::*;
+use std::time::{Duration, Instant};
+
+impl Stream {
+    /// Arms the CQ (if not yet) and returns what a blocked call sleeps on.
+    pub(super) fn prepare_wait(&mut self) -> Result<WaitToken, Errno> {
+        self.arm();
+        self.wait_token()
+    }
+}
+
+/// Re-locks after a wait, drops this thread's registration and reads the
+/// CQ event that woke us, if any.
+pub(super) fn after_wait(h: &Handle) -> Result<(), Errno> {
+    let mut s = lock(h)?;
+    s.unregister_me();
+    s.consume_cq_event();
+    Ok(())
+}
+
+/// Runs `check` under the lock until it gives an answer (Some), sleeping
+/// without the lock in between: `check` returns None after it has made
+/// sure that a change will wake this thread (armed the CQ, or the service
+/// thread owes an answer). Busy-polls for `polling_time` first, as upstream.
+pub(super) fn sleep_until<T>(h: &Handle, mut check: impl FnMut(&mut Stream) -> Result<Option<T>, Errno>) -> Result<T, Errno> {
+    let spin = Duration::from_micros(conf::get().polling_time_us as u64);
+    let mut start: Option<Instant> = None;
+    loop {
+        let tok = {
+            let mut s = lock(h)?;
+            if let Some(v) = check(&mut s)? {
+                return Ok(v);
+            }
+            let t0 = *start.get_or_insert_with(Instant::now);
+            if t0.elapsed() <= spin {
+                None
+            } else {
+                Some(s.prepare_wait()?)
+            }
+        };
+        match tok {
+            None => std::hint::spin_loop(),
+            Some(tok) => {
+                let r = wait(&tok, -1);
+                drop(tok);
+                // Unregistered whatever the wait's outcome (a cancelled
+                // thread leaves nothing of itself in the stream).
+                let a = after_wait(h);
+                r?;
+                a?;
+            }
+        }
+    }
+}
+
+/// Processes completions until `test` holds, sleeping without the lock in
+/// between (blocking even on a non-blocking socket, as rshutdown does).
+pub(super) fn wait_until(h: &Handle, test: fn(&Stream) -> bool) -> Result<(), Errno> {
+    sleep_until(h, |s| match s.process_cq(test) {
+        Ok(()) => Ok(Some(())),
+        Err(Errno::EWOULDBLOCK) => {
+            // Newly armed: look once more so that nothing that came before
+            // the arming is missed.
+            if s.arm() {
+                match s.process_cq(test) {
+                    Ok(()) => return Ok(Some(())),
+                    Err(Errno::EWOULDBLOCK) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    })
+}
+
+/// The common shape of rsend, rrecv and riowrite: `op` runs without
+/// blocking under the lock and returns the bytes it moved and whether the
+/// call is finished; a blocking call that would block (EAGAIN) sleeps
+/// without the lock and tries again. `done` counts the bytes moved so far.
+/// On a socket still opening, a blocking call first waits for the
+/// connection; a non-blocking one returns EAGAIN, as upstream.
+pub(super) fn run_blocking(h: &Handle, flags: c_int, mut op: impl FnMut(&mut Stream, usize) -> Result<(usize, bool), Errno>) -> Result<usize, Errno> {
+    let mut done = 0usize;
+    let r = sleep_until(h, |s| {
+        let nb = s.nonblocking() || flags & libc::MSG_DONTWAIT != 0;
+        if s.state & ST_OPENING != 0 {
+            return if nb { Err(Errno::EAGAIN) } else { Ok(None) };
+        }
+        loop {
+            match op(s, done) {
+                Ok((n, fin)) => {
+                    done += n;
+                    if fin || nb {
+                        return Ok(Some(()));
+                    }
+                    // Progress: try again at once; only an EAGAIN sleeps.
+                }
+                Err(Errno::EAGAIN) if !nb && s.is_connected_state() => {
+                    // Arm, then look once more before sleeping.
+                    if s.arm() {
+                        continue;
+                    }
+                    return Ok(None);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    });
+    match r {
+        Ok(()) => Ok(done),
+        Err(e) if done > 0 => {
+            let _ = e;
+            Ok(done)
+        }
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! Completions, credits and control messages: posting receives and
+//! messages, taking completions off the CQ (data, credits and control
+//! messages from the peer; our sends done), handing receive credits back,
+//! arming the CQ and reading its events. Nothing here blocks.
+#![deny(unsafe_code)]
+
+use nix::errno::Errno;
+use std::ffi::c_int;
+use super::state::*;
+use super::verbs::{self, Data};
+use super::wire::{self, msg_data, msg_op, msg_set, Msg, RsSge, IOMAP_ENTRY_SIZE, OP_CTRL, OP_IOMAP_SGL, OP_SGL};
+
+impl Stream {
+    pub(super) fn post_recv(&mut self) -> Result<(), Errno> {
+        if self.opts & OPT_MSG_SEND == 0 {
+            self.ep().qp.post_recv(WR_RECV, None)
+        } else {
+            let ep = self.ep();
+            let sge = ep.rbuf.sge((self.rbuf_size + self.rbuf_msg_index * RS_MSG_SIZE) as usize, RS_MSG_SIZE);
+            let wr = WR_RECV | self.rbuf_msg_index as u64;
+            let r = ep.qp.post_recv(wr, Some(sge));
+            self.rbuf_msg_index += 1;
+            if self.rbuf_msg_index == self.rq_size {
+                self.rbuf_msg_index = 0;
+            }
+            r
+        }
+    }
+
+    // ---- messages -------------------------------------------------------------------
+
+    pub(super) fn post_msg(&mut self, msg: u32) -> Result<(), Errno> {
+        let qp = &self.ep().qp;
+        if self.opts & OPT_MSG_SEND == 0 {
+            // A zero-length write with immediate.
+            qp.post_send(msg as u64, Data::None, verbs::WR_RDMA_WRITE_WITH_IMM, 0, msg, 0, 0)
+        } else {
+            qp.post_send(msg as u64, Data::Inline(&msg.to_ne_bytes()), verbs::WR_SEND, 0, 0, 0, 0)
+        }
+    }
+
+    pub(super) fn post_write_msg(&mut self, data: Data<'_>, msg: u32, addr: u64, rkey: u32) -> Result<(), Errno> {
+        let qp = &self.ep().qp;
+        if self.opts & OPT_MSG_SEND == 0 {
+            qp.post_send(msg as u64, data, verbs::WR_RDMA_WRITE_WITH_IMM, 0, msg, addr, rkey)
+        } else {
+            qp.post_send(msg as u64, data, verbs::WR_RDMA_WRITE, 0, 0, addr, rkey)?;
+            let wr = msg_set(msg_op(msg), 0) as u64 | WR_MSG_SEND;
+            qp.post_send(wr, Data::Inline(&msg.to_ne_bytes()), verbs::WR_SEND, 0, 0, 0, 0)
+        }
+    }
+
+    pub(super) fn send_credits(&mut self) {
+        self.ctrl_seqno = self.ctrl_seqno.wrapping_add(1);
+        self.rseq_comp = self.rx.seq_no.wrapping_add((self.rq_size >> 1) as u16);
+        let seq = msg_set(OP_SGL, (self.rx.seq_no as u32).wrapping_add(self.rq_size) & 0xFFFF);
+        if let Some((free, half)) = self.rx.grant() {
+            if self.opts & OPT_MSG_SEND != 0 {
+                self.ctrl_seqno = self.ctrl_seqno.wrapping_add(1);
+            }
+            let (rbuf, rkey) = {
+                let ep = self.ep();
+                (ep.rbuf.addr(), ep.rbuf.rkey())
+            };
+            let mut sge = RsSge { addr: rbuf + free as u64, key: rkey, length: half };
+            if self.opts & OPT_SWAP_SGL != 0 {
+                sge = sge.swapped();
+            }
+            let raddr = wire::table_addr(self.remote_sgl.addr, self.remote_sge, 16);
+            let rk = self.remote_sgl.key;
+            let bytes = sge.bytes();
+            let _ = if self.sq_inline < RS_MAX_CTRL_MSG {
+                // The control slots lie past sbuf_size inside the registered send buffer.
+                let slot = (self.sbuf_size + RS_MAX_CTRL_MSG * (self.ctrl_seqno & (RS_QP_CTRL_SIZE - 1))) as usize;
+                let one = {
+                    let sbuf = &self.ep().sbuf;
+                    sbuf.write(slot, &bytes);
+                    [sbuf.sge(slot, 16)]
+                };
+                self.post_write_msg(Data::Reg(&one), seq, raddr, rk)
+            } else {
+                self.post_write_msg(Data::Inline(&bytes), seq, raddr, rk)
+            };
+            self.remote_sge = wire::next_sge(self.remote_sge, self.remote_sgl.length);
+        } else {
+            let _ = self.post_msg(seq);
+        }
+    }
+
+    pub(super) fn give_credits(&self) -> bool {
+        let want = self.rx.can_grant() || (self.rx.seq_no.wrapping_sub(self.rseq_comp) as i16) >= 0;
+        let ctrl = if self.opts & OPT_MSG_SEND == 0 { self.ctrl_avail() } else { self.ctrl2_avail() };
+        want && ctrl && self.state & ST_CONNECTED != 0
+    }
+
+    pub(super) fn update_credits(&mut self) {
+        if self.give_credits() {
+            self.send_credits();
+        }
+    }
+
+    pub(super) fn poll_cq(&mut self) -> Result<(), Errno> {
+        if self.ep.is_none() {
+            return Ok(());
+        }
+        let mut rcnt = 0u32;
+        loop {
+            let wc = match self.ep().qp.poll() {
+                Ok(Some(wc)) => wc,
+                Ok(None) => break,
+                Err(e) => return Err(e),
+            };
+            // Others sleeping on the stream may wait for what this changes.
+            self.dirty = true;
+            if wc.wr_id & WR_RECV != 0 {
+                if wc.status != 0 {
+                    continue;
+                }
+                rcnt += 1;
+                let msg = match wc.imm {
+                    Some(m) => m,
+                    None => {
+                        // The word of the message's slot (rq_size words past rbuf_size).
+                        let idx = (wc.wr_id as u32) as usize;
+                        self.ep().rbuf.read_u32(self.rbuf_size as usize + idx * 4)
+                    }
+                };
+                match wire::decode(msg) {
+                    Msg::Credits(c) => self.sseq_comp = c,
+                    Msg::Write => {}
+                    Msg::Ctrl(d) => {
+                        if d == CTRL_DISCONNECT {
+                            self.state = ST_DISCONNECTED;
+                            return Ok(());
+                        } else if d == CTRL_SHUTDOWN {
+                            if self.state & ST_WRITABLE != 0 {
+                                self.state &= !ST_READABLE;
+                            } else {
+                                self.state = ST_DISCONNECTED;
+                                return Ok(());
+                            }
+                        }
+                    }
+                    Msg::Data { op, len } => self.rx.push(op, len),
+                }
+            } else {
+                let data = wc.wr_id as u32;
+                match msg_op(data) {
+                    OP_SGL => self.ctrl_max_seqno = self.ctrl_max_seqno.wrapping_add(1),
+                    OP_CTRL => {
+                        self.ctrl_max_seqno = self.ctrl_max_seqno.wrapping_add(1);
+                        if msg_data(data) == CTRL_DISCONNECT {
+                            self.state = ST_DISCONNECTED;
+                        }
+                    }
+                    OP_IOMAP_SGL => {
+                        self.sqe_avail += 1;
+                        if wc.wr_id & WR_MSG_SEND == 0 {
+                            self.sbuf_bytes_avail += IOMAP_ENTRY_SIZE;
+                        }
+                    }
+                    _ => {
+                        self.sqe_avail += 1;
+                        self.sbuf_bytes_avail += msg_data(data);
+                    }
+                }
+                if wc.status != 0 && self.state & ST_CONNECTED != 0 {
+                    self.state = ST_ERROR;
+                    self.err = libc::EIO;
+                }
+            }
+        }
+        if self.state & ST_CONNECTED != 0 {
+            for _ in 0..rcnt {
+                if let Err(e) = self.post_recv() {
+                    self.state = ST_ERROR;
+                    self.err = e as c_int;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the CQ event if one is waiting (never blocks): after a wait on [`Stream::wait_fd`].
+    pub fn consume_cq_event(&mut self) {
+        if !self.cq_armed || self.state & ST_CONNECTED == 0 {
+            return;
+        }
+        let Some(ep) = self.ep.as_mut() else { return };
+        match ep.qp.get_cq_event() {
+            Ok(()) => {
+                // The CQ is no longer armed: other sleepers must look again
+                // (and re-arm) instead of sleeping on a channel that stays quiet.
+                self.cq_armed = false;
+                self.dirty = true;
+            }
+            Err(Errno::EAGAIN) | Err(Errno::EINTR) => {}
+            Err(_) => {
+                self.state = ST_ERROR;
+                self.dirty = true;
+            }
+        }
+    }
+
+    /// Processes completions until `test` holds; never blocks: EWOULDBLOCK
+    /// when it does not hold yet (callers sleep without the lock and retry).
+    pub(super) fn process_cq(&mut self, test: fn(&Stream) -> bool) -> Result<(), Errno> {
+        self.update_credits();
+        let r = self.poll_cq();
+        let out = if test(self) {
+            Ok(())
+        } else if let Err(e) = r {
+            Err(e)
+        } else {
+            Err(Errno::EWOULDBLOCK)
+        };
+        self.update_credits();
+        out
+    }
+
+    /// Arms the CQ before a sleep; true when it was not armed yet (the
+    /// caller then looks at the CQ once more before sleeping).
+    pub fn arm(&mut self) -> bool {
+        if self.state & ST_CONNECTED != 0 && !self.cq_armed {
+            if let Some(ep) = &self.ep {
+                let _ = ep.qp.req_notify();
+                self.cq_armed = true;
+                return true;
+            }
+        }
+        false
+    }
+}

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! Locking a stream and waiting on it.
+//!
+//! A stream is one parking_lot mutex ([`Handle`]); [`lock`] and
+//! [`lock_any`] give a [`Guard`]. A guard dropped while its thread unwinds
+//! marks the stream broken (later calls fail with EIO). A thread about to
+//! sleep registers its wake-up descriptor with the stream under the lock
+//! ([`WaitToken`]); whoever changes the stream (the guard's `dirty` flag)
+//! signals the registered sleepers when the guard goes. [`wait`] takes a
+//! token, not a stream: no lock can be held across it, and debug builds
+//! check that the calling thread holds no stream guard at all.
+#![deny(unsafe_code)]
+
+use nix::errno::Errno;
+use std::ffi::c_int;
+use std::sync::Arc;
+use super::state::{Handle, Stream};
+use super::verbs::Wake;
+use crate::cma::api::CmId;
+use crate::sys::wake;
+use parking_lot::MutexGuard;
+use std::cell::Cell;
+
+thread_local! {
+    /// Stream guards the current thread holds (for the no-lock-across-wait rule).
+    static HELD: Cell<u32> = const { Cell::new(0) };
+}
+
+/// How many stream guards the calling thread holds: a blocking wait
+/// requires none (debug builds assert it before every sleep).
+pub fn guards_held() -> u32 {
+    HELD.with(|c| c.get())
+}
+
+/// A locked stream. Dropped during a panic, it marks the stream broken.
+pub struct Guard<'a> {
+    g: MutexGuard<'a, Stream>,
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.g.broken = true;
+            self.g.dirty = true;
+        }
+        if self.g.dirty {
+            self.g.dirty = false;
+            self.g.wake_sleepers();
+        }
+        HELD.with(|c| c.set(c.get().saturating_sub(1)));
+    }
+}
+
+impl std::ops::Deref for Guard<'_> {
+    type Target = Stream;
+    fn deref(&self) -> &Stream {
+        &self.g
+    }
+}
+
+impl std::ops::DerefMut for Guard<'_> {
+    fn deref_mut(&mut self) -> &mut Stream {
+        &mut self.g
+    }
+}
+
+/// Locks a stream whatever its condition (rclose).
+pub fn lock_any(h: &Handle) -> Guard<'_> {
+    let g = h.lock();
+    HELD.with(|c| c.set(c.get() + 1));
+    Guard { g }
+}
+
+/// Locks a stream that is usable: EBADF once closed, EIO once broken.
+pub fn lock(h: &Handle) -> Result<Guard<'_>, Errno> {
+    let g = lock_any(h);
+    if g.closed {
+        Err(Errno::EBADF)
+    } else if g.broken {
+        Err(Errno::EIO)
+    } else {
+        Ok(g)
+    }
+}
+
+/// What a blocked call sleeps on: the stream's CQ channel once connected
+/// (none before) and this thread's wake-up descriptor, registered with the
+/// stream. The id clone keeps the channel open until the sleeper is done.
+pub struct WaitToken {
+    pub(super) fd: c_int,
+    pub(super) wake: Arc<Wake>,
+    _id: Option<Arc<CmId>>,
+}
+
+/// Sleeps until the token's descriptor is readable, the thread is woken
+/// (a change of the stream, rclose), or `timeout_ms` passes (-1: no limit).
+/// Returns whether the descriptor is readable. Takes no stream: no lock can
+/// be held across it, and debug builds check that the calling thread holds
+/// no stream guard at all.
+pub fn wait(tok: &WaitToken, timeout_ms: c_int) -> Result<bool, Errno> {
+    debug_assert_eq!(guards_held(), 0, "rsocket: blocking wait with a stream lock held");
+    let mut p = [libc::pollfd { fd: tok.fd, events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: tok.wake.fd(), events: libc::POLLIN, revents: 0 }];
+    // Upstream blocks in read(2) here (the CQ or CM channel), which the
+    // kernel restarts after a handler with SA_RESTART: poll(2) never is, so
+    // an unbounded wait restarts itself then (rpoll does not come here: it
+    // returns EINTR, as upstream's poll-based rpoll).
+    loop {
+        // A cancellation of the thread is acted on here (and only here):
+        // ECANCELED, which the export turns back into the thread's end.
+        match crate::sys::cancel::wait_poll(&mut p, timeout_ms) {
+            Err(Errno::EINTR) if timeout_ms < 0 && crate::sys::unix::handlers_restart() => continue,
+            r => {
+                r?;
+                break;
+            }
+        }
+    }
+    // Reset before the caller looks again: a change after this wakes us
+    // on the next sleep.
+    if p[1].revents != 0 {
+        tok.wake.drain();
+    }
+    Ok(p[0].revents != 0)
+}
+
+impl Stream {
+    /// Signals the sleepers registered by other threads (they look again).
+    pub(super) fn wake_sleepers(&mut self) {
+        self.sleepers.retain(|w| {
+            if wake::is_mine(w) {
+                true
+            } else {
+                w.signal();
+                false
+            }
+        });
+    }
+
+    /// Drops this thread's registration (it is awake and looks itself).
+    pub(super) fn unregister_me(&mut self) {
+        self.sleepers.retain(|w| !wake::is_mine(w));
+    }
+
+    /// What a blocking call sleeps on (see [`wait`]); registers this
+    /// thread as a sleeper of the stream.
+    pub(super) fn wait_token(&mut self) -> Result<WaitToken, Errno> {
+        let wake = wake::mine()?;
+        if !self.sleepers.iter().any(|w| Arc::ptr_eq(w, &wake)) {
+            self.sleepers.push(wake.clone());
+        }
+        Ok(WaitToken { fd: self.wait_fd(), wake, _id: self.cm.clone() })
+    }
+}

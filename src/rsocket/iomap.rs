@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! riomap, riounmap and riowrite: the caller's buffers registered for the
+//! peer's direct writes, and direct writes into the peer's.
+#![deny(unsafe_code)]
+
+use nix::errno::Errno;
+use std::ffi::c_int;
+use super::blocking::run_blocking;
+use super::state::*;
+use super::verbs::{self, Data, UserBuf};
+use super::wire::{self, msg_set, RsSge, OP_WRITE};
+
+impl Stream {
+    /// riomap: registers the caller's buffer; with PROT_WRITE the peer may riowrite into it.
+    pub fn iomap(&mut self, buf: UserBuf, prot: c_int, offset: i64) -> Result<i64, Errno> {
+        let (addr, len) = (buf.addr(), buf.len());
+        if self.ep.is_none() || prot & !libc::PROT_WRITE != 0 || len > u32::MAX as usize {
+            return Err(Errno::EINVAL);
+        }
+        let write = prot & libc::PROT_WRITE != 0;
+        let index = if write {
+            let slots = self.remote_iomap.length as i32;
+            (0..slots).find(|i| !self.iomaps.iter().any(|m| m.index == *i)).ok_or(Errno::ENOMEM)?
+        } else {
+            -1
+        };
+        let mr = self.ep().qp.reg_user(buf, write)?;
+        let offset = if offset == -1 { addr as i64 } else { offset };
+        self.iomaps.push(IoMap { offset: offset as u64, mr, index, sent: index < 0 });
+        Ok(offset)
+    }
+
+    /// riounmap (a write the peer may still target fails on its side).
+    pub fn iounmap(&mut self, addr: u64, len: usize) -> Result<(), Errno> {
+        let pos = self.iomaps.iter().position(|m| m.mr.addr() == addr && m.mr.len() == len).ok_or(Errno::EINVAL)?;
+        self.iomaps.remove(pos);
+        Ok(())
+    }
+
+    /// An entry of the peer-written mapping table covering `offset`.
+    pub(super) fn find_iomap(&self, offset: u64) -> Option<(u64, RsSge)> {
+        wire::find_iomap(&self.ep().target, self.target_iomap_size, offset)
+    }
+
+    /// riowrite: RDMA-writes `buf` at `offset` of the peer's riomap'ed buffer.
+    pub fn iowrite(&mut self, buf: &[u8], mut offset: u64) -> Result<usize, Errno> {
+        self.check_connected()?;
+        self.send_iomaps()?;
+        let count = buf.len();
+        let mut left = count;
+        let mut off = 0usize;
+        let mut olen = RS_OLAP_START_SIZE;
+        let mut res: Result<(), Errno> = Ok(());
+        let mut iom: Option<(u64, RsSge)> = None;
+        while left > 0 {
+            match iom {
+                Some((o, e)) if wire::iomap_covers(o, &e, offset) => {}
+                _ => {
+                    iom = self.find_iomap(offset);
+                }
+            }
+            let Some((ioff, isge)) = iom else { break };
+            if let Err(e) = self.wait_can_send() {
+                res = Err(e);
+                break;
+            }
+            let mut xfer = if (olen as usize) < left {
+                let x = olen;
+                if olen < RS_MAX_TRANSFER {
+                    olen <<= 1;
+                }
+                x
+            } else {
+                left as u32
+            };
+            let (raddr, room) = wire::iomap_target(ioff, &isge, offset);
+            xfer = xfer.min(self.sbuf_bytes_avail).min(room);
+            let chunk = &buf[off..off + xfer as usize];
+            self.sqe_avail -= 1;
+            self.sbuf_bytes_avail -= xfer;
+            let wr = msg_set(OP_WRITE, xfer) as u64;
+            let r = if xfer <= self.sq_inline {
+                self.ep().qp.post_send(wr, Data::Inline(chunk), verbs::WR_RDMA_WRITE, 0, 0, raddr, isge.key)
+            } else {
+                // The staged copy lives in the registered send ring until completion.
+                let (sges, n) = self.stage(chunk);
+                self.ep().qp.post_send(wr, Data::Reg(&sges[..n]), verbs::WR_RDMA_WRITE, 0, 0, raddr, isge.key)
+            };
+            if let Err(e) = r {
+                res = Err(e);
+                break;
+            }
+            left -= xfer as usize;
+            off += xfer as usize;
+            offset += xfer as u64;
+        }
+        match res {
+            Err(e) if left == count => Err(e),
+            _ => Ok(count - left),
+        }
+    }
+}
+
+/// riowrite, sleeping without holding the socket when it blocks.
+pub fn iowrite(h: &Handle, buf: &[u8], offset: u64, flags: c_int) -> Result<usize, Errno> {
+    run_blocking(h, flags, |s, done| {
+        let n = s.iowrite(&buf[done..], offset + done as u64)?;
+        Ok((n, (n == 0 && !buf.is_empty()) || done + n == buf.len()))
+    })
+}

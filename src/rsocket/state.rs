@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! The stream's state: one stream rsocket's fields ([`Stream`]), its
+//! states and protocol constants, and what can be read off them (can it
+//! send, has it data, is it connected). Every other file of the stream
+//! works on this state; this file depends on none of them.
+#![deny(unsafe_code)]
+
+use nix::errno::Errno;
+use std::ffi::c_int;
+use std::sync::Arc;
+use super::conf;
+use super::options::SockOpts;
+use super::verbs::{Qp, RegBuf, UserMr, Wake};
+use super::wire::{RsSge, Rx};
+use crate::cma::api::CmId;
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::time::Instant;
+
+pub(super) const RS_OLAP_START_SIZE: u32 = 2048;
+
+pub(super) const RS_MAX_TRANSFER: u32 = 65536;
+
+pub(super) use super::wire::RS_SNDLOWAT;
+
+pub(super) const RS_QP_MIN_SIZE: u32 = 16;
+
+pub(super) const RS_QP_MAX_SIZE: u32 = 0xFFFE;
+
+pub(super) const RS_QP_CTRL_SIZE: u32 = 4;
+
+pub(super) const RS_MAX_CTRL_MSG: u32 = 16;
+
+pub(super) const RS_MSG_SIZE: u32 = 4;
+
+/// Address and route resolution are tried 7 times, waiting 1, 2, 4 ... 64 s
+/// (upstream's schedule: about two minutes in all).
+pub(super) const RS_CONN_RETRIES: u32 = 6;
+
+pub(super) const CTRL_DISCONNECT: u32 = 0;
+
+pub(super) const CTRL_KEEPALIVE: u32 = 1;
+
+pub(super) const CTRL_SHUTDOWN: u32 = 2;
+
+pub(super) const WR_RECV: u64 = 1 << 63;
+
+pub(super) const WR_MSG_SEND: u64 = 1 << 62;
+
+pub(super) const OPT_SWAP_SGL: u32 = 1;
+
+pub(super) const OPT_MSG_SEND: u32 = 2;
+
+// Socket states (bit sets, as the peer never sees them any layout works;
+// these follow the obvious scheme).
+pub(super) const ST_INIT: u32 = 0;
+
+pub(super) const ST_BOUND: u32 = 0x1;
+
+pub(super) const ST_LISTENING: u32 = 0x2;
+
+// Opening: the service thread moves the socket on as answers arrive.
+pub(super) const ST_OPENING: u32 = 0x4;
+
+pub(super) const ST_RESOLVING_ADDR: u32 = ST_OPENING | 0x10;
+
+pub(super) const ST_RESOLVING_ROUTE: u32 = ST_OPENING | 0x20;
+
+pub(super) const ST_CONNECTING: u32 = ST_OPENING | 0x40;
+
+pub(super) const ST_ACCEPTING: u32 = ST_OPENING | 0x80;
+
+pub(super) const ST_CONNECTED: u32 = 0x100;
+
+pub(super) const ST_WRITABLE: u32 = 0x200;
+
+pub(super) const ST_READABLE: u32 = 0x400;
+
+pub(super) const ST_CONNECT_RDWR: u32 = ST_CONNECTED | ST_READABLE | ST_WRITABLE;
+
+pub(super) const ST_CONNECT_ERROR: u32 = 0x800;
+
+pub(super) const ST_DISCONNECTED: u32 = 0x1000;
+
+pub(super) const ST_ERROR: u32 = 0x2000;
+
+/// The QP and registered buffers of a connected stream.
+pub(super) struct Ep {
+    /// Dropped first (fields drop in order): it acks the CQ events.
+    pub(super) qp: Qp,
+    pub(super) sbuf: RegBuf,
+    pub(super) target: RegBuf,
+    pub(super) rbuf: RegBuf,
+}
+
+/// One stream rsocket.
+pub struct Stream {
+    /// None once closed.
+    pub(super) cm: Option<Arc<CmId>>,
+    pub(super) fd: c_int,
+    pub(super) domain: c_int,
+    pub(super) state: u32,
+    /// rfcntl's F_GETFL/F_SETFL value (O_NONBLOCK makes calls non-blocking)
+    /// and F_GETFD/F_SETFD value, stored as upstream stores them.
+    pub(super) fs_flags: c_int,
+    pub(super) fd_flags: c_int,
+    /// rconnect returns EINPROGRESS instead of waiting: set when rfcntl
+    /// F_SETFL turns O_NONBLOCK on before the connection (upstream makes
+    /// the connection manager channel non-blocking only there, so a socket
+    /// made with SOCK_NONBLOCK alone still connects within the call).
+    pub(super) connect_nonblock: bool,
+    pub(super) err: c_int,
+    pub(super) opts: u32,
+    /// The option values kept for rgetsockopt; SO_KEEPALIVE sends a
+    /// keepalive control message every `so.keepalive_time` s while
+    /// connected (by the service thread, at `ka_next`).
+    pub(super) so: SockOpts,
+    pub(super) ka_next: Option<Instant>,
+    /// The destination of rconnect, and the resolution attempts so far.
+    pub(super) dst: Vec<u8>,
+    pub(super) retries: u32,
+    /// Connections accepted in the background, waiting for raccept (they
+    /// enter the table of rsocket numbers when raccept hands them out).
+    pub(super) accept_queue: VecDeque<Handle>,
+    /// A listener's connections still completing the handshake: they join
+    /// the queue once established (upstream queues only established ones).
+    pub(super) accepting: Vec<Handle>,
+    /// An accepting stream's listener.
+    pub(super) listener: Option<std::sync::Weak<Mutex<Stream>>>,
+    /// Registered with the service thread.
+    pub(super) in_svc: bool,
+
+    pub(super) sbuf_size: u32,
+    pub(super) rbuf_size: u32,
+    pub(super) sq_size: u32,
+    pub(super) rq_size: u32,
+    pub(super) sq_inline: u32,
+    pub(super) target_iomap_size: u32,
+
+    pub(super) ctrl_seqno: u32,
+    pub(super) ctrl_max_seqno: u32,
+    pub(super) sseq_no: u16,
+    pub(super) sseq_comp: u16,
+    pub(super) rseq_comp: u16,
+
+    pub(super) remote_sge: u32,
+    pub(super) remote_sgl: RsSge,
+    pub(super) target_sge: usize,
+
+    pub(super) rbuf_msg_index: u32,
+    /// The receive side: received messages and the receive buffer's
+    /// position (the decisions are in [`wire`]).
+    pub(super) rx: Rx,
+
+    pub(super) sbuf_bytes_avail: u32,
+    pub(super) ssgl0_off: u32,
+    pub(super) sqe_avail: u32,
+    pub(super) cq_armed: bool,
+
+    /// The peer's table of direct-write mappings (addr, key, entry count).
+    pub(super) remote_iomap: RsSge,
+    /// Our riomap registrations.
+    pub(super) iomaps: Vec<IoMap>,
+
+    pub(super) ep: Option<Ep>,
+
+    /// rclose has run: every later call fails with EBADF.
+    pub(super) closed: bool,
+    /// A call panicked while holding the lock: later calls fail with EIO.
+    pub(super) broken: bool,
+    /// The wake-up descriptors of the threads sleeping on the stream.
+    pub(super) sleepers: Vec<Arc<Wake>>,
+    /// Changed under the current guard: its sleepers are signalled when
+    /// the guard goes.
+    pub(super) dirty: bool,
+}
+
+/// One riomap registration.
+pub(super) struct IoMap {
+    pub(super) offset: u64,
+    pub(super) mr: UserMr,
+    /// Slot in the peer's table, or -1 for a local-only mapping.
+    pub(super) index: i32,
+    /// Written into the peer's table already (or local-only).
+    pub(super) sent: bool,
+}
+
+pub type Handle = Arc<Mutex<Stream>>;
+
+impl Stream {
+    /// A fresh, unconnected stream on `cm` (whose channel fd is `fd`) with
+    /// the default sizes and options.
+    pub(super) fn fresh(cm: Option<Arc<CmId>>, fd: c_int, domain: c_int) -> Stream {
+        let c = conf::get();
+        Stream {
+            cm,
+            fd,
+            domain,
+            state: ST_INIT,
+            fs_flags: 0,
+            fd_flags: 0,
+            connect_nonblock: false,
+            err: 0,
+            opts: 0,
+            so: SockOpts::default(),
+            ka_next: None,
+            dst: Vec::new(),
+            retries: 0,
+            accept_queue: VecDeque::new(),
+            accepting: Vec::new(),
+            listener: None,
+            in_svc: false,
+            sbuf_size: c.wmem,
+            rbuf_size: c.mem,
+            sq_size: c.sqsize as u32,
+            rq_size: c.rqsize as u32,
+            sq_inline: c.inline as u32,
+            target_iomap_size: c.iomap_size as u32,
+            ctrl_seqno: 0,
+            ctrl_max_seqno: RS_QP_CTRL_SIZE,
+            sseq_no: 0,
+            sseq_comp: 0,
+            rseq_comp: 0,
+            remote_sge: 0,
+            remote_sgl: RsSge::default(),
+            target_sge: 0,
+            rbuf_msg_index: 0,
+            rx: Rx::default(),
+            sbuf_bytes_avail: 0,
+            ssgl0_off: 0,
+            sqe_avail: 0,
+            cq_armed: false,
+            remote_iomap: RsSge::default(),
+            iomaps: Vec::new(),
+            ep: None,
+            closed: false,
+            broken: false,
+            sleepers: Vec::new(),
+            dirty: false,
+        }
+    }
+
+    pub(super) fn ep(&self) -> &Ep {
+        // Only called once the endpoint exists (connected states).
+        self.ep.as_ref().expect("rsocket endpoint")
+    }
+
+    pub(super) fn cm(&self) -> Result<&Arc<CmId>, Errno> {
+        self.cm.as_ref().ok_or(Errno::EBADF)
+    }
+
+    /// Reads entry `i` of our descriptor table (the peer writes it remotely).
+    pub(super) fn target_get(&self, i: usize) -> RsSge {
+        RsSge::read(&self.ep().target, i * 16)
+    }
+
+    pub(super) fn target_set(&self, i: usize, v: RsSge) {
+        let t = &self.ep().target;
+        t.write_u64(i * 16, v.addr);
+        t.write_u32(i * 16 + 8, v.key);
+        t.write_u32(i * 16 + 12, v.length);
+    }
+
+    pub(super) fn ctrl_avail(&self) -> bool {
+        self.ctrl_seqno != self.ctrl_max_seqno
+    }
+
+    pub(super) fn ctrl2_avail(&self) -> bool {
+        ((self.ctrl_seqno.wrapping_add(1)).wrapping_sub(self.ctrl_max_seqno) as i32) < 0
+    }
+
+    pub(super) fn can_send(&self) -> bool {
+        let sqe = if self.opts & OPT_MSG_SEND == 0 { self.sqe_avail >= 1 } else { self.sqe_avail >= 2 };
+        sqe && self.sbuf_bytes_avail >= RS_SNDLOWAT && self.sseq_no != self.sseq_comp && self.target_get(self.target_sge).length != 0
+    }
+
+    pub(super) fn conn_can_send(&self) -> bool {
+        self.can_send() || self.state & ST_WRITABLE == 0
+    }
+
+    pub(super) fn conn_can_send_ctrl(&self) -> bool {
+        self.ctrl_avail() || self.state & ST_CONNECTED == 0
+    }
+
+    pub(super) fn have_rdata(&self) -> bool {
+        self.rx.has_data()
+    }
+
+    pub(super) fn conn_have_rdata(&self) -> bool {
+        self.have_rdata() || self.state & ST_READABLE == 0
+    }
+
+    pub(super) fn all_sends_done(&self) -> bool {
+        (self.ctrl_max_seqno.wrapping_sub(self.ctrl_seqno)).wrapping_add(self.sqe_avail) == self.sq_size || self.state & ST_CONNECTED == 0
+    }
+
+    pub(super) fn poll_all(&self) -> bool {
+        true
+    }
+
+    pub(super) fn check_connected(&self) -> Result<(), Errno> {
+        let was_connected = self.state & ST_CONNECTED != 0 || self.state == ST_DISCONNECTED || self.state == ST_ERROR;
+        if was_connected && self.ep.is_some() {
+            Ok(())
+        } else {
+            Err(Errno::ENOTCONN)
+        }
+    }
+
+    pub fn local_addr(&self) -> Result<libc::sockaddr_storage, Errno> {
+        Ok(self.cm()?.local_addr())
+    }
+
+    pub fn peer_addr(&self) -> Result<libc::sockaddr_storage, Errno> {
+        Ok(self.cm()?.peer_addr())
+    }
+
+    pub fn is_connected_state(&self) -> bool {
+        self.state & ST_CONNECTED != 0
+    }
+
+    pub fn is_listening(&self) -> bool {
+        self.state == ST_LISTENING
+    }
+
+    pub fn fd(&self) -> c_int {
+        self.fd
+    }
+
+    pub fn nonblocking(&self) -> bool {
+        self.fs_flags & libc::O_NONBLOCK != 0
+    }
+
+    /// The descriptor to wait on besides the wake-up: the CQ channel once
+    /// connected, else none (-1: the service thread signals the changes).
+    pub fn wait_fd(&self) -> c_int {
+        match &self.ep {
+            Some(ep) if self.state & ST_CONNECTED != 0 => ep.qp.channel_fd(),
+            _ => -1,
+        }
+    }
+}
