@@ -185,7 +185,7 @@ impl AsyncCmId {
                 continue;
             }
             let param = ev.conn_param().unwrap_or_default();
-            let Some(mut id) = ev.take_request() else { continue };
+            let Some(id) = ev.take_request() else { continue };
             drop(ev);
             let ch = AsyncEventChannel::new()?;
             id.migrate(ch.channel())?;

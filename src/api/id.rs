@@ -146,9 +146,23 @@ impl std::fmt::Debug for EventChannel {
 /// # Ok(()) }
 /// ```
 pub struct CmId {
-    pub(crate) id: Arc<capi::CmId>,
+    pub(crate) id: Arc<IdInner>,
+}
+
+/// An id and the channel it holds open. Memory regions and address
+/// handles hold it too (their PD is the id's device's), so the id, and
+/// then its channel, go when the last of them goes.
+pub(crate) struct IdInner {
+    id: capi::CmId,
     // After `id`: the id is destroyed before its channel may close.
-    _chan: Option<Arc<ChanInner>>,
+    chan: parking_lot::Mutex<Option<Arc<ChanInner>>>,
+}
+
+impl std::ops::Deref for IdInner {
+    type Target = capi::CmId;
+    fn deref(&self) -> &capi::CmId {
+        &self.id
+    }
 }
 
 impl std::fmt::Debug for CmId {
@@ -174,7 +188,7 @@ fn ms(d: Duration) -> i32 {
 
 impl CmId {
     pub(crate) fn from_parts(id: capi::CmId, chan: Option<Arc<ChanInner>>) -> CmId {
-        CmId { id: Arc::new(id), _chan: chan }
+        CmId { id: Arc::new(IdInner { id, chan: parking_lot::Mutex::new(chan) }) }
     }
 
     /// A synchronous id with a private channel: each call waits for its
@@ -271,9 +285,11 @@ impl CmId {
 
     /// Moves the id to another channel (`rdma_migrate_id`); it then holds
     /// that channel open, and no longer this one once dropped.
-    pub fn migrate(&mut self, to: &EventChannel) -> Result<()> {
+    pub fn migrate(&self, to: &EventChannel) -> Result<()> {
+        // The old channel is released once the id has left it (the lock
+        // is not held across the migration, which may wait for acks).
         self.id.migrate(&to.inner.ch)?;
-        self._chan = Some(to.inner.clone());
+        *self.id.chan.lock() = Some(to.inner.clone());
         Ok(())
     }
 

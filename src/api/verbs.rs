@@ -24,7 +24,7 @@
 
 use super::error::{Error, Result};
 use super::event::UdParam;
-use super::id::CmId;
+use super::id::{CmId, IdInner};
 use crate::abi::cma::{ibv_ah_attr, ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp};
 use crate::cma::api::{self as capi, QpPtrs};
 use nix::errno::Errno;
@@ -90,12 +90,6 @@ fn check(ret: c_int) -> Result<()> {
     Ok(crate::sys::verbs::check(ret)?)
 }
 
-// SAFETY: the id's state is the connection manager's (its own locks); the
-// verbs objects it owns may be used from any thread (libibverbs is
-// thread-safe), and they live until the id is dropped.
-unsafe impl Send for capi::CmId {}
-// SAFETY: as above; every method takes &self and locks what it changes.
-unsafe impl Sync for capi::CmId {}
 
 /// Capacities of an id's QP: asked for by [`CmId::create_qp`], and what the
 /// device granted.
@@ -205,7 +199,7 @@ pub struct MemoryRegion {
     lkey: u32,
     rkey: u32,
     // After the registration: the PD lives while the id does.
-    _id: Arc<capi::CmId>,
+    _id: Arc<IdInner>,
 }
 
 // SAFETY: the region is a registration handle and a heap block reached
@@ -476,7 +470,7 @@ impl WorkCompletion {
 /// It keeps its id alive.
 pub struct AddressHandle {
     ah: NonNull<IbvAh>,
-    _id: Arc<capi::CmId>,
+    _id: Arc<IdInner>,
 }
 
 // SAFETY: an ibv_ah is immutable after creation and usable from any thread.
@@ -655,7 +649,7 @@ impl CmId {
 
     /// The completion channel's descriptor (readable after a completion on
     /// an armed CQ), for poll or an async runtime.
-    pub fn cq_channel_fd(&self) -> Result<c_int> {
+    pub fn cq_channel_fd(&self) -> Result<std::os::fd::RawFd> {
         let p = self.qp()?;
         // SAFETY: the id's live completion channel.
         Ok(unsafe { ffi::rdmacm_shim_api_channel_fd(p.channel.as_ptr()) })
