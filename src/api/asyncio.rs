@@ -26,8 +26,10 @@
 use super::error::{Error, Result};
 use super::event::{ConnParam, EventKind};
 use super::id::{CmId, Event, EventChannel, PortSpace};
+use super::verbs::WorkCompletion;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::OnceLock;
 use std::time::Duration;
 use tokio::io::unix::AsyncFd;
 
@@ -111,10 +113,12 @@ fn event_error(ev: &Event<'_>) -> Error {
 }
 
 /// An id with a channel of its own, whose calls are awaited. Its data
-/// path is the [`CmId`]'s ([`AsyncCmId::id`]); completions can be awaited
-/// on [`CmId::cq_channel_fd`] with an `AsyncFd` of the caller's.
+/// path is the [`CmId`]'s ([`AsyncCmId::id`]: post and poll);
+/// [`AsyncCmId::wait_cq`] awaits a completion.
 pub struct AsyncCmId {
-    // First: the id goes before its channel.
+    // First: deregistered before the id (and its completion channel) go.
+    cq: OnceLock<AsyncFd<Watched>>,
+    // Then the id, before its channel.
     id: CmId,
     ch: AsyncEventChannel,
 }
@@ -130,7 +134,7 @@ impl AsyncCmId {
     pub fn new(ps: PortSpace) -> Result<AsyncCmId> {
         let ch = AsyncEventChannel::new()?;
         let id = ch.channel().create_id(ps)?;
-        Ok(AsyncCmId { id, ch })
+        Ok(AsyncCmId { cq: OnceLock::new(), id, ch })
     }
 
     /// The id (bind, listen, QP, data path).
@@ -189,7 +193,7 @@ impl AsyncCmId {
             drop(ev);
             let ch = AsyncEventChannel::new()?;
             id.migrate(ch.channel())?;
-            return Ok((AsyncCmId { id, ch }, param));
+            return Ok((AsyncCmId { cq: OnceLock::new(), id, ch }, param));
         }
     }
 
@@ -203,6 +207,33 @@ impl AsyncCmId {
     pub async fn disconnect(&self) -> Result<()> {
         self.id.disconnect()?;
         self.expect(EventKind::Disconnected).await.map(drop)
+    }
+
+    /// The next completion of the id's CQ (after [`CmId::create_qp`]),
+    /// awaited on its completion channel: polls, arms the CQ, polls again,
+    /// then waits for the channel to be readable.
+    pub async fn wait_cq(&self) -> Result<WorkCompletion> {
+        let afd = match self.cq.get() {
+            Some(a) => a,
+            None => {
+                self.id.set_cq_nonblocking(true)?;
+                let a = AsyncFd::new(Watched(self.id.cq_channel_fd()?)).map_err(io_error)?;
+                // Another task may have set it meanwhile: theirs is kept.
+                let _ = self.cq.set(a);
+                self.cq.get().expect("set just above")
+            }
+        };
+        let mut one = [WorkCompletion::EMPTY];
+        loop {
+            if self.id.poll_cq(&mut one)? == 1 {
+                return Ok(one[0]);
+            }
+            self.id.req_notify_cq()?;
+            if self.id.poll_cq(&mut one)? == 1 {
+                return Ok(one[0]);
+            }
+            when_readable(afd, || self.id.get_cq_event()).await?;
+        }
     }
 
     /// The id's next event, whatever it is (a peer's disconnect, say).

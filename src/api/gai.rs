@@ -109,3 +109,41 @@ pub fn getaddrinfo(node: Option<&str>, service: Option<&str>, hints: &AddrInfoHi
         Err(GaiError::Eai(code)) => Err(Error::from_gai(code)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numeric_passive_lookup_is_owned() {
+        let h = AddrInfoHints { passive: true, numeric_host: true, ..Default::default() };
+        let list = getaddrinfo(Some("192.0.2.7"), Some("7471"), &h).unwrap();
+        assert_eq!(list.len(), 1);
+        let a = &list[0];
+        assert_eq!(a.src, Some("192.0.2.7:7471".parse().unwrap()));
+        assert_eq!(a.dst, None);
+        assert_eq!(a.family, libc::AF_INET);
+        assert_eq!(a.port_space, crate::abi::cma::RDMA_PS_TCP as i32);
+        assert_eq!(a.qp_type, IBV_QPT_RC as i32);
+        assert_eq!(a.flags & RAI_PASSIVE, RAI_PASSIVE);
+    }
+
+    #[test]
+    fn udp_port_space_asks_for_ud() {
+        let h = AddrInfoHints { passive: true, numeric_host: true, port_space: Some(PortSpace::Udp), ..Default::default() };
+        let list = getaddrinfo(Some("::1"), Some("18515"), &h).unwrap();
+        assert_eq!(list[0].src, Some("[::1]:18515".parse().unwrap()));
+        assert_eq!(list[0].qp_type, IBV_QPT_UD as i32);
+        assert_eq!(list[0].port_space, crate::abi::cma::RDMA_PS_UDP as i32);
+    }
+
+    #[test]
+    fn failures_are_errors() {
+        // Not numeric under RAI_NUMERICHOST: libc's EAI_NONAME, carried as such.
+        let h = AddrInfoHints { numeric_host: true, ..Default::default() };
+        let e = getaddrinfo(Some("not-a-number"), None, &h).unwrap_err();
+        assert_eq!(e.gai_code(), Some(libc::EAI_NONAME));
+        // An interior NUL cannot reach C.
+        assert_eq!(getaddrinfo(Some("a\0b"), None, &h).unwrap_err().errno(), libc::EINVAL);
+    }
+}

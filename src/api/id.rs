@@ -268,6 +268,7 @@ impl CmId {
 
     /// The private data of the last answer a synchronous call waited for
     /// (the peer's accept after [`CmId::connect`]); empty when none.
+    /// Padded by the transport as [`Event::private_data`] says.
     pub fn peer_private_data(&self) -> Vec<u8> {
         self.id.parked_private_data()
     }
@@ -365,7 +366,10 @@ impl<'a> Event<'a> {
         self.id_key() == id.key()
     }
 
-    /// The private data the peer sent (empty when none).
+    /// The private data the peer sent (empty when none), as the transport
+    /// delivers it: InfiniBand and RoCE pad it with zeros to the CM
+    /// message's fixed size (56 bytes in a request, 196 in a reply), so
+    /// compare a prefix or carry a length in it.
     pub fn private_data(&self) -> &[u8] {
         if let Some(c) = &self.raw.conn {
             return &c.private_data;

@@ -447,6 +447,8 @@ pub struct WorkCompletion {
 }
 
 impl WorkCompletion {
+    pub(crate) const EMPTY: WorkCompletion = WorkCompletion { wr_id: 0, status: WcStatus::Success, opcode: WcOpcode::Send, byte_len: 0, imm: None, src_qp: 0, vendor_err: 0 };
+
     fn from_shim(w: &ShimWc) -> WorkCompletion {
         const WITH_IMM: u32 = 2;
         WorkCompletion {
@@ -605,7 +607,7 @@ impl CmId {
     /// its completion channel, polls again).
     pub fn wait_cq(&self) -> Result<WorkCompletion> {
         let p = self.qp()?;
-        let mut one = [WorkCompletion { wr_id: 0, status: WcStatus::Success, opcode: WcOpcode::Send, byte_len: 0, imm: None, src_qp: 0, vendor_err: 0 }];
+        let mut one = [WorkCompletion::EMPTY];
         loop {
             if self.poll_cq(&mut one)? == 1 {
                 return Ok(one[0]);
