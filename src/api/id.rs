@@ -273,6 +273,14 @@ impl CmId {
         self.id.parked_private_data()
     }
 
+    /// The remote end a synchronous UD id's [`CmId::connect`] resolved
+    /// (its QP number, qkey and address: for
+    /// [`AddressHandle::new`](crate::AddressHandle::new) and
+    /// [`CmId::post_ud_send`]); `None` on other ids.
+    pub fn peer_ud_param(&self) -> Option<UdParam> {
+        self.id.parked_ud().map(|raw| UdParam { raw })
+    }
+
     /// Joins the multicast group at `addr` (`rdma_join_multicast`):
     /// [`EventKind::MulticastJoin`](crate::EventKind::MulticastJoin).
     pub fn join_multicast(&self, addr: SocketAddr) -> Result<()> {

@@ -284,6 +284,16 @@ impl CmId {
         self.cm.live.events.with(ev as usize, |e| e.event.0.event)
     }
 
+    /// The UD parameters of the parked event (a synchronous UD id's
+    /// connect answer), if it is a UD id's event.
+    pub fn parked_ud(&self) -> Option<RawUd> {
+        let ev = self.p.id.event();
+        if ev.is_null() || !self.is_ud() {
+            return None;
+        }
+        self.cm.live.events.with(ev as usize, |e| read_ud(e).0)
+    }
+
     /// The private data of the parked event (empty when none).
     pub fn parked_private_data(&self) -> Vec<u8> {
         self.parked_param().map(|c| c.private_data).unwrap_or_default()
@@ -464,17 +474,19 @@ pub fn get_event(ch: &Channel) -> Result<RawEvent, Errno> {
         id_uid = p.uid();
     }
     let (conn, udp) = if ud {
-        let u = cm.live.events.with(key, |e| {
-            let u = e.event.ud();
-            let n = (u.private_data_len as usize).min(e.private_data.len());
-            let data = if u.private_data.is_null() { Vec::new() } else { e.private_data[..n].to_vec() };
-            (RawUd { ah_attr: u.ah_attr, qp_num: u.qp_num, qkey: u.qkey }, data)
-        });
-        (None, u)
+        (None, cm.live.events.with(key, |e| read_ud(e)))
     } else {
         (cm.event_conn(got.ptr).map(|(c, data)| ConnParam::from_c(&c, data)), None)
     };
     Ok(RawEvent { key, event: got.event, status: got.status, id_uid, request, conn, ud: udp })
+}
+
+/// The UD parameters of an event and its private data.
+fn read_ud(e: &super::EventPriv) -> (RawUd, Vec<u8>) {
+    let u = e.event.ud();
+    let n = (u.private_data_len as usize).min(e.private_data.len());
+    let data = if u.private_data.is_null() { Vec::new() } else { e.private_data[..n].to_vec() };
+    (RawUd { ah_attr: u.ah_attr, qp_num: u.qp_num, qkey: u.qkey }, data)
 }
 
 /// Acknowledges (releases) an event read by [`get_event`].
