@@ -32,6 +32,10 @@ const LAYERS: &[(&str, u8)] = &[
     ("rsocket", 2),
     ("gid", 2),
     ("explain", 2),
+    // The public Rust API (over the domain) and the doc-hidden module that
+    // declares the inner layers for the crate's own clients.
+    ("api", 3),
+    ("internal", 3),
     ("bin", 4),
 ];
 
@@ -61,6 +65,7 @@ const SAFE: &[&str] = &[
     "cma::conn::mcast", "cma::conn::qp", "cma::device", "cma::events", "cma::gid_env", "cma::registry",
     "cma::acks", "cma::base", "cma::channel", "cma::cm", "cma::delivery", "cma::id",
     "explain", "explain::devices", "explain::json",
+    "api", "api::addr", "api::error", "api::event", "api::gai", "api::id", "api::stream", "api::asyncio",
 ];
 
 fn layer_of(module: &[String]) -> Option<u8> {
