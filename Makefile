@@ -37,7 +37,7 @@ OURS_INC := -Iinclude
         check-compat check-layout ctest ctest-asan check-install check-static check-ldd ctest-valgrind check-gai fuzz-smoke vm-bin \
         check-symbols-upstream check-constants check-ratchet deps check-setuid check-badinput-rows badinput-doc fuzz \
         vm-check demo bench install uninstall clean tools check-preload-cancel
-.PHONY: static check-static rpm check-rpm check-msrv
+.PHONY: static check-static rpm check-rpm check-msrv check-api check-package
 .PHONY: install-lib install-preload install-tools install-dev install-man check-man check-layout-abi deb check-deb vm-debs
 
 all: lib preload static
@@ -105,7 +105,18 @@ deps:
 check: deps
 	$(MAKE) check-host vm-check
 
-check-host: check-ratchet check-msrv test-rust check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-static check-ldd ctest-valgrind check-gai fuzz-smoke check-man check-layout-abi check-deb check-rpm check-setuid check-badinput-rows check-preload-cancel
+check-host: check-ratchet check-msrv test-rust check-api check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-static check-ldd ctest-valgrind check-gai fuzz-smoke check-man check-layout-abi check-deb check-rpm check-setuid check-badinput-rows check-preload-cancel
+
+# The public Rust API is a stated surface: api/rdmacm.api lists it, and a change without the
+# listing fails (ctest/check-api.sh --update regenerates it); `cargo doc` of the crate warns about
+# nothing, with and without the tokio feature; `cargo package` of `rdmacm` succeeds with only what
+# the library needs.
+check-api:
+	ctest/check-api.sh
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --no-deps -q -p rdmacm
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --no-deps -q -p rdmacm --features tokio
+	$(CARGO) test --locked --lib -q -p rdmacm --features tokio api::
+	ctest/check-package.sh
 
 # The declared minimum Rust version (Cargo.toml's rust-version) is true: the workspace crates
 # and the locked dependencies agree with it, clippy's incompatible_msrv finds nothing newer.

@@ -8,6 +8,7 @@ fn main() {
     println!("cargo:rerun-if-changed=src/sys/verbs_shim.c");
     println!("cargo:rerun-if-changed=src/sys/gid_shim.c");
     println!("cargo:rerun-if-changed=src/sys/cancel_shim.c");
+    println!("cargo:rerun-if-changed=src/sys/api_shim.c");
 
     // Small C shim for libibverbs' static inline functions and struct
     // fields that would otherwise need the whole verbs.h in Rust.
@@ -15,6 +16,8 @@ fn main() {
         .file("src/sys/verbs_shim.c")
         .file("src/sys/gid_shim.c")
         .file("src/sys/cancel_shim.c")
+        // The data calls of the public Rust API (src/api/verbs.rs).
+        .file("src/sys/api_shim.c")
         .flag_if_supported("-Wall")
         .flag_if_supported("-Wextra")
         .flag("-fvisibility=hidden")

@@ -29,6 +29,10 @@ const LAYERS: &[(&str, u8)] = &[
     ("rsocket", 2),
     ("gid", 2),
     ("explain", 2),
+    // The public Rust API (over the domain) and the doc-hidden module that
+    // declares the inner layers for the crate's own clients.
+    ("api", 3),
+    ("internal", 3),
     ("bin", 4),
 ];
 
@@ -41,6 +45,7 @@ const SAFE: &[&str] = &[
     "gid", "addrinfo", "addrinfo::acm", "addrinfo::numeric", "addrinfo::ib_hdr", "rsocket", "rsocket::wire", "rsocket::epoll", "rsocket::svc", "rsocket::dgram", "rsocket::conf", "cma", "cma::ai", "cma::ai_worker", "cma::api", "cma::conn",
     "cma::conn::mcast", "cma::conn::qp", "cma::device", "cma::events", "cma::gid_env", "cma::registry",
     "explain", "explain::devices", "explain::json",
+    "api", "api::addr", "api::error", "api::event", "api::gai", "api::id", "api::stream", "api::asyncio",
 ];
 
 fn layer_of(module: &[String]) -> Option<u8> {

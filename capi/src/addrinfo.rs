@@ -2,15 +2,15 @@
 //! Address translation: rdma_getaddrinfo, rdma_freeaddrinfo and the
 //! asynchronous rdma_resolve_addrinfo / rdma_query_addrinfo.
 //!
-//! The C side of [`rdmacm::addrinfo`]: the caller's hints are copied into a
+//! The C side of [`rdmacm::internal::addrinfo`]: the caller's hints are copied into a
 //! [`Hints`] value ([`hints_from_c`]); a result list of [`Rai`] values
 //! becomes a chain of `rdma_addrinfo` nodes whose every piece comes from
 //! libc malloc ([`to_c_list`]), because C may free it itself; the chain is
 //! released member by member with free() ([`free_list`]).
 
-use rdmacm::abi::cma::*;
-use rdmacm::abi::sockaddr::SockAddr;
-use rdmacm::addrinfo::{Hints, Rai};
+use rdmacm::internal::abi::cma::*;
+use rdmacm::internal::abi::sockaddr::SockAddr;
+use rdmacm::internal::addrinfo::{Hints, Rai};
 use super::{entry_hot, entry, Errno};
 use crate::symver;
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -168,9 +168,9 @@ pub fn to_c_list(list: &[Rai]) -> Result<*mut rdma_addrinfo, Errno> {
     Ok(std::mem::replace(&mut chain.0, std::ptr::null_mut()))
 }
 
-/// The one-node chain of a numeric lookup ([`rdmacm::addrinfo::First`]):
+/// The one-node chain of a numeric lookup ([`rdmacm::internal::addrinfo::First`]):
 /// the node and its address, two mallocs.
-fn first_to_c(f: &rdmacm::addrinfo::First) -> Result<*mut rdma_addrinfo, Errno> {
+fn first_to_c(f: &rdmacm::internal::addrinfo::First) -> Result<*mut rdma_addrinfo, Errno> {
     let addr = malloc_copy(f.addr.as_bytes())?.cast::<libc::sockaddr>();
     let len = f.addr.len() as libc::socklen_t;
     let (src, dst) = if f.passive { (addr, std::ptr::null_mut()) } else { (std::ptr::null_mut(), addr) };
@@ -249,7 +249,7 @@ pub unsafe extern "C-unwind" fn rdma_getaddrinfo(
     res: *mut *mut rdma_addrinfo,
 ) -> c_int {
     entry_hot(|| {
-        use rdmacm::addrinfo::{self as ai, GaiError};
+        use rdmacm::internal::addrinfo::{self as ai, GaiError};
         // SAFETY: node and service are NULL or NUL-terminated strings (the
         // C contract); they are only read during this call.
         let (node, service) = unsafe {
@@ -271,7 +271,7 @@ pub unsafe extern "C-unwind" fn rdma_getaddrinfo(
         // SAFETY: hints is NULL or a readable rdma_addrinfo.
         if let Some(hr) = unsafe { hints.as_ref() } {
             if hr.ai_src_len == 0 && hr.ai_dst_len == 0 && hr.ai_route_len == 0 {
-                let mut f = ai::First { flags: 0, family: 0, qp_type: 0, port_space: 0, passive: false, addr: rdmacm::abi::sockaddr::SockAddr::EMPTY };
+                let mut f = ai::First { flags: 0, family: 0, qp_type: 0, port_space: 0, passive: false, addr: rdmacm::internal::abi::sockaddr::SockAddr::EMPTY };
                 match ai::getaddrinfo_numeric(node, service, hr.ai_flags, hr.ai_family, hr.ai_qp_type, hr.ai_port_space, &mut f) {
                     Some(Ok(())) => {
                         let head = first_to_c(&f)?;
@@ -291,7 +291,7 @@ pub unsafe extern "C-unwind" fn rdma_getaddrinfo(
         // Names, ibacm and the devices: libc's resolver and file I/O make
         // cancellation points, none of which acts (this export runs
         // without the boundary's guard for its numeric path).
-        match rdmacm::sys::cancel::nocancel(|| ai::getaddrinfo(node, service, &h, &rdmacm::cma::ai::CmaBackend)) {
+        match rdmacm::internal::sys::cancel::nocancel(|| ai::getaddrinfo(node, service, &h, &rdmacm::internal::cma::ai::CmaBackend)) {
             Ok(list) => {
                 let head = to_c_list(&list)?;
                 // SAFETY: res is non-NULL and writable (C contract).

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! Event channels, ids, devices, options, bind, address and route resolution, events.
 
-use rdmacm::abi::cma::*;
+use rdmacm::internal::abi::cma::*;
 use super::{entry_hot, entry, nonnull, Errno};
-use rdmacm::cma::{self as cm, Channel, Cm};
-use rdmacm::abi::sockaddr::SockAddr;
+use rdmacm::internal::cma::{self as cm, Channel, Cm};
+use rdmacm::internal::abi::sockaddr::SockAddr;
 use crate::symver;
 use libc::sockaddr;
 use std::ffi::{c_char, c_int, c_void};
@@ -355,7 +355,7 @@ pub unsafe extern "C-unwind" fn rdma_event_str(event: rdma_cm_event_type) -> *co
     // table cannot panic, sets no errno and logs nothing, so the boundary
     // (its one-time set-up check and stack frame) would be all the cost
     // (issue 10: at most upstream's instructions per call).
-    rdmacm::cma::events::event_name(event).as_ptr()
+    rdmacm::internal::cma::events::event_name(event).as_ptr()
 }
 symver!(rdma_event_str, "RDMACM_1.0");
 

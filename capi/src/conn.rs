@@ -2,10 +2,10 @@
 //! Connection establishment and teardown, ECE.
 
 use super::cm::id_of as live_id;
-use rdmacm::abi::cma::*;
+use rdmacm::internal::abi::cma::*;
 use super::{entry, nonnull};
-use rdmacm::cma::conn::{self, ConnParamIn};
-use rdmacm::sys::verbs;
+use rdmacm::internal::cma::conn::{self, ConnParamIn};
+use rdmacm::internal::sys::verbs;
 use crate::symver;
 use std::ffi::{c_int, c_void};
 
@@ -17,7 +17,7 @@ use std::ffi::{c_int, c_void};
 unsafe fn param(p: *mut rdma_conn_param) -> Option<ConnParamIn> {
     // SAFETY: per the contract.
     let c = unsafe { p.as_ref() }?;
-    let n = (c.private_data_len as usize).min(rdmacm::abi::ucma::RDMA_MAX_PRIVATE_DATA);
+    let n = (c.private_data_len as usize).min(rdmacm::internal::abi::ucma::RDMA_MAX_PRIVATE_DATA);
     let private_data = if c.private_data.is_null() || n == 0 {
         Vec::new()
     } else {

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! `ibv_gid_reachable`: the Solaris libibverbs extension, brought to Linux.
 //! Exported under our own version node `RDMACM_RS_1.0`.  The decision
-//! logic is in `rdmacm::gid`; its environment (the caller's device and the
+//! logic is in `rdmacm::internal::gid`; its environment (the caller's device and the
 //! kernel's resolution through the connection manager) in
-//! `rdmacm::cma::gid_env`.
+//! `rdmacm::internal::cma::gid_env`.
 
 use super::{entry, nonnull};
-use rdmacm::abi::cma::*;
-use rdmacm::cma::{self as cm, gid_env::CmGidEnv, objects::Vouched};
+use rdmacm::internal::abi::cma::*;
+use rdmacm::internal::cma::{self as cm, gid_env::CmGidEnv, objects::Vouched};
 use crate::symver;
 use std::ffi::{c_int, c_uint};
 
@@ -27,7 +27,7 @@ pub unsafe extern "C-unwind" fn ibv_gid_reachable(
         // SAFETY: context points to a readable struct ibv_context (C
         // contract); only its device pointer is read. Zeroed memory or a
         // closed context's leftovers have none: EINVAL, not a crash.
-        if !unsafe { rdmacm::sys::verbs::context_has_device(context.as_ptr()) } {
+        if !unsafe { rdmacm::internal::sys::verbs::context_has_device(context.as_ptr()) } {
             return Err(super::Errno::EINVAL);
         }
         let gid = nonnull(gid)?;
@@ -35,7 +35,7 @@ pub unsafe extern "C-unwind" fn ibv_gid_reachable(
         let raw = unsafe { gid.as_ref().raw };
         // SAFETY: the caller passes an open verbs context (C contract).
         let ctx = unsafe { Vouched::new(context.as_ptr()) };
-        rdmacm::gid::gid_reachable(&CmGidEnv::new(cm::global(), ctx), port, &raw, timeout).map(|()| 0)
+        rdmacm::internal::gid::gid_reachable(&CmGidEnv::new(cm::global(), ctx), port, &raw, timeout).map(|()| 0)
     })
 }
 symver!(ibv_gid_reachable, "RDMACM_RS_1.0");

@@ -34,7 +34,7 @@
 #![allow(non_camel_case_types)]
 
 use std::ffi::c_int;
-use rdmacm::sys::cancel::{self, NoCancel};
+use rdmacm::internal::sys::cancel::{self, NoCancel};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 
@@ -140,7 +140,7 @@ fn init_once() {
     ONCE.call_once(|| {
         // (the log file's open is a cancellation point)
         let _nc = NoCancel::new();
-        rdmacm::logging::init(rdmacm::sys::env::var, rdmacm::sys::env::open_log_file, cancel::shield);
+        rdmacm::internal::logging::init(rdmacm::internal::sys::env::var, rdmacm::internal::sys::env::open_log_file, cancel::shield);
         // Unit tests link everything into one object: keep their panic
         // messages (test failures) visible.
         #[cfg(not(test))]
@@ -166,7 +166,7 @@ fn install_panic_hook() {
 /// * The body runs with cancellation disabled ([`NoCancel`]): no
 ///   cancellation point inside it acts, but for the library's blocking
 ///   waits, which act on a cancellation in the state the caller had and
-///   return ECANCELED instead of unwinding ([`rdmacm::sys::cancel`]).
+///   return ECANCELED instead of unwinding ([`rdmacm::internal::sys::cancel`]).
 /// * It runs under `catch_unwind`: a panic (a bug) never crosses into C;
 ///   it becomes EIO and the C error value.
 /// * Once the body has returned (every lock, guard and registration of
@@ -218,7 +218,7 @@ fn guarded<R: FfiError>(nocancel: bool, body: impl FnOnce() -> Result<R, Errno>)
         Ok(Err(e)) => {
             if e == Errno::UnknownErrno {
                 // A number Errno has no name for: the kernel's own.
-                Errno::set_raw(rdmacm::sys::take_unlisted());
+                Errno::set_raw(rdmacm::internal::sys::take_unlisted());
             } else {
                 set_errno(e);
             }
@@ -282,7 +282,7 @@ mod tests {
     /// covers the way there).
     #[test]
     fn unlisted_errno_values_reach_c() {
-        let r: i32 = entry(|| Err(rdmacm::sys::errno_of(524)));
+        let r: i32 = entry(|| Err(rdmacm::internal::sys::errno_of(524)));
         assert_eq!((r, Errno::last_raw()), (-1, 524));
         let r: i32 = entry(|| Err(Errno::ENOENT));
         assert_eq!((r, Errno::last_raw()), (-1, libc::ENOENT));

@@ -2,11 +2,11 @@
 //! Multicast.
 
 use super::cm::id_of as live_id;
-use rdmacm::abi::cma::*;
+use rdmacm::internal::abi::cma::*;
 use super::{entry, nonnull, Errno};
-use rdmacm::cma::conn::mcast;
+use rdmacm::internal::cma::conn::mcast;
 use crate::symver;
-use rdmacm::abi::sockaddr::SockAddr;
+use rdmacm::internal::abi::sockaddr::SockAddr;
 use libc::sockaddr;
 use std::ffi::{c_int, c_void};
 

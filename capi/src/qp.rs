@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! Queue pairs, shared receive queues and endpoints.
 
-use rdmacm::abi::cma::*;
+use rdmacm::internal::abi::cma::*;
 use super::{entry, nonnull, Errno};
 use super::cm::id_of as live_id;
-use rdmacm::cma as cm;
-use rdmacm::cma::conn;
-use rdmacm::cma::objects::Vouched;
-use rdmacm::sys::verbs;
+use rdmacm::internal::cma as cm;
+use rdmacm::internal::cma::conn;
+use rdmacm::internal::cma::objects::Vouched;
+use rdmacm::internal::sys::verbs;
 use crate::symver;
-use rdmacm::abi::sockaddr::SockAddr;
+use rdmacm::internal::abi::sockaddr::SockAddr;
 use std::ffi::c_int;
 
 /// Allocates a QP for an identifier.
@@ -195,7 +195,7 @@ unsafe fn ep_info(res: &rdma_addrinfo) -> conn::EpInfo {
         qp_type: res.ai_qp_type as u32,
         src: addr(res.ai_src_addr, res.ai_src_len),
         dst: addr(res.ai_dst_addr, res.ai_dst_len),
-        route: rdmacm::cma::public::CPtr(res.ai_route),
+        route: rdmacm::internal::cma::public::CPtr(res.ai_route),
         route_len: res.ai_route_len,
         connect: bytes(res.ai_connect as *const u8, res.ai_connect_len),
     }

@@ -2,7 +2,7 @@
 //! rsockets: the socket-like API over RDMA, and repoll.
 
 use super::{entry, nonnull, nonnull_const};
-use rdmacm::rsocket as rs;
+use rdmacm::internal::rsocket as rs;
 use nix::errno::Errno;
 use crate::symver;
 use libc::{epoll_event, fd_set, iovec, msghdr, nfds_t, off_t, pollfd, sockaddr, socklen_t, timeval};
@@ -693,7 +693,7 @@ unsafe fn sockaddr_bytes<'a>(addr: *const sockaddr) -> Result<&'a [u8], Errno> {
     let len = match fam {
         libc::AF_INET => std::mem::size_of::<libc::sockaddr_in>(),
         libc::AF_INET6 => std::mem::size_of::<libc::sockaddr_in6>(),
-        libc::AF_IB => rdmacm::cma::addr_len(fam, true),
+        libc::AF_IB => rdmacm::internal::cma::addr_len(fam, true),
         _ => std::mem::size_of::<libc::sa_family_t>(),
     };
     // SAFETY: per the contract, len bytes are readable for this family.

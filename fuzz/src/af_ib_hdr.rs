@@ -12,10 +12,10 @@
 //!   intact, the caller's bytes follow, nothing past the command's room.
 
 use crate::Reader;
-use rdmacm::abi::ucma::RDMA_MAX_PRIVATE_DATA;
-use rdmacm::addrinfo::ib_hdr::{self, Hdr, Ips, LEN};
-use rdmacm::addrinfo::{acm, Rai, SockAddr};
-use rdmacm::cma::conn::join_private_data;
+use rdmacm::internal::abi::ucma::RDMA_MAX_PRIVATE_DATA;
+use rdmacm::internal::addrinfo::ib_hdr::{self, Hdr, Ips, LEN};
+use rdmacm::internal::addrinfo::{acm, Rai, SockAddr};
+use rdmacm::internal::cma::conn::join_private_data;
 
 fn acceptable(d: &[u8]) -> bool {
     d.len() >= LEN && d[0] == 0 && matches!(d[1] >> 4, 4 | 6)
@@ -69,7 +69,7 @@ pub fn af_ib_one(data: &[u8]) {
                 }
             }
             assert_eq!(ib_hdr::build_hdr(&h).to_vec(), hdr);
-            let af_ib = Rai { family: rdmacm::abi::cma::AF_IB, ..rai };
+            let af_ib = Rai { family: rdmacm::internal::abi::cma::AF_IB, ..rai };
             assert_eq!(acm::connect_hdr(&af_ib), None);
         }
         _ => {

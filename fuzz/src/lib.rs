@@ -7,10 +7,10 @@
 //! `rdma_freeaddrinfo`.  Node names get `RAI_NUMERICHOST` so that no input
 //! causes a DNS query.
 
-use rdmacm::addrinfo::acm;
-use rdmacm::addrinfo::{Hints, Rai};
+use rdmacm::internal::addrinfo::acm;
+use rdmacm::internal::addrinfo::{Hints, Rai};
 use rdmacm_capi::addrinfo::{free_list, rdma_freeaddrinfo, rdma_getaddrinfo, to_c_list};
-use rdmacm::abi::cma::*;
+use rdmacm::internal::abi::cma::*;
 use std::ffi::{c_int, CString};
 
 pub mod af_ib_hdr;
@@ -168,8 +168,8 @@ pub fn acm_response_one(data: &[u8]) {
         family,
         qp_type: r.pick(&[2, 4]),
         port_space: r.pick(&[0x106, 0x111, 0x13f]),
-        src: r.addr().map(|b| rdmacm::abi::sockaddr::SockAddr::from_prefix(&b)),
-        dst: r.addr().map(|b| rdmacm::abi::sockaddr::SockAddr::from_prefix(&b)),
+        src: r.addr().map(|b| rdmacm::internal::abi::sockaddr::SockAddr::from_prefix(&b)),
+        dst: r.addr().map(|b| rdmacm::internal::abi::sockaddr::SockAddr::from_prefix(&b)),
         ..Default::default()
     };
     let h = Hints {
@@ -199,11 +199,11 @@ pub fn acm_response_one(data: &[u8]) {
 /// errnos. It checks that the decision logic only asks about ports that
 /// exist.
 struct FuzzGidEnv {
-    ports: Vec<rdmacm::gid::PortInfo>,
+    ports: Vec<rdmacm::internal::gid::PortInfo>,
     count_err: bool,
     guid: u64,
     ifindex: u32,
-    ip: Result<rdmacm::gid::Resolved, nix_errno::Errno>,
+    ip: Result<rdmacm::internal::gid::Resolved, nix_errno::Errno>,
     ib: Result<(), nix_errno::Errno>,
 }
 
@@ -216,7 +216,7 @@ const FUZZ_ERRNOS: &[nix_errno::Errno] = {
     &[E::ETIMEDOUT, E::EHOSTUNREACH, E::ENETUNREACH, E::EADDRNOTAVAIL, E::ENODEV, E::ENOMEM, E::EINTR, E::EINVAL, E::EIO, E::ENOENT, E::ECONNREFUSED, E::EAGAIN]
 };
 
-impl rdmacm::gid::GidEnv for FuzzGidEnv {
+impl rdmacm::internal::gid::GidEnv for FuzzGidEnv {
     fn port_count(&self) -> Result<u8, nix_errno::Errno> {
         if self.count_err {
             Err(nix_errno::Errno::EIO)
@@ -224,7 +224,7 @@ impl rdmacm::gid::GidEnv for FuzzGidEnv {
             Ok(self.ports.len() as u8)
         }
     }
-    fn port_info(&self, port: u8) -> Result<rdmacm::gid::PortInfo, nix_errno::Errno> {
+    fn port_info(&self, port: u8) -> Result<rdmacm::internal::gid::PortInfo, nix_errno::Errno> {
         assert!(port >= 1 && usize::from(port) <= self.ports.len(), "asked about port {port} of {}", self.ports.len());
         Ok(self.ports[usize::from(port) - 1])
     }
@@ -235,7 +235,7 @@ impl rdmacm::gid::GidEnv for FuzzGidEnv {
         assert!(port >= 1 && usize::from(port) <= self.ports.len());
         self.ifindex
     }
-    fn resolve_ip(&self, _dst: &rdmacm::abi::sockaddr::SockAddr, timeout_ms: i32) -> Result<rdmacm::gid::Resolved, nix_errno::Errno> {
+    fn resolve_ip(&self, _dst: &rdmacm::internal::abi::sockaddr::SockAddr, timeout_ms: i32) -> Result<rdmacm::internal::gid::Resolved, nix_errno::Errno> {
         assert!(timeout_ms > 0, "resolution with timeout {timeout_ms}");
         self.ip
     }
@@ -255,11 +255,11 @@ pub fn gid_reachable_one(data: &[u8]) {
     let sel = r.u8();
     let nports = usize::from(r.u8() % 5);
     let ports = (0..nports)
-        .map(|_| rdmacm::gid::PortInfo { state: u32::from(r.u8() % 6), link_layer: r.u8() % 3 })
+        .map(|_| rdmacm::internal::gid::PortInfo { state: u32::from(r.u8() % 6), link_layer: r.u8() % 3 })
         .collect();
     let errno = |r: &mut Reader| FUZZ_ERRNOS[usize::from(r.u8()) % FUZZ_ERRNOS.len()];
     let guid = if sel & 1 != 0 { 7 } else { u64::from(r.u8()) };
-    let ip = if sel & 2 != 0 { Err(errno(&mut r)) } else { Ok(rdmacm::gid::Resolved { node_guid: if sel & 4 != 0 { 7 } else { u64::from(r.u8()) }, port: r.u8() % 6 }) };
+    let ip = if sel & 2 != 0 { Err(errno(&mut r)) } else { Ok(rdmacm::internal::gid::Resolved { node_guid: if sel & 4 != 0 { 7 } else { u64::from(r.u8()) }, port: r.u8() % 6 }) };
     let ib = if sel & 8 != 0 { Err(errno(&mut r)) } else { Ok(()) };
     let env = FuzzGidEnv { ports, count_err: sel & 16 != 0, guid, ifindex: r.i32() as u32, ip, ib };
     let port = match r.u8() % 4 {
@@ -295,7 +295,7 @@ pub fn gid_reachable_one(data: &[u8]) {
         2 => 100,
         _ => r.i32(),
     };
-    match rdmacm::gid::gid_reachable(&env, port, &gid, timeout) {
+    match rdmacm::internal::gid::gid_reachable(&env, port, &gid, timeout) {
         Ok(()) => {}
         Err(e) => assert!(
             [E::EINVAL, E::ENXIO, E::EIO, E::ENOMEM, E::EINTR, E::ENETDOWN].contains(&e),
@@ -311,12 +311,12 @@ pub fn gid_reachable_one(data: &[u8]) {
 /// the query answers the decoding asks for. Each decoded event is acked;
 /// ids the events created (connection requests) are destroyed.
 pub mod events {
-    use rdmacm::abi::ucma::EventResp;
+    use rdmacm::internal::abi::ucma::EventResp;
     use rdmacm_capi::Errno;
-    use rdmacm::cma::{Channel, Cm, IdPriv};
-    use rdmacm::abi::sockaddr::SockAddr;
-    use rdmacm::sys::ucma::{AddrInfo, RouteInfo, Ucma};
-    use rdmacm::sys::verbs::{DevEntry, OpenInfo, Verbs};
+    use rdmacm::internal::cma::{Channel, Cm, IdPriv};
+    use rdmacm::internal::abi::sockaddr::SockAddr;
+    use rdmacm::internal::sys::ucma::{AddrInfo, RouteInfo, Ucma};
+    use rdmacm::internal::sys::verbs::{DevEntry, OpenInfo, Verbs};
     use std::collections::{HashMap, VecDeque};
     use std::os::fd::RawFd;
     use std::sync::{Arc, Mutex, OnceLock};
@@ -387,7 +387,7 @@ pub mod events {
         fn query_gid(&self, _fd: RawFd, _id: u32) -> Result<AddrInfo, Errno> {
             self.st.lock().unwrap().addr.ok_or(Errno::EINVAL)
         }
-        fn query_path(&self, _fd: RawFd, _id: u32) -> Result<Vec<rdmacm::abi::cma::ibv_path_data>, Errno> {
+        fn query_path(&self, _fd: RawFd, _id: u32) -> Result<Vec<rdmacm::internal::abi::cma::ibv_path_data>, Errno> {
             Ok(Vec::new())
         }
         fn query_route(&self, _fd: RawFd, _id: u32) -> Result<RouteInfo, Errno> {
@@ -399,7 +399,7 @@ pub mod events {
             // As the kernel: a connection request names a new id (its own
             // handle), and the event counts as reported on the id whose uid
             // it carries (the listener's, for a request).
-            if r.event == rdmacm::abi::cma::RDMA_CM_EVENT_CONNECT_REQUEST {
+            if r.event == rdmacm::internal::abi::cma::RDMA_CM_EVENT_CONNECT_REQUEST {
                 st.next_id += 1;
                 let h = st.next_id;
                 st.ids.insert(h, (0, 0, 0));
@@ -456,7 +456,7 @@ pub mod events {
             let ucma: &'static FuzzUcma = Box::leak(Box::default());
             let cm: &'static Cm = Box::leak(Box::new(Cm::new(Box::new(ucma), Box::new(FuzzVerbs))));
             let ch = cm.create_channel().expect("channel");
-            let ids = [rdmacm::abi::cma::RDMA_PS_TCP, rdmacm::abi::cma::RDMA_PS_UDP, rdmacm::abi::cma::RDMA_PS_IB]
+            let ids = [rdmacm::internal::abi::cma::RDMA_PS_TCP, rdmacm::internal::abi::cma::RDMA_PS_UDP, rdmacm::internal::abi::cma::RDMA_PS_IB]
                 .iter()
                 .map(|&ps| cm.create_id(Some(&ch), std::ptr::null_mut(), ps).expect("id"))
                 .collect();
@@ -514,12 +514,12 @@ pub mod events {
                 st.queue.push_back(ev);
             }
         }
-        let ours: Vec<*mut rdmacm::abi::cma::rdma_cm_id> = w.ids.iter().map(|p| p.raw()).collect();
+        let ours: Vec<*mut rdmacm::internal::abi::cma::rdma_cm_id> = w.ids.iter().map(|p| p.raw()).collect();
         for _ in 0..8 {
-            let Ok(got) = rdmacm::cma::get_event(&w.ch) else { break };
+            let Ok(got) = rdmacm::internal::cma::get_event(&w.ch) else { break };
             let _ = (got.event, got.status);
             let new_id = (!ours.contains(&got.id)).then_some(got.id);
-            rdmacm::cma::ack_event(w.cm, got.ptr);
+            rdmacm::internal::cma::ack_event(w.cm, got.ptr);
             if let Some(id) = new_id {
                 if let Ok(p) = w.cm.id(id) {
                     let p = p.hold_to_destroy();

@@ -5,7 +5,7 @@
 //! credit and riomap tables) interleaved with what our side does (recv and
 //! MSG_PEEK of any size, credit hand-backs, sends and riowrites that take
 //! their target from those tables). Every step goes through
-//! `rdmacm::rsocket::wire`, the functions the stream itself calls.
+//! `rdmacm::internal::rsocket::wire`, the functions the stream itself calls.
 //!
 //! Checked for every input: a copy out of the receive buffer never reads
 //! outside its data region (the buffer below panics if asked to: one byte
@@ -15,7 +15,7 @@
 //! and nothing panics or aborts.
 
 use crate::Reader;
-use rdmacm::rsocket::wire::{self, Buf, Msg, RsSge, Rx};
+use rdmacm::internal::rsocket::wire::{self, Buf, Msg, RsSge, Rx};
 
 /// The receive buffer: `limit` bytes of data region inside a larger
 /// allocation (as the registered buffer, which holds the message slots

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! rdma-resolve: explains, step by step, how the library resolves a
 //! destination and, when it cannot, why (see rdma-resolve(1)).  The work
-//! is done by `rdmacm::explain` over the library's own Rust API; this file
+//! is done by `rdmacm::internal::explain` over the library's own Rust API; this file
 //! only reads the command line, prints the report, and supplies the one
 //! call that needs an open device context (`ibv_gid_reachable`).
 
 use nix::errno::Errno;
-use rdmacm::abi::cma::{RDMA_PS_IB, RDMA_PS_IPOIB, RDMA_PS_TCP, RDMA_PS_UDP};
-use rdmacm::cma::{self, gid_env::CmGidEnv, objects::Vouched};
-use rdmacm::explain::{self, Family, Request};
+use rdmacm::internal::abi::cma::{RDMA_PS_IB, RDMA_PS_IPOIB, RDMA_PS_TCP, RDMA_PS_UDP};
+use rdmacm::internal::cma::{self, gid_env::CmGidEnv, objects::Vouched};
+use rdmacm::internal::explain::{self, Family, Request};
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: rdma-resolve [options] [destination]
@@ -116,7 +116,7 @@ fn gid_check(guid: u64, port: u8, gid: &[u8; 16], timeout: i32) -> Result<(), Er
             // SAFETY: ctx is a context the CM opened and holds a reference
             // on (get_devices) until free_devices below, after its last use.
             let ctx = unsafe { Vouched::new(ctx) };
-            rdmacm::gid::gid_reachable(&CmGidEnv::new(cm, ctx), port.into(), gid, timeout)
+            rdmacm::internal::gid::gid_reachable(&CmGidEnv::new(cm, ctx), port.into(), gid, timeout)
         }
         None => Err(Errno::ENODEV),
     };
@@ -134,11 +134,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if o.verbose && rdmacm::sys::env::var(c"RDMACM_RS_LOG").is_none() {
+    if o.verbose && rdmacm::internal::sys::env::var(c"RDMACM_RS_LOG").is_none() {
         // Single-threaded still: nothing else reads the environment yet.
         std::env::set_var("RDMACM_RS_LOG", "debug");
     }
-    rdmacm::logging::init(rdmacm::sys::env::var, rdmacm::sys::env::open_log_file, rdmacm::sys::cancel::shield);
+    rdmacm::internal::logging::init(rdmacm::internal::sys::env::var, rdmacm::internal::sys::env::open_log_file, rdmacm::internal::sys::cancel::shield);
     let mut report = if o.req.node.is_some() || o.req.passive || o.req.service.is_some() {
         explain::explain(&o.req, &gid_check)
     } else {

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! A safe Rust API of the connection manager for the library's own clients
-//! (rsockets): an owned [`CmId`] whose methods return `Result<_, Errno>`.
+//! (rsockets and the public Rust API, `crate::api`): an owned [`CmId`]
+//! whose methods return `Result<_, Errno>`, and the event channel calls
+//! ([`create_channel`], [`get_event`], [`ack_event`]) with the event read
+//! out as owned Rust data ([`RawEvent`]).
 //!
 //! It calls the connection manager's Rust functions directly, never the C
 //! exports (no second panic boundary, no errno round trip). What leaves it
@@ -18,6 +21,8 @@ use crate::abi::sockaddr::SockAddr;
 use crate::abi::ucma::{RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR};
 use crate::sys::verbs as cv;
 use nix::errno::Errno;
+use crate::abi::cma::{ibv_ah_attr, ibv_context, IBV_QPT_UD, RDMA_CM_EVENT_CONNECT_REQUEST};
+use super::Channel;
 use std::ffi::{c_int, c_void};
 use std::ptr::{null_mut, NonNull};
 use std::sync::Arc;
@@ -297,6 +302,184 @@ impl CmId {
             Err(_) => Vec::new(),
         }
     }
+}
+
+/// Event channels and asynchronous ids (the public Rust API's model: many
+/// ids report to one channel, every call returns once issued).
+impl CmId {
+    /// An asynchronous id reporting to `ch`, of port space `ps`
+    /// (`RDMA_PS_*`).
+    pub fn create_on(ch: &Arc<Channel>, ps: u32) -> Result<CmId, Errno> {
+        let cm = super::global();
+        let p = cm.create_id(Some(ch), null_mut(), ps)?;
+        Ok(CmId { p, cm })
+    }
+
+    /// The library's unique number of the id (what [`RawEvent::id_uid`]
+    /// names).
+    pub fn uid(&self) -> u64 {
+        self.p.uid()
+    }
+
+    /// The port space (`RDMA_PS_*`).
+    pub fn port_space(&self) -> u32 {
+        self.p.id.ps()
+    }
+
+    /// Whether the id's QP type is UD.
+    pub fn is_ud(&self) -> bool {
+        self.p.id.qp_type() == IBV_QPT_UD
+    }
+
+    /// `rdma_resolve_addr` with an optional source address.
+    pub fn resolve_addr_from(&self, src: Option<&[u8]>, dst: &[u8], timeout_ms: i32) -> Result<(), Errno> {
+        let s = match src {
+            Some(b) => Some(self.addr(b)?),
+            None => None,
+        };
+        let d = self.addr(dst)?;
+        self.cm.resolve_addr(&self.p, s, Some(d), timeout_ms)
+    }
+
+    /// `rdma_connect` without waiting for (or reading) an answer: on an
+    /// asynchronous id the answer comes as an event. `None`: the defaults.
+    pub fn connect_with(&self, param: Option<&ConnParam>) -> Result<(), Errno> {
+        let c = match param {
+            Some(c) => Some(checked(c)?),
+            None => None,
+        };
+        conn::connect(self.cm, &self.p, c)
+    }
+
+    /// `rdma_accept`, `None`: the defaults.
+    pub fn accept_with(&self, param: Option<&ConnParam>) -> Result<(), Errno> {
+        let c = match param {
+            Some(c) => Some(checked(c)?),
+            None => None,
+        };
+        conn::accept(self.cm, &self.p, c)
+    }
+
+    /// `rdma_reject` with private data (at most 255 bytes).
+    pub fn reject_with(&self, data: &[u8]) -> Result<(), Errno> {
+        u8::try_from(data.len()).map_err(|_| Errno::EINVAL)?;
+        conn::reject(self.cm, &self.p, data, 0)
+    }
+
+    /// `rdma_join_multicast` (full member) of the group at `addr`.
+    pub fn join_multicast(&self, addr: &[u8]) -> Result<(), Errno> {
+        let a = self.addr(addr)?;
+        conn::mcast::join(self.cm, &self.p, a, conn::mcast::JOIN_FLAG_FULLMEMBER, null_mut())
+    }
+
+    /// `rdma_leave_multicast`.
+    pub fn leave_multicast(&self, addr: &[u8]) -> Result<(), Errno> {
+        let a = self.addr(addr)?;
+        conn::mcast::leave(self.cm, &self.p, a)
+    }
+
+    /// `rdma_migrate_id` to another channel.
+    pub fn migrate(&self, ch: &Arc<Channel>) -> Result<(), Errno> {
+        self.cm.migrate_id(&self.p, Some(ch))
+    }
+
+    /// The QP's number, once the id has a QP.
+    pub fn qp_num(&self) -> Option<u32> {
+        self.p.id.qp_num_srq().map(|(n, _)| n)
+    }
+
+    /// The PD of the id's device (`None` before the id has a device).
+    pub fn pd_ptr(&self) -> Option<NonNull<ibv_pd>> {
+        NonNull::new(self.p.id.pd())
+    }
+
+    /// The verbs context of the id's device (null without one). Valid
+    /// while the id lives and keeps its device.
+    pub fn verbs_context(&self) -> *mut ibv_context {
+        self.p.id.verbs()
+    }
+}
+
+/// A new event channel of the library's connection manager.
+pub fn create_channel() -> Result<Arc<Channel>, Errno> {
+    super::global().create_channel()
+}
+
+/// Closes a channel (every id on it must be gone).
+pub fn destroy_channel(ch: &Channel) {
+    super::global().destroy_channel(ch)
+}
+
+/// The UD parameters of an event (`struct rdma_ud_param`, owned).
+#[derive(Clone, Copy)]
+pub struct RawUd {
+    pub ah_attr: ibv_ah_attr,
+    pub qp_num: u32,
+    pub qkey: u32,
+}
+
+/// An event read out of the library's event record as owned data. The
+/// record stays unacknowledged until [`ack_event`] with [`RawEvent::key`].
+pub struct RawEvent {
+    /// The event record's address (its key in the registry).
+    pub key: usize,
+    /// `RDMA_CM_EVENT_*` as the library reports it.
+    pub event: u32,
+    /// The status (0 or a negative errno value, or a reject reason).
+    pub status: i32,
+    /// [`CmId::uid`] of the id the event is for (for a connection request,
+    /// the listening id).
+    pub id_uid: u64,
+    /// A connection request's new id (owned from here on).
+    pub request: Option<CmId>,
+    /// Connection parameters (connected port spaces), with private data.
+    pub conn: Option<ConnParam>,
+    /// UD parameters (UD ids) and the private data.
+    pub ud: Option<(RawUd, Vec<u8>)>,
+}
+
+/// Blocks for the channel's next event (EAGAIN at once on a non-blocking
+/// channel without one) and reads it out.
+pub fn get_event(ch: &Channel) -> Result<RawEvent, Errno> {
+    let cm = super::global();
+    let got = super::get_event(ch)?;
+    let key = got.ptr as usize;
+    let read = cm.live.events.with(key, |e| {
+        let ev = &e.event.0;
+        let listener = (ev.event == RDMA_CM_EVENT_CONNECT_REQUEST).then_some(ev.listen_id);
+        (ev.id, listener, e.id_priv.as_ref().map(|p| (p.uid(), p.id.qp_type() == IBV_QPT_UD)))
+    });
+    let Some((id_ptr, listener, owner)) = read else {
+        return Err(Errno::EINVAL);
+    };
+    let (mut id_uid, mut ud) = owner.unwrap_or((0, false));
+    let mut request = None;
+    if listener.is_some() {
+        // The event holds the listener; its `id` is the new connection.
+        if let Ok(p) = cm.id(id_ptr) {
+            ud = p.id.qp_type() == IBV_QPT_UD;
+            request = Some(CmId { p, cm });
+        }
+    } else if let Ok(p) = cm.id(id_ptr) {
+        id_uid = p.uid();
+    }
+    let (conn, udp) = if ud {
+        let u = cm.live.events.with(key, |e| {
+            let u = e.event.ud();
+            let n = (u.private_data_len as usize).min(e.private_data.len());
+            let data = if u.private_data.is_null() { Vec::new() } else { e.private_data[..n].to_vec() };
+            (RawUd { ah_attr: u.ah_attr, qp_num: u.qp_num, qkey: u.qkey }, data)
+        });
+        (None, u)
+    } else {
+        (cm.event_conn(got.ptr).map(|(c, data)| ConnParam::from_c(&c, data)), None)
+    };
+    Ok(RawEvent { key, event: got.event, status: got.status, id_uid, request, conn, ud: udp })
+}
+
+/// Acknowledges (releases) an event read by [`get_event`].
+pub fn ack_event(key: usize) {
+    super::ack_event(super::global(), key as *mut crate::abi::cma::rdma_cm_event);
 }
 
 impl Drop for CmId {

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! Async use with tokio (feature `tokio`): an event stream over the event
+//! channel's descriptor ([`AsyncEventChannel`], on
+//! `tokio::io::unix::AsyncFd`; the descriptor is made non-blocking), and
+//! ids whose resolve, connect, accept and disconnect are `async`
+//! ([`AsyncCmId`]: each has a channel of its own, so the event a call
+//! awaits is its own).
+//!
+//! Must be used inside a tokio runtime with I/O enabled.
+//!
+//! ```no_run
+//! # async fn f() -> rdmacm::Result<()> {
+//! use rdmacm::asyncio::AsyncCmId;
+//! use rdmacm::{ConnParam, PortSpace, QpCaps};
+//! use std::time::Duration;
+//! let id = AsyncCmId::new(PortSpace::Tcp)?;
+//! id.resolve_addr(None, "192.0.2.1:7471".parse().unwrap(), Duration::from_secs(2)).await?;
+//! id.resolve_route(Duration::from_secs(2)).await?;
+//! id.id().create_qp(QpCaps::default())?;
+//! let answer = id.connect(&ConnParam::default()).await?;
+//! # Ok(()) }
+//! ```
+
+#![deny(unsafe_code)]
+
+use super::error::{Error, Result};
+use super::event::{ConnParam, EventKind};
+use super::id::{CmId, Event, EventChannel, PortSpace};
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+use tokio::io::unix::AsyncFd;
+
+/// A descriptor watched for readability, not owned (its owner closes it
+/// after the `AsyncFd` deregisters it).
+struct Watched(RawFd);
+
+impl AsRawFd for Watched {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0
+    }
+}
+
+/// Runs `f` when `afd` is readable, until it stops failing with EAGAIN.
+async fn when_readable<T>(afd: &AsyncFd<Watched>, mut f: impl FnMut() -> Result<T>) -> Result<T> {
+    loop {
+        let mut guard = afd.readable().await.map_err(io_error)?;
+        match f() {
+            Err(e) if e.errno() == libc::EAGAIN => guard.clear_ready(),
+            r => return r,
+        }
+    }
+}
+
+fn io_error(e: std::io::Error) -> Error {
+    Error::from_errno(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+/// An [`EventChannel`] whose events are awaited.
+pub struct AsyncEventChannel {
+    // First: deregistered before the channel may close.
+    afd: AsyncFd<Watched>,
+    ch: EventChannel,
+}
+
+impl AsyncEventChannel {
+    /// Opens a channel and registers its (now non-blocking) descriptor
+    /// with the current tokio runtime.
+    pub fn new() -> Result<AsyncEventChannel> {
+        AsyncEventChannel::from_channel(EventChannel::new()?)
+    }
+
+    /// Makes `ch` async (sets it non-blocking).
+    pub fn from_channel(ch: EventChannel) -> Result<AsyncEventChannel> {
+        ch.set_nonblocking(true)?;
+        let afd = AsyncFd::new(Watched(ch.as_raw_fd())).map_err(io_error)?;
+        Ok(AsyncEventChannel { afd, ch })
+    }
+
+    /// The next event.
+    pub async fn next_event(&self) -> Result<Event<'_>> {
+        when_readable(&self.afd, || self.ch.get_event()).await
+    }
+
+    /// The channel (to create ids on it, [`EventChannel::create_id`]).
+    pub fn channel(&self) -> &EventChannel {
+        &self.ch
+    }
+}
+
+impl std::fmt::Debug for AsyncEventChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncEventChannel").field("fd", &self.ch.as_raw_fd()).finish()
+    }
+}
+
+/// The error an unexpected or failed event stands for.
+fn event_error(ev: &Event<'_>) -> Error {
+    if ev.status() < 0 {
+        return Error::from_errno(-ev.status());
+    }
+    Error::from_errno(match ev.kind() {
+        EventKind::Rejected => libc::ECONNREFUSED,
+        EventKind::Unreachable => libc::ENETUNREACH,
+        EventKind::AddrError | EventKind::RouteError => libc::EHOSTUNREACH,
+        EventKind::ConnectError => libc::ECONNABORTED,
+        EventKind::Disconnected => libc::ECONNRESET,
+        EventKind::DeviceRemoval => libc::ENODEV,
+        _ => libc::EPROTO,
+    })
+}
+
+/// An id with a channel of its own, whose calls are awaited. Its data
+/// path is the [`CmId`]'s ([`AsyncCmId::id`]); completions can be awaited
+/// on [`CmId::cq_channel_fd`] with an `AsyncFd` of the caller's.
+pub struct AsyncCmId {
+    // First: the id goes before its channel.
+    id: CmId,
+    ch: AsyncEventChannel,
+}
+
+impl std::fmt::Debug for AsyncCmId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncCmId").field("id", &self.id).finish()
+    }
+}
+
+impl AsyncCmId {
+    /// A new id on a new channel of its own.
+    pub fn new(ps: PortSpace) -> Result<AsyncCmId> {
+        let ch = AsyncEventChannel::new()?;
+        let id = ch.channel().create_id(ps)?;
+        Ok(AsyncCmId { id, ch })
+    }
+
+    /// The id (bind, listen, QP, data path).
+    pub fn id(&self) -> &CmId {
+        &self.id
+    }
+
+    /// Waits for the id's next event and requires it to be `want`; its
+    /// private data.
+    async fn expect(&self, want: EventKind) -> Result<Vec<u8>> {
+        let ev = self.ch.next_event().await?;
+        if ev.kind() == want && ev.status() == 0 {
+            return Ok(ev.private_data().to_vec());
+        }
+        Err(event_error(&ev))
+    }
+
+    /// [`CmId::resolve_addr`], awaited.
+    pub async fn resolve_addr(&self, src: Option<SocketAddr>, dst: SocketAddr, timeout: Duration) -> Result<()> {
+        self.id.resolve_addr(src, dst, timeout)?;
+        self.expect(EventKind::AddrResolved).await.map(drop)
+    }
+
+    /// [`CmId::resolve_route`], awaited.
+    pub async fn resolve_route(&self, timeout: Duration) -> Result<()> {
+        self.id.resolve_route(timeout)?;
+        self.expect(EventKind::RouteResolved).await.map(drop)
+    }
+
+    /// [`CmId::connect`], awaited until established; the private data of
+    /// the peer's accept.
+    pub async fn connect(&self, param: &ConnParam) -> Result<Vec<u8>> {
+        self.id.connect(param)?;
+        self.expect(EventKind::Established).await
+    }
+
+    /// Binds and listens ([`CmId::bind_addr`], [`CmId::listen`]).
+    pub fn listen(&self, addr: SocketAddr, backlog: i32) -> Result<()> {
+        self.id.bind_addr(addr)?;
+        self.id.listen(backlog)
+    }
+
+    /// The next connection request of this listening id: the new
+    /// connection's id (on a channel of its own) and the request's
+    /// parameters. Accept it with [`AsyncCmId::accept`] or refuse it with
+    /// [`CmId::reject`].
+    pub async fn get_request(&self) -> Result<(AsyncCmId, ConnParam)> {
+        loop {
+            let mut ev = self.ch.next_event().await?;
+            if ev.kind() != EventKind::ConnectRequest {
+                // Events of earlier connections' ids before they moved.
+                continue;
+            }
+            let param = ev.conn_param().unwrap_or_default();
+            let Some(id) = ev.take_request() else { continue };
+            drop(ev);
+            let ch = AsyncEventChannel::new()?;
+            id.migrate(ch.channel())?;
+            return Ok((AsyncCmId { id, ch }, param));
+        }
+    }
+
+    /// [`CmId::accept`], awaited until established.
+    pub async fn accept(&self, param: &ConnParam) -> Result<()> {
+        self.id.accept(param)?;
+        self.expect(EventKind::Established).await.map(drop)
+    }
+
+    /// [`CmId::disconnect`], awaited until disconnected.
+    pub async fn disconnect(&self) -> Result<()> {
+        self.id.disconnect()?;
+        self.expect(EventKind::Disconnected).await.map(drop)
+    }
+
+    /// The id's next event, whatever it is (a peer's disconnect, say).
+    pub async fn next_event(&self) -> Result<Event<'_>> {
+        self.ch.next_event().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap()
+    }
+
+    /// The readiness loop the event stream uses: a read that would block
+    /// (EAGAIN) waits for readability and is retried, without spinning.
+    #[test]
+    fn readiness_retries_after_eagain() {
+        rt().block_on(async {
+            let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+            a.set_nonblocking(true).unwrap();
+            let afd = AsyncFd::new(Watched(a.as_raw_fd())).unwrap();
+            let mut calls = 0;
+            let writer = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                b.write_all(b"x").unwrap();
+                b
+            });
+            let got = when_readable(&afd, || {
+                calls += 1;
+                let mut buf = [0u8; 1];
+                match std::io::Read::read(&mut &a, &mut buf) {
+                    Ok(n) => Ok(buf[..n].to_vec()),
+                    Err(e) => Err(Error::from_errno(e.raw_os_error().unwrap())),
+                }
+            })
+            .await
+            .unwrap();
+            assert_eq!(got, b"x");
+            assert!(calls <= 3, "{calls} reads: readiness was not awaited");
+            drop(writer.join().unwrap());
+        });
+    }
+
+    #[test]
+    fn event_errors() {
+        // Without a device a channel cannot be opened: the error is a value.
+        let r = rt().block_on(async { AsyncEventChannel::new().map(drop) });
+        if let Err(e) = r {
+            assert_ne!(e.errno(), 0);
+        }
+    }
+}

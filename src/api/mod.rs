@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! The public Rust API (re-exported at the crate root): safe, owned types
+//! over the connection manager (`crate::cma::api`), rsockets and
+//! `rdma_getaddrinfo`. See docs/rust-api.md.
+//!
+//! Every file here but `verbs.rs` (the verbs data calls, through the C
+//! shim) denies `unsafe`.
+
+#![deny(unsafe_code)]
+
+mod addr;
+mod error;
+mod event;
+mod gai;
+mod id;
+mod stream;
+mod verbs;
+
+#[cfg(feature = "tokio")]
+pub mod asyncio;
+
+pub use error::{Error, Result};
+pub use event::{ConnParam, EventKind, UdParam};
+pub use gai::{getaddrinfo, AddrInfo, AddrInfoHints};
+pub use id::{CmId, Event, EventChannel, IdKey, PortSpace};
+pub use stream::{RListener, RStream};
+pub use verbs::{gid_reachable, Access, AddressHandle, MemoryRegion, QpCaps, SendOp, Sge, WcOpcode, WcStatus, WorkCompletion};

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! rsocket streams as `std::io::Read + Write`, and a listener.
+
+#![deny(unsafe_code)]
+
+use super::addr::{from_storage, to_sockaddr};
+use super::error::{Error, Result};
+use crate::rsocket as rs;
+use std::io;
+use std::net::{Shutdown, SocketAddr};
+
+fn family(a: &SocketAddr) -> i32 {
+    if a.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    }
+}
+
+/// An rsocket descriptor, closed on drop.
+struct Fd(i32);
+
+impl Drop for Fd {
+    fn drop(&mut self) {
+        if let Err(e) = rs::close(self.0) {
+            log::debug!(target: "rdmacm", "rclose({}) failed: {e}", self.0);
+        }
+    }
+}
+
+fn new_stream_socket(a: &SocketAddr) -> Result<Fd> {
+    Ok(Fd(rs::create(family(a), libc::SOCK_STREAM, 0)?))
+}
+
+/// A connected rsocket stream (`rsocket(SOCK_STREAM)` + `rconnect`): bytes
+/// over an RDMA connection, through [`io::Read`] and [`io::Write`].
+///
+/// ```no_run
+/// use std::io::{Read, Write};
+/// let mut s = rdmacm::RStream::connect("192.0.2.1:7471".parse().unwrap())?;
+/// s.write_all(b"hello")?;
+/// let mut answer = [0u8; 5];
+/// s.read_exact(&mut answer)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct RStream {
+    fd: Fd,
+}
+
+impl RStream {
+    /// Connects to `addr`.
+    pub fn connect(addr: SocketAddr) -> Result<RStream> {
+        let fd = new_stream_socket(&addr)?;
+        let h = rs::lookup(fd.0)?;
+        rs::connect(&h, to_sockaddr(&addr).as_bytes())?;
+        Ok(RStream { fd })
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> Result<SocketAddr> {
+        let h = rs::lookup(self.fd.0)?;
+        let a = rs::lock(&h)?.peer_addr()?;
+        from_storage(a).ok_or(Error::from_errno(libc::EAFNOSUPPORT))
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> Result<SocketAddr> {
+        let h = rs::lookup(self.fd.0)?;
+        let a = rs::lock(&h)?.local_addr()?;
+        from_storage(a).ok_or(Error::from_errno(libc::EAFNOSUPPORT))
+    }
+
+    /// Shuts down reading, writing or both (`rshutdown`).
+    pub fn shutdown(&self, how: Shutdown) -> Result<()> {
+        let h = rs::lookup(self.fd.0)?;
+        let how = match how {
+            Shutdown::Read => libc::SHUT_RD,
+            Shutdown::Write => libc::SHUT_WR,
+            Shutdown::Both => libc::SHUT_RDWR,
+        };
+        Ok(rs::shutdown(&h, how)?)
+    }
+
+    /// The rsocket descriptor (an rsocket number, not a kernel descriptor:
+    /// for the C library's `r*` calls only).
+    pub fn rsocket_fd(&self) -> i32 {
+        self.fd.0
+    }
+}
+
+impl io::Read for RStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let h = rs::lookup(self.fd.0).map_err(Error::from)?;
+        Ok(rs::recv(&h, buf, 0).map_err(Error::from)?)
+    }
+}
+
+impl io::Write for RStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let h = rs::lookup(self.fd.0).map_err(Error::from)?;
+        Ok(rs::send(&h, buf, 0).map_err(Error::from)?)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for RStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RStream").field("rsocket", &self.fd.0).field("peer", &self.peer_addr().ok()).finish()
+    }
+}
+
+/// A listening rsocket (`rsocket` + `rbind` + `rlisten`); [`RListener::accept`]
+/// gives the connections.
+///
+/// ```no_run
+/// use std::io::{Read, Write};
+/// let l = rdmacm::RListener::bind("0.0.0.0:7471".parse().unwrap(), 8)?;
+/// let (mut s, peer) = l.accept()?;
+/// let mut b = [0u8; 64];
+/// let n = s.read(&mut b)?;
+/// s.write_all(&b[..n])?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct RListener {
+    fd: Fd,
+}
+
+impl RListener {
+    /// Binds to `addr` and listens with `backlog`.
+    pub fn bind(addr: SocketAddr, backlog: i32) -> Result<RListener> {
+        let fd = new_stream_socket(&addr)?;
+        let h = rs::lookup(fd.0)?;
+        rs::lock(&h)?.bind(to_sockaddr(&addr).as_bytes())?;
+        rs::listen(&h, backlog)?;
+        Ok(RListener { fd })
+    }
+
+    /// The next connection (blocks until one comes) and its peer's address.
+    pub fn accept(&self) -> Result<(RStream, Option<SocketAddr>)> {
+        let h = rs::lookup(self.fd.0)?;
+        let s = RStream { fd: Fd(rs::accept(&h)?) };
+        let peer = s.peer_addr().ok();
+        Ok((s, peer))
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> Result<SocketAddr> {
+        let h = rs::lookup(self.fd.0)?;
+        let a = rs::lock(&h)?.local_addr()?;
+        from_storage(a).ok_or(Error::from_errno(libc::EAFNOSUPPORT))
+    }
+}
+
+impl std::fmt::Debug for RListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RListener").field("rsocket", &self.fd.0).finish()
+    }
+}

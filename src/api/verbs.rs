@@ -1,0 +1,707 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! The data calls `<rdma/rdma_verbs.h>` gives C, behind safe types: a QP
+//! on an id ([`CmId::create_qp`]), memory registration
+//! ([`MemoryRegion`]), posting sends, receives, RDMA reads and writes, and
+//! completions ([`CmId::poll_cq`], [`CmId::wait_cq`]).
+//!
+//! Safety argument (why none of this needs `unsafe` from a caller):
+//! * a [`MemoryRegion`] owns its buffer, a heap block that never moves and
+//!   is freed only after it is deregistered; the device reaches it only
+//!   through an [`Sge`] (made by [`MemoryRegion::sge`], bounds-checked) or
+//!   its rkey, so every access is checked by the device against a live
+//!   registration: after the region is dropped, work naming it completes
+//!   with an error instead of touching freed memory;
+//! * the buffer is read and written by copies ([`MemoryRegion::read`],
+//!   [`MemoryRegion::write`]), never through Rust references, because the
+//!   device may write it at any time;
+//! * a region keeps its id, and so the id's PD and device, alive;
+//! * the QP, CQ and completion channel belong to the id (destroyed with it).
+//!
+//! This file is, like `rsocket::verbs`, the one place of its module tree
+//! with `unsafe` code: calls into libibverbs through the C shim
+//! (src/sys/api_shim.c), each with its `// SAFETY:` argument.
+#![allow(unsafe_code)]
+
+use super::error::{Error, Result};
+use super::event::UdParam;
+use super::id::{CmId, IdInner};
+use crate::abi::cma::{ibv_ah_attr, ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp};
+use crate::cma::api::{self as capi, QpPtrs};
+use nix::errno::Errno;
+use std::ffi::{c_int, c_void};
+use std::ops::Range;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// Opaque `struct ibv_mr`.
+#[repr(C)]
+struct IbvMr {
+    _private: [u8; 0],
+}
+
+/// Opaque `struct ibv_ah`.
+#[repr(C)]
+struct IbvAh {
+    _private: [u8; 0],
+}
+
+/// The shim's completion record (`struct rdmacm_api_wc`).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct ShimWc {
+    wr_id: u64,
+    status: u32,
+    opcode: u32,
+    vendor_err: u32,
+    byte_len: u32,
+    imm_host: u32,
+    wc_flags: u32,
+    qp_num: u32,
+    src_qp: u32,
+    slid: u16,
+    pkey_index: u16,
+    sl: u8,
+    dlid_path_bits: u8,
+}
+
+/// cbindgen:ignore
+mod ffi {
+    use super::*;
+    extern "C" {
+        #[allow(clippy::too_many_arguments)]
+        pub(super) fn rdmacm_shim_api_post_send(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int, opcode: c_int, flags: c_int, imm: u32, raddr: u64, rkey: u32) -> c_int;
+        #[allow(clippy::too_many_arguments)]
+        pub(super) fn rdmacm_shim_api_post_ud_send(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int, flags: c_int, ah: *mut IbvAh, qpn: u32, qkey: u32) -> c_int;
+        pub(super) fn rdmacm_shim_api_post_recv(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int) -> c_int;
+        pub(super) fn rdmacm_shim_api_poll_cq(cq: *mut ibv_cq, out: *mut ShimWc, n: c_int) -> c_int;
+        pub(super) fn rdmacm_shim_api_req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int;
+        pub(super) fn rdmacm_shim_api_get_cq_event(ch: *mut ibv_comp_channel) -> c_int;
+        pub(super) fn rdmacm_shim_api_channel_fd(ch: *mut ibv_comp_channel) -> c_int;
+        pub(super) fn rdmacm_shim_api_reg_mr(pd: *mut ibv_pd, addr: *mut c_void, len: usize, access: c_int) -> *mut IbvMr;
+        pub(super) fn rdmacm_shim_api_mr_keys(mr: *mut IbvMr, lkey: *mut u32, rkey: *mut u32);
+        pub(super) fn rdmacm_shim_api_dereg_mr(mr: *mut IbvMr) -> c_int;
+        pub(super) fn rdmacm_shim_api_create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut IbvAh;
+        pub(super) fn rdmacm_shim_api_destroy_ah(ah: *mut IbvAh) -> c_int;
+    }
+}
+
+/// A verbs return value (0, an errno value, or -1 with errno) as a Result.
+fn check(ret: c_int) -> Result<()> {
+    Ok(crate::sys::verbs::check(ret)?)
+}
+
+
+/// Capacities of an id's QP: asked for by [`CmId::create_qp`], and what the
+/// device granted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpCaps {
+    /// Outstanding send work requests.
+    pub max_send_wr: u32,
+    /// Outstanding receive work requests.
+    pub max_recv_wr: u32,
+    /// Scatter entries per send.
+    pub max_send_sge: u32,
+    /// Scatter entries per receive.
+    pub max_recv_sge: u32,
+    /// Bytes a send may carry inline ([`SendOp`] with `inline`).
+    pub max_inline_data: u32,
+}
+
+impl Default for QpCaps {
+    /// 16 work requests each way, one scatter entry each, no inline data.
+    fn default() -> QpCaps {
+        QpCaps { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 }
+    }
+}
+
+/// Access rights of a [`MemoryRegion`] (`IBV_ACCESS_*`); combine with `|`.
+///
+/// ```
+/// use rdmacm::Access;
+/// let a = Access::LOCAL_WRITE | Access::REMOTE_READ;
+/// assert!(a.contains(Access::REMOTE_READ));
+/// assert!(!a.contains(Access::REMOTE_WRITE));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Access(u32);
+
+impl Access {
+    /// Local reads only (sends from the region).
+    pub const NONE: Access = Access(0);
+    /// The device may write it (receives, RDMA read results).
+    pub const LOCAL_WRITE: Access = Access(1);
+    /// The peer may RDMA-write it (implies `LOCAL_WRITE`, added for you).
+    pub const REMOTE_WRITE: Access = Access(2);
+    /// The peer may RDMA-read it.
+    pub const REMOTE_READ: Access = Access(4);
+    /// The peer may run atomics on it (implies `LOCAL_WRITE`).
+    pub const REMOTE_ATOMIC: Access = Access(8);
+
+    /// Whether every right of `other` is in `self`.
+    pub fn contains(self, other: Access) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// The `IBV_ACCESS_*` bits.
+    pub fn bits(self) -> u32 {
+        self.0
+    }
+}
+
+impl std::ops::BitOr for Access {
+    type Output = Access;
+    fn bitor(self, o: Access) -> Access {
+        Access(self.0 | o.0)
+    }
+}
+
+/// A scatter/gather entry (`struct ibv_sge`): a range of a registered
+/// region, made by [`MemoryRegion::sge`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sge {
+    addr: u64,
+    length: u32,
+    lkey: u32,
+}
+
+impl Sge {
+    /// The device address of its first byte.
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+    /// Its length in bytes.
+    pub fn len(&self) -> u32 {
+        self.length
+    }
+    /// Whether it is empty.
+    pub fn is_empty(&self) -> bool {
+        self.length == 0
+    }
+}
+
+/// A zeroed buffer registered with an id's device (`ibv_reg_mr` on the id's
+/// PD). It keeps the id alive; dropping it deregisters and frees it.
+///
+/// ```no_run
+/// # fn f(id: &rdmacm::CmId) -> rdmacm::Result<()> {
+/// use rdmacm::{Access, MemoryRegion};
+/// let mr = MemoryRegion::new(id, 4096, Access::LOCAL_WRITE | Access::REMOTE_READ)?;
+/// mr.write(0, b"ping")?;
+/// let sge = mr.sge(0..4)?;
+/// id.post_send(1, &[sge], rdmacm::SendOp::Send, true)?;
+/// # Ok(()) }
+/// ```
+pub struct MemoryRegion {
+    mr: NonNull<IbvMr>,
+    buf: NonNull<u8>,
+    len: usize,
+    lkey: u32,
+    rkey: u32,
+    // After the registration: the PD lives while the id does.
+    _id: Arc<IdInner>,
+}
+
+// SAFETY: the region is a registration handle and a heap block reached
+// only through copies under &self / the device; ibv_mr may be used and
+// deregistered from any thread.
+unsafe impl Send for MemoryRegion {}
+// SAFETY: as above (read and write are copies; the device's concurrent
+// writes are its own, as for any registered memory).
+unsafe impl Sync for MemoryRegion {}
+
+impl MemoryRegion {
+    /// Allocates `len` zeroed bytes (at least 1) and registers them on the
+    /// id's device with `access` (`EINVAL` before the id has a device:
+    /// resolve or bind it first).
+    pub fn new(id: &CmId, len: usize, access: Access) -> Result<MemoryRegion> {
+        let pd = id.id.pd_ptr().ok_or(Error::from_errno(libc::EINVAL))?;
+        let len = len.max(1);
+        let mut access = access;
+        if access.contains(Access::REMOTE_WRITE) || access.contains(Access::REMOTE_ATOMIC) {
+            access = access | Access::LOCAL_WRITE;
+        }
+        let layout = std::alloc::Layout::from_size_align(len, 64).map_err(|_| Error::from_errno(libc::EINVAL))?;
+        // SAFETY: layout has a non-zero size.
+        let buf = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).ok_or(Error::from_errno(libc::ENOMEM))?;
+        // SAFETY: pd is the id's live PD; buf is len bytes we own and keep
+        // until after the deregistration.
+        let mr = unsafe { ffi::rdmacm_shim_api_reg_mr(pd.as_ptr(), buf.as_ptr().cast(), len, access.0 as c_int) };
+        let Some(mr) = NonNull::new(mr) else {
+            let e = Errno::last();
+            // SAFETY: allocated above with this layout, never registered.
+            unsafe { std::alloc::dealloc(buf.as_ptr(), layout) };
+            return Err(if e == Errno::UnknownErrno { Errno::ENOMEM } else { e }.into());
+        };
+        let (mut lkey, mut rkey) = (0, 0);
+        // SAFETY: mr is the live registration just made.
+        unsafe { ffi::rdmacm_shim_api_mr_keys(mr.as_ptr(), &mut lkey, &mut rkey) };
+        Ok(MemoryRegion { mr, buf, len, lkey, rkey, _id: id.id.clone() })
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false (a region has at least one byte).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The local key.
+    pub fn lkey(&self) -> u32 {
+        self.lkey
+    }
+
+    /// The remote key: give it (with [`MemoryRegion::addr`]) to the peer for
+    /// RDMA reads and writes of this region.
+    pub fn rkey(&self) -> u32 {
+        self.rkey
+    }
+
+    /// The device address of its first byte.
+    pub fn addr(&self) -> u64 {
+        self.buf.as_ptr() as usize as u64
+    }
+
+    fn range(&self, offset: usize, n: usize) -> Result<()> {
+        match offset.checked_add(n) {
+            Some(end) if end <= self.len => Ok(()),
+            _ => Err(Error::from_errno(libc::EINVAL)),
+        }
+    }
+
+    /// Copies `data` into the region at `offset` (`EINVAL` past its end).
+    pub fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
+        self.range(offset, data.len())?;
+        // SAFETY: in bounds (checked); a raw copy, no reference to the
+        // buffer is made (the device may write it concurrently).
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.buf.as_ptr().add(offset), data.len()) };
+        Ok(())
+    }
+
+    /// Copies bytes of the region at `offset` into `out` (`EINVAL` past its
+    /// end).
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<()> {
+        self.range(offset, out.len())?;
+        // SAFETY: as in write.
+        unsafe { std::ptr::copy_nonoverlapping(self.buf.as_ptr().add(offset), out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
+    /// The bytes in `range`, copied out.
+    pub fn to_vec(&self, range: Range<usize>) -> Result<Vec<u8>> {
+        let mut v = vec![0; range.end.saturating_sub(range.start)];
+        self.read(range.start, &mut v)?;
+        Ok(v)
+    }
+
+    /// A scatter entry for `range` of the region (`EINVAL` past its end).
+    pub fn sge(&self, range: Range<usize>) -> Result<Sge> {
+        let n = range.end.checked_sub(range.start).ok_or(Error::from_errno(libc::EINVAL))?;
+        self.range(range.start, n)?;
+        let length = u32::try_from(n).map_err(|_| Error::from_errno(libc::EINVAL))?;
+        Ok(Sge { addr: self.addr() + range.start as u64, length, lkey: self.lkey })
+    }
+}
+
+impl std::fmt::Debug for MemoryRegion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryRegion").field("addr", &self.addr()).field("len", &self.len).field("lkey", &self.lkey).field("rkey", &self.rkey).finish()
+    }
+}
+
+impl Drop for MemoryRegion {
+    fn drop(&mut self) {
+        // SAFETY: the live registration; deregistered once.
+        let r = unsafe { ffi::rdmacm_shim_api_dereg_mr(self.mr.as_ptr()) };
+        if r != 0 {
+            // The device may still reach the memory: leak it rather than
+            // free memory a registration names.
+            log::warn!(target: "rdmacm", "ibv_dereg_mr failed ({r}): the region's memory is leaked");
+            return;
+        }
+        let layout = std::alloc::Layout::from_size_align(self.len, 64).expect("checked in new");
+        // SAFETY: allocated in new with this layout; no registration names it.
+        unsafe { std::alloc::dealloc(self.buf.as_ptr(), layout) };
+    }
+}
+
+/// What a send work request does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendOp {
+    /// A send (consumes a receive at the peer).
+    Send,
+    /// A send with 32 bits of immediate data.
+    SendWithImm(u32),
+    /// Writes the local scatter list to the peer's memory.
+    Write {
+        /// The peer's address.
+        remote_addr: u64,
+        /// The peer's remote key.
+        rkey: u32,
+    },
+    /// As `Write`, and consumes a receive at the peer with immediate data.
+    WriteWithImm {
+        /// The peer's address.
+        remote_addr: u64,
+        /// The peer's remote key.
+        rkey: u32,
+        /// The immediate data.
+        imm: u32,
+    },
+    /// Reads the peer's memory into the local scatter list.
+    Read {
+        /// The peer's address.
+        remote_addr: u64,
+        /// The peer's remote key.
+        rkey: u32,
+    },
+}
+
+impl SendOp {
+    /// (IBV_WR_* opcode, immediate, remote address, rkey)
+    fn raw(self) -> (c_int, u32, u64, u32) {
+        match self {
+            SendOp::Write { remote_addr, rkey } => (0, 0, remote_addr, rkey),
+            SendOp::WriteWithImm { remote_addr, rkey, imm } => (1, imm, remote_addr, rkey),
+            SendOp::Send => (2, 0, 0, 0),
+            SendOp::SendWithImm(imm) => (3, imm, 0, 0),
+            SendOp::Read { remote_addr, rkey } => (4, 0, remote_addr, rkey),
+        }
+    }
+}
+
+const SEND_SIGNALED: c_int = 2;
+const SEND_INLINE: c_int = 8;
+
+/// The status of a work completion (`enum ibv_wc_status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WcStatus {
+    /// The work completed.
+    Success,
+    /// The work was flushed (the QP is in the error state).
+    WrFlushErr,
+    /// Any other failure, by its `IBV_WC_*` number.
+    Error(u32),
+}
+
+impl WcStatus {
+    fn from_raw(n: u32) -> WcStatus {
+        match n {
+            0 => WcStatus::Success,
+            5 => WcStatus::WrFlushErr,
+            n => WcStatus::Error(n),
+        }
+    }
+}
+
+/// What a completed work request was (`enum ibv_wc_opcode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WcOpcode {
+    /// A send.
+    Send,
+    /// An RDMA write.
+    RdmaWrite,
+    /// An RDMA read.
+    RdmaRead,
+    /// A receive.
+    Recv,
+    /// A receive consumed by an RDMA write with immediate data.
+    RecvRdmaWithImm,
+    /// Another opcode, by number.
+    Other(u32),
+}
+
+impl WcOpcode {
+    fn from_raw(n: u32) -> WcOpcode {
+        match n {
+            0 => WcOpcode::Send,
+            1 => WcOpcode::RdmaWrite,
+            2 => WcOpcode::RdmaRead,
+            128 => WcOpcode::Recv,
+            129 => WcOpcode::RecvRdmaWithImm,
+            n => WcOpcode::Other(n),
+        }
+    }
+}
+
+/// One work completion (`struct ibv_wc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkCompletion {
+    /// The caller's number of the work request.
+    pub wr_id: u64,
+    /// How it ended.
+    pub status: WcStatus,
+    /// What it was (meaningful when successful).
+    pub opcode: WcOpcode,
+    /// Bytes received (receives).
+    pub byte_len: u32,
+    /// Immediate data, if the completion carries it.
+    pub imm: Option<u32>,
+    /// The sender's QP number (UD receives).
+    pub src_qp: u32,
+    /// The vendor's error code (failures).
+    pub vendor_err: u32,
+}
+
+impl WorkCompletion {
+    fn from_shim(w: &ShimWc) -> WorkCompletion {
+        const WITH_IMM: u32 = 2;
+        WorkCompletion {
+            wr_id: w.wr_id,
+            status: WcStatus::from_raw(w.status),
+            opcode: WcOpcode::from_raw(w.opcode),
+            byte_len: w.byte_len,
+            imm: (w.wc_flags & WITH_IMM != 0).then_some(w.imm_host),
+            src_qp: w.src_qp,
+            vendor_err: w.vendor_err,
+        }
+    }
+
+    /// Whether it succeeded.
+    pub fn is_ok(&self) -> bool {
+        self.status == WcStatus::Success
+    }
+}
+
+/// An address handle (`struct ibv_ah`) for UD sends to one remote end.
+/// It keeps its id alive.
+pub struct AddressHandle {
+    ah: NonNull<IbvAh>,
+    _id: Arc<IdInner>,
+}
+
+// SAFETY: an ibv_ah is immutable after creation and usable from any thread.
+unsafe impl Send for AddressHandle {}
+// SAFETY: as above.
+unsafe impl Sync for AddressHandle {}
+
+impl AddressHandle {
+    /// An address handle on the id's PD for the remote end an event
+    /// reported ([`Event::ud_param`](crate::Event::ud_param)).
+    pub fn new(id: &CmId, to: &UdParam) -> Result<AddressHandle> {
+        let pd = id.id.pd_ptr().ok_or(Error::from_errno(libc::EINVAL))?;
+        let mut attr = to.raw.ah_attr;
+        // SAFETY: pd is the id's live PD; attr is a valid ibv_ah_attr
+        // (copied from the kernel's event).
+        let ah = unsafe { ffi::rdmacm_shim_api_create_ah(pd.as_ptr(), &mut attr) };
+        let ah = NonNull::new(ah).ok_or_else(|| Error::from(Errno::last()))?;
+        Ok(AddressHandle { ah, _id: id.id.clone() })
+    }
+}
+
+impl Drop for AddressHandle {
+    fn drop(&mut self) {
+        // SAFETY: the live handle, destroyed once.
+        unsafe { ffi::rdmacm_shim_api_destroy_ah(self.ah.as_ptr()) };
+    }
+}
+
+impl std::fmt::Debug for AddressHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AddressHandle")
+    }
+}
+
+impl UdParam {
+    /// The destination GID (meaningful when [`UdParam::is_global`]).
+    pub fn dgid(&self) -> [u8; 16] {
+        // SAFETY: every member of union ibv_gid is plain bytes.
+        unsafe { self.raw.ah_attr.grh.dgid.raw }
+    }
+}
+
+/// The QP and the data calls of `rdma_verbs.h`.
+impl CmId {
+    /// Creates the id's QP (`rdma_create_qp`; RC, or UD for
+    /// [`PortSpace::Udp`](crate::PortSpace::Udp)) on the device's PD, with
+    /// one CQ for both directions (of `max_send_wr + max_recv_wr` entries)
+    /// and its own completion channel, every send signalled unless posted
+    /// otherwise. Once per id; `EINVAL` before the id has a device.
+    /// Returns the capacities the device granted.
+    pub fn create_qp(&self, caps: QpCaps) -> Result<QpCaps> {
+        let cqe = caps.max_send_wr.saturating_add(caps.max_recv_wr).max(1);
+        let c = capi::QpCaps { max_send_wr: caps.max_send_wr, max_recv_wr: caps.max_recv_wr, max_send_sge: caps.max_send_sge, max_recv_sge: caps.max_recv_sge, max_inline_data: caps.max_inline_data };
+        let got = if self.id.is_ud() { self.id.create_ud_qp(cqe, c)? } else { self.id.create_rc_qp(cqe, c)? };
+        Ok(QpCaps { max_send_wr: got.max_send_wr, max_recv_wr: got.max_recv_wr, max_send_sge: got.max_send_sge, max_recv_sge: got.max_recv_sge, max_inline_data: got.max_inline_data })
+    }
+
+    /// The QP's number (`None` before [`CmId::create_qp`]).
+    pub fn qp_num(&self) -> Option<u32> {
+        self.id.qp_num()
+    }
+
+    fn qp(&self) -> Result<QpPtrs> {
+        self.id.qp_ptrs().ok_or(Error::from_errno(libc::EINVAL))
+    }
+
+    /// Posts a send, RDMA write or RDMA read of the scatter list
+    /// (`rdma_post_send` / `rdma_post_write` / `rdma_post_read`).
+    /// `signaled`: a completion is reported for it.
+    pub fn post_send(&self, wr_id: u64, sgl: &[Sge], op: SendOp, signaled: bool) -> Result<()> {
+        self.post_send_flags(wr_id, sgl, op, if signaled { SEND_SIGNALED } else { 0 })
+    }
+
+    /// As [`CmId::post_send`] with the data copied into the work request
+    /// (`IBV_SEND_INLINE`: at most `max_inline_data` bytes; the region may
+    /// be reused at once).
+    pub fn post_send_inline(&self, wr_id: u64, sgl: &[Sge], op: SendOp, signaled: bool) -> Result<()> {
+        self.post_send_flags(wr_id, sgl, op, SEND_INLINE | if signaled { SEND_SIGNALED } else { 0 })
+    }
+
+    fn post_send_flags(&self, wr_id: u64, sgl: &[Sge], op: SendOp, flags: c_int) -> Result<()> {
+        let p = self.qp()?;
+        let mut list = sgl.to_vec();
+        let n = c_int::try_from(list.len()).map_err(|_| Error::from_errno(libc::EINVAL))?;
+        let (opcode, imm, raddr, rkey) = op.raw();
+        // SAFETY: the id's live QP; the list is n entries of ibv_sge layout,
+        // read during the call; the memory they name is checked by the
+        // device against its registration (module comment).
+        check(unsafe { ffi::rdmacm_shim_api_post_send(p.qp.as_ptr(), wr_id, list.as_mut_ptr(), n, opcode, flags, imm, raddr, rkey) })
+    }
+
+    /// Posts a receive into the scatter list (`rdma_post_recv`).
+    pub fn post_recv(&self, wr_id: u64, sgl: &[Sge]) -> Result<()> {
+        let p = self.qp()?;
+        let mut list = sgl.to_vec();
+        let n = c_int::try_from(list.len()).map_err(|_| Error::from_errno(libc::EINVAL))?;
+        // SAFETY: as in post_send_flags.
+        check(unsafe { ffi::rdmacm_shim_api_post_recv(p.qp.as_ptr(), wr_id, list.as_mut_ptr(), n) })
+    }
+
+    /// Posts a UD send to the remote end of `ah` (`rdma_post_ud_send`):
+    /// `remote_qpn` and `remote_qkey` as the event reported them
+    /// ([`UdParam::qp_num`], [`UdParam::qkey`]).
+    pub fn post_ud_send(&self, wr_id: u64, sgl: &[Sge], ah: &AddressHandle, remote_qpn: u32, remote_qkey: u32, signaled: bool) -> Result<()> {
+        let p = self.qp()?;
+        let mut list = sgl.to_vec();
+        let n = c_int::try_from(list.len()).map_err(|_| Error::from_errno(libc::EINVAL))?;
+        let flags = if signaled { SEND_SIGNALED } else { 0 };
+        // SAFETY: as in post_send_flags; ah is a live handle.
+        check(unsafe { ffi::rdmacm_shim_api_post_ud_send(p.qp.as_ptr(), wr_id, list.as_mut_ptr(), n, flags, ah.ah.as_ptr(), remote_qpn, remote_qkey) })
+    }
+
+    /// Takes up to `out.len()` (at most 16) completions off the id's CQ
+    /// without waiting (`ibv_poll_cq`); how many it took.
+    pub fn poll_cq(&self, out: &mut [WorkCompletion]) -> Result<usize> {
+        let p = self.qp()?;
+        let mut raw = [ShimWc::default(); 16];
+        let n = out.len().min(raw.len()) as c_int;
+        // SAFETY: the id's live CQ; raw has room for n records.
+        let got = unsafe { ffi::rdmacm_shim_api_poll_cq(p.cq.as_ptr(), raw.as_mut_ptr(), n) };
+        if got < 0 {
+            return Err(Error::from_errno(if got == -1 { Errno::last_raw() } else { -got }));
+        }
+        for (o, r) in out.iter_mut().zip(&raw[..got as usize]) {
+            *o = WorkCompletion::from_shim(r);
+        }
+        Ok(got as usize)
+    }
+
+    /// The next completion, waiting for it if needed
+    /// (`rdma_get_send_comp` / `rdma_get_recv_comp`: arms the CQ, sleeps on
+    /// its completion channel, polls again).
+    pub fn wait_cq(&self) -> Result<WorkCompletion> {
+        let p = self.qp()?;
+        let mut one = [WorkCompletion { wr_id: 0, status: WcStatus::Success, opcode: WcOpcode::Send, byte_len: 0, imm: None, src_qp: 0, vendor_err: 0 }];
+        loop {
+            if self.poll_cq(&mut one)? == 1 {
+                return Ok(one[0]);
+            }
+            self.req_notify_cq()?;
+            // A completion that came before the arm is not signalled.
+            if self.poll_cq(&mut one)? == 1 {
+                return Ok(one[0]);
+            }
+            // SAFETY: the id's live completion channel; the shim acks the
+            // event it reads.
+            let r = unsafe { ffi::rdmacm_shim_api_get_cq_event(p.channel.as_ptr()) };
+            if r != 0 {
+                let e = Errno::last();
+                if e != Errno::EINTR {
+                    return Err(e.into());
+                }
+            }
+        }
+    }
+
+    /// Arms the CQ: the next completion makes the completion channel
+    /// ([`CmId::cq_channel_fd`]) readable (`ibv_req_notify_cq`).
+    pub fn req_notify_cq(&self) -> Result<()> {
+        let p = self.qp()?;
+        // SAFETY: the id's live CQ.
+        check(unsafe { ffi::rdmacm_shim_api_req_notify_cq(p.cq.as_ptr(), 0) })
+    }
+
+    /// Reads (and acknowledges) one event of the completion channel, after
+    /// [`CmId::req_notify_cq`]; blocks unless the channel is non-blocking
+    /// ([`CmId::set_cq_nonblocking`]: then `EAGAIN` when none).
+    pub fn get_cq_event(&self) -> Result<()> {
+        let p = self.qp()?;
+        // SAFETY: the id's live completion channel; the shim acks the event.
+        if unsafe { ffi::rdmacm_shim_api_get_cq_event(p.channel.as_ptr()) } != 0 {
+            return Err(Errno::last().into());
+        }
+        Ok(())
+    }
+
+    /// The completion channel's descriptor (readable after a completion on
+    /// an armed CQ), for poll or an async runtime.
+    pub fn cq_channel_fd(&self) -> Result<std::os::fd::RawFd> {
+        let p = self.qp()?;
+        // SAFETY: the id's live completion channel.
+        Ok(unsafe { ffi::rdmacm_shim_api_channel_fd(p.channel.as_ptr()) })
+    }
+
+    /// Makes [`CmId::get_cq_event`] non-blocking (or blocking again).
+    pub fn set_cq_nonblocking(&self, on: bool) -> Result<()> {
+        super::id::set_nonblocking(self.cq_channel_fd()?, on)
+    }
+
+    /// Whether `gid` can be reached from the id's device (`ibv_gid_reachable`),
+    /// on `port` (0: any port), waiting at most `timeout_ms` (0: the
+    /// default). `EINVAL` before the id has a device.
+    pub fn gid_reachable(&self, port: u32, gid: &[u8; 16], timeout_ms: i32) -> Result<()> {
+        gid_reachable(self, port, gid, timeout_ms)
+    }
+}
+
+/// Whether `gid` can be reached from the device of `id` (which must be
+/// bound or resolved), on `port` (0: any of its ports), waiting at most
+/// `timeout_ms` (0: the default); `Ok(())` when reachable, otherwise the
+/// reason (`EHOSTUNREACH`, `ETIMEDOUT`, ...). This is the
+/// `ibv_gid_reachable` extension of the C library.
+pub fn gid_reachable(id: &CmId, port: u32, gid: &[u8; 16], timeout_ms: i32) -> Result<()> {
+    let ctx = id.id.verbs_context();
+    if ctx.is_null() {
+        return Err(Error::from_errno(libc::EINVAL));
+    }
+    // SAFETY: the id's device context, open while the id holds its device
+    // (we hold the id for the call).
+    let ctx = unsafe { crate::cma::objects::Vouched::new(ctx) };
+    Ok(crate::gid::gid_reachable(&crate::cma::gid_env::CmGidEnv::new(crate::cma::global(), ctx), port, gid, timeout_ms)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opcodes_are_the_verbs_numbers() {
+        assert_eq!(SendOp::Write { remote_addr: 1, rkey: 2 }.raw(), (0, 0, 1, 2));
+        assert_eq!(SendOp::Send.raw().0, 2);
+        assert_eq!(SendOp::SendWithImm(9).raw(), (3, 9, 0, 0));
+        assert_eq!(SendOp::Read { remote_addr: 3, rkey: 4 }.raw(), (4, 0, 3, 4));
+        assert_eq!(WcOpcode::from_raw(128), WcOpcode::Recv);
+        assert_eq!(WcStatus::from_raw(5), WcStatus::WrFlushErr);
+        assert_eq!(WcStatus::from_raw(12), WcStatus::Error(12));
+    }
+
+    #[test]
+    fn sge_is_ibv_sge() {
+        assert_eq!(std::mem::size_of::<Sge>(), 16);
+        assert_eq!(Access::REMOTE_WRITE.bits() | Access::LOCAL_WRITE.bits(), 3);
+    }
+}
