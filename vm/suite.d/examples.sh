@@ -14,6 +14,7 @@
 #                            connections held open together, every echo compared with what it sent
 #   example_rstream_srv_rxe  examples/rstream -b  <->  rstream -s -T v (both verify the byte stream)
 #   example_rstream_cli_rxe  rstream -b -T v  <->  examples/rstream -s -T v
+#   example_hello_rxe        rdma_server  <->  examples/hello_rdma (README.md's example, as printed)
 #
 # rping: both sides print the ping data (-v), and ex_pings_match checks that the server's lines
 # ("server ping data: X") are the client's ("ping data: X"), one per ping: a side that printed,
@@ -63,3 +64,6 @@ pair example_rstream_srv_rxe 60 "$EX/rstream -b 192.0.2.2 -S 65536 -C 8 -T v" \
                                 "rstream -s 192.0.2.2 -S 65536 -C 8 -T v"
 pair example_rstream_cli_rxe 60 "rstream -b 192.0.2.2 -S 1000 -C 50 -T v" \
                                 "$EX/rstream -s 192.0.2.2 -S 1000 -C 50 -T v"
+
+# --- README.md's example, as printed there: a client of rdma_server --------------------------
+pair --cmp example_hello_rxe 60 "rdma_server" "$EX/hello_rdma"
