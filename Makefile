@@ -404,6 +404,17 @@ vm-bin: vm-debs $(B)/vm-bin/nonetlink.so $(B)/vm-bin/cm_conn_static
 $(B)/vm-bin/cm_conn_static: lib static
 	@mkdir -p $(B)/vm-bin
 	ctest/check-static.sh build ctest/vm/cm_conn.c $@
+# The Rust examples (examples/*.rs, issue 22) for vm/suite.d/examples.sh, shipped as
+# /extra/bin/examples/. Built with lib's flags, so cargo does not rebuild the crate's shared
+# dependencies between the two, and with every feature an example needs (async_echo: tokio).
+VM_EXAMPLES := rping async_echo rstream hello_rdma
+.PHONY: vm-examples
+vm-examples: lib
+	RUSTFLAGS="$(strip $(RUSTFLAGS) $(REMAP_FLAGS))" CFLAGS="$(strip $(CFLAGS) -ffile-prefix-map=$(CURDIR)=/usr/src/rdmacm-rs)" \
+	    $(CARGO) build --release --locked -p rdmacm --features tokio $(addprefix --example ,$(VM_EXAMPLES))
+	@mkdir -p $(B)/vm-bin/examples
+	cp -f $(addprefix target/release/examples/,$(VM_EXAMPLES)) $(B)/vm-bin/examples/
+vm-bin: vm-examples
 # LD_PRELOAD shim of vm/suite.d/kmod.sh (kmod_sysfs_fallback): no RDMA netlink socket.
 $(B)/vm-bin/nonetlink.so: ctest/shim/nonetlink.c
 	@mkdir -p $(B)/vm-bin
