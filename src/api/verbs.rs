@@ -69,17 +69,17 @@ mod ffi {
     use super::*;
     extern "C" {
         #[allow(clippy::too_many_arguments)]
-        pub(super) fn rdmacm_shim_api_post_send(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int, opcode: c_int, flags: c_int, imm: u32, raddr: u64, rkey: u32) -> c_int;
+        pub(super) fn rdmacm_shim_rs_post_send(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int, opcode: c_int, flags: c_int, imm: u32, raddr: u64, rkey: u32) -> c_int;
         #[allow(clippy::too_many_arguments)]
         pub(super) fn rdmacm_shim_api_post_ud_send(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int, flags: c_int, ah: *mut IbvAh, qpn: u32, qkey: u32) -> c_int;
-        pub(super) fn rdmacm_shim_api_post_recv(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int) -> c_int;
+        pub(super) fn rdmacm_shim_rs_post_recv(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int) -> c_int;
         pub(super) fn rdmacm_shim_api_poll_cq(cq: *mut ibv_cq, out: *mut ShimWc, n: c_int) -> c_int;
         pub(super) fn rdmacm_shim_api_req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int;
         pub(super) fn rdmacm_shim_api_get_cq_event(ch: *mut ibv_comp_channel) -> c_int;
-        pub(super) fn rdmacm_shim_api_channel_fd(ch: *mut ibv_comp_channel) -> c_int;
+        pub(super) fn rdmacm_shim_rs_channel_fd(ch: *mut ibv_comp_channel) -> c_int;
         pub(super) fn rdmacm_shim_api_reg_mr(pd: *mut ibv_pd, addr: *mut c_void, len: usize, access: c_int) -> *mut IbvMr;
-        pub(super) fn rdmacm_shim_api_mr_keys(mr: *mut IbvMr, lkey: *mut u32, rkey: *mut u32);
-        pub(super) fn rdmacm_shim_api_dereg_mr(mr: *mut IbvMr) -> c_int;
+        pub(super) fn rdmacm_shim_rs_mr_keys(mr: *mut IbvMr, lkey: *mut u32, rkey: *mut u32);
+        pub(super) fn rdmacm_shim_rs_dereg_mr(mr: *mut IbvMr) -> c_int;
         pub(super) fn rdmacm_shim_api_create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut IbvAh;
         pub(super) fn rdmacm_shim_api_destroy_ah(ah: *mut IbvAh) -> c_int;
     }
@@ -235,7 +235,7 @@ impl MemoryRegion {
         };
         let (mut lkey, mut rkey) = (0, 0);
         // SAFETY: mr is the live registration just made.
-        unsafe { ffi::rdmacm_shim_api_mr_keys(mr.as_ptr(), &mut lkey, &mut rkey) };
+        unsafe { ffi::rdmacm_shim_rs_mr_keys(mr.as_ptr(), &mut lkey, &mut rkey) };
         Ok(MemoryRegion { mr, buf, len, lkey, rkey, _id: id.id.clone() })
     }
 
@@ -315,7 +315,7 @@ impl std::fmt::Debug for MemoryRegion {
 impl Drop for MemoryRegion {
     fn drop(&mut self) {
         // SAFETY: the live registration; deregistered once.
-        let r = unsafe { ffi::rdmacm_shim_api_dereg_mr(self.mr.as_ptr()) };
+        let r = unsafe { ffi::rdmacm_shim_rs_dereg_mr(self.mr.as_ptr()) };
         if r != 0 {
             // The device may still reach the memory: leak it rather than
             // free memory a registration names.
@@ -561,7 +561,7 @@ impl CmId {
         // SAFETY: the id's live QP; the list is n entries of ibv_sge layout,
         // read during the call; the memory they name is checked by the
         // device against its registration (module comment).
-        check(unsafe { ffi::rdmacm_shim_api_post_send(p.qp.as_ptr(), wr_id, list.as_mut_ptr(), n, opcode, flags, imm, raddr, rkey) })
+        check(unsafe { ffi::rdmacm_shim_rs_post_send(p.qp.as_ptr(), wr_id, list.as_mut_ptr(), n, opcode, flags, imm, raddr, rkey) })
     }
 
     /// Posts a receive into the scatter list (`rdma_post_recv`).
@@ -570,7 +570,7 @@ impl CmId {
         let mut list = sgl.to_vec();
         let n = c_int::try_from(list.len()).map_err(|_| Error::from_errno(libc::EINVAL))?;
         // SAFETY: as in post_send_flags.
-        check(unsafe { ffi::rdmacm_shim_api_post_recv(p.qp.as_ptr(), wr_id, list.as_mut_ptr(), n) })
+        check(unsafe { ffi::rdmacm_shim_rs_post_recv(p.qp.as_ptr(), wr_id, list.as_mut_ptr(), n) })
     }
 
     /// Posts a UD send to the remote end of `ah` (`rdma_post_ud_send`):
@@ -654,7 +654,7 @@ impl CmId {
     pub fn cq_channel_fd(&self) -> Result<std::os::fd::RawFd> {
         let p = self.qp()?;
         // SAFETY: the id's live completion channel.
-        Ok(unsafe { ffi::rdmacm_shim_api_channel_fd(p.channel.as_ptr()) })
+        Ok(unsafe { ffi::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) })
     }
 
     /// Makes [`CmId::get_cq_event`] non-blocking (or blocking again).

@@ -213,7 +213,7 @@ impl Cm {
             Ok(p) => p,
             Err(e) => {
                 if sync {
-                    self.destroy_channel(&ch);
+                    self.destroy_channel(ch);
                 }
                 return Err(e);
             }

@@ -2,7 +2,10 @@
 /* The verbs data calls of the public Rust API (src/api/verbs.rs): the
  * functions <infiniband/verbs.h> has as static inline (post, poll, notify),
  * flattened to plain arguments so that Rust needs no mirror of
- * struct ibv_send_wr or struct ibv_wc. */
+ * struct ibv_send_wr or struct ibv_wc.  What rsockets' shims
+ * (verbs_shim.c, rdmacm_shim_rs_*) already do the same way - RC posts,
+ * receives, memory keys and deregistration, the channel's descriptor - the
+ * API calls there. */
 
 #include <endian.h>
 #include <infiniband/verbs.h>
@@ -26,25 +29,6 @@ struct rdmacm_api_wc {
 	uint8_t dlid_path_bits;
 };
 
-int rdmacm_shim_api_post_send(struct ibv_qp *qp, uint64_t wr_id,
-			      struct ibv_sge *sgl, int nsge, int opcode,
-			      int send_flags, uint32_t imm_host,
-			      uint64_t raddr, uint32_t rkey)
-{
-	struct ibv_send_wr wr, *bad;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = sgl;
-	wr.num_sge = nsge;
-	wr.opcode = opcode;
-	wr.send_flags = send_flags;
-	wr.imm_data = htobe32(imm_host);
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	return ibv_post_send(qp, &wr, &bad);
-}
-
 int rdmacm_shim_api_post_ud_send(struct ibv_qp *qp, uint64_t wr_id,
 				 struct ibv_sge *sgl, int nsge, int send_flags,
 				 struct ibv_ah *ah, uint32_t remote_qpn,
@@ -62,18 +46,6 @@ int rdmacm_shim_api_post_ud_send(struct ibv_qp *qp, uint64_t wr_id,
 	wr.wr.ud.remote_qpn = remote_qpn;
 	wr.wr.ud.remote_qkey = remote_qkey;
 	return ibv_post_send(qp, &wr, &bad);
-}
-
-int rdmacm_shim_api_post_recv(struct ibv_qp *qp, uint64_t wr_id,
-			      struct ibv_sge *sgl, int nsge)
-{
-	struct ibv_recv_wr wr, *bad;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = sgl;
-	wr.num_sge = nsge;
-	return ibv_post_recv(qp, &wr, &bad);
 }
 
 /* Up to n (at most 16) completions into out: their count, or <0. */
@@ -122,26 +94,10 @@ int rdmacm_shim_api_get_cq_event(struct ibv_comp_channel *ch)
 	return ret;
 }
 
-int rdmacm_shim_api_channel_fd(struct ibv_comp_channel *ch)
-{
-	return ch->fd;
-}
-
 struct ibv_mr *rdmacm_shim_api_reg_mr(struct ibv_pd *pd, void *addr,
 				      size_t len, int access)
 {
 	return ibv_reg_mr(pd, addr, len, access);
-}
-
-void rdmacm_shim_api_mr_keys(struct ibv_mr *mr, uint32_t *lkey, uint32_t *rkey)
-{
-	*lkey = mr->lkey;
-	*rkey = mr->rkey;
-}
-
-int rdmacm_shim_api_dereg_mr(struct ibv_mr *mr)
-{
-	return ibv_dereg_mr(mr);
 }
 
 struct ibv_ah *rdmacm_shim_api_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
