@@ -126,6 +126,22 @@ static int count_dir(const char *d)
 }
 static int nfds(void) { return count_dir("/proc/self/fd"); }
 static int nthreads(void) { return count_dir("/proc/self/task"); }
+/* The thread count once it holds still for 10 ms (at most ~200 ms): a thread just joined can
+ * stay listed under /proc/self/task for a moment after pthread_join returned (the kernel wakes
+ * the joiner before it releases the task), and a baseline that counts it reads as "threads -1"
+ * later (CI of 4ff0938, cancel_pending's pend_channel, ours; the same race for either library). */
+static int nthreads_settled(void)
+{
+	int n = nthreads();
+	for (int i = 0; i < 20; i++) {
+		usleep(10000);
+		int m = nthreads();
+		if (m == n)
+			break;
+		n = m;
+	}
+	return n;
+}
 
 /* the descriptors and threads open now (for naming what grew) */
 #define SNAP_MAX 512
@@ -212,7 +228,7 @@ static void run_case(const struct ccase *c)
 	static struct snap fds0, tasks0;
 	snap_dir("/proc/self/fd", &fds0);
 	snap_dir("/proc/self/task", &tasks0);
-	int fd0 = nfds(), th0 = nthreads(), i, dfd, dth;
+	int fd0 = nfds(), th0 = nthreads_settled(), i, dfd, dth;
 	for (i = 1; i <= reps; i++) {
 		step("run %d", i + 1);
 		if (!c->run(out, sizeof out, i))
