@@ -15,6 +15,8 @@
 #   example_rstream_srv_rxe  examples/rstream -b  <->  rstream -s -T v (both verify the byte stream)
 #   example_rstream_cli_rxe  rstream -b -T v  <->  examples/rstream -s -T v
 #   example_hello_rxe        rdma_server  <->  examples/hello_rdma (README.md's example, as printed)
+#   example_mckey_recv_rxe   examples/mckey (receiver, ns1)  <-  mckey -s (UD multicast 239.0.0.1)
+#   example_mckey_send_rxe   mckey (receiver, ns1)  <-  examples/mckey -s
 #
 # rping: both sides print the ping data (-v), and ex_pings_match checks that the server's lines
 # ("server ping data: X") are the client's ("ping data: X"), one per ping: a side that printed,
@@ -67,3 +69,32 @@ pair example_rstream_cli_rxe 60 "rstream -b 192.0.2.2 -S 1000 -C 50 -T v" \
 
 # --- README.md's example, as printed there: a client of rdma_server --------------------------
 pair --cmp example_hello_rxe 60 "rdma_server" "$EX/hello_rdma"
+
+# --- mckey: UD multicast (join, the join event's AH/qpn/qkey, UD sends and receives, leave) ---
+# With suite.sh's tricks (MCK_SRV, MCK_CLI): rxe does not join the IPv4 group itself, so the
+# receiver side adds 239.0.0.1 to veth1 (autojoin) once the receiver's join shows (its multicast
+# MAC on veth1), and the sender starts after that (+2 s). On the rare exchange whose datagrams
+# all get lost on this rxe, the sender resends while the receiver is still waiting (stderr; at
+# most 3 times). A receiver that never gets its datagrams fails: ours by its own -t, upstream's
+# (which waits forever) by the sender side's check after the resends.
+# ex_mck_srv CMD...: the receiver CMD in ns1 and the group address on veth1 once it joined.
+ex_mck_srv(){ local m r i; ip addr del 239.0.0.1/32 dev veth1 2>/dev/null; "$@" & m=$!
+  for i in $(seq 150); do kill -0 $m 2>/dev/null || break; ip maddr show dev veth1 | grep -q 33:33:ef:00:00:01 && break; sleep 0.1; done
+  ip addr add 239.0.0.1/32 dev veth1 autojoin; wait $m; r=$?; ip addr del 239.0.0.1/32 dev veth1; return $r; }
+# ex_mck_cli RECEIVER_PATTERN CMD...: once the group address is on ns1's veth1 (+2 s), the
+# sender CMD; resends while a process matching RECEIVER_PATTERN (pgrep -f) still runs 4 s
+# later; fails if it still runs after the last resend.
+ex_mck_cli(){ local pat=$1 r k i; shift
+  for i in $(seq 200); do ip -n ns1 addr show dev veth1 | grep -q 239.0.0.1/32 && break; sleep 0.1; done
+  sleep 2; "$@"; r=$?
+  for k in 1 2 3 4; do [ $r = 0 ] || return $r; sleep 4; pgrep -f "$pat" > /dev/null || return 0
+    [ $k = 4 ] && { echo "ex_mck_cli: the receiver never got the datagrams" >&2; return 1; }
+    echo "receiver still waiting: resend $k" >&2; "$@" >&2; r=$?; done; }
+export -f ex_mck_srv ex_mck_cli
+pair --cmp --srv-wait 0 example_mckey_recv_rxe 60 "ex_mck_srv $EX/mckey -m 239.0.0.1 -b 192.0.2.2 -t 30" \
+  "ex_mck_cli '^$EX/mckey -m 239.0.0.1 -b 192.0.2.2' stdbuf -oL mckey -m 239.0.0.1 -s -b 192.0.2.1"
+# (upstream's receiver exits 0 also after a failed join, without waiting for data: its join line
+# is required)
+pair --cmp --srv-wait 0 example_mckey_send_rxe 60 \
+  "ex_side mks ex_mck_srv stdbuf -oL mckey -m 239.0.0.1 -b 192.0.2.2 && grep -q '^mckey: joined dgid' /tmp/ex.mks.out" \
+  "ex_mck_cli '^mckey -m 239.0.0.1 -b 192.0.2.2' $EX/mckey -m 239.0.0.1 -s -b 192.0.2.1 -w 1"
