@@ -76,10 +76,10 @@ pair --cmp example_hello_rxe 60 "rdma_server" "$EX/hello_rdma"
 # all get lost on this rxe, the sender resends while the receiver is still waiting (stderr; at
 # most 3 times). A receiver that never gets its datagrams fails: ours by its own -t, upstream's
 # (which waits forever) by the sender side's check after the resends.
-# ex_mck_srv CMD...: the receiver CMD in ns1 and the group address on veth1 once it joined.
-ex_mck_srv(){ local m r i; ip addr del 239.0.0.1/32 dev veth1 2>/dev/null; "$@" & m=$!
-  for i in $(seq 150); do kill -0 $m 2>/dev/null || break; ip maddr show dev veth1 | grep -q 33:33:ef:00:00:01 && break; sleep 0.1; done
-  ip addr add 239.0.0.1/32 dev veth1 autojoin; wait $m; r=$?; ip addr del 239.0.0.1/32 dev veth1; return $r; }
+# ex_mck_srv CMD...: the receiver CMD in ns1 and the group address on veth1 once it joined
+# (suite.sh's mck_recv_join).
+ex_mck_srv(){ local r; mck_recv_join /tmp/ex_mck_srv.out "$@"; wait $MCK_PID; r=$?
+  cat /tmp/ex_mck_srv.out; ip addr del 239.0.0.1/32 dev veth1; return $r; }
 # ex_mck_cli RECEIVER_PATTERN CMD...: once the group address is on ns1's veth1 (+2 s), the
 # sender CMD; resends while a process matching RECEIVER_PATTERN (pgrep -f) still runs 4 s
 # later; fails if it still runs after the last resend.
