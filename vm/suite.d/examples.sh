@@ -16,6 +16,7 @@
 #   example_rstream_cli_rxe  rstream -b -T v  <->  examples/rstream -s -T v
 #   example_hello_rxe        rdma_server  <->  examples/hello_rdma (README.md's example, as printed)
 #   example_mckey_recv_rxe   examples/mckey (receiver, ns1)  <-  mckey -s (UD multicast 239.0.0.1)
+#   example_mckey_send_rxe   mckey (receiver, ns1)  <-  examples/mckey -s
 #
 # rping: both sides print the ping data (-v), and ex_pings_match checks that the server's lines
 # ("server ping data: X") are the client's ("ping data: X"), one per ping: a side that printed,
@@ -92,7 +93,8 @@ ex_mck_cli(){ local pat=$1 r k i; shift
 export -f ex_mck_srv ex_mck_cli
 pair --cmp --srv-wait 0 example_mckey_recv_rxe 60 "ex_mck_srv $EX/mckey -m 239.0.0.1 -b 192.0.2.2 -t 30" \
   "ex_mck_cli '^$EX/mckey -m 239.0.0.1 -b 192.0.2.2' stdbuf -oL mckey -m 239.0.0.1 -s -b 192.0.2.1"
-# The other direction (upstream's C mckey receiver against examples/mckey -s) is withheld: on
-# our librdmacm that receiver sometimes gets MULTICAST_ERROR status 0 from the kernel instead of
-# the join (4 of 8 runs on a loaded host, upstream's library 0 of 8; issue 22's note), which
-# would make the ours variant flaky. It passed when the join came (branch api-mcast, dcb1741).
+# (upstream's receiver exits 0 also after a failed join, without waiting for data: its join line
+# is required)
+pair --cmp --srv-wait 0 example_mckey_send_rxe 60 \
+  "ex_side mks ex_mck_srv stdbuf -oL mckey -m 239.0.0.1 -b 192.0.2.2 && grep -q '^mckey: joined dgid' /tmp/ex.mks.out" \
+  "ex_mck_cli '^mckey -m 239.0.0.1 -b 192.0.2.2' $EX/mckey -m 239.0.0.1 -s -b 192.0.2.1 -w 1"
