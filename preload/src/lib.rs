@@ -11,7 +11,7 @@
 //! librdmacm/preload.c); where this one differs, man/rspreload.7 says so.
 //!
 //! The library's own work in an exported function (anything beyond a
-//! table lookup) runs through [`boundary`]: a panic (a bug) never unwinds
+//! table lookup) runs through `boundary` (below): a panic (a bug) never unwinds
 //! into C, it becomes the function's error value with errno EIO.  The call
 //! forwarded to runs outside it, in the export's own frame, so that a
 //! thread cancelled there ends as it would without this library (see
