@@ -94,27 +94,6 @@ impl Cm {
     }
 }
 
-fn copy_conn(evt: &mut EventPriv, src: &kabi::ConnParam) {
-    let len = src.private_data_len;
-    let pd = if len > 0 {
-        evt.private_data[..len as usize].copy_from_slice(&src.private_data[..len as usize]);
-        evt.private_data.as_ptr() as *const c_void
-    } else {
-        ptr::null()
-    };
-    evt.event.0.param.conn = rdma_conn_param {
-        private_data: pd,
-        private_data_len: len,
-        responder_resources: src.responder_resources,
-        initiator_depth: src.initiator_depth,
-        flow_control: src.flow_control,
-        retry_count: src.retry_count,
-        rnr_retry_count: src.rnr_retry_count,
-        srq: src.srq,
-        qp_num: src.qp_num,
-    };
-}
-
 fn copy_ud(evt: &mut EventPriv, src: &kabi::UdParam) {
     let len = src.private_data_len;
     let pd = if len > 0 {
@@ -236,7 +215,7 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
                 if ud {
                     copy_ud(&mut evt, resp.ud());
                 } else {
-                    copy_conn(&mut evt, resp.conn());
+                    conn::copy_conn_param(&mut evt, resp.conn());
                 }
             }
         }

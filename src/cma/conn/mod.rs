@@ -411,7 +411,9 @@ pub enum Step {
     Retry,
 }
 
-fn copy_conn_param(evt: &mut EventPriv, src: &kabi::ConnParam) {
+/// An event's `param.conn` from the kernel's, its private data copied into
+/// the event (delivery.rs uses it for the events it completes itself).
+pub(crate) fn copy_conn_param(evt: &mut EventPriv, src: &kabi::ConnParam) {
     let len = src.private_data_len as usize;
     evt.private_data[..len].copy_from_slice(&src.private_data[..len]);
     evt.event.0.param.conn = rdma_conn_param {
