@@ -188,7 +188,7 @@ impl Stream {
         if !self.cq_armed || self.state & ST_CONNECTED == 0 {
             return;
         }
-        let Some(ep) = self.ep.as_mut() else { return };
+        let Some(ep) = self.ep.as_ref() else { return };
         match ep.qp.get_cq_event() {
             Ok(()) => {
                 // The CQ is no longer armed: other sleepers must look again

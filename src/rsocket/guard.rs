@@ -66,7 +66,7 @@ impl std::ops::DerefMut for Guard<'_> {
 
 /// Locks a stream whatever its condition (rclose).
 pub fn lock_any(h: &Handle) -> Guard<'_> {
-    let g = h.lock();
+    let g = h.s.lock();
     HELD.with(|c| c.set(c.get() + 1));
     Guard { g }
 }

@@ -18,7 +18,6 @@ use crate::abi::cma::AF_IB;
 use crate::addrinfo::ib_hdr;
 use crate::cma::api::{CmId, ConnParam, QpCaps};
 use crate::sys::rsock;
-use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 /// Creates a stream rsocket of `domain` (`type_` may carry SOCK_NONBLOCK
@@ -34,7 +33,7 @@ pub fn create_stream(domain: c_int, type_: c_int) -> Result<(c_int, Handle), Err
         fd_flags: if type_ & libc::SOCK_CLOEXEC != 0 { libc::FD_CLOEXEC } else { 0 },
         ..Stream::fresh(Some(Arc::new(id)), fd, domain)
     };
-    Ok((fd, Arc::new(Mutex::new(s))))
+    Ok((fd, new_handle(s)))
 }
 
 /// A stream for a connection request on listener `l`: what upstream copies
@@ -92,7 +91,7 @@ impl Stream {
             rbuf_total += self.rq_size * RS_MSG_SIZE;
         }
         let rbuf = qp.reg_buf(rbuf_total as usize, true)?;
-        self.ep = Some(Ep { qp, sbuf, target, rbuf });
+        self.ep = Some(Arc::new(Ep { qp, sbuf, target, rbuf }));
         self.ssgl0_off = 0;
         self.sbuf_bytes_avail = self.sbuf_size;
         self.rx = Rx::new(self.rbuf_size, self.rq_size);
@@ -332,7 +331,7 @@ impl Stream {
             if !established {
                 s.listener = Some(Arc::downgrade(me));
             }
-            let h: Handle = Arc::new(Mutex::new(s));
+            let h: Handle = new_handle(s);
             {
                 let mut g = lock_any(&h);
                 if let Err(e) = g.svc_add(&h) {
@@ -553,7 +552,7 @@ pub fn close_end(h: &Handle) {
     }
 }
 
-impl svc::Client for Mutex<Stream> {
+impl svc::Client for StreamCell {
     fn readable(self: Arc<Self>) -> bool {
         cm_event(&self)
     }

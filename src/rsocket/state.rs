@@ -126,7 +126,7 @@ pub struct Stream {
     /// the queue once established (upstream queues only established ones).
     pub(super) accepting: Vec<Handle>,
     /// An accepting stream's listener.
-    pub(super) listener: Option<std::sync::Weak<Mutex<Stream>>>,
+    pub(super) listener: Option<std::sync::Weak<StreamCell>>,
     /// Registered with the service thread.
     pub(super) in_svc: bool,
 
@@ -162,7 +162,9 @@ pub struct Stream {
     /// Our riomap registrations.
     pub(super) iomaps: Vec<IoMap>,
 
-    pub(super) ep: Option<Ep>,
+    /// Shared with a send or receive in progress, which copies and posts
+    /// without the stream's lock (see [`StreamCell`]).
+    pub(super) ep: Option<Arc<Ep>>,
 
     /// rclose has run: every later call fails with EBADF.
     pub(super) closed: bool,
@@ -185,7 +187,27 @@ pub(super) struct IoMap {
     pub(super) sent: bool,
 }
 
-pub type Handle = Arc<Mutex<Stream>>;
+/// One stream and its locks, in the order they are taken: `slock` (one
+/// sender at a time: it owns the send ring's free space it has reserved
+/// and posts in sequence order), `rlock` (one receiver at a time: it owns
+/// the received bytes it has planned to copy until it consumes them), then
+/// the stream's state `s`, held only for short non-blocking steps (taking
+/// completions, credits, reservations). A send and a receive on one stream
+/// hold different path locks, and copy their bytes and post with `s`
+/// released ([`super::guard::Guard::unlocked`]), so neither waits for the
+/// other's copying. None of them is held across a blocking wait.
+pub struct StreamCell {
+    pub(super) s: Mutex<Stream>,
+    pub(super) slock: Mutex<()>,
+    pub(super) rlock: Mutex<()>,
+}
+
+pub type Handle = Arc<StreamCell>;
+
+/// A handle on a new stream.
+pub(super) fn new_handle(s: Stream) -> Handle {
+    Arc::new(StreamCell { s: Mutex::new(s), slock: Mutex::new(()), rlock: Mutex::new(()) })
+}
 
 impl Stream {
     /// A fresh, unconnected stream on `cm` (whose channel fd is `fd`) with

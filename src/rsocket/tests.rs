@@ -13,7 +13,6 @@ use super::state::*;
 use super::verbs;
 use super::wire::*;
 use nix::errno::Errno;
-use parking_lot::Mutex;
 use std::sync::Arc;
 
 #[test]
@@ -64,7 +63,7 @@ fn rpoll_on_ordinary_descriptors() {
 
 /// A stream without an id (what rclose leaves), for the locking rules.
 fn bare() -> Handle {
-    Arc::new(Mutex::new(Stream::fresh(None, -1, libc::AF_INET)))
+    new_handle(Stream::fresh(None, -1, libc::AF_INET))
 }
 
 fn token(h: &Handle) -> WaitToken {

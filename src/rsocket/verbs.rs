@@ -23,6 +23,7 @@ use crate::abi::cma::ibv_pd;
 use nix::errno::Errno;
 use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use crate::sys::rsock::set_nonblock;
 
@@ -114,15 +115,21 @@ pub struct Qp {
     p: QpPtrs,
     chan_fd: c_int,
     /// CQ events read but not acknowledged yet (acked in batches, and
-    /// before the CQ can go away: see Drop).
-    unacked: u32,
+    /// before the CQ can go away: see Drop). Atomic: a stream's QP is
+    /// shared by its sender and receiver (see `StreamCell`).
+    unacked: AtomicU32,
     ack_batch: u32,
 }
 
-// SAFETY: the handles are used only through &self/&mut self of this owner
-// (the stream serializes them under its lock); libibverbs objects may be
-// used from any thread.
+// SAFETY: the handles are used only through &self/&mut self of this owner;
+// libibverbs objects may be used from any thread.
 unsafe impl Send for Qp {}
+// SAFETY: a stream's sender and receiver post at the same time, and one of
+// them polls the CQ, as upstream's threads do: libibverbs makes
+// ibv_post_send, ibv_post_recv, ibv_poll_cq, ibv_req_notify_cq and
+// reading the completion channel safe from several threads (the provider
+// locks its queues); the only field that changes, `unacked`, is atomic.
+unsafe impl Sync for Qp {}
 
 impl Qp {
     /// Creates the id's RC QP (see [`CmId::create_rc_qp`]) and makes its
@@ -134,7 +141,7 @@ impl Qp {
         // SAFETY: the channel is live while the id lives (we hold it).
         let chan_fd = unsafe { sys::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) };
         set_nonblock(chan_fd, true)?;
-        Ok((Qp { id: id.clone(), p, chan_fd, unacked: 0, ack_batch: (caps.max_send_wr + caps.max_recv_wr).max(1) }, got))
+        Ok((Qp { id: id.clone(), p, chan_fd, unacked: AtomicU32::new(0), ack_batch: (caps.max_send_wr + caps.max_recv_wr).max(1) }, got))
     }
 
     /// The id the QP belongs to.
@@ -201,21 +208,22 @@ impl Qp {
     }
 
     /// Reads one CQ event if there is one (EAGAIN otherwise; never blocks).
-    pub fn get_cq_event(&mut self) -> Result<(), Errno> {
+    pub fn get_cq_event(&self) -> Result<(), Errno> {
         // SAFETY: the channel is live and non-blocking.
         check(unsafe { sys::rdmacm_shim_rs_get_cq_event(self.p.channel.as_ptr()) })?;
-        self.unacked += 1;
-        if self.unacked >= self.ack_batch {
+        if self.unacked.fetch_add(1, Ordering::AcqRel) + 1 >= self.ack_batch {
             self.ack();
         }
         Ok(())
     }
 
-    fn ack(&mut self) {
-        if self.unacked > 0 {
-            // SAFETY: the events were read from this CQ's channel.
-            unsafe { sys::rdmacm_shim_rs_ack_cq_events(self.p.cq.as_ptr(), self.unacked) };
-            self.unacked = 0;
+    /// Acknowledges the events read so far (each exactly once: the count
+    /// is taken out atomically).
+    fn ack(&self) {
+        let n = self.unacked.swap(0, Ordering::AcqRel);
+        if n > 0 {
+            // SAFETY: the n events were read from this CQ's channel.
+            unsafe { sys::rdmacm_shim_rs_ack_cq_events(self.p.cq.as_ptr(), n) };
         }
     }
 
@@ -256,7 +264,7 @@ impl Qp {
         // SAFETY: the channel is live while the id lives (we hold it).
         let chan_fd = unsafe { sys::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) };
         set_nonblock(chan_fd, true)?;
-        let q = Qp { id: id.clone(), p, chan_fd, unacked: 0, ack_batch: (caps.max_send_wr + caps.max_recv_wr).max(1) };
+        let q = Qp { id: id.clone(), p, chan_fd, unacked: AtomicU32::new(0), ack_batch: (caps.max_send_wr + caps.max_recv_wr).max(1) };
         q.req_notify()?;
         Ok((q, got))
     }
@@ -394,8 +402,18 @@ pub struct RegBuf {
 }
 
 // SAFETY: the buffer and its MR are owned by this value; access goes
-// through raw copies (no references), serialized by the stream's lock.
+// through bounds-checked raw copies, never through Rust references.
 unsafe impl Send for RegBuf {}
+// SAFETY: as the device writes into a registered buffer while we read
+// other parts of it, a stream's sender, receiver and completion handler
+// copy into and out of disjoint regions at once: the sender owns the
+// send-ring space it reserved under the stream's lock until its write
+// completes, the receiver owns received bytes until it consumes them, the
+// control slots belong to whoever holds the stream's lock. Every access is
+// a bounds-checked raw copy (no reference to the memory is ever made), so
+// even a peer that breaks the protocol gets garbage, never memory outside
+// the buffer.
+unsafe impl Sync for RegBuf {}
 
 impl RegBuf {
     fn new(id: &Arc<CmId>, pd: NonNull<ibv_pd>, len: usize, remote_write: bool) -> Result<RegBuf, Errno> {
