@@ -7,7 +7,7 @@
 use nix::errno::Errno;
 use std::ffi::c_int;
 use super::conf;
-use super::guard::{lock, wait, WaitToken};
+use super::guard::{lock, lock_path, wait, Guard, Path, WaitToken};
 use super::state::*;
 use std::time::{Duration, Instant};
 
@@ -32,11 +32,18 @@ pub(super) fn after_wait(h: &Handle) -> Result<(), Errno> {
 /// without the lock in between: `check` returns None after it has made
 /// sure that a change will wake this thread (armed the CQ, or the service
 /// thread owes an answer). Busy-polls for `polling_time` first, as upstream.
-pub(super) fn sleep_until<T>(h: &Handle, mut check: impl FnMut(&mut Stream) -> Result<Option<T>, Errno>) -> Result<T, Errno> {
+pub(super) fn sleep_until<T>(h: &Handle, check: impl FnMut(&mut Guard<'_>) -> Result<Option<T>, Errno>) -> Result<T, Errno> {
+    sleep_until_on(h, Path::State, check)
+}
+
+/// [`sleep_until`] holding `path`'s lock (taken before the state's) around
+/// every try, never across the sleep.
+pub(super) fn sleep_until_on<T>(h: &Handle, path: Path, mut check: impl FnMut(&mut Guard<'_>) -> Result<Option<T>, Errno>) -> Result<T, Errno> {
     let spin = Duration::from_micros(conf::get().polling_time_us as u64);
     let mut start: Option<Instant> = None;
     loop {
         let tok = {
+            let _p = lock_path(h, path);
             let mut s = lock(h)?;
             if let Some(v) = check(&mut s)? {
                 return Ok(v);
@@ -85,14 +92,15 @@ pub(super) fn wait_until(h: &Handle, test: fn(&Stream) -> bool) -> Result<(), Er
 }
 
 /// The common shape of rsend, rrecv and riowrite: `op` runs without
-/// blocking under the lock and returns the bytes it moved and whether the
+/// blocking under `path`'s lock and the state's (which it may let go of
+/// while it copies: [`Guard::unlocked`]) and returns the bytes it moved and whether the
 /// call is finished; a blocking call that would block (EAGAIN) sleeps
 /// without the lock and tries again. `done` counts the bytes moved so far.
 /// On a socket still opening, a blocking call first waits for the
 /// connection; a non-blocking one returns EAGAIN, as upstream.
-pub(super) fn run_blocking(h: &Handle, flags: c_int, mut op: impl FnMut(&mut Stream, usize) -> Result<(usize, bool), Errno>) -> Result<usize, Errno> {
+pub(super) fn run_blocking(h: &Handle, path: Path, flags: c_int, mut op: impl FnMut(&mut Guard<'_>, usize) -> Result<(usize, bool), Errno>) -> Result<usize, Errno> {
     let mut done = 0usize;
-    let r = sleep_until(h, |s| {
+    let r = sleep_until_on(h, path, |s| {
         let nb = s.nonblocking() || flags & libc::MSG_DONTWAIT != 0;
         if s.state & ST_OPENING != 0 {
             return if nb { Err(Errno::EAGAIN) } else { Ok(None) };

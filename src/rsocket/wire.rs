@@ -146,6 +146,34 @@ pub struct Rx {
     pub seq_no: u16,
 }
 
+/// A read of the receive buffer planned under the stream's lock (see
+/// [`Rx::plan`]): `n` bytes from `offset`, finishing `msgs` messages and
+/// taking `partial` bytes of the next.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RxPlan {
+    pub offset: u32,
+    pub n: usize,
+    pub msgs: u32,
+    pub partial: u32,
+}
+
+/// Copies a planned read out of a receive buffer whose data region is
+/// `size` bytes (wrapping at its end); needs no [`Rx`], so it runs
+/// without the stream's lock.
+pub fn copy_planned<B: Buf + ?Sized>(size: u32, rbuf: &B, plan: &RxPlan, out: &mut [u8]) {
+    let mut o = plan.offset;
+    let mut done = 0usize;
+    while done < plan.n && size > 0 {
+        if o >= size {
+            o = 0;
+        }
+        let k = (plan.n - done).min((size - o) as usize);
+        rbuf.read(o as usize, &mut out[done..done + k]);
+        done += k;
+        o += k as u32;
+    }
+}
+
 impl Default for Rx {
     fn default() -> Rx {
         Rx::new(0, 0)
@@ -193,71 +221,86 @@ impl Rx {
         }
     }
 
+    /// What a read of up to `max` bytes takes, as `read` would take it:
+    /// the bytes from the current position (wrapping at the buffer's end),
+    /// the messages it finishes and how much of the next one it takes.
+    /// The bytes planned stay the reader's: nothing hands them back to the
+    /// peer until [`Rx::consume`], so they can be copied out of the buffer
+    /// without the stream's lock (the producer only appends messages).
+    pub fn plan(&self, max: usize) -> RxPlan {
+        let mut left = max;
+        let mut head = self.head;
+        let mut p = RxPlan { offset: self.offset, n: 0, msgs: 0, partial: 0 };
+        while left > 0 && head != self.tail {
+            let data = self.ring[head].1;
+            if (left as u64) < u64::from(data) {
+                p.partial = left as u32;
+                p.n += left;
+                break;
+            }
+            p.msgs += 1;
+            p.n += data as usize;
+            left -= data as usize;
+            head += 1;
+            if head >= self.ring.len() {
+                head = 0;
+            }
+        }
+        p
+    }
+
+    /// Copies the planned bytes into `out` (at least `plan.n` long).
+    pub fn copy<B: Buf + ?Sized>(&self, rbuf: &B, plan: &RxPlan, out: &mut [u8]) {
+        copy_planned(self.size, rbuf, plan, out)
+    }
+
+    /// Consumes what `plan` (made by [`Rx::plan`] on this ring, with no
+    /// consume since) took: the bytes count as free for the next credit.
+    pub fn consume(&mut self, plan: &RxPlan) {
+        for _ in 0..plan.msgs {
+            if !self.has_data() {
+                return;
+            }
+            self.seq_no = self.seq_no.wrapping_add(1);
+            self.head += 1;
+            if self.head >= self.ring.len() {
+                self.head = 0;
+            }
+        }
+        if plan.partial > 0 && self.has_data() {
+            let e = &mut self.ring[self.head].1;
+            *e = e.saturating_sub(plan.partial);
+        }
+        // The position advances as message-by-message reads would: a read
+        // that ends exactly at the end leaves it there, the next one wraps.
+        let mut rem = plan.n as u32;
+        while rem > 0 && self.size > 0 {
+            let end = self.size - self.offset;
+            if rem > end {
+                self.offset = 0;
+                self.bytes_avail = self.bytes_avail.wrapping_add(end);
+                rem -= end;
+            } else {
+                self.offset += rem;
+                self.bytes_avail = self.bytes_avail.wrapping_add(rem);
+                rem = 0;
+            }
+        }
+    }
+
     /// Copies received bytes into `buf` and consumes them; returns how many.
     pub fn read<B: Buf + ?Sized>(&mut self, rbuf: &B, buf: &mut [u8]) -> usize {
-        let mut left = buf.len();
-        let mut off = 0usize;
-        while left > 0 && self.has_data() {
-            let data = self.ring[self.head].1;
-            let mut rsize;
-            if (left as u64) < u64::from(data) {
-                rsize = left as u32;
-                self.ring[self.head].1 -= rsize;
-            } else {
-                self.seq_no = self.seq_no.wrapping_add(1);
-                rsize = data;
-                self.head += 1;
-                if self.head >= self.ring.len() {
-                    self.head = 0;
-                }
-            }
-            left -= rsize as usize;
-            let end = self.size - self.offset;
-            if rsize > end {
-                rbuf.read(self.offset as usize, &mut buf[off..off + end as usize]);
-                self.offset = 0;
-                off += end as usize;
-                rsize -= end;
-                self.bytes_avail = self.bytes_avail.wrapping_add(end);
-            }
-            rbuf.read(self.offset as usize, &mut buf[off..off + rsize as usize]);
-            self.offset += rsize;
-            off += rsize as usize;
-            self.bytes_avail = self.bytes_avail.wrapping_add(rsize);
-        }
-        off
+        let p = self.plan(buf.len());
+        self.copy(rbuf, &p, buf);
+        self.consume(&p);
+        p.n
     }
 
     /// Copies received bytes into `buf` without consuming them (MSG_PEEK).
     pub fn peek<B: Buf + ?Sized>(&self, rbuf: &B, buf: &mut [u8]) -> usize {
-        let mut left = buf.len();
-        let mut head = self.head;
-        let mut roff = self.offset;
-        let mut off = 0usize;
-        while left > 0 && head != self.tail {
-            let data = self.ring[head].1;
-            let mut rsize = if (left as u64) < u64::from(data) {
-                left as u32
-            } else {
-                head += 1;
-                if head >= self.ring.len() {
-                    head = 0;
-                }
-                data
-            };
-            left -= rsize as usize;
-            let end = self.size - roff;
-            if rsize > end {
-                rbuf.read(roff as usize, &mut buf[off..off + end as usize]);
-                roff = 0;
-                off += end as usize;
-                rsize -= end;
-            }
-            rbuf.read(roff as usize, &mut buf[off..off + rsize as usize]);
-            roff += rsize;
-            off += rsize as usize;
-        }
-        off
+        let p = self.plan(buf.len());
+        self.copy(rbuf, &p, buf);
+        p.n
     }
 
     /// Whether half of the buffer has been consumed (a credit can hand it back).
