@@ -29,9 +29,10 @@ pub(super) fn after_wait(h: &Handle) -> Result<(), Errno> {
 }
 
 /// Runs `check` under the lock until it gives an answer (Some), sleeping
-/// without the lock in between: `check` returns None after it has made
-/// sure that a change will wake this thread (armed the CQ, or the service
-/// thread owes an answer). Busy-polls for `polling_time` first, as upstream.
+/// without the lock in between: `check` returns None when a change must
+/// come first (a completion: the CQ is armed before the sleep and `check`
+/// runs once more; or an answer the service thread owes). Busy-polls for
+/// `polling_time` first, as upstream.
 pub(super) fn sleep_until<T>(h: &Handle, check: impl FnMut(&mut Guard<'_>) -> Result<Option<T>, Errno>) -> Result<T, Errno> {
     sleep_until_on(h, Path::State, check)
 }
@@ -51,6 +52,15 @@ pub(super) fn sleep_until_on<T>(h: &Handle, path: Path, mut check: impl FnMut(&m
             let t0 = *start.get_or_insert_with(Instant::now);
             if t0.elapsed() <= spin {
                 None
+            } else if s.arm() {
+                // Armed only now that the spin is over (as upstream: a
+                // completion that comes while spinning costs no event to
+                // arm and read); look once more so that nothing that came
+                // before the arming is missed, then sleep.
+                if let Some(v) = check(&mut s)? {
+                    return Ok(v);
+                }
+                Some(s.wait_token()?)
             } else {
                 Some(s.prepare_wait()?)
             }
@@ -75,18 +85,7 @@ pub(super) fn sleep_until_on<T>(h: &Handle, path: Path, mut check: impl FnMut(&m
 pub(super) fn wait_until(h: &Handle, test: fn(&Stream) -> bool) -> Result<(), Errno> {
     sleep_until(h, |s| match s.process_cq(test) {
         Ok(()) => Ok(Some(())),
-        Err(Errno::EWOULDBLOCK) => {
-            // Newly armed: look once more so that nothing that came before
-            // the arming is missed.
-            if s.arm() {
-                match s.process_cq(test) {
-                    Ok(()) => return Ok(Some(())),
-                    Err(Errno::EWOULDBLOCK) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            Ok(None)
-        }
+        Err(Errno::EWOULDBLOCK) => Ok(None),
         Err(e) => Err(e),
     })
 }
@@ -114,13 +113,8 @@ pub(super) fn run_blocking(h: &Handle, path: Path, flags: c_int, mut op: impl Fn
                     }
                     // Progress: try again at once; only an EAGAIN sleeps.
                 }
-                Err(Errno::EAGAIN) if !nb && s.is_connected_state() => {
-                    // Arm, then look once more before sleeping.
-                    if s.arm() {
-                        continue;
-                    }
-                    return Ok(None);
-                }
+                // Sleeps (sleep_until_on arms the CQ once its spin is over).
+                Err(Errno::EAGAIN) if !nb && s.is_connected_state() => return Ok(None),
                 Err(e) => return Err(e),
             }
         }
