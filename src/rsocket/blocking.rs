@@ -7,7 +7,7 @@
 use nix::errno::Errno;
 use std::ffi::c_int;
 use super::conf;
-use super::guard::{lock, wait, WaitToken};
+use super::guard::{lock, lock_path, wait, Guard, Path, WaitToken};
 use super::state::*;
 use std::time::{Duration, Instant};
 
@@ -29,14 +29,22 @@ pub(super) fn after_wait(h: &Handle) -> Result<(), Errno> {
 }
 
 /// Runs `check` under the lock until it gives an answer (Some), sleeping
-/// without the lock in between: `check` returns None after it has made
-/// sure that a change will wake this thread (armed the CQ, or the service
-/// thread owes an answer). Busy-polls for `polling_time` first, as upstream.
-pub(super) fn sleep_until<T>(h: &Handle, mut check: impl FnMut(&mut Stream) -> Result<Option<T>, Errno>) -> Result<T, Errno> {
+/// without the lock in between: `check` returns None when a change must
+/// come first (a completion: the CQ is armed before the sleep and `check`
+/// runs once more; or an answer the service thread owes). Busy-polls for
+/// `polling_time` first, as upstream.
+pub(super) fn sleep_until<T>(h: &Handle, check: impl FnMut(&mut Guard<'_>) -> Result<Option<T>, Errno>) -> Result<T, Errno> {
+    sleep_until_on(h, Path::State, check)
+}
+
+/// [`sleep_until`] holding `path`'s lock (taken before the state's) around
+/// every try, never across the sleep.
+pub(super) fn sleep_until_on<T>(h: &Handle, path: Path, mut check: impl FnMut(&mut Guard<'_>) -> Result<Option<T>, Errno>) -> Result<T, Errno> {
     let spin = Duration::from_micros(conf::get().polling_time_us as u64);
     let mut start: Option<Instant> = None;
     loop {
         let tok = {
+            let _p = lock_path(h, path);
             let mut s = lock(h)?;
             if let Some(v) = check(&mut s)? {
                 return Ok(v);
@@ -44,6 +52,15 @@ pub(super) fn sleep_until<T>(h: &Handle, mut check: impl FnMut(&mut Stream) -> R
             let t0 = *start.get_or_insert_with(Instant::now);
             if t0.elapsed() <= spin {
                 None
+            } else if s.arm() {
+                // Armed only now that the spin is over (as upstream: a
+                // completion that comes while spinning costs no event to
+                // arm and read); look once more so that nothing that came
+                // before the arming is missed, then sleep.
+                if let Some(v) = check(&mut s)? {
+                    return Ok(v);
+                }
+                Some(s.wait_token()?)
             } else {
                 Some(s.prepare_wait()?)
             }
@@ -68,31 +85,21 @@ pub(super) fn sleep_until<T>(h: &Handle, mut check: impl FnMut(&mut Stream) -> R
 pub(super) fn wait_until(h: &Handle, test: fn(&Stream) -> bool) -> Result<(), Errno> {
     sleep_until(h, |s| match s.process_cq(test) {
         Ok(()) => Ok(Some(())),
-        Err(Errno::EWOULDBLOCK) => {
-            // Newly armed: look once more so that nothing that came before
-            // the arming is missed.
-            if s.arm() {
-                match s.process_cq(test) {
-                    Ok(()) => return Ok(Some(())),
-                    Err(Errno::EWOULDBLOCK) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            Ok(None)
-        }
+        Err(Errno::EWOULDBLOCK) => Ok(None),
         Err(e) => Err(e),
     })
 }
 
 /// The common shape of rsend, rrecv and riowrite: `op` runs without
-/// blocking under the lock and returns the bytes it moved and whether the
+/// blocking under `path`'s lock and the state's (which it may let go of
+/// while it copies: [`Guard::unlocked`]) and returns the bytes it moved and whether the
 /// call is finished; a blocking call that would block (EAGAIN) sleeps
 /// without the lock and tries again. `done` counts the bytes moved so far.
 /// On a socket still opening, a blocking call first waits for the
 /// connection; a non-blocking one returns EAGAIN, as upstream.
-pub(super) fn run_blocking(h: &Handle, flags: c_int, mut op: impl FnMut(&mut Stream, usize) -> Result<(usize, bool), Errno>) -> Result<usize, Errno> {
+pub(super) fn run_blocking(h: &Handle, path: Path, flags: c_int, mut op: impl FnMut(&mut Guard<'_>, usize) -> Result<(usize, bool), Errno>) -> Result<usize, Errno> {
     let mut done = 0usize;
-    let r = sleep_until(h, |s| {
+    let r = sleep_until_on(h, path, |s| {
         let nb = s.nonblocking() || flags & libc::MSG_DONTWAIT != 0;
         if s.state & ST_OPENING != 0 {
             return if nb { Err(Errno::EAGAIN) } else { Ok(None) };
@@ -106,13 +113,8 @@ pub(super) fn run_blocking(h: &Handle, flags: c_int, mut op: impl FnMut(&mut Str
                     }
                     // Progress: try again at once; only an EAGAIN sleeps.
                 }
-                Err(Errno::EAGAIN) if !nb && s.is_connected_state() => {
-                    // Arm, then look once more before sleeping.
-                    if s.arm() {
-                        continue;
-                    }
-                    return Ok(None);
-                }
+                // Sleeps (sleep_until_on arms the CQ once its spin is over).
+                Err(Errno::EAGAIN) if !nb && s.is_connected_state() => return Ok(None),
                 Err(e) => return Err(e),
             }
         }

@@ -41,14 +41,7 @@ impl Stream {
     }
 
     pub(super) fn post_write_msg(&mut self, data: Data<'_>, msg: u32, addr: u64, rkey: u32) -> Result<(), Errno> {
-        let qp = &self.ep().qp;
-        if self.opts & OPT_MSG_SEND == 0 {
-            qp.post_send(msg as u64, data, verbs::WR_RDMA_WRITE_WITH_IMM, 0, msg, addr, rkey)
-        } else {
-            qp.post_send(msg as u64, data, verbs::WR_RDMA_WRITE, 0, 0, addr, rkey)?;
-            let wr = msg_set(msg_op(msg), 0) as u64 | WR_MSG_SEND;
-            qp.post_send(wr, Data::Inline(&msg.to_ne_bytes()), verbs::WR_SEND, 0, 0, 0, 0)
-        }
+        post_write_msg(self.ep(), self.opts, data, msg, addr, rkey)
     }
 
     pub(super) fn send_credits(&mut self) {
@@ -231,5 +224,20 @@ impl Stream {
             }
         }
         false
+    }
+}
+
+/// Posts an RDMA write of `data` to (`addr`, `rkey`) carrying the message
+/// word `msg`: as the write's immediate, or (OPT_MSG_SEND, iWARP) in a
+/// send that follows it. Needs no stream: a send posts its data with the
+/// stream's state unlocked.
+pub(super) fn post_write_msg(ep: &Ep, opts: u32, data: Data<'_>, msg: u32, addr: u64, rkey: u32) -> Result<(), Errno> {
+    let qp = &ep.qp;
+    if opts & OPT_MSG_SEND == 0 {
+        qp.post_send(msg as u64, data, verbs::WR_RDMA_WRITE_WITH_IMM, 0, msg, addr, rkey)
+    } else {
+        qp.post_send(msg as u64, data, verbs::WR_RDMA_WRITE, 0, 0, addr, rkey)?;
+        let wr = msg_set(msg_op(msg), 0) as u64 | WR_MSG_SEND;
+        qp.post_send(wr, Data::Inline(&msg.to_ne_bytes()), verbs::WR_SEND, 0, 0, 0, 0)
     }
 }

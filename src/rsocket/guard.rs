@@ -64,6 +64,78 @@ impl std::ops::DerefMut for Guard<'_> {
     }
 }
 
+impl Guard<'_> {
+    /// Runs `f` with the stream's state unlocked, then locks it again: a
+    /// send or receive copies its bytes and posts there, holding only its
+    /// path lock ([`lock_path`]), so that the other direction and the
+    /// completion handling go on meanwhile. Sleepers are signalled first
+    /// of what changed so far. `f` must not wait (it still runs under the
+    /// path lock). The stream may have been closed meanwhile: the caller
+    /// looks at `closed` again.
+    pub fn unlocked<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        if self.g.dirty {
+            self.g.dirty = false;
+            self.g.wake_sleepers();
+        }
+        MutexGuard::unlocked(&mut self.g, f)
+    }
+
+    /// After [`Guard::unlocked`]: EBADF or EIO when the stream was closed
+    /// or broken meanwhile.
+    pub fn still_usable(&self) -> Result<(), Errno> {
+        usable(self)
+    }
+}
+
+/// The path lock a call holds around its steps on a stream (see
+/// [`super::state::StreamCell`]); counted as a guard (none may be held
+/// across a wait).
+pub struct PathGuard<'a> {
+    _g: Option<MutexGuard<'a, ()>>,
+}
+
+impl Drop for PathGuard<'_> {
+    fn drop(&mut self) {
+        if self._g.is_some() {
+            HELD.with(|c| c.set(c.get().saturating_sub(1)));
+        }
+    }
+}
+
+/// Which path lock a blocking call takes before the stream's state.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Path {
+    /// None: the call only works on the state.
+    State,
+    /// The send path (rsend, riowrite).
+    Send,
+    /// The receive path (rrecv).
+    Recv,
+}
+
+/// Takes `path`'s lock on `h` (nothing for [`Path::State`]).
+pub fn lock_path(h: &Handle, path: Path) -> PathGuard<'_> {
+    let g = match path {
+        Path::State => None,
+        Path::Send => Some(h.slock.lock()),
+        Path::Recv => Some(h.rlock.lock()),
+    };
+    if g.is_some() {
+        HELD.with(|c| c.set(c.get() + 1));
+    }
+    PathGuard { _g: g }
+}
+
+fn usable(s: &Stream) -> Result<(), Errno> {
+    if s.closed {
+        Err(Errno::EBADF)
+    } else if s.broken {
+        Err(Errno::EIO)
+    } else {
+        Ok(())
+    }
+}
+
 /// Locks a stream whatever its condition (rclose).
 pub fn lock_any(h: &Handle) -> Guard<'_> {
     let g = h.s.lock();
@@ -74,13 +146,8 @@ pub fn lock_any(h: &Handle) -> Guard<'_> {
 /// Locks a stream that is usable: EBADF once closed, EIO once broken.
 pub fn lock(h: &Handle) -> Result<Guard<'_>, Errno> {
     let g = lock_any(h);
-    if g.closed {
-        Err(Errno::EBADF)
-    } else if g.broken {
-        Err(Errno::EIO)
-    } else {
-        Ok(g)
-    }
+    usable(&g)?;
+    Ok(g)
 }
 
 /// What a blocked call sleeps on: the stream's CQ channel once connected

@@ -6,6 +6,7 @@
 use nix::errno::Errno;
 use std::ffi::c_int;
 use super::blocking::run_blocking;
+use super::guard::Path;
 use super::state::*;
 use super::verbs::{self, Data, UserBuf};
 use super::wire::{self, msg_set, RsSge, OP_WRITE};
@@ -103,7 +104,7 @@ impl Stream {
 
 /// riowrite, sleeping without holding the socket when it blocks.
 pub fn iowrite(h: &Handle, buf: &[u8], offset: u64, flags: c_int) -> Result<usize, Errno> {
-    run_blocking(h, flags, |s, done| {
+    run_blocking(h, Path::Send, flags, |s, done| {
         let n = s.iowrite(&buf[done..], offset + done as u64)?;
         Ok((n, (n == 0 && !buf.is_empty()) || done + n == buf.len()))
     })

@@ -9,7 +9,7 @@ use nix::errno::Errno;
 use std::ffi::c_int;
 use std::sync::Arc;
 use super::blocking::{sleep_until, wait_until};
-use super::guard::{lock, lock_any};
+use super::guard::{lock, lock_any, lock_path, Path};
 use super::state::*;
 use super::svc::{self, STREAMS};
 use super::verbs::Qp;
@@ -475,6 +475,9 @@ pub fn shutdown(h: &Handle, how: c_int) -> Result<(), Errno> {
         let r = if need { wait_until(h, Stream::conn_can_send_ctrl) } else { Ok(()) };
         match r {
             Ok(()) => {
+                // After any send in progress has posted (it took its credits
+                // before the shutdown): the peer sees its data first.
+                let _sending = lock_path(h, Path::Send);
                 let mut s = lock(h)?;
                 if s.state & ST_CONNECTED != 0 && s.ctrl_avail() {
                     s.ctrl_seqno = s.ctrl_seqno.wrapping_add(1);

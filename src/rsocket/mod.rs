@@ -51,6 +51,14 @@
 //!   synchronous CM call on their clone of the id, re-lock and re-check.
 //!   Debug builds assert it: [`guard::wait`] panics when the calling thread holds
 //!   any stream guard.
+//! * Three locks per stream ([`state::StreamCell`]), in this order: the send
+//!   path's, the receive path's, the state's. A send reserves credits and
+//!   send-ring space under the state's lock, then copies and posts with it
+//!   released ([`guard::Guard::unlocked`]); a receive plans its read under it,
+//!   copies out released, and consumes under it again. So a sender and a
+//!   receiver on one stream go on at once, as upstream's separate send,
+//!   receive and completion locks let them; completions, credits, control
+//!   messages, lifecycle and options stay under the state's lock.
 //! * Panics: the stream lock is a parking_lot mutex (no poisoning). A
 //!   [`guard::Guard`] dropped while its thread unwinds marks the stream broken:
 //!   later calls on it fail with EIO (rclose still frees it) instead of

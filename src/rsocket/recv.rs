@@ -1,48 +1,60 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! The receive path: data out of the receive buffer the peer writes into.
+//!
+//! Under the receive path's lock a call plans its read under the state's
+//! lock ([`super::wire::Rx::plan`]), copies the bytes out with that lock
+//! released (they stay its own: the peer gets them back only with a
+//! credit, after they are consumed), then consumes them under the lock
+//! again. A send on the stream goes on meanwhile.
 #![deny(unsafe_code)]
 
 use nix::errno::Errno;
 use std::ffi::c_int;
 use super::blocking::run_blocking;
+use super::guard::{Guard, Path};
 use super::state::*;
+use super::wire::copy_planned;
 
-impl Stream {
-    /// Receives up to `buf.len()` bytes (0 at end of stream; never blocks).
-    pub fn recv(&mut self, buf: &mut [u8], flags: c_int) -> Result<usize, Errno> {
-        self.check_connected()?;
-        let len = buf.len();
-        let mut left = len;
-        let mut off = 0usize;
-        let mut res: Result<(), Errno> = Ok(());
-        loop {
-            if !self.have_rdata() {
-                if let Err(e) = self.process_cq(Stream::conn_have_rdata) {
-                    res = Err(e);
-                    break;
-                }
-            }
-            if flags & libc::MSG_PEEK != 0 {
-                left = len - self.peek(buf);
-                break;
-            }
-            if let Some(ep) = self.ep.as_ref() {
-                let n = self.rx.read(&ep.rbuf, &mut buf[off..]);
-                left -= n;
-                off += n;
-            }
-            if !(left > 0 && flags & libc::MSG_WAITALL != 0 && self.state & ST_READABLE != 0) {
+/// Receives up to `buf.len()` bytes (0 at end of stream; never blocks).
+fn recv_some(s: &mut Guard<'_>, buf: &mut [u8], flags: c_int) -> Result<usize, Errno> {
+    s.check_connected()?;
+    let len = buf.len();
+    let mut left = len;
+    let mut off = 0usize;
+    let mut res: Result<(), Errno> = Ok(());
+    loop {
+        if !s.have_rdata() {
+            if let Err(e) = s.process_cq(Stream::conn_have_rdata) {
+                res = Err(e);
                 break;
             }
         }
-        match res {
-            Err(e) if left == len => Err(e),
-            _ => Ok(len - left),
+        let Some(ep) = s.ep.clone() else { break };
+        let peek = flags & libc::MSG_PEEK != 0;
+        let plan = s.rx.plan(if peek { len } else { left });
+        if plan.n > 0 {
+            let size = s.rx.size();
+            let out = if peek { &mut buf[..] } else { &mut buf[off..] };
+            s.unlocked(|| copy_planned(size, &ep.rbuf, &plan, out));
+            if let Err(e) = s.still_usable() {
+                res = Err(e);
+                break;
+            }
+        }
+        if peek {
+            left = len - plan.n;
+            break;
+        }
+        s.rx.consume(&plan);
+        left -= plan.n;
+        off += plan.n;
+        if !(left > 0 && flags & libc::MSG_WAITALL != 0 && s.state & ST_READABLE != 0) {
+            break;
         }
     }
-
-    pub(super) fn peek(&self, buf: &mut [u8]) -> usize {
-        self.rx.peek(&self.ep().rbuf, buf)
+    match res {
+        Err(e) if left == len => Err(e),
+        _ => Ok(len - left),
     }
 }
 
@@ -51,8 +63,8 @@ pub fn recv(h: &Handle, buf: &mut [u8], flags: c_int) -> Result<usize, Errno> {
     let len = buf.len();
     let waitall = flags & libc::MSG_WAITALL != 0 && flags & libc::MSG_PEEK == 0;
     let inner = (flags & !libc::MSG_WAITALL) | libc::MSG_DONTWAIT;
-    run_blocking(h, flags, |s, done| {
-        let n = s.recv(&mut buf[done..], inner)?;
+    run_blocking(h, Path::Recv, flags, |s, done| {
+        let n = recv_some(s, &mut buf[done..], inner)?;
         Ok((n, n == 0 || done + n == len || !waitall))
     })
 }

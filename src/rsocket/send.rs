@@ -7,15 +7,19 @@
 use nix::errno::Errno;
 use std::ffi::c_int;
 use super::blocking::run_blocking;
+use super::cq::post_write_msg;
+use super::guard::{Guard, Path};
+use std::sync::Arc;
 use super::state::*;
-use super::verbs::{Data, Sge};
+use super::verbs::{Data, RegBuf, Sge};
 use super::wire::{self, msg_set, RsSge, IOMAP_ENTRY_SIZE, OP_DATA, OP_IOMAP_SGL, RS_SGL_SIZE};
 
 impl Stream {
-    /// Sends `length` bytes into the peer's buffer named by `t`, the
+    /// Takes the send credit, send-buffer space and target space of a
+    /// `length`-byte data message into the peer's buffer named by `t`, the
     /// current target entry as the caller read it (once: the peer may
-    /// rewrite the entry at any time).
-    pub(super) fn write_data(&mut self, data: Data<'_>, length: u32, t: RsSge) -> Result<(), Errno> {
+    /// rewrite the entry at any time); returns where the data goes.
+    pub(super) fn reserve_data(&mut self, length: u32, t: RsSge) -> (u64, u32) {
         self.sseq_no = self.sseq_no.wrapping_add(1);
         self.sqe_avail -= 1;
         if self.opts & OPT_MSG_SEND != 0 {
@@ -29,30 +33,26 @@ impl Stream {
         if t.length == 0 {
             self.target_sge = (i + 1) % RS_SGL_SIZE as usize;
         }
-        self.post_write_msg(data, msg_set(OP_DATA, length), addr, rkey)
+        (addr, rkey)
+    }
+
+    /// Takes the next `n` bytes of the send ring (in one or two pieces, at
+    /// its end and its start); the caller fills them ([`Staged::fill`]).
+    pub(super) fn reserve_stage(&mut self, n: u32) -> Staged {
+        let room = self.sbuf_size - self.ssgl0_off;
+        let off = self.ssgl0_off;
+        if n <= room {
+            self.ssgl0_off = if n < room { self.ssgl0_off + n } else { 0 };
+        } else {
+            self.ssgl0_off = n - room;
+        }
+        Staged { off, room }
     }
 
     /// Copies `data` into the send ring at the current position; returns the SGEs (1 or 2).
     pub(super) fn stage(&mut self, data: &[u8]) -> ([Sge; 2], usize) {
-        let n = data.len() as u32;
-        let room = self.sbuf_size - self.ssgl0_off;
-        let off = self.ssgl0_off as usize;
-        let sbuf = &self.ep().sbuf;
-        if n <= room {
-            // [ssgl0_off, +n) lies within sbuf_size of the send buffer.
-            sbuf.write(off, data);
-            let sge = sbuf.sge(off, n);
-            self.ssgl0_off = if n < room { self.ssgl0_off + n } else { 0 };
-            ([sge, Sge::default()], 1)
-        } else {
-            // The two pieces fit the end and the start of the send buffer.
-            let second = n - room;
-            sbuf.write(off, &data[..room as usize]);
-            sbuf.write(0, &data[room as usize..]);
-            let sges = [sbuf.sge(off, room), sbuf.sge(0, second)];
-            self.ssgl0_off = second;
-            (sges, 2)
-        }
+        let st = self.reserve_stage(data.len() as u32);
+        st.fill(&self.ep().sbuf, data)
     }
 
     pub(super) fn wait_can_send(&mut self) -> Result<(), Errno> {
@@ -106,65 +106,120 @@ impl Stream {
         Ok(())
     }
 
-    // ---- data -----------------------------------------------------------------------
+}
 
-    /// Sends up to `buf.len()` bytes (never blocks).
-    pub fn send(&mut self, buf: &[u8]) -> Result<usize, Errno> {
-        self.check_connected()?;
-        self.send_iomaps()?;
-        let len = buf.len();
-        let mut left = len;
-        let mut olen = RS_OLAP_START_SIZE;
-        let mut off = 0usize;
-        let mut res: Result<(), Errno> = Ok(());
-        while left > 0 {
-            if !self.can_send() {
-                if let Err(e) = self.process_cq(Stream::conn_can_send) {
-                    res = Err(e);
-                    break;
-                }
-                if self.state & ST_WRITABLE == 0 {
-                    res = Err(Errno::ECONNRESET);
-                    break;
-                }
+/// Send-ring space taken by [`Stream::reserve_stage`]: from `off`, `room`
+/// bytes before the ring's end, the rest from its start.
+#[derive(Clone, Copy)]
+pub(super) struct Staged {
+    off: u32,
+    room: u32,
+}
+
+impl Staged {
+    /// Copies `data` into the space (the bytes are the sender's until the
+    /// write completes); returns the SGEs (1 or 2).
+    pub(super) fn fill(&self, sbuf: &RegBuf, data: &[u8]) -> ([Sge; 2], usize) {
+        let n = data.len() as u32;
+        let off = self.off as usize;
+        if n <= self.room {
+            // [off, +n) lies within sbuf_size of the send buffer.
+            sbuf.write(off, data);
+            ([sbuf.sge(off, n), Sge::default()], 1)
+        } else {
+            // The two pieces fit the end and the start of the send buffer.
+            let room = self.room as usize;
+            sbuf.write(off, &data[..room]);
+            sbuf.write(0, &data[room..]);
+            ([sbuf.sge(off, self.room), sbuf.sge(0, n - self.room)], 2)
+        }
+    }
+}
+
+/// One data message reserved under the state lock, posted without it.
+struct Write {
+    ep: Arc<Ep>,
+    opts: u32,
+    addr: u64,
+    rkey: u32,
+    stage: Option<Staged>,
+}
+
+impl Write {
+    /// Copies (unless inline) and posts `chunk`.
+    fn post(&self, chunk: &[u8]) -> Result<(), Errno> {
+        let msg = msg_set(OP_DATA, chunk.len() as u32);
+        match self.stage {
+            None => post_write_msg(&self.ep, self.opts, Data::Inline(chunk), msg, self.addr, self.rkey),
+            Some(st) => {
+                let (sges, n) = st.fill(&self.ep.sbuf, chunk);
+                post_write_msg(&self.ep, self.opts, Data::Reg(&sges[..n]), msg, self.addr, self.rkey)
             }
-            let mut xfer = if (olen as usize) < left {
-                let x = olen;
-                if olen < RS_MAX_TRANSFER {
-                    olen <<= 1;
-                }
-                x
-            } else {
-                left as u32
-            };
-            let t = self.target_get(self.target_sge);
-            xfer = xfer.min(self.sbuf_bytes_avail).min(t.length);
-            let chunk = &buf[off..off + xfer as usize];
-            let r = if xfer <= self.sq_inline {
-                self.write_data(Data::Inline(chunk), xfer, t)
-            } else {
-                let (sges, n) = self.stage(chunk);
-                self.write_data(Data::Reg(&sges[..n]), xfer, t)
-            };
-            if let Err(e) = r {
+        }
+    }
+}
+
+/// Sends up to `buf.len()` bytes (never blocks), under the send path's
+/// lock: the credits and space are taken under the state's lock, the
+/// bytes copied and posted with it released, so a receive on the stream
+/// goes on meanwhile.
+fn send_some(s: &mut Guard<'_>, buf: &[u8]) -> Result<usize, Errno> {
+    s.check_connected()?;
+    s.send_iomaps()?;
+    let len = buf.len();
+    let mut left = len;
+    let mut olen = RS_OLAP_START_SIZE;
+    let mut off = 0usize;
+    let mut res: Result<(), Errno> = Ok(());
+    while left > 0 {
+        if !s.can_send() {
+            if let Err(e) = s.process_cq(Stream::conn_can_send) {
                 res = Err(e);
                 break;
             }
-            left -= xfer as usize;
-            off += xfer as usize;
+            if s.state & ST_WRITABLE == 0 {
+                res = Err(Errno::ECONNRESET);
+                break;
+            }
         }
-        match res {
-            Err(e) if left == len => Err(e),
-            _ => Ok(len - left),
+        let mut xfer = if (olen as usize) < left {
+            let x = olen;
+            if olen < RS_MAX_TRANSFER {
+                olen <<= 1;
+            }
+            x
+        } else {
+            left as u32
+        };
+        let t = s.target_get(s.target_sge);
+        xfer = xfer.min(s.sbuf_bytes_avail).min(t.length);
+        let Some(ep) = s.ep.clone() else {
+            res = Err(Errno::ENOTCONN);
+            break;
+        };
+        let stage = (xfer > s.sq_inline).then(|| s.reserve_stage(xfer));
+        let (addr, rkey) = s.reserve_data(xfer, t);
+        let w = Write { ep, opts: s.opts, addr, rkey, stage };
+        let chunk = &buf[off..off + xfer as usize];
+        let r = s.unlocked(|| w.post(chunk)).and_then(|()| s.still_usable());
+        if let Err(e) = r {
+            res = Err(e);
+            break;
         }
+        left -= xfer as usize;
+        off += xfer as usize;
+    }
+    match res {
+        Err(e) if left == len => Err(e),
+        _ => Ok(len - left),
     }
 }
 
 /// rsend: a blocking send sleeps without holding the socket, so that another thread's
 /// rrecv on it keeps going.
 pub fn send(h: &Handle, buf: &[u8], flags: c_int) -> Result<usize, Errno> {
-    run_blocking(h, flags, |s, done| {
-        let n = s.send(&buf[done..])?;
+    run_blocking(h, Path::Send, flags, |s, done| {
+        let n = send_some(s, &buf[done..])?;
         Ok((n, done + n == buf.len()))
     })
 }

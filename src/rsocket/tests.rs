@@ -331,3 +331,72 @@ fn stream_option_values() {
     assert_eq!(setsockopt(&h, super::options::SOL_RDMA, super::options::RDMA_RQSIZE, Some(&int(64))), Err(Errno::EINVAL), "too late once opening");
     assert_eq!(setsockopt(&h, libc::SOL_SOCKET, libc::SO_BROADCAST, Some(&int(1))), Err(Errno::ENOTSUP));
 }
+
+/// Runs `f` on another thread; its result if it finishes within `ms`.
+fn within<T: Send + 'static>(ms: u64, f: impl FnOnce() -> T + Send + 'static) -> (Option<T>, std::thread::JoinHandle<()>) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    (rx.recv_timeout(std::time::Duration::from_millis(ms)).ok(), t)
+}
+
+/// A receive copying its bytes holds only the receive path's lock (the
+/// state's is released around the copy): a send goes on meanwhile.
+#[test]
+fn a_receive_in_progress_does_not_block_a_send() {
+    let h = bare();
+    let held = lock_path(&h, Path::Recv);
+    let h2 = h.clone();
+    let (got, t) = within(2000, move || super::send::send(&h2, b"x", libc::MSG_DONTWAIT));
+    drop(held);
+    t.join().expect("join");
+    assert_eq!(got, Some(Err(Errno::ENOTCONN)), "send waited for the receive path's lock");
+}
+
+/// And the other way round: a send copying and posting does not hold up a receive.
+#[test]
+fn a_send_in_progress_does_not_block_a_receive() {
+    let h = bare();
+    let held = lock_path(&h, Path::Send);
+    let h2 = h.clone();
+    let (got, t) = within(2000, move || super::recv::recv(&h2, &mut [0u8; 4], libc::MSG_DONTWAIT));
+    drop(held);
+    t.join().expect("join");
+    assert_eq!(got, Some(Err(Errno::ENOTCONN)), "receive waited for the send path's lock");
+}
+
+/// Two sends on one stream take turns (their messages go out in the order
+/// their credits were taken): a send waits for the one in progress.
+#[test]
+fn sends_on_one_stream_take_turns() {
+    let h = bare();
+    let held = lock_path(&h, Path::Send);
+    let h2 = h.clone();
+    let (got, t) = within(300, move || super::send::send(&h2, b"x", libc::MSG_DONTWAIT));
+    assert_eq!(got, None, "a second send ran beside the one in progress");
+    drop(held);
+    t.join().expect("join");
+    let h3 = h.clone();
+    let held = lock_path(&h, Path::Recv);
+    let (got, t) = within(300, move || super::recv::recv(&h3, &mut [0u8; 4], libc::MSG_DONTWAIT));
+    assert_eq!(got, None, "a second receive ran beside the one in progress");
+    drop(held);
+    t.join().expect("join");
+}
+
+/// The state is free while a path's copy runs ([`Guard::unlocked`]), and
+/// locked again after it; a close meanwhile is seen.
+#[test]
+fn a_copy_runs_with_the_state_unlocked() {
+    let h = bare();
+    let mut g = lock(&h).expect("usable");
+    let h2 = h.clone();
+    g.unlocked(|| {
+        let (got, t) = within(2000, move || lock(&h2).map(|mut s| s.closed = true).is_ok());
+        t.join().expect("join");
+        assert_eq!(got, Some(true), "the state stayed locked during the copy");
+    });
+    assert!(h.s.try_lock().is_none(), "not locked again after the copy");
+    assert_eq!(g.still_usable(), Err(Errno::EBADF), "a close during the copy went unseen");
+}

@@ -146,6 +146,34 @@ pub struct Rx {
     pub seq_no: u16,
 }
 
+/// A read of the receive buffer planned under the stream's lock (see
+/// [`Rx::plan`]): `n` bytes from `offset`, finishing `msgs` messages and
+/// taking `partial` bytes of the next.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RxPlan {
+    pub offset: u32,
+    pub n: usize,
+    pub msgs: u32,
+    pub partial: u32,
+}
+
+/// Copies a planned read out of a receive buffer whose data region is
+/// `size` bytes (wrapping at its end); needs no [`Rx`], so it runs
+/// without the stream's lock.
+pub fn copy_planned<B: Buf + ?Sized>(size: u32, rbuf: &B, plan: &RxPlan, out: &mut [u8]) {
+    let mut o = plan.offset;
+    let mut done = 0usize;
+    while done < plan.n && size > 0 {
+        if o >= size {
+            o = 0;
+        }
+        let k = (plan.n - done).min((size - o) as usize);
+        rbuf.read(o as usize, &mut out[done..done + k]);
+        done += k;
+        o += k as u32;
+    }
+}
+
 impl Default for Rx {
     fn default() -> Rx {
         Rx::new(0, 0)
@@ -193,71 +221,86 @@ impl Rx {
         }
     }
 
+    /// What a read of up to `max` bytes takes, as `read` would take it:
+    /// the bytes from the current position (wrapping at the buffer's end),
+    /// the messages it finishes and how much of the next one it takes.
+    /// The bytes planned stay the reader's: nothing hands them back to the
+    /// peer until [`Rx::consume`], so they can be copied out of the buffer
+    /// without the stream's lock (the producer only appends messages).
+    pub fn plan(&self, max: usize) -> RxPlan {
+        let mut left = max;
+        let mut head = self.head;
+        let mut p = RxPlan { offset: self.offset, n: 0, msgs: 0, partial: 0 };
+        while left > 0 && head != self.tail {
+            let data = self.ring[head].1;
+            if (left as u64) < u64::from(data) {
+                p.partial = left as u32;
+                p.n += left;
+                break;
+            }
+            p.msgs += 1;
+            p.n += data as usize;
+            left -= data as usize;
+            head += 1;
+            if head >= self.ring.len() {
+                head = 0;
+            }
+        }
+        p
+    }
+
+    /// Copies the planned bytes into `out` (at least `plan.n` long).
+    pub fn copy<B: Buf + ?Sized>(&self, rbuf: &B, plan: &RxPlan, out: &mut [u8]) {
+        copy_planned(self.size, rbuf, plan, out)
+    }
+
+    /// Consumes what `plan` (made by [`Rx::plan`] on this ring, with no
+    /// consume since) took: the bytes count as free for the next credit.
+    pub fn consume(&mut self, plan: &RxPlan) {
+        for _ in 0..plan.msgs {
+            if !self.has_data() {
+                return;
+            }
+            self.seq_no = self.seq_no.wrapping_add(1);
+            self.head += 1;
+            if self.head >= self.ring.len() {
+                self.head = 0;
+            }
+        }
+        if plan.partial > 0 && self.has_data() {
+            let e = &mut self.ring[self.head].1;
+            *e = e.saturating_sub(plan.partial);
+        }
+        // The position advances as message-by-message reads would: a read
+        // that ends exactly at the end leaves it there, the next one wraps.
+        let mut rem = plan.n as u32;
+        while rem > 0 && self.size > 0 {
+            let end = self.size - self.offset;
+            if rem > end {
+                self.offset = 0;
+                self.bytes_avail = self.bytes_avail.wrapping_add(end);
+                rem -= end;
+            } else {
+                self.offset += rem;
+                self.bytes_avail = self.bytes_avail.wrapping_add(rem);
+                rem = 0;
+            }
+        }
+    }
+
     /// Copies received bytes into `buf` and consumes them; returns how many.
     pub fn read<B: Buf + ?Sized>(&mut self, rbuf: &B, buf: &mut [u8]) -> usize {
-        let mut left = buf.len();
-        let mut off = 0usize;
-        while left > 0 && self.has_data() {
-            let data = self.ring[self.head].1;
-            let mut rsize;
-            if (left as u64) < u64::from(data) {
-                rsize = left as u32;
-                self.ring[self.head].1 -= rsize;
-            } else {
-                self.seq_no = self.seq_no.wrapping_add(1);
-                rsize = data;
-                self.head += 1;
-                if self.head >= self.ring.len() {
-                    self.head = 0;
-                }
-            }
-            left -= rsize as usize;
-            let end = self.size - self.offset;
-            if rsize > end {
-                rbuf.read(self.offset as usize, &mut buf[off..off + end as usize]);
-                self.offset = 0;
-                off += end as usize;
-                rsize -= end;
-                self.bytes_avail = self.bytes_avail.wrapping_add(end);
-            }
-            rbuf.read(self.offset as usize, &mut buf[off..off + rsize as usize]);
-            self.offset += rsize;
-            off += rsize as usize;
-            self.bytes_avail = self.bytes_avail.wrapping_add(rsize);
-        }
-        off
+        let p = self.plan(buf.len());
+        self.copy(rbuf, &p, buf);
+        self.consume(&p);
+        p.n
     }
 
     /// Copies received bytes into `buf` without consuming them (MSG_PEEK).
     pub fn peek<B: Buf + ?Sized>(&self, rbuf: &B, buf: &mut [u8]) -> usize {
-        let mut left = buf.len();
-        let mut head = self.head;
-        let mut roff = self.offset;
-        let mut off = 0usize;
-        while left > 0 && head != self.tail {
-            let data = self.ring[head].1;
-            let mut rsize = if (left as u64) < u64::from(data) {
-                left as u32
-            } else {
-                head += 1;
-                if head >= self.ring.len() {
-                    head = 0;
-                }
-                data
-            };
-            left -= rsize as usize;
-            let end = self.size - roff;
-            if rsize > end {
-                rbuf.read(roff as usize, &mut buf[off..off + end as usize]);
-                roff = 0;
-                off += end as usize;
-                rsize -= end;
-            }
-            rbuf.read(roff as usize, &mut buf[off..off + rsize as usize]);
-            roff += rsize;
-            off += rsize as usize;
-        }
-        off
+        let p = self.plan(buf.len());
+        self.copy(rbuf, &p, buf);
+        p.n
     }
 
     /// Whether half of the buffer has been consumed (a credit can hand it back).
@@ -534,5 +577,108 @@ mod tests {
         assert_eq!(next_sge(0, 2), 1);
         assert_eq!(next_sge(5, 0), 0);
         assert_eq!(next_sge(u32::MAX, 1), 0);
+    }
+
+    /// The message-by-message read the receive path did before it was
+    /// split into plan, copy and consume (kept as the reference).
+    fn reference_read(rx: &mut Rx, rbuf: &[u8], buf: &mut [u8]) -> usize {
+        let mut left = buf.len();
+        let mut off = 0usize;
+        while left > 0 && rx.has_data() {
+            let data = rx.ring[rx.head].1;
+            let mut rsize;
+            if (left as u64) < u64::from(data) {
+                rsize = left as u32;
+                rx.ring[rx.head].1 -= rsize;
+            } else {
+                rx.seq_no = rx.seq_no.wrapping_add(1);
+                rsize = data;
+                rx.head += 1;
+                if rx.head >= rx.ring.len() {
+                    rx.head = 0;
+                }
+            }
+            left -= rsize as usize;
+            let end = rx.size - rx.offset;
+            if rsize > end {
+                rbuf.read(rx.offset as usize, &mut buf[off..off + end as usize]);
+                rx.offset = 0;
+                off += end as usize;
+                rsize -= end;
+                rx.bytes_avail = rx.bytes_avail.wrapping_add(end);
+            }
+            rbuf.read(rx.offset as usize, &mut buf[off..off + rsize as usize]);
+            rx.offset += rsize;
+            off += rsize as usize;
+            rx.bytes_avail = rx.bytes_avail.wrapping_add(rsize);
+        }
+        off
+    }
+
+    /// Plan, copy and consume (the receive path with the lock released
+    /// around its copy) take exactly the bytes and leave exactly the state
+    /// the one-piece read did, for random message and read sizes, zero-
+    /// length messages, hostile lengths, peeks, grants and wrap-arounds.
+    #[test]
+    fn planned_reads_match_the_one_piece_read() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: u32| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % u64::from(m)) as u32
+        };
+        for round in 0..300 {
+            let size = [64u32, 96, 1000, 4096][round % 4];
+            let rq = [4u32, 8, 16][round % 3];
+            let rbuf = pattern(size as usize);
+            let (mut a, mut b) = (Rx::new(size, rq), Rx::new(size, rq));
+            let mut queued = 0u32;
+            for _ in 0..200 {
+                match next(4) {
+                    0 | 1 if queued < rq => {
+                        // Mostly honest lengths, some zero, some beyond half the buffer.
+                        let len = match next(8) {
+                            0 => 0,
+                            1 => size * 3,
+                            _ => next(size / 2 + 1),
+                        };
+                        a.push(0, len);
+                        b.push(0, len);
+                        queued += 1;
+                    }
+                    2 => {
+                        let want = next(size + 8) as usize;
+                        let (mut x, mut y) = (vec![0u8; want], vec![0u8; want]);
+                        let pa = a.peek(&rbuf[..], &mut x);
+                        let pb = reference_peek(&b, &rbuf, &mut y);
+                        assert_eq!((pa, &x), (pb, &y), "round {round}: peek");
+                    }
+                    _ => {
+                        let want = next(size + 8) as usize;
+                        let (mut x, mut y) = (vec![0u8; want], vec![0u8; want]);
+                        let before = a.head;
+                        let na = a.read(&rbuf[..], &mut x);
+                        let nb = reference_read(&mut b, &rbuf, &mut y);
+                        assert_eq!((na, &x), (nb, &y), "round {round}: read {want}");
+                        let done = (a.head + a.ring.len() - before) % a.ring.len();
+                        queued -= done as u32;
+                        if next(2) == 0 {
+                            assert_eq!(a.grant(), b.grant(), "round {round}: grant");
+                        }
+                    }
+                }
+                assert_eq!(
+                    (a.head, a.tail, a.offset, a.bytes_avail, a.free_offset, a.seq_no, &a.ring),
+                    (b.head, b.tail, b.offset, b.bytes_avail, b.free_offset, b.seq_no, &b.ring),
+                    "round {round}: state"
+                );
+            }
+        }
+    }
+
+    fn reference_peek(rx: &Rx, rbuf: &[u8], buf: &mut [u8]) -> usize {
+        let mut copy = Rx { size: rx.size, ring: rx.ring.clone(), head: rx.head, tail: rx.tail, offset: rx.offset, bytes_avail: rx.bytes_avail, free_offset: rx.free_offset, seq_no: rx.seq_no };
+        reference_read(&mut copy, rbuf, buf)
     }
 }
