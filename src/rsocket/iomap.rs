@@ -65,17 +65,8 @@ impl Stream {
                 res = Err(e);
                 break;
             }
-            let mut xfer = if (olen as usize) < left {
-                let x = olen;
-                if olen < RS_MAX_TRANSFER {
-                    olen <<= 1;
-                }
-                x
-            } else {
-                left as u32
-            };
             let (raddr, room) = wire::iomap_target(ioff, &isge, offset);
-            xfer = xfer.min(self.sbuf_bytes_avail).min(room);
+            let xfer = next_chunk(&mut olen, left).min(self.sbuf_bytes_avail).min(room);
             let chunk = &buf[off..off + xfer as usize];
             self.sqe_avail -= 1;
             self.sbuf_bytes_avail -= xfer;

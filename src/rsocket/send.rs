@@ -172,27 +172,12 @@ fn send_some(s: &mut Guard<'_>, buf: &[u8]) -> Result<usize, Errno> {
     let mut off = 0usize;
     let mut res: Result<(), Errno> = Ok(());
     while left > 0 {
-        if !s.can_send() {
-            if let Err(e) = s.process_cq(Stream::conn_can_send) {
-                res = Err(e);
-                break;
-            }
-            if s.state & ST_WRITABLE == 0 {
-                res = Err(Errno::ECONNRESET);
-                break;
-            }
+        if let Err(e) = s.wait_can_send() {
+            res = Err(e);
+            break;
         }
-        let mut xfer = if (olen as usize) < left {
-            let x = olen;
-            if olen < RS_MAX_TRANSFER {
-                olen <<= 1;
-            }
-            x
-        } else {
-            left as u32
-        };
         let t = s.target_get(s.target_sge);
-        xfer = xfer.min(s.sbuf_bytes_avail).min(t.length);
+        let xfer = next_chunk(&mut olen, left).min(s.sbuf_bytes_avail).min(t.length);
         let Some(ep) = s.ep.clone() else {
             res = Err(Errno::ENOTCONN);
             break;

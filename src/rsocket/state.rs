@@ -84,6 +84,21 @@ pub(super) const ST_DISCONNECTED: u32 = 0x1000;
 
 pub(super) const ST_ERROR: u32 = 0x2000;
 
+/// The size of a send's next message: `olen` bytes while more than that
+/// is left, `olen` doubling up to [`RS_MAX_TRANSFER`] (the first messages
+/// go out early, the later ones large); the rest once it fits.
+pub(super) fn next_chunk(olen: &mut u32, left: usize) -> u32 {
+    if (*olen as usize) < left {
+        let x = *olen;
+        if *olen < RS_MAX_TRANSFER {
+            *olen <<= 1;
+        }
+        x
+    } else {
+        left as u32
+    }
+}
+
 /// The QP and registered buffers of a connected stream.
 pub(super) struct Ep {
     /// Dropped first (fields drop in order): it acks the CQ events.

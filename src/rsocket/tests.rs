@@ -341,29 +341,26 @@ fn within<T: Send + 'static>(ms: u64, f: impl FnOnce() -> T + Send + 'static) ->
     (rx.recv_timeout(std::time::Duration::from_millis(ms)).ok(), t)
 }
 
-/// A receive copying its bytes holds only the receive path's lock (the
-/// state's is released around the copy): a send goes on meanwhile.
-#[test]
-fn a_receive_in_progress_does_not_block_a_send() {
+/// With `held`'s path lock taken (a call copying its bytes holds only
+/// that), `op` on the same stream still runs to its answer (ENOTCONN on a
+/// bare stream) instead of waiting.
+fn other_path_goes_on(held: Path, op: fn(&Handle) -> Result<usize, Errno>, what: &str) {
     let h = bare();
-    let held = lock_path(&h, Path::Recv);
+    let g = lock_path(&h, held);
     let h2 = h.clone();
-    let (got, t) = within(2000, move || super::send::send(&h2, b"x", libc::MSG_DONTWAIT));
-    drop(held);
+    let (got, t) = within(2000, move || op(&h2));
+    drop(g);
     t.join().expect("join");
-    assert_eq!(got, Some(Err(Errno::ENOTCONN)), "send waited for the receive path's lock");
+    assert_eq!(got, Some(Err(Errno::ENOTCONN)), "{what}");
 }
 
-/// And the other way round: a send copying and posting does not hold up a receive.
+/// A receive copying its bytes holds only the receive path's lock (the
+/// state's is released around the copy): a send goes on meanwhile; and the
+/// other way round.
 #[test]
-fn a_send_in_progress_does_not_block_a_receive() {
-    let h = bare();
-    let held = lock_path(&h, Path::Send);
-    let h2 = h.clone();
-    let (got, t) = within(2000, move || super::recv::recv(&h2, &mut [0u8; 4], libc::MSG_DONTWAIT));
-    drop(held);
-    t.join().expect("join");
-    assert_eq!(got, Some(Err(Errno::ENOTCONN)), "receive waited for the send path's lock");
+fn a_receive_in_progress_does_not_block_a_send() {
+    other_path_goes_on(Path::Recv, |h| super::send::send(h, b"x", libc::MSG_DONTWAIT), "send waited for the receive path's lock");
+    other_path_goes_on(Path::Send, |h| super::recv::recv(h, &mut [0u8; 4], libc::MSG_DONTWAIT), "receive waited for the send path's lock");
 }
 
 /// Two sends on one stream take turns (their messages go out in the order
