@@ -79,6 +79,8 @@ pub mod dgram;
 pub mod dgram_udp;
 pub mod dgram_wire;
 pub mod epoll;
+#[cfg(test)]
+mod fake;
 pub mod fdmap;
 pub mod guard;
 pub mod iomap;
@@ -99,3 +101,5 @@ pub use sock::{close, create, is_rsocket, lookup, Sock};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_proto;
