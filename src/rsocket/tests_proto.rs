@@ -544,7 +544,8 @@ fn riowrite_lands_in_the_peers_mapping() {
 fn riowrite_without_a_mapping_writes_nothing() {
     let (a, _b) = pair_z(Z { iomap: 4, ..Z0 });
     let before = fake(&a).sent().len();
-    assert_eq!(iowrite(&a, b"nowhere", 0, NB), Ok(0));
+    let a2 = a.clone();
+    assert_eq!(within(10, move || iowrite(&a2, b"nowhere", 0, NB)), Ok(0));
     assert_eq!(fake(&a).sent().len(), before);
 }
 
@@ -751,6 +752,9 @@ fn hostile_credit_flood() {
         recv(&a2, &mut buf, NB)
     });
     assert_eq!(r, Ok(0));
+    // The stream posted its 16 receives again: the waiting message took one.
+    assert_eq!(fake(&a).posted_recvs(), 15);
+    assert!(!fake(&a).in_error());
 }
 
 /// rs_hostile case 8, with the stream taking completions as they come (so
@@ -797,6 +801,35 @@ fn hostile_credit_flood_rnr_error() {
         let mut buf = [0u8; 64];
         recv(&a2, &mut buf, NB)
     });
+    assert_eq!(r, Ok(0), "the 16 zero-length messages");
+    assert!(fake(&a).in_error());
+    // The receives posted again flush (their completions are skipped),
+    // and so does the credit message the stream sends next: the stream
+    // is in error, and reads the end of the stream.
+    let a2 = a.clone();
+    let r = within(10, move || {
+        let mut buf = [0u8; 64];
+        recv(&a2, &mut buf, NB)
+    });
     assert_eq!(r, Ok(0));
-    assert!(st(&a).poll_events(libc::POLLOUT) & libc::POLLOUT != 0 || st(&a).state & ST_CONNECTED != 0);
+    let s = st(&a);
+    assert_eq!((s.state, s.err), (ST_ERROR, libc::EIO));
+}
+
+/// A QP gone to error flushes the posted receives: their completions
+/// carry no message and are skipped (never read as one).
+#[test]
+fn flushed_receives_are_skipped() {
+    let (a, b) = pair();
+    fake(&b).stop();
+    assert_eq!(fake(&a).posted_recvs(), 0);
+    let a2 = a.clone();
+    let r = within(10, move || {
+        let mut buf = [0u8; 64];
+        recv(&a2, &mut buf, NB)
+    });
+    // The credit message the stream sends first flushes too: the stream
+    // sees the error, and reads the end of the stream.
+    assert_eq!(r, Ok(0));
+    assert_eq!(st(&a).state, ST_ERROR);
 }
