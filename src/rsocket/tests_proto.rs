@@ -833,3 +833,69 @@ fn flushed_receives_are_skipped() {
     assert_eq!(r, Ok(0));
     assert_eq!(st(&a).state, ST_ERROR);
 }
+
+/// Sequence numbers are 16 bits: credits and sends go on across the wrap.
+#[test]
+fn sequence_numbers_wrap() {
+    let (a, b) = pair();
+    {
+        let mut s = st(&a);
+        s.sseq_no = 0xfff8;
+        s.sseq_comp = 0xfff8u16.wrapping_add(16);
+    }
+    {
+        let mut s = st(&b);
+        s.rx.seq_no = 0xfff8;
+        s.rseq_comp = 0xfff8u16.wrapping_add(8);
+    }
+    let mut buf = [0u8; 64];
+    for i in 0..100u8 {
+        assert_eq!(send(&a, &[i; 3], NB), Ok(3), "message {i}");
+        assert_eq!(recv(&b, &mut buf, NB), Ok(3), "message {i}");
+        assert_eq!(&buf[..3], &[i; 3]);
+    }
+    assert_eq!(st(&a).sseq_no, 0xfff8u16.wrapping_add(100));
+    assert_eq!(st(&b).rx.seq_no, 0xfff8u16.wrapping_add(100));
+}
+
+/// A peer with the other byte order gets our riomap entries swapped.
+#[test]
+fn riomap_entry_in_the_peers_byte_order() {
+    let (a, p) = raw_z(Z0);
+    let mut cd = p.conn_data(16, 4096);
+    cd[1] ^= wire::CONN_FLAG_NET;
+    cd[7] = 2;
+    st(&a).take_conn_data(&cd).unwrap();
+    let m = TestMem::new(4096);
+    let u = m.user_buf();
+    let addr = u.addr();
+    assert_eq!(st(&a).iomap(u, libc::PROT_WRITE, 0x1234), Ok(0x1234));
+    assert_eq!(send(&a, b"x", NB), Ok(1));
+    // Entry 0 of the peer's riomap table, after its two credit entries.
+    let e = p.mem.bytes(32, 24);
+    let be64 = |o: usize| u64::from_ne_bytes(e[o..o + 8].try_into().unwrap()).swap_bytes();
+    let be32 = |o: usize| u32::from_ne_bytes(e[o..o + 4].try_into().unwrap()).swap_bytes();
+    assert_eq!((be64(0), be64(8), be32(20)), (0x1234, addr, 4096));
+    assert_ne!(be32(16), 0, "a key");
+}
+
+/// A peer's riomap entry that points nowhere (huge length, a key of
+/// nothing): riowrite fails cleanly; offsets no entry covers write nothing.
+#[test]
+fn hostile_riomap_entry() {
+    let (a, p) = raw_z(Z { iomap: 4, ..Z0 });
+    st(&a).take_conn_data(&p.conn_data(16, 4096)).unwrap();
+    let c = conn_of(&a);
+    let mut e = [0u8; 24];
+    e[8..16].copy_from_slice(&0xdead_0000_0000u64.to_ne_bytes());
+    e[16..20].copy_from_slice(&0x0badu32.to_ne_bytes());
+    e[20..24].copy_from_slice(&u32::MAX.to_ne_bytes());
+    let at = c.sgl.addr + wire::IOMAP_TABLE_OFF as u64;
+    assert_eq!(p.put(msg_set(wire::OP_IOMAP_SGL, 0), &e, at, c.sgl.key), Some(WC_SUCCESS));
+    let a2 = a.clone();
+    let r = within(10, move || iowrite(&a2, b"far", 1 << 40, NB));
+    assert_eq!(r, Ok(0), "no entry covers the offset");
+    assert_eq!(iowrite(&a, b"near", 16, NB), Ok(4));
+    let _ = st(&a).poll_events(libc::POLLOUT);
+    assert_eq!(st(&a).state, ST_ERROR);
+}
