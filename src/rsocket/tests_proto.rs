@@ -899,3 +899,30 @@ fn hostile_riomap_entry() {
     let _ = st(&a).poll_events(libc::POLLOUT);
     assert_eq!(st(&a).state, ST_ERROR);
 }
+
+/// After SHUT_WR a send that has to wait for credits fails with
+/// ECONNRESET (with credits left it still goes out: the state is looked
+/// at only when the stream cannot send, as upstream's rsend).
+#[test]
+fn send_after_shut_wr_without_credits_is_reset() {
+    let (a, _p) = with_peer(1, 4096);
+    assert_eq!(send(&a, b"a", NB), Ok(1));
+    let a2 = a.clone();
+    within(10, move || shutdown(&a2, libc::SHUT_WR)).unwrap();
+    let a2 = a.clone();
+    assert_eq!(within(10, move || send(&a2, b"b", 0)), Err(Errno::ECONNRESET));
+}
+
+/// MSG_WAITALL returns what came before the end of the stream.
+#[test]
+fn msg_waitall_stops_at_end_of_stream() {
+    let (a, b) = pair();
+    assert_eq!(send(&a, &[5u8; 100], NB), Ok(100));
+    let a2 = a.clone();
+    within(10, move || shutdown(&a2, libc::SHUT_WR)).unwrap();
+    let r = within(10, move || {
+        let mut buf = vec![0u8; 300];
+        recv(&b, &mut buf, libc::MSG_WAITALL)
+    });
+    assert_eq!(r, Ok(100));
+}
