@@ -926,3 +926,42 @@ fn msg_waitall_stops_at_end_of_stream() {
     });
     assert_eq!(r, Ok(100));
 }
+
+/// Both directions at once, a sending and a receiving thread on each
+/// stream: one stream's sender and receiver share its CQ, and whichever
+/// takes a completion or a CQ event wakes the other.
+#[test]
+fn both_directions_with_a_thread_per_direction() {
+    const N: usize = 150_000;
+    let (a, b) = pair();
+    let spawn_send = |h: &Handle, seed: u8| {
+        let h = h.clone();
+        std::thread::spawn(move || send(&h, &pattern(N, seed), 0))
+    };
+    let spawn_recv = |h: &Handle| {
+        let h = h.clone();
+        std::thread::spawn(move || {
+            let mut got = Vec::with_capacity(N);
+            let mut buf = vec![0u8; 7000];
+            while got.len() < N {
+                match recv(&h, &mut buf, 0) {
+                    Ok(0) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                    Err(e) => panic!("recv: {e}"),
+                }
+            }
+            got
+        })
+    };
+    let ts = [spawn_send(&a, 1), spawn_send(&b, 2)];
+    let rs = [spawn_recv(&b), spawn_recv(&a)];
+    let (got_b, got_a) = within(30, move || {
+        let [rb, ra] = rs;
+        (rb.join().unwrap(), ra.join().unwrap())
+    });
+    for t in ts {
+        assert_eq!(t.join().unwrap(), Ok(N));
+    }
+    assert_eq!(got_b, pattern(N, 1));
+    assert_eq!(got_a, pattern(N, 2));
+}
