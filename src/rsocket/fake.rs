@@ -112,9 +112,9 @@ struct End {
     /// Every work request posted to the send queue: (opcode, immediate,
     /// remote address, length), for tests to look at what went out.
     sent: Vec<(c_int, u32, u64, usize)>,
-    /// Send completions held back (a slow device: see [`FakeQp::hold`]).
+    /// A stalled device: this end's send work requests wait, unread,
+    /// until released (see [`FakeQp::hold`]).
     hold: bool,
-    held: Vec<FakeWc>,
     /// Send work requests waiting for a receive of the peer (in order).
     pending: VecDeque<Op>,
     rnr_error: bool,
@@ -127,7 +127,14 @@ struct Op {
     imm: u32,
     raddr: u64,
     rkey: u32,
-    bytes: Vec<u8>,
+    src: Src,
+}
+
+/// What an operation sends: bytes copied when it was posted (inline), or
+/// registered memory the device reads when it carries the operation out.
+enum Src {
+    Bytes(Vec<u8>),
+    Sges(Vec<FakeSge>),
 }
 
 struct Inner {
@@ -183,12 +190,7 @@ impl Inner {
 
     /// Completes a send work request of `me`; an error moves both ends to error.
     fn finish(&mut self, chan: &[Wake; 2], me: usize, wr_id: u64, status: u32) {
-        let wc = FakeWc { wr_id, status, imm: None, byte_len: 0 };
-        if status == WC_SUCCESS && self.ends[me].hold {
-            self.ends[me].held.push(wc);
-        } else {
-            self.complete(chan, me, wc);
-        }
+        self.complete(chan, me, FakeWc { wr_id, status, imm: None, byte_len: 0 });
         if status != WC_SUCCESS {
             self.fail(chan, me);
             self.fail(chan, 1 - me);
@@ -199,6 +201,9 @@ impl Inner {
     /// the peer's posted receives allow.
     fn run(&mut self, chan: &[Wake; 2], me: usize) {
         let peer = 1 - me;
+        if self.ends[me].hold {
+            return;
+        }
         while let Some(op) = self.ends[me].pending.front() {
             if op.opcode != WR_RDMA_WRITE && self.ends[peer].recvs.is_empty() && !self.ends[me].rnr_error {
                 return;
@@ -210,7 +215,14 @@ impl Inner {
 
     fn execute(&mut self, chan: &[Wake; 2], me: usize, op: Op) {
         let peer = 1 - me;
-        let Op { wr_id, opcode, imm, raddr, rkey, bytes } = op;
+        let Op { wr_id, opcode, imm, raddr, rkey, src } = op;
+        let bytes = match src {
+            Src::Bytes(b) => b,
+            Src::Sges(s) => match self.gather(me, &FakeData::Sges(&s)) {
+                Some(b) => b,
+                None => return self.finish(chan, me, wr_id, WC_LOC_PROT_ERR),
+            },
+        };
         if opcode != WR_SEND && !bytes.is_empty() {
             // A zero-length write names no memory (no key is checked).
             match self.region(peer, rkey, raddr, bytes.len(), true) {
@@ -349,14 +361,20 @@ impl FakeQp {
             i.complete(chan, me, FakeWc { wr_id, status: WC_WR_FLUSH_ERR, imm: None, byte_len: 0 });
             return Ok(());
         }
-        // The device reads the source now (the sender owns it until the
-        // completion anyway).
-        let Some(bytes) = i.gather(me, &data) else {
-            i.finish(chan, me, wr_id, WC_LOC_PROT_ERR);
-            return Ok(());
+        // Inline bytes are copied now; registered memory is read when the
+        // operation is carried out (a held end shows a sender that reuses
+        // it too early).
+        let src = match data {
+            FakeData::None => Src::Bytes(Vec::new()),
+            FakeData::Inline(b) => Src::Bytes(b.to_vec()),
+            FakeData::Sges(s) => Src::Sges(s.to_vec()),
         };
-        i.ends[me].sent.push((opcode, imm, raddr, bytes.len()));
-        i.ends[me].pending.push_back(Op { wr_id, opcode, imm, raddr, rkey, bytes });
+        let len = match &src {
+            Src::Bytes(b) => b.len(),
+            Src::Sges(s) => s.iter().map(|g| g.1 as usize).sum(),
+        };
+        i.ends[me].sent.push((opcode, imm, raddr, len));
+        i.ends[me].pending.push_back(Op { wr_id, opcode, imm, raddr, rkey, src });
         i.run(chan, me);
         Ok(())
     }
@@ -398,16 +416,14 @@ impl FakeQp {
         i.fail(&self.fab.chan, 1 - self.side);
     }
 
-    /// Holds back this end's successful send completions (true) or
-    /// delivers the held ones and stops holding (false).
+    /// Stalls this end's device (true): send work requests are queued,
+    /// neither carried out nor completed, their registered source not read
+    /// yet; false carries them out in order.
     pub fn hold(&self, on: bool) {
         let mut i = self.fab.inner.lock();
         i.ends[self.side].hold = on;
         if !on {
-            let held: Vec<_> = i.ends[self.side].held.drain(..).collect();
-            for wc in held {
-                i.complete(&self.fab.chan, self.side, wc);
-            }
+            i.run(&self.fab.chan, self.side);
         }
     }
 

@@ -1013,3 +1013,25 @@ fn hostile_random_messages() {
         assert!(!lock(&a).map(|s| s.broken).unwrap_or(false), "seed {seed}: a call panicked");
     }
 }
+
+/// Staged bytes stay in the send ring until their write completes: with
+/// the device stalled (it reads the ring only when it carries the writes
+/// out), the sender fills the ring and then waits instead of overwriting.
+#[test]
+fn staged_bytes_stay_until_their_write_completes() {
+    let (a, b) = pair_z(Z { rbuf: 65536, ..Z0 });
+    fake(&a).hold(true);
+    let (x, y, z) = (pattern(3000, 1), pattern(3000, 2), pattern(3000, 3));
+    assert_eq!(send(&a, &x, NB), Ok(3000));
+    assert_eq!(send(&a, &y, NB), Ok(3000));
+    // 2192 bytes left: one 2048-byte chunk, then less than the low-water mark.
+    assert_eq!(send(&a, &z, NB), Ok(2048));
+    assert_eq!(send(&a, &z[2048..], NB), Err(Errno::EAGAIN));
+    fake(&a).hold(false);
+    assert_eq!(send(&a, &z[2048..], NB), Ok(952));
+    let mut got = vec![0u8; 9000];
+    assert_eq!(recv(&b, &mut got, libc::MSG_WAITALL | NB), Ok(9000));
+    assert_eq!(&got[..3000], &x[..]);
+    assert_eq!(&got[3000..6000], &y[..]);
+    assert_eq!(&got[6000..], &z[..]);
+}
