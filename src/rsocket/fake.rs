@@ -14,9 +14,19 @@
 //!   completes with a remote access error and both QPs go to error (their
 //!   posted receives flush);
 //! * a write with immediate and a send take one posted receive of the
-//!   peer (none posted: an RNR error completion, the QPs go to error);
+//!   peer; with none posted the operation, and every later one of that
+//!   end, waits until the peer posts one (RNR retry without limit, as
+//!   rsockets set their QPs up), or with [`FakeQp::rnr_error`] fails with
+//!   an RNR error completion and both QPs go to error;
+//! * work requests are carried out in order, at once, unless the end is
+//!   held ([`FakeQp::hold`]: a stalled device, which reads registered
+//!   sources only when it carries the operation out; inline data is
+//!   copied when posted);
 //! * every send work request completes (all signalled);
 //! * a QP in error flushes what is posted to it.
+//!
+//! Not modelled: queue and CQ depths (nothing overflows), asynchronous
+//! delivery of incoming messages (they land while the sender posts).
 //!
 //! No memory is touched here: registered memory is reached through
 //! [`Mem`], which `verbs` implements over its buffers (its raw copies,
