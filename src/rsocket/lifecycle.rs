@@ -74,8 +74,16 @@ impl Stream {
         // One CQ and one channel for both directions, owned by the id.
         let caps = QpCaps { max_send_wr: self.sq_size, max_recv_wr: self.rq_size, max_send_sge: 2, max_recv_sge: 1, max_inline_data: self.sq_inline };
         let (qp, got) = Qp::new(&id, self.sq_size + self.rq_size, caps)?;
+        self.install_ep(qp, got.max_inline_data)
+    }
+
+    /// The endpoint over a new QP (the device's, or a unit test's fake):
+    /// registers the send ring, the credit table and the receive buffer,
+    /// sets the counters and posts the receives. `inline` is the QP's
+    /// inline size.
+    pub(super) fn install_ep(&mut self, qp: Qp, inline: u32) -> Result<(), Errno> {
         let _ = qp.req_notify();
-        self.sq_inline = got.max_inline_data;
+        self.sq_inline = inline;
         if self.opts & OPT_MSG_SEND != 0 && self.sq_inline < RS_MSG_SIZE {
             return Err(Errno::ENOTSUP);
         }
@@ -279,8 +287,13 @@ impl Stream {
 
     /// The active side's connect completed: takes the peer's connect data.
     pub(super) fn connected(&mut self, id: &CmId) -> Result<(), Errno> {
-        let resp = id.parked_private_data();
-        if let Some(c) = wire::parse_conn_data(&resp) {
+        self.take_conn_data(&id.parked_private_data())
+    }
+
+    /// The peer's connect data `resp` (the answer to our connect):
+    /// connected, or ENOTSUP when it is not rsocket's.
+    pub(super) fn take_conn_data(&mut self, resp: &[u8]) -> Result<(), Errno> {
+        if let Some(c) = wire::parse_conn_data(resp) {
             self.save_conn_data(&c);
             self.state = ST_CONNECT_RDWR;
             Ok(())
@@ -411,7 +424,7 @@ impl Stream {
         if self.state & ST_DISCONNECTED != 0 {
             if let Some(ep) = &self.ep {
                 let _ = ep.qp.req_notify();
-                let _ = ep.qp.id().stop_qp();
+                let _ = ep.qp.stop();
             }
         }
     }

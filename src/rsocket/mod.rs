@@ -87,6 +87,8 @@ pub mod dgram;
 pub mod dgram_udp;
 pub mod dgram_wire;
 pub mod epoll;
+#[cfg(test)]
+mod fake;
 pub mod fdmap;
 pub mod guard;
 pub mod iomap;
@@ -107,3 +109,5 @@ pub use sock::{close, create, is_rsocket, lookup, Sock};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_proto;

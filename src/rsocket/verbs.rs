@@ -108,8 +108,20 @@ pub struct Wc {
     pub imm: Option<u32>,
 }
 
-/// The connection's QP, CQ and (non-blocking) completion channel.
-pub struct Qp {
+/// The connection's QP, CQ and (non-blocking) completion channel: a real
+/// one, or in unit tests one end of a fake fabric (see [`super::fake`];
+/// that arm exists only with `cfg(test)`, so the library's `Qp` is the
+/// real one alone and every match below has one arm).
+pub struct Qp(QpKind);
+
+enum QpKind {
+    Real(RealQp),
+    #[cfg(test)]
+    Fake(super::fake::FakeQp),
+}
+
+/// A real QP.
+struct RealQp {
     /// Keeps the QP, CQ and channel alive (the id destroys them).
     id: Arc<CmId>,
     p: QpPtrs,
@@ -123,30 +135,212 @@ pub struct Qp {
 
 // SAFETY: the handles are used only through &self/&mut self of this owner;
 // libibverbs objects may be used from any thread.
-unsafe impl Send for Qp {}
+unsafe impl Send for RealQp {}
 // SAFETY: a stream's sender and receiver post at the same time, and one of
 // them polls the CQ, as upstream's threads do: libibverbs makes
 // ibv_post_send, ibv_post_recv, ibv_poll_cq, ibv_req_notify_cq and
 // reading the completion channel safe from several threads (the provider
 // locks its queues); the only field that changes, `unacked`, is atomic.
-unsafe impl Sync for Qp {}
+unsafe impl Sync for RealQp {}
+
+#[cfg(test)]
+use super::fake::{FakeData, FakeMr, FakeQp};
 
 impl Qp {
     /// Creates the id's RC QP (see [`CmId::create_rc_qp`]) and makes its
     /// completion channel non-blocking, so that reading an event never
     /// sleeps: waiting is the caller's business, on [`Qp::channel_fd`].
     pub fn new(id: &Arc<CmId>, cqe: u32, caps: QpCaps) -> Result<(Qp, QpCaps), Errno> {
+        RealQp::create_rc(id, cqe, caps)
+    }
+
+    /// Creates the id's UD QP (see [`CmId::create_ud_qp`]) over one CQ
+    /// with a non-blocking completion channel, and arms the CQ.
+    pub fn new_ud(id: &Arc<CmId>, cqe: u32, caps: QpCaps) -> Result<(Qp, QpCaps), Errno> {
+        RealQp::create_ud(id, cqe, caps)
+    }
+
+    /// A QP over one end of a fake fabric (unit tests).
+    #[cfg(test)]
+    pub fn fake(q: FakeQp) -> Qp {
+        Qp(QpKind::Fake(q))
+    }
+
+    /// The fake end under this QP, if it is one (unit tests).
+    #[cfg(test)]
+    pub fn as_fake(&self) -> Option<&FakeQp> {
+        match &self.0 {
+            QpKind::Fake(f) => Some(f),
+            QpKind::Real(_) => None,
+        }
+    }
+
+    /// Moves the QP to error (rdma_disconnect's effect on it): its posted
+    /// receives flush, which wakes whoever sleeps on the CQ.
+    pub fn stop(&self) -> Result<(), Errno> {
+        match &self.0 {
+            QpKind::Real(q) => q.stop(),
+            #[cfg(test)]
+            QpKind::Fake(f) => {
+                f.stop();
+                Ok(())
+            }
+        }
+    }
+
+    /// The completion channel's descriptor (readable when an armed CQ got
+    /// a completion).
+    pub fn channel_fd(&self) -> c_int {
+        match &self.0 {
+            QpKind::Real(q) => q.channel_fd(),
+            #[cfg(test)]
+            QpKind::Fake(f) => f.channel_fd(),
+        }
+    }
+
+    /// Posts one send work request.
+    #[allow(clippy::too_many_arguments)]
+    pub fn post_send(&self, wr_id: u64, data: Data<'_>, opcode: c_int, flags: c_int, imm: u32, raddr: u64, rkey: u32) -> Result<(), Errno> {
+        match &self.0 {
+            QpKind::Real(q) => q.post_send(wr_id, data, opcode, flags, imm, raddr, rkey),
+            #[cfg(test)]
+            QpKind::Fake(f) => {
+                let mut two = [(0u64, 0u32, 0u32); 2];
+                let d = match data {
+                    Data::None => FakeData::None,
+                    Data::Inline(b) => FakeData::Inline(b),
+                    Data::Reg(s) => {
+                        if s.len() > 2 {
+                            return Err(Errno::EINVAL);
+                        }
+                        for (t, g) in two.iter_mut().zip(s) {
+                            *t = (g.addr, g.length, g.lkey);
+                        }
+                        FakeData::Sges(&two[..s.len()])
+                    }
+                };
+                f.post_send(wr_id, d, opcode, imm, raddr, rkey)
+            }
+        }
+    }
+
+    /// Posts one receive work request (no SGE: only immediate data).
+    pub fn post_recv(&self, wr_id: u64, sge: Option<Sge>) -> Result<(), Errno> {
+        match &self.0 {
+            QpKind::Real(q) => q.post_recv(wr_id, sge),
+            #[cfg(test)]
+            QpKind::Fake(f) => f.post_recv(wr_id, sge.map(|g| (g.addr, g.length, g.lkey))),
+        }
+    }
+
+    /// Polls one completion.
+    pub fn poll(&self) -> Result<Option<Wc>, Errno> {
+        match &self.0 {
+            QpKind::Real(q) => q.poll(),
+            #[cfg(test)]
+            QpKind::Fake(f) => Ok(f.poll().map(|w| Wc { wr_id: w.wr_id, status: w.status, imm: w.imm })),
+        }
+    }
+
+    /// Arms the CQ for the next completion.
+    pub fn req_notify(&self) -> Result<(), Errno> {
+        match &self.0 {
+            QpKind::Real(q) => q.req_notify(),
+            #[cfg(test)]
+            QpKind::Fake(f) => {
+                f.req_notify();
+                Ok(())
+            }
+        }
+    }
+
+    /// Reads one CQ event if there is one (EAGAIN otherwise; never blocks).
+    pub fn get_cq_event(&self) -> Result<(), Errno> {
+        match &self.0 {
+            QpKind::Real(q) => q.get_cq_event(),
+            #[cfg(test)]
+            QpKind::Fake(f) => f.get_cq_event(),
+        }
+    }
+
+    /// Registers a zeroed buffer of `len` bytes (local write, plus remote
+    /// write when asked) on the id's PD.
+    pub fn reg_buf(&self, len: usize, remote_write: bool) -> Result<RegBuf, Errno> {
+        match &self.0 {
+            QpKind::Real(q) => q.reg_buf(len, remote_write),
+            #[cfg(test)]
+            QpKind::Fake(f) => RegBuf::new_fake(f, len, remote_write),
+        }
+    }
+
+    /// Registers a caller's buffer for riomap.
+    pub fn reg_user(&self, b: UserBuf, remote_write: bool) -> Result<UserMr, Errno> {
+        match &self.0 {
+            QpKind::Real(q) => q.reg_user(b, remote_write),
+            #[cfg(test)]
+            QpKind::Fake(f) => {
+                let (addr, len) = (b.ptr as u64, b.len);
+                let mem = Arc::new(RawMem { ptr: b.ptr, len: b.len, _keep: b.keep });
+                let mr = f.reg(mem, addr, remote_write);
+                Ok(UserMr { rkey: mr.key(), reg: Reg::Fake(mr), addr, len })
+            }
+        }
+    }
+
+    /// The QP number.
+    pub fn qp_num(&self) -> u32 {
+        match &self.0 {
+            QpKind::Real(q) => q.qp_num(),
+            #[cfg(test)]
+            QpKind::Fake(_) => 0,
+        }
+    }
+
+    /// Polls one completion with its length.
+    pub fn poll_len(&self) -> Result<Option<UdWc>, Errno> {
+        match &self.0 {
+            QpKind::Real(q) => q.poll_len(),
+            #[cfg(test)]
+            QpKind::Fake(_) => Err(Errno::ENOSYS),
+        }
+    }
+
+    /// Posts a send of `sge` (registered memory of this QP's PD) to the
+    /// QP `qpn` behind `ah`, with the UDP port space's qkey.
+    pub fn post_ud_send(&self, wr_id: u64, sge: Sge, inline: bool, ah: &Ah, qpn: u32) -> Result<(), Errno> {
+        match &self.0 {
+            QpKind::Real(q) => q.post_ud_send(wr_id, sge, inline, ah, qpn),
+            #[cfg(test)]
+            QpKind::Fake(_) => Err(Errno::ENOSYS),
+        }
+    }
+
+    /// An address handle on this QP's PD and port for a resolved path.
+    pub fn create_ah(&self, path: &crate::abi::cma::ibv_sa_path_rec) -> Result<Ah, Errno> {
+        match &self.0 {
+            QpKind::Real(q) => q.create_ah(path),
+            #[cfg(test)]
+            QpKind::Fake(_) => Err(Errno::ENOSYS),
+        }
+    }
+}
+
+impl RealQp {
+    /// Creates the id's RC QP (see [`CmId::create_rc_qp`]) and makes its
+    /// completion channel non-blocking, so that reading an event never
+    /// sleeps: waiting is the caller's business, on [`Qp::channel_fd`].
+    fn create_rc(id: &Arc<CmId>, cqe: u32, caps: QpCaps) -> Result<(Qp, QpCaps), Errno> {
         let got = id.create_rc_qp(cqe, caps)?;
         let p = id.qp_ptrs().ok_or(Errno::EINVAL)?;
         // SAFETY: the channel is live while the id lives (we hold it).
         let chan_fd = unsafe { sys::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) };
         set_nonblock(chan_fd, true)?;
-        Ok((Qp { id: id.clone(), p, chan_fd, unacked: AtomicU32::new(0), ack_batch: (caps.max_send_wr + caps.max_recv_wr).max(1) }, got))
+        Ok((Qp(QpKind::Real(RealQp { id: id.clone(), p, chan_fd, unacked: AtomicU32::new(0), ack_batch: (caps.max_send_wr + caps.max_recv_wr).max(1) })), got))
     }
 
-    /// The id the QP belongs to.
-    pub fn id(&self) -> &Arc<CmId> {
-        &self.id
+    /// Moves the QP to error (its posted receives flush).
+    fn stop(&self) -> Result<(), Errno> {
+        self.id.stop_qp()
     }
 
     /// The completion channel's descriptor (readable when an armed CQ got
@@ -238,7 +432,7 @@ impl Qp {
         // SAFETY: the PD is live (we hold the id); UserBuf's contract keeps
         // the memory allocated until the returned registration is dropped.
         let (mr, _, rkey) = unsafe { reg_mr(self.p.pd, b.ptr, b.len, remote_write)? };
-        Ok(UserMr { _id: self.id.clone(), mr, rkey, addr: b.ptr as u64, len: b.len })
+        Ok(UserMr { reg: Reg::Real { _id: self.id.clone(), mr }, rkey, addr: b.ptr as u64, len: b.len })
     }
 }
 
@@ -254,19 +448,19 @@ pub struct UdWc {
 pub const UDP_QKEY: u32 = 0x0123_4567;
 
 /// The datagram side of [`Qp`]: a UD QP of a port-space-UDP id.
-impl Qp {
+impl RealQp {
     /// Creates the id's UD QP (see [`CmId::create_ud_qp`]) over one CQ
     /// with a non-blocking completion channel, and arms the CQ (so that
     /// the first completion makes the channel readable).
-    pub fn new_ud(id: &Arc<CmId>, cqe: u32, caps: QpCaps) -> Result<(Qp, QpCaps), Errno> {
+    fn create_ud(id: &Arc<CmId>, cqe: u32, caps: QpCaps) -> Result<(Qp, QpCaps), Errno> {
         let got = id.create_ud_qp(cqe, caps)?;
         let p = id.qp_ptrs().ok_or(Errno::EINVAL)?;
         // SAFETY: the channel is live while the id lives (we hold it).
         let chan_fd = unsafe { sys::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) };
         set_nonblock(chan_fd, true)?;
-        let q = Qp { id: id.clone(), p, chan_fd, unacked: AtomicU32::new(0), ack_batch: (caps.max_send_wr + caps.max_recv_wr).max(1) };
+        let q = RealQp { id: id.clone(), p, chan_fd, unacked: AtomicU32::new(0), ack_batch: (caps.max_send_wr + caps.max_recv_wr).max(1) };
         q.req_notify()?;
-        Ok((q, got))
+        Ok((Qp(QpKind::Real(q)), got))
     }
 
     /// The QP number.
@@ -349,7 +543,7 @@ impl Drop for Ah {
     }
 }
 
-impl Drop for Qp {
+impl Drop for RealQp {
     fn drop(&mut self) {
         // Destroying a CQ waits for its events to be acknowledged.
         self.ack();
@@ -393,12 +587,34 @@ fn page_alloc(len: usize) -> Result<NonNull<u8>, Errno> {
 
 /// A registered, zeroed heap buffer (see the module comment).
 pub struct RegBuf {
-    _id: Arc<CmId>,
+    reg: Reg,
     ptr: NonNull<u8>,
     len: usize,
-    mr: NonNull<IbvMr>,
     lkey: u32,
     rkey: u32,
+}
+
+/// A memory registration: a real MR (which keeps the id, so the PD,
+/// alive) or, in unit tests, one on a fake fabric.
+enum Reg {
+    Real { _id: Arc<CmId>, mr: NonNull<IbvMr> },
+    #[cfg(test)]
+    Fake(FakeMr),
+}
+
+impl Reg {
+    /// Deregisters; called exactly once, by the owner's Drop, before the
+    /// memory may go.
+    fn release(&self) {
+        match self {
+            // SAFETY: the MR came from reg_mr and is deregistered once.
+            Reg::Real { mr, .. } => unsafe {
+                sys::rdmacm_shim_rs_dereg_mr(mr.as_ptr());
+            },
+            #[cfg(test)]
+            Reg::Fake(m) => m.release(),
+        }
+    }
 }
 
 // SAFETY: the buffer and its MR are owned by this value; access goes
@@ -425,7 +641,7 @@ impl RegBuf {
         // SAFETY: the PD is live (we hold the id); the buffer stays until
         // Drop, which deregisters first.
         match unsafe { reg_mr(pd, ptr.as_ptr(), len, remote_write) } {
-            Ok((mr, lkey, rkey)) => Ok(RegBuf { _id: id.clone(), ptr, len, mr, lkey, rkey }),
+            Ok((mr, lkey, rkey)) => Ok(RegBuf { reg: Reg::Real { _id: id.clone(), mr }, ptr, len, lkey, rkey }),
             Err(e) => {
                 // SAFETY: from posix_memalign above, never registered.
                 unsafe { libc::free(ptr.as_ptr() as *mut c_void) };
@@ -518,12 +734,11 @@ impl super::wire::Buf for RegBuf {
 
 impl Drop for RegBuf {
     fn drop(&mut self) {
-        // SAFETY: the MR covers our buffer; after it is gone the device
-        // cannot touch the memory, which is then freed once.
-        unsafe {
-            sys::rdmacm_shim_rs_dereg_mr(self.mr.as_ptr());
-            libc::free(self.ptr.as_ptr() as *mut c_void);
-        }
+        // The MR covers our buffer; after it is gone the device cannot
+        // touch the memory, which is then freed once.
+        self.reg.release();
+        // SAFETY: from posix_memalign (page_alloc), freed once, no longer registered.
+        unsafe { libc::free(self.ptr.as_ptr() as *mut c_void) };
     }
 }
 
@@ -531,6 +746,9 @@ impl Drop for RegBuf {
 pub struct UserBuf {
     ptr: *mut u8,
     len: usize,
+    /// Unit tests: what keeps the memory allocated (see [`TestMem`]).
+    #[cfg(test)]
+    keep: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl UserBuf {
@@ -539,7 +757,12 @@ impl UserBuf {
     /// the registration made of it is dropped (riounmap or rclose); the
     /// peer may write into it.
     pub unsafe fn new(ptr: *mut u8, len: usize) -> UserBuf {
-        UserBuf { ptr, len }
+        UserBuf {
+            ptr,
+            len,
+            #[cfg(test)]
+            keep: None,
+        }
     }
 
     pub fn addr(&self) -> u64 {
@@ -557,8 +780,7 @@ impl UserBuf {
 
 /// A riomap registration; Drop deregisters it.
 pub struct UserMr {
-    _id: Arc<CmId>,
-    mr: NonNull<IbvMr>,
+    reg: Reg,
     rkey: u32,
     addr: u64,
     len: usize,
@@ -584,8 +806,7 @@ impl UserMr {
 
 impl Drop for UserMr {
     fn drop(&mut self) {
-        // SAFETY: the MR came from reg_mr and is deregistered once.
-        unsafe { sys::rdmacm_shim_rs_dereg_mr(self.mr.as_ptr()) };
+        self.reg.release();
     }
 }
 
@@ -603,6 +824,100 @@ pub fn gid_bytes(g: &crate::abi::cma::ibv_gid) -> [u8; 16] {
 /// poll(2) over `fds` without a cancellation point (the service threads'
 /// sleeps, rpoll's look at ordinary descriptors): `sys`'s.
 pub use crate::sys::cancel::raw::poll;
+
+/// Registered memory as the fake fabric reaches it (unit tests): raw,
+/// bounds-checked copies, as the device's DMA would make.
+#[cfg(test)]
+struct RawMem {
+    ptr: *mut u8,
+    len: usize,
+    /// Keeps a test's riomap memory allocated while registered.
+    _keep: Option<Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+// SAFETY: plain memory reached only through bounds-checked raw copies
+// (as a device reaches it), from any thread.
+#[cfg(test)]
+unsafe impl Send for RawMem {}
+// SAFETY: as above; concurrent copies into disjoint parts are what a
+// device does to registered memory.
+#[cfg(test)]
+unsafe impl Sync for RawMem {}
+
+#[cfg(test)]
+impl super::fake::Mem for RawMem {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn read(&self, off: usize, out: &mut [u8]) {
+        assert!(off.checked_add(out.len()).is_some_and(|e| e <= self.len), "fake DMA out of bounds");
+        // SAFETY: in bounds; the fabric uses a registration only while it
+        // is registered, and its owner deregisters before freeing.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.wrapping_add(off), out.as_mut_ptr(), out.len()) };
+    }
+    fn write(&self, off: usize, data: &[u8]) {
+        assert!(off.checked_add(data.len()).is_some_and(|e| e <= self.len), "fake DMA out of bounds");
+        // SAFETY: as in read.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.wrapping_add(off), data.len()) };
+    }
+}
+
+#[cfg(test)]
+impl RegBuf {
+    /// A zeroed page allocation registered on a fake fabric.
+    fn new_fake(q: &FakeQp, len: usize, remote_write: bool) -> Result<RegBuf, Errno> {
+        let len = len.max(1);
+        let ptr = page_alloc(len)?;
+        let mem = Arc::new(RawMem { ptr: ptr.as_ptr(), len, _keep: None });
+        let mr = q.reg(mem, ptr.as_ptr() as u64, remote_write);
+        let key = mr.key();
+        Ok(RegBuf { reg: Reg::Fake(mr), ptr, len, lkey: key, rkey: key })
+    }
+}
+
+/// Page-allocated memory a unit test hands to riomap (the registration
+/// keeps it allocated too) and reads back.
+#[cfg(test)]
+pub struct TestMem(Arc<TestPages>);
+
+#[cfg(test)]
+struct TestPages {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: owned memory reached only through raw copies.
+#[cfg(test)]
+unsafe impl Send for TestPages {}
+// SAFETY: as above.
+#[cfg(test)]
+unsafe impl Sync for TestPages {}
+
+#[cfg(test)]
+impl Drop for TestPages {
+    fn drop(&mut self) {
+        // SAFETY: from page_alloc, freed once (nothing registers it any more:
+        // a registration holds this value alive).
+        unsafe { libc::free(self.ptr.as_ptr() as *mut c_void) };
+    }
+}
+
+#[cfg(test)]
+impl TestMem {
+    pub fn new(len: usize) -> TestMem {
+        TestMem(Arc::new(TestPages { ptr: page_alloc(len).expect("alloc"), len }))
+    }
+    pub fn user_buf(&self) -> UserBuf {
+        UserBuf { ptr: self.0.ptr.as_ptr(), len: self.0.len, keep: Some(self.0.clone()) }
+    }
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut v = vec![0u8; self.0.len];
+        // SAFETY: the allocation holds len bytes; the fabric writes only
+        // while a copy is made under its lock, and these are plain bytes.
+        unsafe { std::ptr::copy_nonoverlapping(self.0.ptr.as_ptr(), v.as_mut_ptr(), v.len()) };
+        v
+    }
+}
 
 #[cfg(test)]
 mod tests {
