@@ -52,17 +52,23 @@ pub(super) fn sleep_until_on<T>(h: &Handle, path: Path, mut check: impl FnMut(&m
             let t0 = *start.get_or_insert_with(Instant::now);
             if t0.elapsed() <= spin {
                 None
-            } else if s.arm() {
+            } else {
                 // Armed only now that the spin is over (as upstream: a
                 // completion that comes while spinning costs no event to
-                // arm and read); look once more so that nothing that came
-                // before the arming is missed, then sleep.
-                if let Some(v) = check(&mut s)? {
-                    return Ok(v);
+                // arm and read); once armed, look once more so that nothing
+                // that came before the arming is missed. A sleeper needs the
+                // CQ armed when it registers: a check that let go of the
+                // state (a copy, `Guard::unlocked`) may have seen another
+                // thread read the event and leave the CQ unarmed, so arm and
+                // look again until a look ends with the CQ armed.
+                loop {
+                    if !s.arm() {
+                        break Some(s.wait_token()?);
+                    }
+                    if let Some(v) = check(&mut s)? {
+                        return Ok(v);
+                    }
                 }
-                Some(s.wait_token()?)
-            } else {
-                Some(s.prepare_wait()?)
             }
         };
         match tok {

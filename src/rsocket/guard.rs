@@ -211,6 +211,9 @@ impl Stream {
     /// What a blocking call sleeps on (see [`wait`]); registers this
     /// thread as a sleeper of the stream.
     pub(super) fn wait_token(&mut self) -> Result<WaitToken, Errno> {
+        // A sleeper on a connected stream is woken by the CQ's event: the
+        // CQ must be armed when it registers (see blocking::sleep_until_on).
+        debug_assert!(self.state & super::state::ST_CONNECTED == 0 || self.ep.is_none() || self.cq_armed, "rsocket: a sleeper registers with the CQ unarmed");
         let wake = wake::mine()?;
         if !self.sleepers.iter().any(|w| Arc::ptr_eq(w, &wake)) {
             self.sleepers.push(wake.clone());
