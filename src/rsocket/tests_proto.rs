@@ -111,6 +111,16 @@ fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) 
     rx.recv_timeout(Duration::from_secs(secs)).expect("timed out or panicked (a hang or a crash)")
 }
 
+/// A non-blocking receive of up to 64 bytes on another thread, failing on
+/// a hang (10 s).
+fn recv64(h: &Handle) -> Result<usize, Errno> {
+    let h = h.clone();
+    within(10, move || {
+        let mut buf = [0u8; 64];
+        recv(&h, &mut buf, NB)
+    })
+}
+
 /// Moves `data` from `a` to `b` with non-blocking calls only; panics when
 /// nothing moves for a while (a stall).
 fn pump(a: &Handle, b: &Handle, data: &[u8]) -> Vec<u8> {
@@ -746,11 +756,7 @@ fn hostile_credit_flood() {
     }
     assert_eq!(statuses.len(), 17, "16 receives posted, then the peer waits (RNR)");
     assert_eq!(statuses[16], None);
-    let a2 = a.clone();
-    let r = within(10, move || {
-        let mut buf = [0u8; 64];
-        recv(&a2, &mut buf, NB)
-    });
+    let r = recv64(&a);
     assert_eq!(r, Ok(0));
     // The stream posted its 16 receives again: the waiting message took one.
     assert_eq!(fake(&a).posted_recvs(), 15);
@@ -770,11 +776,7 @@ fn hostile_flood_overruns_the_message_ring() {
             let _ = st(&a).poll_events(libc::POLLIN);
         }
     }
-    let a2 = a.clone();
-    let r = within(10, move || {
-        let mut buf = [0u8; 64];
-        recv(&a2, &mut buf, NB)
-    });
+    let r = recv64(&a);
     assert_eq!(r, Ok(0));
     assert_eq!(st(&a).state, ST_CONNECT_RDWR);
 }
@@ -796,21 +798,13 @@ fn hostile_credit_flood_rnr_error() {
     }
     assert_eq!(statuses.len(), 17);
     assert_eq!(statuses[16], Some(WC_RNR_RETRY_EXC_ERR));
-    let a2 = a.clone();
-    let r = within(10, move || {
-        let mut buf = [0u8; 64];
-        recv(&a2, &mut buf, NB)
-    });
+    let r = recv64(&a);
     assert_eq!(r, Ok(0), "the 16 zero-length messages");
     assert!(fake(&a).in_error());
     // The receives posted again flush (their completions are skipped),
     // and so does the credit message the stream sends next: the stream
     // is in error, and reads the end of the stream.
-    let a2 = a.clone();
-    let r = within(10, move || {
-        let mut buf = [0u8; 64];
-        recv(&a2, &mut buf, NB)
-    });
+    let r = recv64(&a);
     assert_eq!(r, Ok(0));
     let s = st(&a);
     assert_eq!((s.state, s.err), (ST_ERROR, libc::EIO));
@@ -823,11 +817,7 @@ fn flushed_receives_are_skipped() {
     let (a, b) = pair();
     fake(&b).stop();
     assert_eq!(fake(&a).posted_recvs(), 0);
-    let a2 = a.clone();
-    let r = within(10, move || {
-        let mut buf = [0u8; 64];
-        recv(&a2, &mut buf, NB)
-    });
+    let r = recv64(&a);
     // The credit message the stream sends first flushes too: the stream
     // sees the error, and reads the end of the stream.
     assert_eq!(r, Ok(0));
