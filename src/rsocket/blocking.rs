@@ -19,12 +19,18 @@ impl Stream {
     }
 }
 
-/// Re-locks after a wait, drops this thread's registration and reads the
-/// CQ event that woke us, if any.
-pub(super) fn after_wait(h: &Handle) -> Result<(), Errno> {
+/// Re-locks after a wait on `tok` (whose outcome is `r`), drops this
+/// thread's registration and takes the CQ event that woke us, if any: the
+/// reader has read it already (and hands the reading on, event or not);
+/// a sleeper on the channel reads it now unless a reader is at it.
+pub(super) fn after_wait(h: &Handle, tok: &WaitToken, r: &Result<bool, Errno>) -> Result<(), Errno> {
     let mut s = lock(h)?;
     s.unregister_me();
-    s.consume_cq_event();
+    if tok.is_reader() {
+        s.reader_done(r);
+    } else if tok.fd >= 0 {
+        s.consume_cq_event();
+    }
     Ok(())
 }
 
@@ -63,7 +69,7 @@ pub(super) fn sleep_until_on<T>(h: &Handle, path: Path, mut check: impl FnMut(&m
                 // look again until a look ends with the CQ armed.
                 loop {
                     if !s.arm() {
-                        break Some(s.wait_token()?);
+                        break Some(s.sleep_token()?);
                     }
                     if let Some(v) = check(&mut s)? {
                         return Ok(v);
@@ -75,10 +81,10 @@ pub(super) fn sleep_until_on<T>(h: &Handle, path: Path, mut check: impl FnMut(&m
             None => std::hint::spin_loop(),
             Some(tok) => {
                 let r = wait(&tok, -1);
-                drop(tok);
                 // Unregistered whatever the wait's outcome (a cancelled
                 // thread leaves nothing of itself in the stream).
-                let a = after_wait(h);
+                let a = after_wait(h, &tok, &r);
+                drop(tok);
                 r?;
                 a?;
             }

@@ -176,9 +176,11 @@ impl Stream {
         Ok(())
     }
 
-    /// Reads the CQ event if one is waiting (never blocks): after a wait on [`Stream::wait_fd`].
+    /// Reads the CQ event if one is waiting (never blocks): after a wait on
+    /// [`Stream::wait_fd`]. Not while the stream's reader sleeps in reading
+    /// the channel (the event is its).
     pub fn consume_cq_event(&mut self) {
-        if !self.cq_armed || self.state & ST_CONNECTED == 0 {
+        if !self.cq_armed || self.reader || self.state & ST_CONNECTED == 0 {
             return;
         }
         let Some(ep) = self.ep.as_ref() else { return };
@@ -193,6 +195,23 @@ impl Stream {
             Err(_) => {
                 self.state = ST_ERROR;
                 self.dirty = true;
+            }
+        }
+    }
+
+    /// The reader is back from its read of the channel (`r`: what the read
+    /// gave): with an event the CQ is no longer armed; either way the other
+    /// sleepers look again (one of them reads next).
+    pub(super) fn reader_done(&mut self, r: &Result<bool, Errno>) {
+        self.reader = false;
+        self.dirty = true;
+        match r {
+            Ok(_) => self.cq_armed = false,
+            Err(Errno::EINTR) | Err(Errno::ECANCELED) | Err(Errno::EAGAIN) => {}
+            Err(_) => {
+                if self.state & ST_CONNECTED != 0 {
+                    self.state = ST_ERROR;
+                }
             }
         }
     }

@@ -169,7 +169,7 @@ impl Fabric {
 
     /// The two ends: the QP of side 0 and of side 1.
     pub fn ends(self: &Arc<Fabric>) -> (FakeQp, FakeQp) {
-        (FakeQp { fab: self.clone(), side: 0 }, FakeQp { fab: self.clone(), side: 1 })
+        (FakeQp { fab: self.clone(), side: 0, blocking: Default::default() }, FakeQp { fab: self.clone(), side: 1, blocking: Default::default() })
     }
 }
 
@@ -301,6 +301,9 @@ impl Inner {
 pub struct FakeQp {
     fab: Arc<Fabric>,
     side: usize,
+    /// The channel's mode as the stream set it (the eventfd itself stays
+    /// non-blocking: [`FakeQp::wait_cq_event`] sleeps in poll).
+    blocking: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A registration on the fabric; dropping it (or [`FakeMr::release`])
@@ -416,6 +419,28 @@ impl FakeQp {
             self.fab.chan[self.side].drain();
         }
         Ok(())
+    }
+
+    /// Sleeps until a channel event comes and reads it (a real channel in
+    /// blocking mode: one read).
+    pub fn wait_cq_event(&self) -> Result<(), Errno> {
+        loop {
+            match self.get_cq_event() {
+                Err(Errno::EAGAIN) => {
+                    let mut p = [libc::pollfd { fd: self.channel_fd(), events: libc::POLLIN, revents: 0 }];
+                    crate::sys::cancel::wait_poll(&mut p, -1)?;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    pub fn set_channel_blocking(&self, on: bool) {
+        self.blocking.store(on, std::sync::atomic::Ordering::Release);
+    }
+
+    pub fn channel_blocking(&self) -> bool {
+        self.blocking.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Moves the QP to error (rdma_disconnect's effect on it): its posted

@@ -14,7 +14,7 @@
 use nix::errno::Errno;
 use std::ffi::c_int;
 use std::sync::Arc;
-use super::state::{Handle, Stream};
+use super::state::{Ep, Handle, Stream};
 use super::verbs::Wake;
 use crate::cma::api::CmId;
 use crate::sys::wake;
@@ -27,9 +27,19 @@ thread_local! {
 }
 
 /// How many stream guards the calling thread holds: a blocking wait
-/// requires none (debug builds assert it before every sleep).
+/// requires none (debug builds assert it before every sleep). Counted in
+/// debug builds only: release builds answer 0 and spend no thread-local
+/// access per lock (in a shared library each is a call into ld.so).
 pub fn guards_held() -> u32 {
     HELD.with(|c| c.get())
+}
+
+/// Counts a guard taken (+1) or let go (-1), in debug builds.
+#[inline(always)]
+fn count_held(up: bool) {
+    if cfg!(debug_assertions) {
+        HELD.with(|c| c.set(if up { c.get() + 1 } else { c.get().saturating_sub(1) }));
+    }
 }
 
 /// A locked stream. Dropped during a panic, it marks the stream broken.
@@ -47,7 +57,7 @@ impl Drop for Guard<'_> {
             self.g.dirty = false;
             self.g.wake_sleepers();
         }
-        HELD.with(|c| c.set(c.get().saturating_sub(1)));
+        count_held(false);
     }
 }
 
@@ -97,7 +107,7 @@ pub struct PathGuard<'a> {
 impl Drop for PathGuard<'_> {
     fn drop(&mut self) {
         if self._g.is_some() {
-            HELD.with(|c| c.set(c.get().saturating_sub(1)));
+            count_held(false);
         }
     }
 }
@@ -121,7 +131,7 @@ pub fn lock_path(h: &Handle, path: Path) -> PathGuard<'_> {
         Path::Recv => Some(h.rlock.lock()),
     };
     if g.is_some() {
-        HELD.with(|c| c.set(c.get() + 1));
+        count_held(true);
     }
     PathGuard { _g: g }
 }
@@ -139,7 +149,7 @@ fn usable(s: &Stream) -> Result<(), Errno> {
 /// Locks a stream whatever its condition (rclose).
 pub fn lock_any(h: &Handle) -> Guard<'_> {
     let g = h.s.lock();
-    HELD.with(|c| c.set(c.get() + 1));
+    count_held(true);
     Guard { g }
 }
 
@@ -156,7 +166,18 @@ pub fn lock(h: &Handle) -> Result<Guard<'_>, Errno> {
 pub struct WaitToken {
     pub(super) fd: c_int,
     pub(super) wake: Arc<Wake>,
+    /// The stream's reader sleeps in reading the CQ channel itself (one
+    /// system call, as upstream) and holds the endpoint while it does.
+    pub(super) read: Option<Arc<Ep>>,
     _id: Option<Arc<CmId>>,
+}
+
+impl WaitToken {
+    /// Whether this token's sleeper is the stream's reader (see
+    /// [`Stream::sleep_token`]).
+    pub fn is_reader(&self) -> bool {
+        self.read.is_some()
+    }
 }
 
 /// Sleeps until the token's descriptor is readable, the thread is woken
@@ -166,6 +187,13 @@ pub struct WaitToken {
 /// no stream guard at all.
 pub fn wait(tok: &WaitToken, timeout_ms: c_int) -> Result<bool, Errno> {
     debug_assert_eq!(guards_held(), 0, "rsocket: blocking wait with a stream lock held");
+    if let Some(ep) = &tok.read {
+        // The reader: one blocking read of the channel, which the kernel
+        // restarts after a handler with SA_RESTART, as upstream's.
+        debug_assert!(timeout_ms < 0, "rsocket: the reader's sleep has no timeout");
+        ep.qp.wait_cq_event()?;
+        return Ok(true);
+    }
     let mut p = [libc::pollfd { fd: tok.fd, events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: tok.wake.fd(), events: libc::POLLIN, revents: 0 }];
     // Upstream blocks in read(2) here (the CQ or CM channel), which the
     // kernel restarts after a handler with SA_RESTART: poll(2) never is, so
@@ -218,6 +246,29 @@ impl Stream {
         if !self.sleepers.iter().any(|w| Arc::ptr_eq(w, &wake)) {
             self.sleepers.push(wake.clone());
         }
-        Ok(WaitToken { fd: self.wait_fd(), wake, _id: self.cm.clone() })
+        Ok(WaitToken { fd: self.wait_fd(), wake, read: None, _id: self.cm.clone() })
+    }
+
+    /// What a blocked call (not rpoll) sleeps on, with the CQ armed. On a
+    /// connected stream whose channel blocks (a blocking socket), the first
+    /// sleeper becomes the stream's reader: it sleeps in reading the
+    /// channel, as upstream's one waiter does, and is woken only by the
+    /// CQ's event (every change that must wake it posts or flushes work
+    /// requests: a control message, a stopped QP). The others sleep on their
+    /// wake-up descriptors alone: the reader wakes them when it has read the
+    /// event (or when it leaves without one). Otherwise as [`Stream::wait_token`].
+    pub(super) fn sleep_token(&mut self) -> Result<WaitToken, Errno> {
+        let blocking = self.state & super::state::ST_CONNECTED != 0 && self.cq_armed && self.ep.as_ref().is_some_and(|ep| ep.qp.channel_blocking());
+        if !blocking {
+            return self.wait_token();
+        }
+        if self.reader {
+            let mut t = self.wait_token()?;
+            t.fd = -1;
+            return Ok(t);
+        }
+        let wake = wake::mine()?;
+        self.reader = true;
+        Ok(WaitToken { fd: -1, wake, read: self.ep.clone(), _id: self.cm.clone() })
     }
 }

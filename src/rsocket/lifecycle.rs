@@ -83,6 +83,9 @@ impl Stream {
     /// inline size.
     pub(super) fn install_ep(&mut self, qp: Qp, inline: u32) -> Result<(), Errno> {
         let _ = qp.req_notify();
+        // A blocking socket's sleeper reads the channel itself (one system
+        // call per sleep: `Stream::sleep_token`); rfcntl switches it.
+        qp.set_channel_blocking(!self.nonblocking())?;
         self.sq_inline = inline;
         if self.opts & OPT_MSG_SEND != 0 && self.sq_inline < RS_MSG_SIZE {
             return Err(Errno::ENOTSUP);
@@ -371,6 +374,10 @@ impl Stream {
                     if id.parked_event() == Some(crate::abi::cma::RDMA_CM_EVENT_DISCONNECTED) && self.state & ST_CONNECTED != 0 {
                         self.state = ST_DISCONNECTED;
                         self.dirty = true;
+                        // The connection is over: the QP stops (as rshutdown
+                        // stops it once disconnected), and its flushed
+                        // receives wake a reader asleep on the channel.
+                        self.shutdown_end();
                     }
                 }
             }

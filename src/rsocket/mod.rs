@@ -26,7 +26,7 @@
 //! a non-blocking socket returns EINPROGRESS, a listener fills an accept
 //! queue in the background, and a peer's disconnect reaches the socket
 //! while nobody calls into it. The CQ of the QP has its own completion
-//! channel; sleepers wait on it and on their wake-up descriptor.
+//! channel, blocking on a blocking socket (rfcntl switches it).
 //!
 //! Sleepers: a thread about to sleep on a stream registers its own
 //! wake-up descriptor (an eventfd per thread) with the stream under the
@@ -34,7 +34,16 @@
 //! processes completions, a connection manager event, rclose) signals the
 //! registered sleepers when it lets go of the lock. So a completion that
 //! another thread took out of the CQ, or a CQ event it consumed, always
-//! wakes the others: nobody sleeps on a change it has not seen.
+//! wakes the others: nobody sleeps on a change it has not seen. On a
+//! connected blocking socket the first sleeper is the stream's reader
+//! instead: it sleeps in one blocking read of the completion channel, as
+//! upstream's waiter does (one system call per sleep, not poll and read),
+//! and the others sleep on their wake-up descriptors until the reader has
+//! read the event (`guard::Stream::sleep_token`). What must wake the
+//! reader comes through the CQ: every change of another thread that it
+//! waits for posts a work request (a control message of rshutdown or
+//! rclose) or stops the QP (a peer's disconnect), whose completion or
+//! flush is the event. rpoll never reads a channel a reader sleeps on.
 //!
 //! Ownership and locking:
 //! * The stream's connection manager id is an `Arc<CmId>` (the safe API of

@@ -171,6 +171,10 @@ pub struct Stream {
     pub(super) ssgl0_off: u32,
     pub(super) sqe_avail: u32,
     pub(super) cq_armed: bool,
+    /// A thread sleeps in reading the CQ channel (blocking mode; see
+    /// `blocking::sleep_until_on`): nobody else reads it meanwhile, and the
+    /// other sleepers wait on their wake-up descriptors alone.
+    pub(super) reader: bool,
 
     /// The peer's table of direct-write mappings (addr, key, entry count).
     pub(super) remote_iomap: RsSge,
@@ -267,6 +271,7 @@ impl Stream {
             ssgl0_off: 0,
             sqe_avail: 0,
             cq_armed: false,
+            reader: false,
             remote_iomap: RsSge::default(),
             iomaps: Vec::new(),
             ep: None,

@@ -182,6 +182,9 @@ pub fn fcntl(h: &Handle, cmd: c_int, arg: c_int) -> Result<c_int, Errno> {
             if on != s.nonblocking() && s.state != ST_LISTENING && s.state < ST_CONNECTED {
                 s.connect_nonblock = on;
             }
+            if let Some(ep) = &s.ep {
+                ep.qp.set_channel_blocking(!on)?;
+            }
             s.fs_flags = arg;
             s.dirty = true;
             Ok(0)

@@ -115,7 +115,8 @@ fn close_wakes_a_sleeper() {
         let tok = token(&h2);
         tx.send(()).expect("registered");
         let woke = wait(&tok, 10_000);
-        (woke, after_wait(&h2))
+        let again = after_wait(&h2, &tok, &woke);
+        (woke, again)
     });
     rx.recv().expect("sleeper");
     std::thread::sleep(std::time::Duration::from_millis(50));

@@ -23,7 +23,7 @@ use crate::abi::cma::ibv_pd;
 use nix::errno::Errno;
 use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use crate::sys::rsock::set_nonblock;
 
@@ -81,6 +81,7 @@ mod sys {
         pub(super) fn rdmacm_shim_rs_poll_cq(cq: *mut ibv_cq, wr_id: *mut u64, out: *mut u32) -> c_int;
         pub(super) fn rdmacm_shim_rs_req_notify_cq(cq: *mut ibv_cq) -> c_int;
         pub(super) fn rdmacm_shim_rs_get_cq_event(ch: *mut ibv_comp_channel) -> c_int;
+        pub(super) fn rdmacm_shim_rs_wait_cq_event(ch: *mut ibv_comp_channel) -> c_int;
         pub(super) fn rdmacm_shim_rs_ack_cq_events(cq: *mut ibv_cq, n: u32);
         pub(super) fn rdmacm_shim_rs_channel_fd(ch: *mut ibv_comp_channel) -> c_int;
         pub(super) fn rdmacm_shim_rs_reg_mr(pd: *mut ibv_pd, addr: *mut c_void, len: usize, remote_write: c_int) -> *mut IbvMr;
@@ -126,6 +127,8 @@ struct RealQp {
     id: Arc<CmId>,
     p: QpPtrs,
     chan_fd: c_int,
+    /// The channel is in blocking mode (see [`Qp::set_channel_blocking`]).
+    chan_blocking: AtomicBool,
     /// CQ events read but not acknowledged yet (acked in batches, and
     /// before the CQ can go away: see Drop). Atomic: a stream's QP is
     /// shared by its sender and receiver (see `StreamCell`).
@@ -254,12 +257,47 @@ impl Qp {
         }
     }
 
-    /// Reads one CQ event if there is one (EAGAIN otherwise; never blocks).
+    /// Reads one CQ event if there is one (EAGAIN otherwise; never blocks,
+    /// whatever the channel's mode).
     pub fn get_cq_event(&self) -> Result<(), Errno> {
         match &self.0 {
             QpKind::Real(q) => q.get_cq_event(),
             #[cfg(test)]
             QpKind::Fake(f) => f.get_cq_event(),
+        }
+    }
+
+    /// Sleeps in reading one CQ event (one system call, as upstream's
+    /// blocked calls): only on a channel in blocking mode, and by one
+    /// thread at a time (the stream's reader). A cancellation of the thread
+    /// in it comes back as ECANCELED (see `crate::sys::cancel`).
+    pub fn wait_cq_event(&self) -> Result<(), Errno> {
+        match &self.0 {
+            QpKind::Real(q) => q.wait_cq_event(),
+            #[cfg(test)]
+            QpKind::Fake(f) => f.wait_cq_event(),
+        }
+    }
+
+    /// Puts the completion channel in blocking mode (a reader may then
+    /// sleep in [`Qp::wait_cq_event`]) or back in non-blocking mode.
+    pub fn set_channel_blocking(&self, on: bool) -> Result<(), Errno> {
+        match &self.0 {
+            QpKind::Real(q) => q.set_channel_blocking(on),
+            #[cfg(test)]
+            QpKind::Fake(f) => {
+                f.set_channel_blocking(on);
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether the completion channel is in blocking mode.
+    pub fn channel_blocking(&self) -> bool {
+        match &self.0 {
+            QpKind::Real(q) => q.chan_blocking.load(Ordering::Acquire),
+            #[cfg(test)]
+            QpKind::Fake(f) => f.channel_blocking(),
         }
     }
 
@@ -335,7 +373,7 @@ impl RealQp {
         // SAFETY: the channel is live while the id lives (we hold it).
         let chan_fd = unsafe { sys::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) };
         set_nonblock(chan_fd, true)?;
-        Ok((Qp(QpKind::Real(RealQp { id: id.clone(), p, chan_fd, unacked: AtomicU32::new(0), ack_batch: (caps.max_send_wr + caps.max_recv_wr).max(1) })), got))
+        Ok((Qp(QpKind::Real(RealQp { id: id.clone(), p, chan_fd, chan_blocking: AtomicBool::new(false), unacked: AtomicU32::new(0), ack_batch: (caps.max_send_wr + caps.max_recv_wr).max(1) })), got))
     }
 
     /// Moves the QP to error (its posted receives flush).
@@ -401,14 +439,41 @@ impl RealQp {
         check(unsafe { sys::rdmacm_shim_rs_req_notify_cq(self.p.cq.as_ptr()) })
     }
 
-    /// Reads one CQ event if there is one (EAGAIN otherwise; never blocks).
+    /// Reads one CQ event if there is one (EAGAIN otherwise; never blocks:
+    /// on a blocking channel it looks first).
     pub fn get_cq_event(&self) -> Result<(), Errno> {
-        // SAFETY: the channel is live and non-blocking.
+        if self.chan_blocking.load(Ordering::Acquire) && !crate::sys::cancel::raw::readable(self.chan_fd) {
+            return Err(Errno::EAGAIN);
+        }
+        // SAFETY: the channel is live (we hold its id); non-blocking, or
+        // readable and read by the one thread its stream lets read it.
         check(unsafe { sys::rdmacm_shim_rs_get_cq_event(self.p.channel.as_ptr()) })?;
+        self.count_event();
+        Ok(())
+    }
+
+    /// Sleeps in reading one CQ event (see [`Qp::wait_cq_event`]).
+    fn wait_cq_event(&self) -> Result<(), Errno> {
+        // SAFETY: the channel is live (we hold its id); the shim reads one
+        // event into its own locals.
+        check(unsafe { sys::rdmacm_shim_rs_wait_cq_event(self.p.channel.as_ptr()) })?;
+        self.count_event();
+        Ok(())
+    }
+
+    fn set_channel_blocking(&self, on: bool) -> Result<(), Errno> {
+        if self.chan_blocking.load(Ordering::Acquire) != on {
+            set_nonblock(self.chan_fd, !on)?;
+            self.chan_blocking.store(on, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// One more event read: acknowledged in batches.
+    fn count_event(&self) {
         if self.unacked.fetch_add(1, Ordering::AcqRel) + 1 >= self.ack_batch {
             self.ack();
         }
-        Ok(())
     }
 
     /// Acknowledges the events read so far (each exactly once: the count
@@ -458,7 +523,7 @@ impl RealQp {
         // SAFETY: the channel is live while the id lives (we hold it).
         let chan_fd = unsafe { sys::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) };
         set_nonblock(chan_fd, true)?;
-        let q = RealQp { id: id.clone(), p, chan_fd, unacked: AtomicU32::new(0), ack_batch: (caps.max_send_wr + caps.max_recv_wr).max(1) };
+        let q = RealQp { id: id.clone(), p, chan_fd, chan_blocking: AtomicBool::new(false), unacked: AtomicU32::new(0), ack_batch: (caps.max_send_wr + caps.max_recv_wr).max(1) };
         q.req_notify()?;
         Ok((Qp(QpKind::Real(q)), got))
     }

@@ -135,6 +135,15 @@ ssize_t rdmacm_rs_wait_write(int fd, const void *b, size_t len)
 	WAIT(write(fd, b, len), ssize_t);
 }
 
+/* A blocking library call (fn(arg), which returns -1 and sets errno on
+ * failure) as a cancellation point of ours: a blocking read of a verbs
+ * completion channel (ibv_get_cq_event) is the one user.  The unwind of a
+ * cancellation in it passes through fn's C frames to the scope here. */
+int rdmacm_rs_wait_call(int (*fn)(void *), void *arg)
+{
+	WAIT(fn(arg), int);
+}
+
 /* Whether this thread caught a cancellation that is still to be handed on. */
 int rdmacm_rs_cancel_caught(void)
 {

@@ -215,6 +215,23 @@ int rdmacm_shim_rs_get_cq_event(struct ibv_comp_channel *ch)
 	return ibv_get_cq_event(ch, &cq, &ctx);
 }
 
+int rdmacm_rs_wait_call(int (*fn)(void *), void *arg);
+
+static int rs_get_cq_event_arg(void *ch)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	return ibv_get_cq_event(ch, &cq, &ctx);
+}
+
+/* ibv_get_cq_event on a blocking channel, the thread cancellable in it as
+ * in any wait of ours (src/sys/cancel_shim.c): -1/ECANCELED then. */
+int rdmacm_shim_rs_wait_cq_event(struct ibv_comp_channel *ch)
+{
+	return rdmacm_rs_wait_call(rs_get_cq_event_arg, ch);
+}
+
 void rdmacm_shim_rs_ack_cq_events(struct ibv_cq *cq, unsigned int n)
 {
 	ibv_ack_cq_events(cq, n);
