@@ -219,10 +219,7 @@ int rdmacm_rs_wait_call(int (*fn)(void *), void *arg);
 
 static int rs_get_cq_event_arg(void *ch)
 {
-	struct ibv_cq *cq;
-	void *ctx;
-
-	return ibv_get_cq_event(ch, &cq, &ctx);
+	return rdmacm_shim_rs_get_cq_event(ch);
 }
 
 /* ibv_get_cq_event on a blocking channel, the thread cancellable in it as
