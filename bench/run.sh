@@ -62,7 +62,7 @@ want threads ids_threads_1_ns_per_id ids_threads_2_ns_per_id ids_threads_4_ns_pe
 want dns dns_call_returns_us dns_event_arrives_us
 want rstream rstream_64k_xfer_us rstream_64b_lat_us
 want rsocket rs_pingpong8_64b_ns_per_rt rs_duplex_64k_us_per_mib
-for c in gai create_destroy get_ack event_str; do want callgrind cg_${c}_lib cg_${c}_total; done
+for c in gai create_destroy get_ack event_str rs_pingpong; do want callgrind cg_${c}_lib cg_${c}_total; done
 for n in ${BENCH_CMTIME_CONNS:-1000}; do for t in qp noqp; do
   for s in full_connect create_id bind_addr resolve_addr resolve_route create_qp init_qp_attr init_qp \
            rtr_qp_attr rtr_qp rts_qp_attr rts_qp cm_connect establish disconnect destroy_id destroy_qp; do
@@ -151,6 +151,7 @@ awk -v partial="${BENCH_SECTIONS:+1}" '
     notslower("rstream_64k_xfer_us", "rstream 64 KiB throughput no worse")
     notslower("rstream_64b_lat_us", "rstream 64 B latency no worse")
     atmost("rs_pingpong8_64b_ns_per_rt", 1.0, "issue 21: 8 streams from 8 threads, 64 B round trips at least upstream rate")
+    atmost("cg_rs_pingpong_total", 1.0, "issue 21: instructions per 64 B rsocket round trip (whole process, polling_time 0) at most upstream")
     atmost("rs_duplex_64k_us_per_mib", 1.0, "issue 21: one stream sent and received at once, 64 KiB, at least upstream throughput")
     printf "targets: %d of %d met\n", met, all }' build/bench.txt | tee -a build/bench.txt
 { echo "bench: $(date -u +%F) kernel ${kernel:-?} rdma-core ${rdmacore:-?}, ours at ${commit:-?}${load:+; host load $load}; rounds per library: \

@@ -81,6 +81,24 @@ bench_rsock(){ local nm=$1 mode=$2 port=$3 o=/tmp/bench-rsock.$1 s c sc v; shift
     sed 's/^/  bench_rsocket connect: /' "$o" >&2; sed 's/^/  bench_rsocket listen: /' "$o.srv" >&2; fi
 }
 
+# bench_cg_report CASE CALLS PROFILE UNIT: instructions per call (UNIT) inside librdmacm and in
+# the whole process, from a callgrind profile
+bench_cg_report(){ local c=$1 n=$2 f=$3 u=$4
+  # self cost per object: "ob=" sets the object of the functions that follow; the cost line
+  # after "calls=" is a callee's inclusive cost (not self); names are compressed as "(id) name"
+  awk -v c="$c" -v n="$n" -v u="$u" '
+    function obname(v,   id) { if (match(v, /^\([0-9]+\)/)) { id = substr(v, 1, RLENGTH); v = substr(v, RLENGTH + 2)
+                                 if (v != "") nm[id] = v; return nm[id] } return v }
+    /^ob=/ { cur = obname(substr($0, 4)); next }
+    /^cob=/ { obname(substr($0, 5)); next }
+    /^calls=/ { skip = 1; next }
+    /^summary:/ { total = $2; next }
+    /^[0-9+*-]/ { if (skip) { skip = 0; next } self[cur] += $2 }
+    END { lib = 0; for (o in self) if (o ~ /librdmacm\.so/) lib += self[o]
+      if (total == "" || total == 0) { printf "BENCH cg_%s_lib FAIL no_instructions_counted\nBENCH cg_%s_total FAIL no_instructions_counted\n", c, c; exit }
+      printf "BENCH cg_%s_lib %.0f instr/%s\n", c, lib / n, u; printf "BENCH cg_%s_total %.0f instr/%s\n", c, total / n, u }' "$f"
+}
+
 # instructions per call under callgrind (counted inside measured_<case> only)
 bench_callgrind(){ local c=$1 n=$2 f=/tmp/bench-cg.$1 r
   rm -f "$f"
@@ -91,19 +109,26 @@ bench_callgrind(){ local c=$1 n=$2 f=/tmp/bench-cg.$1 r
   if [ -d /host/out ] && [ -s "$f" ]; then mkdir -p /host/out/callgrind; cp "$f" "/host/out/callgrind/${RDMACM_VARIANT:-x}.$c.${BENCH_ROUND:-1}"; fi
   if [ $r != 0 ] || ! grep -qx "calls $n" "$f.out"; then
     bench_fail "cg_${c}_lib" "rc=$r"; bench_fail "cg_${c}_total" "rc=$r"; sed 's/^/  valgrind: /' "$f.err" >&2; return; fi
-  # self cost per object: "ob=" sets the object of the functions that follow; the cost line
-  # after "calls=" is a callee's inclusive cost (not self); names are compressed as "(id) name"
-  awk -v c="$c" -v n="$n" '
-    function obname(v,   id) { if (match(v, /^\([0-9]+\)/)) { id = substr(v, 1, RLENGTH); v = substr(v, RLENGTH + 2)
-                                 if (v != "") nm[id] = v; return nm[id] } return v }
-    /^ob=/ { cur = obname(substr($0, 4)); next }
-    /^cob=/ { obname(substr($0, 5)); next }
-    /^calls=/ { skip = 1; next }
-    /^summary:/ { total = $2; next }
-    /^[0-9+*-]/ { if (skip) { skip = 0; next } self[cur] += $2 }
-    END { lib = 0; for (o in self) if (o ~ /librdmacm\.so/) lib += self[o]
-      if (total == "" || total == 0) { printf "BENCH cg_%s_lib FAIL no_instructions_counted\nBENCH cg_%s_total FAIL no_instructions_counted\n", c, c; exit }
-      printf "BENCH cg_%s_lib %.0f instr/call\n", c, lib / n; printf "BENCH cg_%s_total %.0f instr/call\n", c, total / n }' "$f"
+  bench_cg_report "$c" "$n" "$f" call
+}
+
+# instructions per rsocket round trip (issue 21): the connecting end of a 1-stream 64 B
+# ping-pong under callgrind, counted inside pp_round only (WARMUP + ROUNDS calls), with
+# polling_time 0 on both ends so that no count depends on how long a spin lasted
+bench_cg_rsock(){ local n=$1 f=/tmp/bench-cg.rsock s c sc pt=/etc/rdma/rsocket/polling_time keep=
+  [ -e $pt ] && keep=$(cat $pt); mkdir -p /etc/rdma/rsocket; echo 0 > $pt
+  rm -f "$f"
+  ip netns exec ns1 timeout 600 /extra/bin/bench_rsocket pingpong listen 192.0.2.2 7474 1 "$n" 64 > "$f.srv" 2>&1 & s=$!
+  bench_wait_listen $s 20
+  timeout 600 valgrind -q --tool=callgrind --toggle-collect=pp_round --callgrind-out-file="$f" \
+    /extra/bin/bench_rsocket pingpong connect 192.0.2.2 7474 1 "$n" 64 > "$f.out" 2> "$f.err"; c=$?
+  [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null; sc=$?
+  if [ -n "$keep" ]; then echo "$keep" > $pt; else rm -f $pt; fi
+  if [ -d /host/out ] && [ -s "$f" ]; then mkdir -p /host/out/callgrind; cp "$f" "/host/out/callgrind/${RDMACM_VARIANT:-x}.rs_pingpong.${BENCH_ROUND:-1}"; fi
+  if [ $c != 0 ] || [ $sc != 0 ] || [ ! -s "$f" ]; then
+    bench_fail cg_rs_pingpong_lib "connect_rc=$c,listen_rc=$sc"; bench_fail cg_rs_pingpong_total "connect_rc=$c,listen_rc=$sc"
+    sed 's/^/  valgrind: /' "$f.err" "$f.out" >&2; sed 's/^/  bench_rsocket listen: /' "$f.srv" >&2; return; fi
+  bench_cg_report rs_pingpong $((n + 20)) "$f" rt
 }
 
 # bench_gai NAME NODE SERVICE FLAGS FAMILY CALLS [WRAP...]
@@ -167,6 +192,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
     [ -z "$rs_pp" ] || bench_sec rsocket bench_rsock rs_pingpong8_64b_ns_per_rt pingpong 7472 $rs_pp
     [ -z "$rs_dx" ] || bench_sec rsocket bench_rsock rs_duplex_64k_us_per_mib duplex 7473 $rs_dx
     for c in $cgc; do bench_sec callgrind bench_callgrind $c $cg; done
+    [ -z "$cgc" ] || [ -z "$rs_pp" ] || bench_sec callgrind bench_cg_rsock 300
     for n in $cm; do bench_sec cmtime bench_cmtime ${n%:*} ${n#*:}; done
   } 2>&1 | tee $out
   echo "# bench $mode round $round: $((SECONDS - t0)) s"
@@ -184,6 +210,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   [ -z "$rs_dx" ] || bench_want rsocket rs_duplex_64k_us_per_mib
   for t in $([ "$mode" = short ] && echo 1 8 || echo 1 2 4 8); do bench_want threads ids_threads_${t}_ns_per_id; done
   for c in $cgc; do bench_want callgrind cg_${c}_lib cg_${c}_total; done
+  [ -z "$cgc" ] || [ -z "$rs_pp" ] || bench_want callgrind cg_rs_pingpong_lib cg_rs_pingpong_total
   for n in $cm; do for t in qp noqp; do for s in full_connect create_id bind_addr resolve_addr resolve_route \
       create_qp init_qp_attr init_qp rtr_qp_attr rtr_qp rts_qp_attr rts_qp cm_connect establish disconnect \
       destroy_id destroy_qp; do bench_want cmtime cmtime${n%:*}_${t}_${s}_total cmtime${n%:*}_${t}_${s}_per_conn; done; done; done
@@ -192,7 +219,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   done
   ! grep -q '^BENCH [^ ]* FAIL' $out && [ $rc = 0 ]
 }
-export -f bench_sec bench_wait_listen bench_stop bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_gai \
+export -f bench_sec bench_wait_listen bench_stop bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
   bench_etc bench_dns bench_first bench_driver
 
 # the short mode's table, in the ours run: this run against the upstream run of the same boot
