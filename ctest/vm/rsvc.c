@@ -17,6 +17,9 @@
  *                    the peer rcloses; then a second connection whose peer
  *                    is killed (SIGKILL): a thread blocked in rpoll(POLLIN)
  *                    sees POLLHUP, and rrecv then returns 0.
+ *   rsvc killrecv    a forked peer is killed (SIGKILL) while a thread is
+ *                    blocked in rrecv: what the call returns (or that it is
+ *                    still blocked 8 s later).
  *   rsvc keepalive   TCP_KEEPIDLE 1 and SO_KEEPALIVE on an idle connection:
  *                    the rxe0 sent-packet counter grows by at least 2 in 3.5 s.
  *   rsvc opts        option and rfcntl values upstream reports.
@@ -393,6 +396,55 @@ static int t_disconnect(void)
 	return failed;
 }
 
+/* rsvc killrecv: a thread blocked in rrecv on a connection whose peer is
+ * killed (SIGKILL).  Prints what the call returns, or that it was still
+ * blocked 8 s later (the thread is then cancelled: rrecv is a cancellation
+ * point).  Ours (RDMACM_VARIANT ours or preload) must return 0, end of
+ * stream, as a TCP socket does; upstream's stays blocked (its run is the
+ * reference and passes either way). */
+static int t_killrecv(void)
+{
+	const char *v = getenv("RDMACM_VARIANT");
+	int ours = v && (!strcmp(v, "ours") || !strcmp(v, "preload"));
+	int g, l, s, st, e;
+	pid_t pid = spawn_peer(24106, 1, &g);
+	struct reader r = { .mode = 0 };
+	struct timespec until;
+	pthread_t t;
+	char b;
+
+	l = listener(24106, 0);
+	s = raccept(l, NULL, NULL);
+	if (s < 0) { printf("raccept: %s\n", en(errno)); return 1; }
+	check("rrecv hello", rrecv(s, &b, 1, 0), 1, 0);
+	r.fd = s;
+	pthread_create(&t, NULL, reader, &r);
+	usleep(300000);		/* the reader is asleep now */
+	if (write(g, "g", 1) != 1) return 1;
+	usleep(100000);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 8;
+	e = pthread_timedjoin_np(t, NULL, &until);
+	if (e == ETIMEDOUT) {
+		printf("blocked rrecv when the peer is killed: still blocked 8 s later\n");
+		pthread_cancel(t);
+		pthread_join(t, NULL);
+		if (ours)
+			failed = 1;
+	} else {
+		printf("blocked rrecv when the peer is killed: %ld %s\n", r.ret, r.ret < 0 ? en(r.err) : "");
+		if (ours && r.ret != 0)
+			failed = 1;
+		check("rrecv after that", rrecv(s, &b, 1, 0), r.ret < 0 ? -1 : 0, r.ret < 0 ? r.err : 0);
+	}
+	rclose(s);
+	rclose(l);
+	close(g);
+	return failed;
+}
+
 static long sent_pkts(void)
 {
 	FILE *f = fopen("/sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts", "r");
@@ -635,10 +687,11 @@ int main(int argc, char **argv)
 	if (!strcmp(m, "nbconnect")) return t_nbconnect();
 	if (!strcmp(m, "nbaccept")) return t_nbaccept();
 	if (!strcmp(m, "disconnect")) return t_disconnect();
+	if (!strcmp(m, "killrecv")) return t_killrecv();
 	if (!strcmp(m, "keepalive")) return t_keepalive();
 	if (!strcmp(m, "opts")) return t_opts();
 	if (!strcmp(m, "conf")) return t_conf();
 	if (!strcmp(m, "afib")) return t_afib();
-	fprintf(stderr, "usage: rsvc same|nbconnect|nbaccept|disconnect|keepalive|opts|conf|afib\n");
+	fprintf(stderr, "usage: rsvc same|nbconnect|nbaccept|disconnect|killrecv|keepalive|opts|conf|afib\n");
 	return 2;
 }

@@ -133,6 +133,9 @@ done
 # The /etc/rdma/rsocket tunables (written for this test, removed after it).
 RS_CONF_SET='mkdir -p /etc/rdma/rsocket && cd /etc/rdma/rsocket && echo 100 > sqsize_default && echo 50 > rqsize_default && echo 32 > inline_default && echo 65536 > mem_default && echo 1000 > wmem_default && echo 200 > iomap_size && echo 0 > polling_time && echo 50 > wake_up_interval'
 RS_CONF_CLR='rm -f /etc/rdma/rsocket/sqsize_default /etc/rdma/rsocket/rqsize_default /etc/rdma/rsocket/inline_default /etc/rdma/rsocket/mem_default /etc/rdma/rsocket/wmem_default /etc/rdma/rsocket/iomap_size /etc/rdma/rsocket/polling_time /etc/rdma/rsocket/wake_up_interval'
+# killrecv: not compared: upstream's blocked rrecv stays blocked when the peer is killed, ours
+# returns 0 (end of stream); the program fails for ours only (RDMACM_VARIANT)
+t rsvc_killrecv_rxe 60 /extra/bin/rsvc killrecv
 t --cmp rsvc_conf_rxe 60 bash -c "$RS_CONF_SET && /extra/bin/rsvc conf; r=\$?; $RS_CONF_CLR; exit \$r"
 # rstream's non-blocking mode (-T n: O_NONBLOCK before rconnect, so EINPROGRESS + rpoll +
 # SO_ERROR on the client, and raccept/rsend/rrecv with MSG_DONTWAIT) and its async mode with
