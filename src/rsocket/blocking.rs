@@ -25,11 +25,14 @@ impl Stream {
 /// a sleeper on the channel reads it now unless a reader is at it.
 pub(super) fn after_wait(h: &Handle, tok: &WaitToken, r: &Result<bool, Errno>) -> Result<(), Errno> {
     let mut s = lock(h)?;
-    s.unregister_me();
     if tok.is_reader() {
+        // (never registered: see Stream::sleep_token)
         s.reader_done(r);
-    } else if tok.fd >= 0 {
-        s.consume_cq_event();
+    } else {
+        s.unregister_me();
+        if tok.fd >= 0 {
+            s.consume_cq_event();
+        }
     }
     Ok(())
 }
@@ -55,8 +58,8 @@ pub(super) fn sleep_until_on<T>(h: &Handle, path: Path, mut check: impl FnMut(&m
             if let Some(v) = check(&mut s)? {
                 return Ok(v);
             }
-            let t0 = *start.get_or_insert_with(Instant::now);
-            if t0.elapsed() <= spin {
+            // (no clock read when there is no spin, as with polling_time 0)
+            if !spin.is_zero() && start.get_or_insert_with(Instant::now).elapsed() <= spin {
                 None
             } else {
                 // Armed only now that the spin is over (as upstream: a

@@ -44,6 +44,7 @@ impl Stream {
         post_write_msg(self.ep(), self.opts, data, msg, addr, rkey)
     }
 
+    #[inline(never)]
     pub(super) fn send_credits(&mut self) {
         self.ctrl_seqno = self.ctrl_seqno.wrapping_add(1);
         self.rseq_comp = self.rx.seq_no.wrapping_add((self.rq_size >> 1) as u16);
@@ -81,88 +82,57 @@ impl Stream {
         }
     }
 
+    /// Whether a credit message is due (and can go): half the buffer
+    /// consumed, or the peer's sequence numbers half used.
+    #[inline]
     pub(super) fn give_credits(&self) -> bool {
+        if self.state & ST_CONNECTED == 0 {
+            return false;
+        }
         let want = self.rx.can_grant() || (self.rx.seq_no.wrapping_sub(self.rseq_comp) as i16) >= 0;
-        let ctrl = if self.opts & OPT_MSG_SEND == 0 { self.ctrl_avail() } else { self.ctrl2_avail() };
-        want && ctrl && self.state & ST_CONNECTED != 0
+        want && if self.opts & OPT_MSG_SEND == 0 { self.ctrl_avail() } else { self.ctrl2_avail() }
     }
 
+    #[inline]
     pub(super) fn update_credits(&mut self) {
         if self.give_credits() {
             self.send_credits();
         }
     }
 
+    /// Takes the completions off the CQ (in batches: [`verbs::POLL_BATCH`]
+    /// per call into the provider) and applies them; reposts a receive for
+    /// each one consumed while connected.
     pub(super) fn poll_cq(&mut self) -> Result<(), Errno> {
         if self.ep.is_none() {
             return Ok(());
         }
         let mut rcnt = 0u32;
-        loop {
-            let wc = match self.ep().qp.poll() {
-                Ok(Some(wc)) => wc,
-                Ok(None) => break,
-                Err(e) => return Err(e),
+        // A disconnect from the peer ends the taking (the rest of the batch
+        // is applied still: nothing the peer sent comes after it).
+        let mut ended = false;
+        while !ended {
+            let n = match &self.ep {
+                Some(ep) => ep.qp.poll_many(&mut self.wcs)?,
+                None => 0,
             };
+            if n == 0 {
+                break;
+            }
             // Others sleeping on the stream may wait for what this changes.
             self.dirty = true;
-            if wc.wr_id & WR_RECV != 0 {
-                if wc.status != 0 {
-                    continue;
-                }
-                rcnt += 1;
-                let msg = match wc.imm {
-                    Some(m) => m,
-                    None => {
-                        // The word of the message's slot (rq_size words past rbuf_size).
-                        let idx = (wc.wr_id as u32) as usize;
-                        self.ep().rbuf.read_u32(self.rbuf_size as usize + idx * 4)
-                    }
-                };
-                match wire::decode(msg) {
-                    Msg::Credits(c) => self.sseq_comp = c,
-                    Msg::Write => {}
-                    Msg::Ctrl(d) => {
-                        if d == CTRL_DISCONNECT {
-                            self.state = ST_DISCONNECTED;
-                            return Ok(());
-                        } else if d == CTRL_SHUTDOWN {
-                            if self.state & ST_WRITABLE != 0 {
-                                self.state &= !ST_READABLE;
-                            } else {
-                                self.state = ST_DISCONNECTED;
-                                return Ok(());
-                            }
-                        }
-                    }
-                    Msg::Data { op, len } => self.rx.push(op, len),
-                }
-            } else {
-                let data = wc.wr_id as u32;
-                match msg_op(data) {
-                    OP_SGL => self.ctrl_max_seqno = self.ctrl_max_seqno.wrapping_add(1),
-                    OP_CTRL => {
-                        self.ctrl_max_seqno = self.ctrl_max_seqno.wrapping_add(1);
-                        if msg_data(data) == CTRL_DISCONNECT {
-                            self.state = ST_DISCONNECTED;
-                        }
-                    }
-                    OP_IOMAP_SGL => {
-                        self.sqe_avail += 1;
-                        if wc.wr_id & WR_MSG_SEND == 0 {
-                            self.sbuf_bytes_avail += IOMAP_ENTRY_SIZE;
-                        }
-                    }
-                    _ => {
-                        self.sqe_avail += 1;
-                        self.sbuf_bytes_avail += msg_data(data);
-                    }
-                }
-                if wc.status != 0 && self.state & ST_CONNECTED != 0 {
-                    self.state = ST_ERROR;
-                    self.err = libc::EIO;
-                }
+            for i in 0..n {
+                let wc = self.wcs[i];
+                ended |= self.apply_wc(&wc, &mut rcnt);
             }
+            if n < verbs::POLL_BATCH {
+                // The CQ was empty after these: a completion that comes
+                // now is taken by the next poll.
+                break;
+            }
+        }
+        if ended {
+            return Ok(());
         }
         if self.state & ST_CONNECTED != 0 {
             for _ in 0..rcnt {
@@ -174,6 +144,70 @@ impl Stream {
             }
         }
         Ok(())
+    }
+
+    /// Applies one completion (a receive counts in `rcnt`, to be reposted);
+    /// true when the peer's disconnect ended the stream.
+    #[inline]
+    fn apply_wc(&mut self, wc: &verbs::Wc, rcnt: &mut u32) -> bool {
+        if wc.wr_id & WR_RECV != 0 {
+            if wc.status != 0 {
+                return false;
+            }
+            *rcnt += 1;
+            let msg = match wc.imm() {
+                Some(m) => m,
+                None => {
+                    // The word of the message's slot (rq_size words past rbuf_size).
+                    let idx = (wc.wr_id as u32) as usize;
+                    self.ep().rbuf.read_u32(self.rbuf_size as usize + idx * 4)
+                }
+            };
+            match wire::decode(msg) {
+                Msg::Credits(c) => self.sseq_comp = c,
+                Msg::Write => {}
+                Msg::Ctrl(d) => {
+                    if d == CTRL_DISCONNECT {
+                        self.state = ST_DISCONNECTED;
+                        return true;
+                    } else if d == CTRL_SHUTDOWN {
+                        if self.state & ST_WRITABLE != 0 {
+                            self.state &= !ST_READABLE;
+                        } else {
+                            self.state = ST_DISCONNECTED;
+                            return true;
+                        }
+                    }
+                }
+                Msg::Data { op, len } => self.rx.push(op, len),
+            }
+        } else {
+            let data = wc.wr_id as u32;
+            match msg_op(data) {
+                OP_SGL => self.ctrl_max_seqno = self.ctrl_max_seqno.wrapping_add(1),
+                OP_CTRL => {
+                    self.ctrl_max_seqno = self.ctrl_max_seqno.wrapping_add(1);
+                    if msg_data(data) == CTRL_DISCONNECT {
+                        self.state = ST_DISCONNECTED;
+                    }
+                }
+                OP_IOMAP_SGL => {
+                    self.sqe_avail += 1;
+                    if wc.wr_id & WR_MSG_SEND == 0 {
+                        self.sbuf_bytes_avail += IOMAP_ENTRY_SIZE;
+                    }
+                }
+                _ => {
+                    self.sqe_avail += 1;
+                    self.sbuf_bytes_avail += msg_data(data);
+                }
+            }
+            if wc.status != 0 && self.state & ST_CONNECTED != 0 {
+                self.state = ST_ERROR;
+                self.err = libc::EIO;
+            }
+        }
+        false
     }
 
     /// Reads the CQ event if one is waiting (never blocks): after a wait on

@@ -165,7 +165,9 @@ pub fn lock(h: &Handle) -> Result<Guard<'_>, Errno> {
 /// stream. The id clone keeps the channel open until the sleeper is done.
 pub struct WaitToken {
     pub(super) fd: c_int,
-    pub(super) wake: Arc<Wake>,
+    /// This thread's wake-up descriptor, registered with the stream (none
+    /// for the reader, whom only the CQ's event wakes).
+    pub(super) wake: Option<Arc<Wake>>,
     /// The stream's reader sleeps in reading the CQ channel itself (one
     /// system call, as upstream) and holds the endpoint while it does.
     pub(super) read: Option<Arc<Ep>>,
@@ -194,7 +196,8 @@ pub fn wait(tok: &WaitToken, timeout_ms: c_int) -> Result<bool, Errno> {
         ep.qp.wait_cq_event()?;
         return Ok(true);
     }
-    let mut p = [libc::pollfd { fd: tok.fd, events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: tok.wake.fd(), events: libc::POLLIN, revents: 0 }];
+    let wfd = tok.wake.as_ref().map_or(-1, |w| w.fd());
+    let mut p = [libc::pollfd { fd: tok.fd, events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: wfd, events: libc::POLLIN, revents: 0 }];
     // Upstream blocks in read(2) here (the CQ or CM channel), which the
     // kernel restarts after a handler with SA_RESTART: poll(2) never is, so
     // an unbounded wait restarts itself then (rpoll does not come here: it
@@ -213,14 +216,24 @@ pub fn wait(tok: &WaitToken, timeout_ms: c_int) -> Result<bool, Errno> {
     // Reset before the caller looks again: a change after this wakes us
     // on the next sleep.
     if p[1].revents != 0 {
-        tok.wake.drain();
+        if let Some(w) = &tok.wake {
+            w.drain();
+        }
     }
     Ok(p[0].revents != 0)
 }
 
 impl Stream {
     /// Signals the sleepers registered by other threads (they look again).
+    #[inline]
     pub(super) fn wake_sleepers(&mut self) {
+        if !self.sleepers.is_empty() {
+            self.wake_registered();
+        }
+    }
+
+    #[inline(never)]
+    fn wake_registered(&mut self) {
         self.sleepers.retain(|w| {
             if wake::is_mine(w) {
                 true
@@ -233,6 +246,9 @@ impl Stream {
 
     /// Drops this thread's registration (it is awake and looks itself).
     pub(super) fn unregister_me(&mut self) {
+        if self.sleepers.is_empty() {
+            return;
+        }
         self.sleepers.retain(|w| !wake::is_mine(w));
     }
 
@@ -246,7 +262,7 @@ impl Stream {
         if !self.sleepers.iter().any(|w| Arc::ptr_eq(w, &wake)) {
             self.sleepers.push(wake.clone());
         }
-        Ok(WaitToken { fd: self.wait_fd(), wake, read: None, _id: self.cm.clone() })
+        Ok(WaitToken { fd: self.wait_fd(), wake: Some(wake), read: None, _id: self.cm.clone() })
     }
 
     /// What a blocked call (not rpoll) sleeps on, with the CQ armed. On a
@@ -267,8 +283,7 @@ impl Stream {
             t.fd = -1;
             return Ok(t);
         }
-        let wake = wake::mine()?;
         self.reader = true;
-        Ok(WaitToken { fd: -1, wake, read: self.ep.clone(), _id: self.cm.clone() })
+        Ok(WaitToken { fd: -1, wake: None, read: self.ep.clone(), _id: self.cm.clone() })
     }
 }

@@ -64,7 +64,8 @@
 //!   path's, the receive path's, the state's. A send reserves credits and
 //!   send-ring space under the state's lock, then copies and posts with it
 //!   released ([`guard::Guard::unlocked`]); a receive plans its read under it,
-//!   copies out released, and consumes under it again. So a sender and a
+//!   copies out released (a small read copies with it held), and consumes
+//!   under it again. So a sender and a
 //!   receiver on one stream go on at once, as upstream's separate send,
 //!   receive and completion locks let them; completions, credits, control
 //!   messages, lifecycle and options stay under the state's lock.

@@ -5,7 +5,9 @@
 //! lock ([`super::wire::Rx::plan`]), copies the bytes out with that lock
 //! released (they stay its own: the peer gets them back only with a
 //! credit, after they are consumed), then consumes them under the lock
-//! again. A send on the stream goes on meanwhile.
+//! again. A send on the stream goes on meanwhile. A small read (up to
+//! [`COPY_LOCKED_MAX`] bytes) copies with the lock held: less work than
+//! letting go of it.
 #![deny(unsafe_code)]
 
 use nix::errno::Errno;
@@ -14,6 +16,9 @@ use super::blocking::run_blocking;
 use super::guard::{Guard, Path};
 use super::state::*;
 use super::wire::copy_planned;
+
+/// Received bytes up to this many are copied out with the state locked.
+const COPY_LOCKED_MAX: usize = 1024;
 
 /// Receives up to `buf.len()` bytes (0 at end of stream; never blocks).
 fn recv_some(s: &mut Guard<'_>, buf: &mut [u8], flags: c_int) -> Result<usize, Errno> {
@@ -29,16 +34,23 @@ fn recv_some(s: &mut Guard<'_>, buf: &mut [u8], flags: c_int) -> Result<usize, E
                 break;
             }
         }
-        let Some(ep) = s.ep.clone() else { break };
+        let Some(ep) = s.ep.as_ref() else { break };
         let peek = flags & libc::MSG_PEEK != 0;
         let plan = s.rx.plan(if peek { len } else { left });
         if plan.n > 0 {
             let size = s.rx.size();
             let out = if peek { &mut buf[..] } else { &mut buf[off..] };
-            s.unlocked(|| copy_planned(size, &ep.rbuf, &plan, out));
-            if let Err(e) = s.still_usable() {
-                res = Err(e);
-                break;
+            if plan.n <= COPY_LOCKED_MAX {
+                // A few bytes: copied under the lock, cheaper than letting
+                // go of it and taking it again.
+                copy_planned(size, &ep.rbuf, &plan, out);
+            } else {
+                let ep = ep.clone();
+                s.unlocked(|| copy_planned(size, &ep.rbuf, &plan, out));
+                if let Err(e) = s.still_usable() {
+                    res = Err(e);
+                    break;
+                }
             }
         }
         if peek {

@@ -191,6 +191,9 @@ pub struct Stream {
     pub(super) broken: bool,
     /// The wake-up descriptors of the threads sleeping on the stream.
     pub(super) sleepers: Vec<Arc<Wake>>,
+    /// Where a poll of the CQ puts its completions (kept here: no array
+    /// to fill per poll).
+    pub(super) wcs: [super::verbs::Wc; super::verbs::POLL_BATCH],
     /// Changed under the current guard: its sleepers are signalled when
     /// the guard goes.
     pub(super) dirty: bool,
@@ -278,6 +281,7 @@ impl Stream {
             closed: false,
             broken: false,
             sleepers: Vec::new(),
+            wcs: [super::verbs::Wc::default(); super::verbs::POLL_BATCH],
             dirty: false,
         }
     }
@@ -292,10 +296,12 @@ impl Stream {
     }
 
     /// Reads entry `i` of our descriptor table (the peer writes it remotely).
+    #[inline]
     pub(super) fn target_get(&self, i: usize) -> RsSge {
         RsSge::read(&self.ep().target, i * 16)
     }
 
+    #[inline]
     pub(super) fn target_set(&self, i: usize, v: RsSge) {
         let t = &self.ep().target;
         t.write_u64(i * 16, v.addr);

@@ -167,7 +167,7 @@ fn a_change_wakes_the_other_sleepers() {
     let tok = token(&h);
     lock(&h).expect("usable").dirty = true;
     assert_eq!(wait(&tok, 0), Ok(false));
-    let mut p = [libc::pollfd { fd: tok.wake.fd(), events: libc::POLLIN, revents: 0 }];
+    let mut p = [libc::pollfd { fd: tok.wake.as_ref().expect("registered").fd(), events: libc::POLLIN, revents: 0 }];
     assert_eq!(verbs::poll(&mut p, 0), Ok(0));
 }
 

@@ -73,12 +73,13 @@ struct IbvMr {
 /// cbindgen:ignore
 mod sys {
     use crate::abi::cma::{ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp};
-    use crate::rsocket::verbs::{IbvAh, IbvMr, Sge};
+    use crate::rsocket::verbs::{IbvAh, IbvMr, Sge, Wc};
     use std::ffi::{c_int, c_void};
     extern "C" {
         pub(super) fn rdmacm_shim_rs_post_send(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int, opcode: c_int, flags: c_int, imm: u32, raddr: u64, rkey: u32) -> c_int;
         pub(super) fn rdmacm_shim_rs_post_recv(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int) -> c_int;
         pub(super) fn rdmacm_shim_rs_poll_cq(cq: *mut ibv_cq, wr_id: *mut u64, out: *mut u32) -> c_int;
+        pub(super) fn rdmacm_shim_rs_poll_cq_n(cq: *mut ibv_cq, n: c_int, out: *mut Wc) -> c_int;
         pub(super) fn rdmacm_shim_rs_req_notify_cq(cq: *mut ibv_cq) -> c_int;
         pub(super) fn rdmacm_shim_rs_get_cq_event(ch: *mut ibv_comp_channel) -> c_int;
         pub(super) fn rdmacm_shim_rs_wait_cq_event(ch: *mut ibv_comp_channel) -> c_int;
@@ -102,12 +103,39 @@ fn check(ret: c_int) -> Result<(), Errno> {
     crate::sys::verbs::check(ret)
 }
 
-/// One work completion.
+/// One work completion (`struct rdmacm_rs_wc` of src/sys/verbs_shim.c: the
+/// batch poll writes these directly).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
 pub struct Wc {
     pub wr_id: u64,
     pub status: u32,
-    pub imm: Option<u32>,
+    has_imm: u32,
+    imm: u32,
+    pad: u32,
 }
+
+impl Wc {
+    pub fn new(wr_id: u64, status: u32, imm: Option<u32>) -> Wc {
+        Wc { wr_id, status, has_imm: imm.is_some() as u32, imm: imm.unwrap_or(0), pad: 0 }
+    }
+
+    /// The immediate data, if it carries any.
+    #[inline]
+    pub fn imm(&self) -> Option<u32> {
+        if self.has_imm != 0 {
+            Some(self.imm)
+        } else {
+            None
+        }
+    }
+}
+
+// The shim's struct rdmacm_rs_wc (it asserts the same of its side).
+const _: () = assert!(std::mem::size_of::<Wc>() == 24 && std::mem::offset_of!(Wc, status) == 8 && std::mem::offset_of!(Wc, has_imm) == 12 && std::mem::offset_of!(Wc, imm) == 16);
+
+/// Completions one poll takes at most ([`Qp::poll_many`]).
+pub const POLL_BATCH: usize = 8;
 
 /// The connection's QP, CQ and (non-blocking) completion channel: a real
 /// one, or in unit tests one end of a fake fabric (see [`super::fake`];
@@ -236,12 +264,31 @@ impl Qp {
         }
     }
 
+    /// Polls up to [`POLL_BATCH`] completions into `out` in one call;
+    /// returns how many (0: the CQ is empty). Fewer than asked for means
+    /// the CQ was empty after them.
+    pub fn poll_many(&self, out: &mut [Wc; POLL_BATCH]) -> Result<usize, Errno> {
+        match &self.0 {
+            QpKind::Real(q) => q.poll_many(out),
+            #[cfg(test)]
+            QpKind::Fake(f) => {
+                let mut n = 0;
+                while n < POLL_BATCH {
+                    let Some(w) = f.poll() else { break };
+                    out[n] = Wc::new(w.wr_id, w.status, w.imm);
+                    n += 1;
+                }
+                Ok(n)
+            }
+        }
+    }
+
     /// Polls one completion.
     pub fn poll(&self) -> Result<Option<Wc>, Errno> {
         match &self.0 {
             QpKind::Real(q) => q.poll(),
             #[cfg(test)]
-            QpKind::Fake(f) => Ok(f.poll().map(|w| Wc { wr_id: w.wr_id, status: w.status, imm: w.imm })),
+            QpKind::Fake(f) => Ok(f.poll().map(|w| Wc::new(w.wr_id, w.status, w.imm))),
         }
     }
 
@@ -420,6 +467,18 @@ impl RealQp {
         check(unsafe { sys::rdmacm_shim_rs_post_recv(self.p.qp.as_ptr(), wr_id, p, n) })
     }
 
+    /// See [`Qp::poll_many`].
+    pub fn poll_many(&self, out: &mut [Wc; POLL_BATCH]) -> Result<usize, Errno> {
+        // SAFETY: the CQ is live; `out` holds POLL_BATCH entries of the
+        // shim's struct (Wc is its mirror), which it fills up to the count
+        // it returns.
+        let r = unsafe { sys::rdmacm_shim_rs_poll_cq_n(self.p.cq.as_ptr(), POLL_BATCH as c_int, out.as_mut_ptr()) };
+        if r < 0 {
+            return Err(Errno::EIO);
+        }
+        Ok((r as usize).min(POLL_BATCH))
+    }
+
     /// Polls one completion.
     pub fn poll(&self) -> Result<Option<Wc>, Errno> {
         let mut wr_id = 0u64;
@@ -429,7 +488,7 @@ impl RealQp {
         match r {
             0 => Ok(None),
             r if r < 0 => Err(Errno::EIO),
-            _ => Ok(Some(Wc { wr_id, status: out[0], imm: if out[1] != 0 { Some(out[2]) } else { None } })),
+            _ => Ok(Some(Wc::new(wr_id, out[0], if out[1] != 0 { Some(out[2]) } else { None }))),
         }
     }
 
@@ -729,6 +788,7 @@ impl RegBuf {
         self.rkey
     }
 
+    #[inline]
     fn range(&self, off: usize, n: usize) -> *mut u8 {
         assert!(off.checked_add(n).is_some_and(|e| e <= self.len), "RegBuf access out of bounds");
         self.ptr.as_ptr().wrapping_add(off)
@@ -756,30 +816,72 @@ impl RegBuf {
         unsafe { std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), out.len()) };
     }
 
+    /// The 16 bytes at `off`, read once (the peer may rewrite them).
+    #[inline]
+    pub fn read16(&self, off: usize) -> [u8; 16] {
+        let p = self.range(off, 16);
+        if p as usize % 8 == 0 {
+            // SAFETY: in bounds and 8-aligned (table entries are): two
+            // volatile 8-byte loads (a volatile byte array is read byte by byte).
+            let (a, b) = unsafe { (std::ptr::read_volatile(p as *const u64), std::ptr::read_volatile(p.wrapping_add(8) as *const u64)) };
+            let mut out = [0u8; 16];
+            out[..8].copy_from_slice(&a.to_ne_bytes());
+            out[8..].copy_from_slice(&b.to_ne_bytes());
+            out
+        } else {
+            // SAFETY: in bounds; a volatile read of 16 plain bytes (align 1).
+            unsafe { std::ptr::read_volatile(p as *const [u8; 16]) }
+        }
+    }
+
     /// A native-endian u64 at `off`, read once (the peer may rewrite it).
+    #[inline]
     pub fn read_u64(&self, off: usize) -> u64 {
         let p = self.range(off, 8);
-        // SAFETY: in bounds; a volatile read of 8 plain bytes (align 1).
-        u64::from_ne_bytes(unsafe { std::ptr::read_volatile(p as *const [u8; 8]) })
+        if p as usize % 8 == 0 {
+            // SAFETY: in bounds and aligned: one volatile load.
+            unsafe { std::ptr::read_volatile(p as *const u64) }
+        } else {
+            // SAFETY: in bounds; a volatile read of 8 plain bytes (align 1).
+            u64::from_ne_bytes(unsafe { std::ptr::read_volatile(p as *const [u8; 8]) })
+        }
     }
 
     /// A native-endian u32 at `off`, read once.
+    #[inline]
     pub fn read_u32(&self, off: usize) -> u32 {
         let p = self.range(off, 4);
-        // SAFETY: in bounds; a volatile read of 4 plain bytes (align 1).
-        u32::from_ne_bytes(unsafe { std::ptr::read_volatile(p as *const [u8; 4]) })
+        if p as usize % 4 == 0 {
+            // SAFETY: in bounds and aligned: one volatile load.
+            unsafe { std::ptr::read_volatile(p as *const u32) }
+        } else {
+            // SAFETY: in bounds; a volatile read of 4 plain bytes (align 1).
+            u32::from_ne_bytes(unsafe { std::ptr::read_volatile(p as *const [u8; 4]) })
+        }
     }
 
+    #[inline]
     pub fn write_u64(&self, off: usize, v: u64) {
         let p = self.range(off, 8);
-        // SAFETY: in bounds; a volatile write of 8 plain bytes.
-        unsafe { std::ptr::write_volatile(p as *mut [u8; 8], v.to_ne_bytes()) }
+        if p as usize % 8 == 0 {
+            // SAFETY: in bounds and aligned: one volatile store.
+            unsafe { std::ptr::write_volatile(p as *mut u64, v) }
+        } else {
+            // SAFETY: in bounds; a volatile write of 8 plain bytes.
+            unsafe { std::ptr::write_volatile(p as *mut [u8; 8], v.to_ne_bytes()) }
+        }
     }
 
+    #[inline]
     pub fn write_u32(&self, off: usize, v: u32) {
         let p = self.range(off, 4);
-        // SAFETY: in bounds; a volatile write of 4 plain bytes.
-        unsafe { std::ptr::write_volatile(p as *mut [u8; 4], v.to_ne_bytes()) }
+        if p as usize % 4 == 0 {
+            // SAFETY: in bounds and aligned: one volatile store.
+            unsafe { std::ptr::write_volatile(p as *mut u32, v) }
+        } else {
+            // SAFETY: in bounds; a volatile write of 4 plain bytes.
+            unsafe { std::ptr::write_volatile(p as *mut [u8; 4], v.to_ne_bytes()) }
+        }
     }
 }
 
@@ -794,6 +896,10 @@ impl super::wire::Buf for RegBuf {
     }
     fn read_u64(&self, off: usize) -> u64 {
         RegBuf::read_u64(self, off)
+    }
+    #[inline]
+    fn read16(&self, off: usize) -> [u8; 16] {
+        RegBuf::read16(self, off)
     }
 }
 

@@ -61,6 +61,12 @@ pub trait Buf {
         self.read(off, &mut b);
         u64::from_ne_bytes(b)
     }
+    /// The 16 bytes at `off`, read once (a descriptor table entry).
+    fn read16(&self, off: usize) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        self.read(off, &mut b);
+        b
+    }
 }
 
 impl Buf for [u8] {
@@ -87,8 +93,12 @@ impl RsSge {
         b
     }
 
+    /// The entry at `off`, read in one piece (the peer may rewrite it).
+    #[inline]
     pub fn read<B: Buf + ?Sized>(buf: &B, off: usize) -> RsSge {
-        RsSge { addr: buf.read_u64(off), key: buf.read_u32(off + 8), length: buf.read_u32(off + 12) }
+        let b = buf.read16(off);
+        let [a0, a1, a2, a3, a4, a5, a6, a7, k0, k1, k2, k3, l0, l1, l2, l3] = b;
+        RsSge { addr: u64::from_ne_bytes([a0, a1, a2, a3, a4, a5, a6, a7]), key: u32::from_ne_bytes([k0, k1, k2, k3]), length: u32::from_ne_bytes([l0, l1, l2, l3]) }
     }
 
     pub fn swapped(&self) -> RsSge {

@@ -46,10 +46,15 @@ struct cstate {
 	int depth;	/* nested rdmacm_rs_nocancel_enter() */
 	int outer;	/* the caller's cancel state, when depth > 0 */
 	int caught;	/* a wait caught a cancellation or thread exit */
-	__pthread_unwind_buf_t resume;	/* the scope it was caught in */
 };
 
-static __thread struct cstate cs;
+/* Read and written twice per exported call: the initial-exec model makes
+ * each access one instruction instead of a call into the dynamic loader
+ * (__tls_get_addr).  Twelve bytes of the static TLS that glibc keeps
+ * spare for libraries loaded by dlopen(). */
+static __thread struct cstate cs __attribute__((tls_model("initial-exec")));
+/* The scope a cancellation was caught in (used only then). */
+static __thread __pthread_unwind_buf_t cs_resume;
 
 /* Disables cancellation for the library's own work; returns the state to
  * give back to rdmacm_rs_nocancel_leave(). */
@@ -83,7 +88,7 @@ static void caught(__pthread_unwind_buf_t *buf)
 	/* glibc before 2.41 switches to asynchronous cancellation inside
 	 * its system call wrappers; the jump leaves it that way. */
 	pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, NULL);
-	memcpy(&cs.resume, buf, sizeof(*buf));
+	memcpy(&cs_resume, buf, sizeof(*buf));
 	if (!cs.caught) {
 		cs.caught = 1;
 		atomic_fetch_add(&rdmacm_rs_cancel_inflight, 1);
@@ -159,5 +164,5 @@ void rdmacm_rs_cancel_resume(void)
 	cs.caught = 0;
 	cs.depth = 0;
 	atomic_fetch_sub(&rdmacm_rs_cancel_inflight, 1);
-	__pthread_unwind_next(&cs.resume);
+	__pthread_unwind_next(&cs_resume);
 }

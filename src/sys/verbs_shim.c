@@ -202,6 +202,37 @@ int rdmacm_shim_rs_poll_cq(struct ibv_cq *cq, uint64_t *wr_id, uint32_t *out)
 	return 1;
 }
 
+/* Up to n completions at once (a stream's poll takes what is there in one
+ * call): the count, 0 when the CQ is empty, <0 on error. */
+struct rdmacm_rs_wc {
+	uint64_t wr_id;
+	uint32_t status;
+	uint32_t has_imm;	/* 1 when it carries immediate data */
+	uint32_t imm;		/* the immediate data in host order */
+	uint32_t pad;
+};
+/* src/rsocket/verbs.rs `Wc` mirrors it */
+_Static_assert(sizeof(struct rdmacm_rs_wc) == 24 && offsetof(struct rdmacm_rs_wc, imm) == 16,
+	       "struct rdmacm_rs_wc changed: change Wc in src/rsocket/verbs.rs too");
+
+int rdmacm_shim_rs_poll_cq_n(struct ibv_cq *cq, int n, struct rdmacm_rs_wc *out)
+{
+	struct ibv_wc wc[8];
+	int ret, i;
+
+	if (n > 8)
+		n = 8;
+	ret = ibv_poll_cq(cq, n, wc);
+	for (i = 0; i < ret; i++) {
+		out[i].wr_id = wc[i].wr_id;
+		out[i].status = wc[i].status;
+		out[i].has_imm = (wc[i].wc_flags & IBV_WC_WITH_IMM) ? 1 : 0;
+		out[i].imm = be32toh(wc[i].imm_data);
+		out[i].pad = 0;
+	}
+	return ret;
+}
+
 int rdmacm_shim_rs_req_notify_cq(struct ibv_cq *cq)
 {
 	return ibv_req_notify_cq(cq, 0);
