@@ -351,6 +351,25 @@ static pid_t spawn_peer(int port, int how, int *go_w)
 	return pid;
 }
 
+/* Accepts the forked peer's connection on `port` (listener in *l), takes its
+ * hello, starts the reader thread `r` on it and lets the peer go on; the
+ * accepted socket, or -1. */
+static int accept_and_read(int port, int go_w, int *l, struct reader *r, pthread_t *t)
+{
+	int s;
+	char b;
+
+	*l = listener(port, 0);
+	s = raccept(*l, NULL, NULL);
+	if (s < 0) { printf("raccept: %s\n", en(errno)); return -1; }
+	check("rrecv hello", rrecv(s, &b, 1, 0), 1, 0);
+	r->fd = s;
+	pthread_create(t, NULL, reader, r);
+	usleep(300000);		/* the reader is asleep now */
+	if (write(go_w, "g", 1) != 1) return -1;
+	return s;
+}
+
 static int one_disconnect(int port, int how, pid_t pid, int go_w)
 {
 	int go[2] = { -1, go_w }, l, s, st;
@@ -358,14 +377,8 @@ static int one_disconnect(int port, int how, pid_t pid, int go_w)
 	struct reader r = { .mode = how };
 	char b;
 
-	l = listener(port, 0);
-	s = raccept(l, NULL, NULL);
-	if (s < 0) { printf("raccept: %s\n", en(errno)); return 1; }
-	check("rrecv hello", rrecv(s, &b, 1, 0), 1, 0);
-	r.fd = s;
-	pthread_create(&t, NULL, reader, &r);
-	usleep(300000);		/* the reader is asleep now */
-	if (write(go[1], "g", 1) != 1) return 1;
+	s = accept_and_read(port, go[1], &l, &r, &t);
+	if (s < 0) return 1;
 	if (how == 1) {
 		usleep(100000);
 		kill(pid, SIGKILL);
@@ -413,14 +426,8 @@ static int t_killrecv(void)
 	pthread_t t;
 	char b;
 
-	l = listener(24106, 0);
-	s = raccept(l, NULL, NULL);
-	if (s < 0) { printf("raccept: %s\n", en(errno)); return 1; }
-	check("rrecv hello", rrecv(s, &b, 1, 0), 1, 0);
-	r.fd = s;
-	pthread_create(&t, NULL, reader, &r);
-	usleep(300000);		/* the reader is asleep now */
-	if (write(g, "g", 1) != 1) return 1;
+	s = accept_and_read(24106, g, &l, &r, &t);
+	if (s < 0) return 1;
 	usleep(100000);
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
