@@ -10,6 +10,9 @@
  *       (after WARMUP untimed round trips; the timed part starts for all threads at once).
  *       Connecting end: "BENCH rs_pingpong<THREADS>_<SIZE>b_ns_per_rt <ns>": wall time over all
  *       round trips of all streams (1e9 / that = aggregate round trips per second).
+ *       BENCH_RS_ECHO_DELAY_US=N in the listening end's environment: it waits N us before each
+ *       echo, so that the connecting end is asleep in rrecv when the echo comes (the same path
+ *       every round trip: the callgrind case counts instructions that way).
  *   bench_rsocket duplex listen|connect ADDR PORT MSGS SIZE
  *       One stream; at each end a sender thread sends MSGS messages of SIZE bytes while a
  *       receiver thread receives the peer's MSGS messages, both on the same rsocket at once
@@ -247,6 +250,7 @@ static void start_watchdog(int n)
 static pthread_barrier_t start, stop;
 static long rounds;
 static size_t size;
+static long echo_delay_us;	/* BENCH_RS_ECHO_DELAY_US, listening end */
 
 struct pp {
 	int fd, idx;
@@ -269,6 +273,8 @@ __attribute__((noinline)) void pp_round(struct pp *p, unsigned char *out, unsign
 {
 	if (listening) {
 		recv_all(p->fd, in, size, "pingpong receive");
+		if (echo_delay_us)
+			usleep(echo_delay_us);
 		send_all(p->fd, in, size, "pingpong echo");
 	} else {
 		fill(out, size, p->idx, r);
@@ -477,6 +483,8 @@ int main(int argc, char **argv)
 		snprintf(case_name, sizeof case_name, "rs_pingpong%d_%sb_ns_per_rt", threads, argv[7]);
 		rounds = num(argv[6], 1, 100000000);
 		size = num(argv[7], 1, 1 << 20);
+		if (listening && getenv("BENCH_RS_ECHO_DELAY_US"))
+			echo_delay_us = num(getenv("BENCH_RS_ECHO_DELAY_US"), 0, 1000000);
 		a = addr_of(argv[3], argv[4]);
 		return pingpong(&a, threads);
 	}

@@ -114,11 +114,13 @@ bench_callgrind(){ local c=$1 n=$2 f=/tmp/bench-cg.$1 r
 
 # instructions per rsocket round trip (issue 21): the connecting end of a 1-stream 64 B
 # ping-pong under callgrind, counted inside pp_round only (WARMUP + ROUNDS calls), with
-# polling_time 0 on both ends so that no count depends on how long a spin lasted
+# polling_time 0 on both ends so that no count depends on how long a spin lasted, and the
+# listening end waiting 5 ms before each echo so that the connecting end is asleep in rrecv
+# when it comes: every round trip takes the same path (send; look, arm, look, sleep, wake, take)
 bench_cg_rsock(){ local n=$1 f=/tmp/bench-cg.rsock s c sc pt=/etc/rdma/rsocket/polling_time keep=
   [ -e $pt ] && keep=$(cat $pt); mkdir -p /etc/rdma/rsocket; echo 0 > $pt
   rm -f "$f"
-  ip netns exec ns1 timeout 600 /extra/bin/bench_rsocket pingpong listen 192.0.2.2 7474 1 "$n" 64 > "$f.srv" 2>&1 & s=$!
+  BENCH_RS_ECHO_DELAY_US=5000 ip netns exec ns1 timeout 600 /extra/bin/bench_rsocket pingpong listen 192.0.2.2 7474 1 "$n" 64 > "$f.srv" 2>&1 & s=$!
   bench_wait_listen $s 20
   timeout 600 valgrind -q --tool=callgrind --toggle-collect=pp_round --callgrind-out-file="$f" \
     /extra/bin/bench_rsocket pingpong connect 192.0.2.2 7474 1 "$n" 64 > "$f.out" 2> "$f.err"; c=$?
