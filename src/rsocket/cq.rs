@@ -104,14 +104,12 @@ impl Stream {
     /// per call into the provider) and applies them; reposts a receive for
     /// each one consumed while connected.
     pub(super) fn poll_cq(&mut self) -> Result<(), Errno> {
-        if self.ep.is_none() {
-            return Ok(());
-        }
         let mut rcnt = 0u32;
         // A disconnect from the peer ends the taking (the rest of the batch
         // is applied still: nothing the peer sent comes after it).
         let mut ended = false;
         while !ended {
+            // (no endpoint: nothing to take, and no receive to repost)
             let n = match &self.ep {
                 Some(ep) => ep.qp.poll_many(&mut self.wcs)?,
                 None => 0,

@@ -78,7 +78,6 @@ mod sys {
     extern "C" {
         pub(super) fn rdmacm_shim_rs_post_send(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int, opcode: c_int, flags: c_int, imm: u32, raddr: u64, rkey: u32) -> c_int;
         pub(super) fn rdmacm_shim_rs_post_recv(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int) -> c_int;
-        pub(super) fn rdmacm_shim_rs_poll_cq(cq: *mut ibv_cq, wr_id: *mut u64, out: *mut u32) -> c_int;
         pub(super) fn rdmacm_shim_rs_poll_cq_n(cq: *mut ibv_cq, n: c_int, out: *mut Wc) -> c_int;
         pub(super) fn rdmacm_shim_rs_req_notify_cq(cq: *mut ibv_cq) -> c_int;
         pub(super) fn rdmacm_shim_rs_get_cq_event(ch: *mut ibv_comp_channel) -> c_int;
@@ -116,6 +115,8 @@ pub struct Wc {
 }
 
 impl Wc {
+    /// (The fake fabric's completions; the real ones come from the shim.)
+    #[cfg(test)]
     pub fn new(wr_id: u64, status: u32, imm: Option<u32>) -> Wc {
         Wc { wr_id, status, has_imm: imm.is_some() as u32, imm: imm.unwrap_or(0), pad: 0 }
     }
@@ -280,15 +281,6 @@ impl Qp {
                 }
                 Ok(n)
             }
-        }
-    }
-
-    /// Polls one completion.
-    pub fn poll(&self) -> Result<Option<Wc>, Errno> {
-        match &self.0 {
-            QpKind::Real(q) => q.poll(),
-            #[cfg(test)]
-            QpKind::Fake(f) => Ok(f.poll().map(|w| Wc::new(w.wr_id, w.status, w.imm))),
         }
     }
 
@@ -477,19 +469,6 @@ impl RealQp {
             return Err(Errno::EIO);
         }
         Ok((r as usize).min(POLL_BATCH))
-    }
-
-    /// Polls one completion.
-    pub fn poll(&self) -> Result<Option<Wc>, Errno> {
-        let mut wr_id = 0u64;
-        let mut out = [0u32; 3];
-        // SAFETY: the CQ is live; the out pointers are valid locals (3 words).
-        let r = unsafe { sys::rdmacm_shim_rs_poll_cq(self.p.cq.as_ptr(), &mut wr_id, out.as_mut_ptr()) };
-        match r {
-            0 => Ok(None),
-            r if r < 0 => Err(Errno::EIO),
-            _ => Ok(Some(Wc::new(wr_id, out[0], if out[1] != 0 { Some(out[2]) } else { None }))),
-        }
     }
 
     /// Arms the CQ for the next completion.

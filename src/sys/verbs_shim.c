@@ -185,23 +185,6 @@ int rdmacm_shim_rs_post_recv(struct ibv_qp *qp, uint64_t wr_id,
 	return ibv_post_recv(qp, &wr, &bad);
 }
 
-/* One completion: 1 and the fields, 0 when the CQ is empty, <0 on error.
- * out[0] = status, out[1] = 1 when it carries immediate data,
- * out[2] = the immediate data in host order. */
-int rdmacm_shim_rs_poll_cq(struct ibv_cq *cq, uint64_t *wr_id, uint32_t *out)
-{
-	struct ibv_wc wc;
-	int ret = ibv_poll_cq(cq, 1, &wc);
-
-	if (ret <= 0)
-		return ret;
-	*wr_id = wc.wr_id;
-	out[0] = wc.status;
-	out[1] = (wc.wc_flags & IBV_WC_WITH_IMM) ? 1 : 0;
-	out[2] = be32toh(wc.imm_data);
-	return 1;
-}
-
 /* Up to n completions at once (a stream's poll takes what is there in one
  * call): the count, 0 when the CQ is empty, <0 on error. */
 struct rdmacm_rs_wc {
