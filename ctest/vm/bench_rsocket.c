@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -203,6 +204,52 @@ static void close_stream(int fd, const char *what)
 		die("%s: rclose: %s", what, ename(errno));
 }
 
+/* ---- where the time went: this process's CPU and switches, and the whole VM's CPU ---- */
+
+struct usage {
+	struct rusage ru;
+	unsigned long long cpu[8];	/* /proc/stat "cpu": user nice system idle iowait irq softirq steal */
+};
+
+static void usage_now(struct usage *u)
+{
+	FILE *f = fopen("/proc/stat", "r");
+
+	memset(u, 0, sizeof *u);
+	getrusage(RUSAGE_SELF, &u->ru);
+	if (f) {
+		if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &u->cpu[0], &u->cpu[1], &u->cpu[2],
+			   &u->cpu[3], &u->cpu[4], &u->cpu[5], &u->cpu[6], &u->cpu[7]) != 8)
+			memset(u->cpu, 0, sizeof u->cpu);
+		fclose(f);
+	}
+}
+
+static double tv_us(struct timeval a, struct timeval b)
+{
+	return (b.tv_sec - a.tv_sec) * 1e6 + (b.tv_usec - a.tv_usec);
+}
+
+/* a comment line per end: per round trip (or message), this process's user and system CPU and
+ * its voluntary and involuntary switches; at the connecting end also the VM's CPU shares over
+ * the timed part (both ends run in it) */
+static void usage_report(const char *end, const struct usage *a, const struct usage *b, double n)
+{
+	unsigned long long d[8], tot = 0;
+	int i;
+
+	printf("# %s %s end per unit: user %.1f us, sys %.1f us, vcsw %.2f, ivcsw %.2f\n", case_name, end,
+	       tv_us(a->ru.ru_utime, b->ru.ru_utime) / n, tv_us(a->ru.ru_stime, b->ru.ru_stime) / n,
+	       (b->ru.ru_nvcsw - a->ru.ru_nvcsw) / n, (b->ru.ru_nivcsw - a->ru.ru_nivcsw) / n);
+	for (i = 0; i < 8; i++)
+		tot += d[i] = b->cpu[i] - a->cpu[i];
+	if (tot && !listening)
+		printf("# %s VM cpu: user %.0f%% system %.0f%% idle %.0f%% irq %.0f%% softirq %.0f%%\n", case_name,
+		       100.0 * (d[0] + d[1]) / tot, 100.0 * d[2] / tot, 100.0 * (d[3] + d[4]) / tot, 100.0 * d[5] / tot,
+		       100.0 * d[6] / tot);
+	fflush(stdout);
+}
+
 /* ---- the watchdog: a stream that stops moving is reported with where each thread stood ---- */
 
 #define STALL_S 30
@@ -320,6 +367,7 @@ static void *pp_thread(void *arg)
 static int pingpong(struct sockaddr_in *a, int threads)
 {
 	struct pp *pp = calloc(threads, sizeof *pp);
+	struct usage u0, u1;
 	double t0, t1;
 	int i, e;
 
@@ -339,9 +387,12 @@ static int pingpong(struct sockaddr_in *a, int threads)
 		if ((e = pthread_create(&pp[i].th, NULL, pp_thread, &pp[i])))
 			die("pthread_create: %s", ename(e));
 	pthread_barrier_wait(&start);
+	usage_now(&u0);
 	t0 = now_ns();
 	pthread_barrier_wait(&stop);
 	t1 = now_ns();
+	usage_now(&u1);
+	usage_report(listening ? "listening" : "connecting", &u0, &u1, (double)threads * rounds);
 	atomic_store(&done_moving, 1);
 	for (i = 0; i < threads; i++)
 		pthread_join(pp[i].th, NULL);

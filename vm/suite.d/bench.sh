@@ -76,9 +76,20 @@ bench_rsock(){ local nm=$1 mode=$2 port=$3 o=/tmp/bench-rsock.$1 s c sc v; shift
   timeout 120 /extra/bin/bench_rsocket "$mode" connect 192.0.2.2 "$port" "$@" > "$o" 2>&1; c=$?
   [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null; sc=$?
   v=$(awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9]+(\.[0-9]+)?$/ { print $3 " " $4 }' "$o")
-  if [ $c = 0 ] && [ $sc = 0 ] && [ -n "$v" ]; then grep '^#' "$o"; echo "BENCH $nm $v"
+  if [ $c = 0 ] && [ $sc = 0 ] && [ -n "$v" ]; then grep -h '^#' "$o" "$o.srv"; echo "BENCH $nm $v"
   else bench_fail "$nm" "connect_rc=$c,listen_rc=$sc$(awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 == "FAIL" { printf ",%s", $4 }' "$o")"
     sed 's/^/  bench_rsocket connect: /' "$o" >&2; sed 's/^/  bench_rsocket listen: /' "$o.srv" >&2; fi
+}
+
+# diagnostic, only when BENCH_SECTIONS names "rs_strace": the system calls of the 8-stream
+# ping-pong at each end (strace -f -c, 300 round trips per stream), as comment lines
+bench_rs_strace(){ local o=/tmp/bench-rs-strace s c
+  ip netns exec ns1 timeout 300 strace -f -c -o "$o.srv" /extra/bin/bench_rsocket pingpong listen 192.0.2.2 7474 8 300 64 > /dev/null 2>&1 & s=$!
+  bench_wait_listen $s 60
+  timeout 300 strace -f -c -o "$o" /extra/bin/bench_rsocket pingpong connect 192.0.2.2 7474 8 300 64 > "$o.out" 2>&1; c=$?
+  [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null
+  echo "# rs_strace connect_rc=$c"; grep '^#' "$o.out"
+  sed 's/^/# strace connecting: /' "$o"; sed 's/^/# strace listening: /' "$o.srv"
 }
 
 # bench_cg_report CASE CALLS PROFILE UNIT: instructions per call (UNIT) inside librdmacm and in
@@ -195,6 +206,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
     [ -z "$rs_dx" ] || bench_sec rsocket bench_rsock rs_duplex_64k_us_per_mib duplex 7473 $rs_dx
     for c in $cgc; do bench_sec callgrind bench_callgrind $c $cg; done
     [ -z "$cgc" ] || [ -z "$rs_pp" ] || bench_sec callgrind bench_cg_rsock 300
+    [[ " ${BENCH_SECTIONS:-} " != *" rs_strace "* ]] || bench_sec rs_strace bench_rs_strace
     for n in $cm; do bench_sec cmtime bench_cmtime ${n%:*} ${n#*:}; done
   } 2>&1 | tee $out
   echo "# bench $mode round $round: $((SECONDS - t0)) s"
@@ -221,7 +233,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   done
   ! grep -q '^BENCH [^ ]* FAIL' $out && [ $rc = 0 ]
 }
-export -f bench_sec bench_wait_listen bench_stop bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
+export -f bench_rs_strace bench_sec bench_wait_listen bench_stop bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
   bench_etc bench_dns bench_first bench_driver
 
 # the short mode's table, in the ours run: this run against the upstream run of the same boot
