@@ -20,6 +20,13 @@
  *   rsvc killrecv    a forked peer is killed (SIGKILL) while a thread is
  *                    blocked in rrecv: what the call returns (or that it is
  *                    still blocked 8 s later).
+ *   rsvc spin        a forked peer sends a byte every 3 ms; this thread
+ *                    blocks in rrecv for each: how many times per call it
+ *                    read the clock (a busy poll reads it on every try;
+ *                    run with LD_PRELOAD=libclockcount.so). Ours must stop
+ *                    spinning on a stream whose spins never find the answer
+ *                    (under 1.5 reads per call); upstream's spins every time
+ *                    (its run: the reference, printed).
  *   rsvc keepalive   TCP_KEEPIDLE 1 and SO_KEEPALIVE on an idle connection:
  *                    the rxe0 sent-packet counter grows by at least 2 in 3.5 s.
  *   rsvc opts        option and rfcntl values upstream reports.
@@ -35,6 +42,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -288,6 +296,11 @@ static int t_nbaccept(void)
 	return failed;
 }
 
+/* rsvc spin: messages the peer sends, and how many of the first are not counted (the
+ * stream's spin policy settles in those) */
+#define SPIN_MSGS 120
+#define SPIN_SKIP 20
+
 struct reader { int fd; long ret; int err; short revents; int mode; };
 
 static void *reader(void *arg)
@@ -325,6 +338,18 @@ static void peer(int port, int go, int how)
 	rsend(c, "h", 1, 0);
 	if (read(go, &b, 1) != 1)
 		_exit(1);
+	if (how == 2) {
+		/* rsvc spin: a byte every 3 ms, then wait for the parent's end */
+		for (i = 0; i < SPIN_MSGS; i++) {
+			usleep(3000);
+			if (rsend(c, "s", 1, 0) != 1)
+				_exit(1);
+		}
+		while (read(go, &b, 1) > 0)
+			;
+		rclose(c);
+		_exit(0);
+	}
 	if (how == 0) {
 		rclose(c);
 		_exit(0);
@@ -682,6 +707,49 @@ static int t_afib(void)
 	return failed;
 }
 
+/* rsvc spin: see the top comment. */
+static int t_spin(void)
+{
+	const char *v = getenv("RDMACM_VARIANT");
+	int ours = v && !strcmp(v, "ours");
+	unsigned long (*mine)(void) = (unsigned long (*)(void))dlsym(RTLD_DEFAULT, "clockcount_mine");
+	unsigned long c0 = 0, c1;
+	int g, l, s, i, st;
+	pid_t pid;
+	double per;
+	char b;
+
+	if (!mine) {
+		printf("rsvc spin: run it with LD_PRELOAD=libclockcount.so\n");
+		return 1;
+	}
+	pid = spawn_peer(24107, 2, &g);
+	l = listener(24107, 0);
+	s = raccept(l, NULL, NULL);
+	if (s < 0) { printf("raccept: %s\n", en(errno)); return 1; }
+	check("rrecv hello", rrecv(s, &b, 1, 0), 1, 0);
+	if (write(g, "g", 1) != 1) return 1;
+	for (i = 0; i < SPIN_MSGS; i++) {
+		if (i == SPIN_SKIP)
+			c0 = mine();
+		if (rrecv(s, &b, 1, 0) != 1) {
+			printf("rrecv of message %d: %s\n", i, en(errno));
+			failed = 1;
+			break;
+		}
+	}
+	c1 = mine();
+	per = (double)(c1 - c0) / (SPIN_MSGS - SPIN_SKIP);
+	printf("clock reads per blocked rrecv (messages %d-%d, one every 3 ms): %.2f\n", SPIN_SKIP, SPIN_MSGS - 1, per);
+	if (ours && per >= 1.5)
+		failed = 1;
+	close(g);
+	waitpid(pid, &st, 0);
+	rclose(s);
+	rclose(l);
+	return failed;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -699,6 +767,7 @@ int main(int argc, char **argv)
 	if (!strcmp(m, "opts")) return t_opts();
 	if (!strcmp(m, "conf")) return t_conf();
 	if (!strcmp(m, "afib")) return t_afib();
-	fprintf(stderr, "usage: rsvc same|nbconnect|nbaccept|disconnect|killrecv|keepalive|opts|conf|afib\n");
+	if (!strcmp(m, "spin")) return t_spin();
+	fprintf(stderr, "usage: rsvc same|nbconnect|nbaccept|disconnect|killrecv|spin|keepalive|opts|conf|afib\n");
 	return 2;
 }

@@ -19,12 +19,20 @@ impl Stream {
     }
 }
 
-/// Re-locks after a wait on `tok` (whose outcome is `r`), drops this
-/// thread's registration and takes the CQ event that woke us, if any: the
-/// reader has read it already (and hands the reading on, event or not);
-/// a sleeper on the channel reads it now unless a reader is at it.
+/// Re-locks after a wait on `tok` (whose outcome is `r`) and finishes it
+/// ([`finish_wait`]).
+#[cfg(test)]
 pub(super) fn after_wait(h: &Handle, tok: &WaitToken, r: &Result<bool, Errno>) -> Result<(), Errno> {
     let mut s = lock(h)?;
+    finish_wait(&mut s, tok, r);
+    Ok(())
+}
+
+/// After a wait on `tok` (whose outcome is `r`), under the lock: drops
+/// this thread's registration and takes the CQ event that woke us, if
+/// any: the reader has read it already (and hands the reading on, event
+/// or not); a sleeper on the channel reads it now unless a reader is at it.
+pub(super) fn finish_wait(s: &mut Stream, tok: &WaitToken, r: &Result<bool, Errno>) {
     if tok.is_reader() {
         // (never registered: see Stream::sleep_token)
         s.reader_done(r);
@@ -34,32 +42,63 @@ pub(super) fn after_wait(h: &Handle, tok: &WaitToken, r: &Result<bool, Errno>) -
             s.consume_cq_event();
         }
     }
-    Ok(())
 }
 
 /// Runs `check` under the lock until it gives an answer (Some), sleeping
 /// without the lock in between: `check` returns None when a change must
 /// come first (a completion: the CQ is armed before the sleep and `check`
 /// runs once more; or an answer the service thread owes). Busy-polls for
-/// `polling_time` first, as upstream.
+/// at most `polling_time` first, as upstream, while the stream's spins pay
+/// off ([`super::spin`]).
 pub(super) fn sleep_until<T>(h: &Handle, check: impl FnMut(&mut Guard<'_>) -> Result<Option<T>, Errno>) -> Result<T, Errno> {
     sleep_until_on(h, Path::State, check)
+}
+
+/// Where a blocked call stands with its busy poll.
+#[derive(Clone, Copy)]
+enum Spin {
+    /// Not decided: no check has failed yet.
+    Start,
+    /// Busy-polling since then.
+    Since(Instant),
+    /// Over (or skipped): the call arms the CQ and sleeps.
+    Over,
 }
 
 /// [`sleep_until`] holding `path`'s lock (taken before the state's) around
 /// every try, never across the sleep.
 pub(super) fn sleep_until_on<T>(h: &Handle, path: Path, mut check: impl FnMut(&mut Guard<'_>) -> Result<Option<T>, Errno>) -> Result<T, Errno> {
-    let spin = Duration::from_micros(conf::get().polling_time_us as u64);
-    let mut start: Option<Instant> = None;
+    let limit = Duration::from_micros(conf::get().polling_time_us as u64);
+    let mut spin = Spin::Start;
+    // The last sleep's token and outcome: finished under the next try's
+    // locks (one locking less per sleep). Unregistered whatever the
+    // outcome: a cancelled thread leaves nothing of itself in the stream.
+    let mut woke: Option<(WaitToken, Result<bool, Errno>)> = None;
     loop {
         let tok = {
             let _p = lock_path(h, path);
             let mut s = lock(h)?;
+            if let Some((tok, r)) = woke.take() {
+                finish_wait(&mut s, &tok, &r);
+                r?;
+            }
             if let Some(v) = check(&mut s)? {
+                if let Spin::Since(_) = spin {
+                    s.spin.hit();
+                }
                 return Ok(v);
             }
-            // (no clock read when there is no spin, as with polling_time 0)
-            if !spin.is_zero() && start.get_or_insert_with(Instant::now).elapsed() <= spin {
+            if let Spin::Start = spin {
+                // (no clock read when there is no spin, as with polling_time 0)
+                spin = if !limit.is_zero() && s.spin.begin() { Spin::Since(Instant::now()) } else { Spin::Over };
+            }
+            if let Spin::Since(t0) = spin {
+                if t0.elapsed() > limit {
+                    s.spin.miss();
+                    spin = Spin::Over;
+                }
+            }
+            if let Spin::Since(_) = spin {
                 None
             } else {
                 // Armed only now that the spin is over (as upstream: a
@@ -84,12 +123,7 @@ pub(super) fn sleep_until_on<T>(h: &Handle, path: Path, mut check: impl FnMut(&m
             None => std::hint::spin_loop(),
             Some(tok) => {
                 let r = wait(&tok, -1);
-                // Unregistered whatever the wait's outcome (a cancelled
-                // thread leaves nothing of itself in the stream).
-                let a = after_wait(h, &tok, &r);
-                drop(tok);
-                r?;
-                a?;
+                woke = Some((tok, r));
             }
         }
     }

@@ -250,7 +250,7 @@ impl Stream {
 
     /// Processes completions until `test` holds; never blocks: EWOULDBLOCK
     /// when it does not hold yet (callers sleep without the lock and retry).
-    pub(super) fn process_cq(&mut self, test: fn(&Stream) -> bool) -> Result<(), Errno> {
+    pub(super) fn process_cq(&mut self, test: impl Fn(&Stream) -> bool) -> Result<(), Errno> {
         self.update_credits();
         let r = self.poll_cq();
         let out = if test(self) {

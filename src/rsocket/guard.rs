@@ -147,6 +147,7 @@ fn usable(s: &Stream) -> Result<(), Errno> {
 }
 
 /// Locks a stream whatever its condition (rclose).
+#[inline]
 pub fn lock_any(h: &Handle) -> Guard<'_> {
     let g = h.s.lock();
     count_held(true);
@@ -154,6 +155,7 @@ pub fn lock_any(h: &Handle) -> Guard<'_> {
 }
 
 /// Locks a stream that is usable: EBADF once closed, EIO once broken.
+#[inline]
 pub fn lock(h: &Handle) -> Result<Guard<'_>, Errno> {
     let g = lock_any(h);
     usable(&g)?;
@@ -284,6 +286,7 @@ impl Stream {
             return Ok(t);
         }
         self.reader = true;
-        Ok(WaitToken { fd: -1, wake: None, read: self.ep.clone(), _id: self.cm.clone() })
+        // (the endpoint's QP holds the id, and with it the channel)
+        Ok(WaitToken { fd: -1, wake: None, read: self.ep.clone(), _id: None })
     }
 }

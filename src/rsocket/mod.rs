@@ -108,6 +108,7 @@ pub mod poll;
 pub mod recv;
 pub mod send;
 pub mod sock;
+pub mod spin;
 pub mod state;
 pub mod stream_opts;
 pub mod svc;

@@ -136,33 +136,30 @@ impl Staged {
     }
 }
 
-/// One data message reserved under the state lock, posted without it.
+/// One data message staged in the send ring: reserved under the state
+/// lock, copied and posted without it.
 struct Write {
     ep: Arc<Ep>,
     opts: u32,
     addr: u64,
     rkey: u32,
-    stage: Option<Staged>,
+    stage: Staged,
 }
 
 impl Write {
-    /// Copies (unless inline) and posts `chunk`.
+    /// Copies `chunk` into its staged space and posts it.
     fn post(&self, chunk: &[u8]) -> Result<(), Errno> {
         let msg = msg_set(OP_DATA, chunk.len() as u32);
-        match self.stage {
-            None => post_write_msg(&self.ep, self.opts, Data::Inline(chunk), msg, self.addr, self.rkey),
-            Some(st) => {
-                let (sges, n) = st.fill(&self.ep.sbuf, chunk);
-                post_write_msg(&self.ep, self.opts, Data::Reg(&sges[..n]), msg, self.addr, self.rkey)
-            }
-        }
+        let (sges, n) = self.stage.fill(&self.ep.sbuf, chunk);
+        post_write_msg(&self.ep, self.opts, Data::Reg(&sges[..n]), msg, self.addr, self.rkey)
     }
 }
 
 /// Sends up to `buf.len()` bytes (never blocks), under the send path's
 /// lock: the credits and space are taken under the state's lock, the
 /// bytes copied and posted with it released, so a receive on the stream
-/// goes on meanwhile.
+/// goes on meanwhile (a chunk small enough to go inline is posted with
+/// the state locked).
 fn send_some(s: &mut Guard<'_>, buf: &[u8]) -> Result<usize, Errno> {
     s.check_connected()?;
     s.send_iomaps()?;
@@ -178,15 +175,23 @@ fn send_some(s: &mut Guard<'_>, buf: &[u8]) -> Result<usize, Errno> {
         }
         let t = s.target_get(s.target_sge);
         let xfer = next_chunk(&mut olen, left).min(s.sbuf_bytes_avail).min(t.length);
-        let Some(ep) = s.ep.clone() else {
+        if s.ep.is_none() {
             res = Err(Errno::ENOTCONN);
             break;
-        };
-        let stage = (xfer > s.sq_inline).then(|| s.reserve_stage(xfer));
-        let (addr, rkey) = s.reserve_data(xfer, t);
-        let w = Write { ep, opts: s.opts, addr, rkey, stage };
+        }
         let chunk = &buf[off..off + xfer as usize];
-        let r = s.unlocked(|| w.post(chunk)).and_then(|()| s.still_usable());
+        let r = if xfer <= s.sq_inline {
+            // Inline (a few bytes, carried in the work request): posted
+            // with the state locked, as a small receive copies; less work
+            // than letting go of the lock and taking it again.
+            let (addr, rkey) = s.reserve_data(xfer, t);
+            post_write_msg(s.ep(), s.opts, Data::Inline(chunk), msg_set(OP_DATA, xfer), addr, rkey)
+        } else {
+            let stage = s.reserve_stage(xfer);
+            let (addr, rkey) = s.reserve_data(xfer, t);
+            let w = Write { ep: Arc::clone(s.ep_arc()), opts: s.opts, addr, rkey, stage };
+            s.unlocked(|| w.post(chunk)).and_then(|()| s.still_usable())
+        };
         if let Err(e) = r {
             res = Err(e);
             break;

@@ -40,6 +40,7 @@ pub enum Sock {
 static TABLE: FdMap<Sock> = FdMap::new();
 
 /// The rsocket behind a number, or EBADF.
+#[inline]
 pub fn lookup(fd: c_int) -> Result<Sock, Errno> {
     TABLE.get(fd).ok_or(Errno::EBADF)
 }

@@ -197,6 +197,9 @@ pub struct Stream {
     /// Changed under the current guard: its sleepers are signalled when
     /// the guard goes.
     pub(super) dirty: bool,
+    /// How the stream's recent busy polls ended (whether a blocked call
+    /// spins before it sleeps).
+    pub(super) spin: super::spin::SpinPolicy,
 }
 
 /// One riomap registration.
@@ -283,10 +286,15 @@ impl Stream {
             sleepers: Vec::new(),
             wcs: [super::verbs::Wc::default(); super::verbs::POLL_BATCH],
             dirty: false,
+            spin: super::spin::SpinPolicy::default(),
         }
     }
 
     pub(super) fn ep(&self) -> &Ep {
+        self.ep_arc()
+    }
+
+    pub(super) fn ep_arc(&self) -> &Arc<Ep> {
         // Only called once the endpoint exists (connected states).
         self.ep.as_ref().expect("rsocket endpoint")
     }

@@ -62,9 +62,18 @@ pub fn errno_from_raw(raw: c_int) -> Errno {
     }
     let e = Errno::from_raw(raw);
     if e == Errno::UnknownErrno {
-        UNLISTED.with(|u| u.set(raw));
+        keep_unlisted(raw);
     }
     e
+}
+
+/// Out of line and cold: inlined, the thread-local's address (a call into
+/// ld.so in a shared library) was computed on entry to every function
+/// that might fail this way, failure or not.
+#[cold]
+#[inline(never)]
+fn keep_unlisted(raw: c_int) {
+    UNLISTED.with(|u| u.set(raw));
 }
 
 /// The raw errno behind the `UnknownErrno` this thread made last (EIO if
