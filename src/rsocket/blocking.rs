@@ -88,16 +88,16 @@ pub(super) fn sleep_until_on<T>(h: &Handle, path: Path, mut check: impl FnMut(&m
                 }
                 return Ok(v);
             }
-            if let Spin::Start = spin {
+            spin = match spin {
                 // (no clock read when there is no spin, as with polling_time 0)
-                spin = if !limit.is_zero() && s.spin.begin() { Spin::Since(Instant::now()) } else { Spin::Over };
-            }
-            if let Spin::Since(t0) = spin {
-                if t0.elapsed() > limit {
+                Spin::Start if !limit.is_zero() && s.spin.begin() => Spin::Since(Instant::now()),
+                Spin::Since(t0) if t0.elapsed() > limit => {
                     s.spin.miss();
-                    spin = Spin::Over;
+                    Spin::Over
                 }
-            }
+                Spin::Since(t0) => Spin::Since(t0),
+                Spin::Start | Spin::Over => Spin::Over,
+            };
             if let Spin::Since(_) = spin {
                 None
             } else {

@@ -33,7 +33,7 @@ pub struct SpinPolicy {
 impl SpinPolicy {
     /// A blocked call is about to spin or sleep: whether it spins.
     pub fn begin(&mut self) -> bool {
-        if self.misses < MISS_LIMIT {
+        if self.spinning() {
             return true;
         }
         self.skipped += 1;
@@ -51,7 +51,7 @@ impl SpinPolicy {
 
     /// The spin's time ran out: the call sleeps.
     pub fn miss(&mut self) {
-        if self.misses < MISS_LIMIT {
+        if self.spinning() {
             self.misses += 1;
         }
     }
@@ -66,13 +66,18 @@ impl SpinPolicy {
 mod tests {
     use super::*;
 
-    #[test]
-    fn spins_until_the_misses_add_up() {
-        let mut p = SpinPolicy::default();
-        for _ in 0..MISS_LIMIT {
+    /// `n` waits in a row, each spinning and ending in a sleep.
+    fn misses(p: &mut SpinPolicy, n: u8) {
+        for _ in 0..n {
             assert!(p.begin());
             p.miss();
         }
+    }
+
+    #[test]
+    fn spins_until_the_misses_add_up() {
+        let mut p = SpinPolicy::default();
+        misses(&mut p, MISS_LIMIT);
         assert!(!p.spinning());
         // Then only one wait in PROBE_EVERY spins.
         let spun = (0..PROBE_EVERY as u32 * 3).filter(|_| {
@@ -89,30 +94,20 @@ mod tests {
     #[test]
     fn a_hit_resets() {
         let mut p = SpinPolicy::default();
-        for _ in 0..MISS_LIMIT - 1 {
-            assert!(p.begin());
-            p.miss();
-        }
+        misses(&mut p, MISS_LIMIT - 1);
         // One hit before the limit: the count starts over.
         assert!(p.begin());
         p.hit();
-        for _ in 0..MISS_LIMIT - 1 {
-            assert!(p.begin());
-            p.miss();
-        }
+        misses(&mut p, MISS_LIMIT - 1);
         assert!(p.spinning());
-        assert!(p.begin());
-        p.miss();
+        misses(&mut p, 1);
         assert!(!p.spinning());
     }
 
     #[test]
     fn a_probe_that_hits_resumes_spinning() {
         let mut p = SpinPolicy::default();
-        for _ in 0..MISS_LIMIT {
-            assert!(p.begin());
-            p.miss();
-        }
+        misses(&mut p, MISS_LIMIT);
         let mut waits = 0;
         while !p.begin() {
             waits += 1;
