@@ -53,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -301,6 +302,12 @@ static int t_nbaccept(void)
 #define SPIN_MSGS 120
 #define SPIN_SKIP 20
 
+/* rsvc wakes: streams (a thread each at both ends), 64-byte round trips on each, and how
+ * many of the first are not counted */
+#define WAKE_STREAMS 8
+#define WAKE_RTS 200
+#define WAKE_SKIP 20
+
 struct reader { int fd; long ret; int err; short revents; int mode; };
 
 static void *reader(void *arg)
@@ -316,6 +323,20 @@ static void *reader(void *arg)
 		r->ret = rpoll(&p, 1, -1);
 		r->err = errno;
 		r->revents = p.revents;
+	}
+	return NULL;
+}
+
+/* rsvc wakes: echoes WAKE_RTS messages of 64 bytes on the stream `arg` */
+static void *echo(void *arg)
+{
+	int c = (int)(long)arg, i;
+	char m[64];
+
+	for (i = 0; i < WAKE_RTS; i++) {
+		if (rrecv(c, m, sizeof m, MSG_WAITALL) != sizeof m ||
+		    rsend(c, m, sizeof m, 0) != sizeof m)
+			_exit(1);
 	}
 	return NULL;
 }
@@ -348,6 +369,29 @@ static void peer(int port, int go, int how)
 		while (read(go, &b, 1) > 0)
 			;
 		rclose(c);
+		_exit(0);
+	}
+	if (how == 3) {
+		/* rsvc wakes: WAKE_STREAMS streams (this the first), each echoed
+		 * by its own thread */
+		pthread_t t[WAKE_STREAMS];
+		long fds[WAKE_STREAMS];
+
+		fds[0] = c;
+		for (i = 1; i < WAKE_STREAMS; i++) {
+			fds[i] = rsocket(AF_INET, SOCK_STREAM, 0);
+			if (rconnect(fds[i], (struct sockaddr *)&a, sizeof a) ||
+			    rsend(fds[i], "h", 1, 0) != 1)
+				_exit(1);
+		}
+		for (i = 0; i < WAKE_STREAMS; i++)
+			pthread_create(&t[i], NULL, echo, (void *)fds[i]);
+		for (i = 0; i < WAKE_STREAMS; i++)
+			pthread_join(t[i], NULL);
+		while (read(go, &b, 1) > 0)
+			;
+		for (i = 0; i < WAKE_STREAMS; i++)
+			rclose(fds[i]);
 		_exit(0);
 	}
 	if (how == 0) {
@@ -750,6 +794,78 @@ static int t_spin(void)
 	return failed;
 }
 
+/* rsvc wakes: one pinging thread per stream; its sleeps (voluntary
+ * switches) per round trip from round trip WAKE_SKIP on. */
+struct pinger { int fd; double per; int bad; };
+
+static void *ping(void *arg)
+{
+	struct pinger *p = arg;
+	struct rusage u0 = { 0 }, u1;
+	char m[64] = { 0 }, e[64];
+	int i;
+
+	for (i = 0; i < WAKE_RTS; i++) {
+		if (i == WAKE_SKIP)
+			getrusage(RUSAGE_THREAD, &u0);
+		m[0] = (char)i;
+		if (rsend(p->fd, m, sizeof m, 0) != sizeof m ||
+		    rrecv(p->fd, e, sizeof e, MSG_WAITALL) != sizeof e || e[0] != m[0]) {
+			printf("round trip %d: %s\n", i, en(errno));
+			p->bad = 1;
+			return NULL;
+		}
+	}
+	getrusage(RUSAGE_THREAD, &u1);
+	p->per = (double)(u1.ru_nvcsw - u0.ru_nvcsw) / (WAKE_RTS - WAKE_SKIP);
+	return NULL;
+}
+
+/* rsvc wakes: how often a thread that sends and then waits for the echo
+ * sleeps per round trip, WAKE_STREAMS such streams at once (the streams'
+ * work delays each other's completions, as in `make bench`'s ping-pong).
+ * When every send is signalled its completion, coming after the thread
+ * fell asleep, wakes it before the echo does (upstream: about 1.8 sleeps);
+ * ours signals a run of small sends once (src/rsocket/signal.rs), so the
+ * echo is the one wake-up (about 1). */
+static int t_wakes(void)
+{
+	const char *v = getenv("RDMACM_VARIANT");
+	int ours = v && !strcmp(v, "ours");
+	struct pinger p[WAKE_STREAMS] = { { 0 } };
+	pthread_t t[WAKE_STREAMS];
+	int g, l, i, st;
+	pid_t pid;
+	double per = 0;
+	char b;
+
+	pid = spawn_peer(24108, 3, &g);
+	l = listener(24108, 0);
+	for (i = 0; i < WAKE_STREAMS; i++) {
+		p[i].fd = raccept(l, NULL, NULL);
+		if (p[i].fd < 0) { printf("raccept: %s\n", en(errno)); return 1; }
+		if (rrecv(p[i].fd, &b, 1, 0) != 1) { printf("rrecv hello: %s\n", en(errno)); return 1; }
+		/* after the first stream the peer connects the others */
+		if (i == 0 && write(g, "g", 1) != 1) return 1;
+	}
+	for (i = 0; i < WAKE_STREAMS; i++)
+		pthread_create(&t[i], NULL, ping, &p[i]);
+	for (i = 0; i < WAKE_STREAMS; i++) {
+		pthread_join(t[i], NULL);
+		failed |= p[i].bad;
+		per += p[i].per / WAKE_STREAMS;
+	}
+	printf("sleeps per 64-byte round trip (%d streams, round trips %d-%d): %.2f\n", WAKE_STREAMS, WAKE_SKIP, WAKE_RTS - 1, per);
+	if (ours && per >= 1.4)
+		failed = 1;
+	close(g);
+	waitpid(pid, &st, 0);
+	for (i = 0; i < WAKE_STREAMS; i++)
+		rclose(p[i].fd);
+	rclose(l);
+	return failed;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -768,6 +884,7 @@ int main(int argc, char **argv)
 	if (!strcmp(m, "conf")) return t_conf();
 	if (!strcmp(m, "afib")) return t_afib();
 	if (!strcmp(m, "spin")) return t_spin();
-	fprintf(stderr, "usage: rsvc same|nbconnect|nbaccept|disconnect|killrecv|spin|keepalive|opts|conf|afib\n");
+	if (!strcmp(m, "wakes")) return t_wakes();
+	fprintf(stderr, "usage: rsvc same|nbconnect|nbaccept|disconnect|killrecv|spin|wakes|keepalive|opts|conf|afib\n");
 	return 2;
 }

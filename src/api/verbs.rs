@@ -526,7 +526,7 @@ impl CmId {
     pub fn create_qp(&self, caps: QpCaps) -> Result<QpCaps> {
         let cqe = caps.max_send_wr.saturating_add(caps.max_recv_wr).max(1);
         let c = capi::QpCaps { max_send_wr: caps.max_send_wr, max_recv_wr: caps.max_recv_wr, max_send_sge: caps.max_send_sge, max_recv_sge: caps.max_recv_sge, max_inline_data: caps.max_inline_data };
-        let got = if self.id.is_ud() { self.id.create_ud_qp(cqe, c)? } else { self.id.create_rc_qp(cqe, c)? };
+        let got = if self.id.is_ud() { self.id.create_ud_qp(cqe, c)? } else { self.id.create_rc_qp(cqe, c, true)? };
         Ok(QpCaps { max_send_wr: got.max_send_wr, max_recv_wr: got.max_recv_wr, max_send_sge: got.max_send_sge, max_recv_sge: got.max_recv_sge, max_inline_data: got.max_inline_data })
     }
 

@@ -223,27 +223,28 @@ impl CmId {
     }
 
     /// Creates the id's RC QP over one CQ of `cqe` entries shared by both
-    /// directions, with its own completion channel, every send signalled.
-    /// Once only.
+    /// directions, with its own completion channel; with `sig_all` every
+    /// send is signalled, without it only those posted with
+    /// `IBV_SEND_SIGNALED` (and failed ones). Once only.
     /// Returns the capacities the device granted.
-    pub fn create_rc_qp(&self, cqe: u32, caps: QpCaps) -> Result<QpCaps, Errno> {
-        self.create_qp_of(crate::abi::cma::IBV_QPT_RC, cqe, caps)
+    pub fn create_rc_qp(&self, cqe: u32, caps: QpCaps, sig_all: bool) -> Result<QpCaps, Errno> {
+        self.create_qp_of(crate::abi::cma::IBV_QPT_RC, cqe, caps, sig_all)
     }
 
     /// As [`CmId::create_rc_qp`], a UD QP (port space UDP: the connection
     /// manager moves it to RTS with the UDP qkey).
     pub fn create_ud_qp(&self, cqe: u32, caps: QpCaps) -> Result<QpCaps, Errno> {
-        self.create_qp_of(crate::abi::cma::IBV_QPT_UD, cqe, caps)
+        self.create_qp_of(crate::abi::cma::IBV_QPT_UD, cqe, caps, true)
     }
 
-    fn create_qp_of(&self, qp_type: crate::abi::cma::ibv_qp_type, cqe: u32, caps: QpCaps) -> Result<QpCaps, Errno> {
+    fn create_qp_of(&self, qp_type: crate::abi::cma::ibv_qp_type, cqe: u32, caps: QpCaps, sig_all: bool) -> Result<QpCaps, Errno> {
         if !self.has_device() || !self.p.id.qp().is_null() {
             return Err(Errno::EINVAL);
         }
         self.p.id.create_shared_cq(cqe)?;
         let cap = cv::QpCap { max_send_wr: caps.max_send_wr, max_recv_wr: caps.max_recv_wr, max_send_sge: caps.max_send_sge, max_recv_sge: caps.max_recv_sge, max_inline_data: caps.max_inline_data };
         // No handles of our own: the QP gets the id's PD and its shared CQ.
-        let mut attr = Vouched::without_handles(cap, qp_type, 1);
+        let mut attr = Vouched::without_handles(cap, qp_type, c_int::from(sig_all));
         if let Err(e) = conn::qp::create_qp(self.cm, &self.p, self.p.id.pd_handle(), &mut attr) {
             // Only the CQ and its channel exist.
             conn::qp::destroy_qp_of(&self.p);

@@ -7,6 +7,7 @@
 
 use nix::errno::Errno;
 use std::ffi::c_int;
+use super::signal;
 use super::state::*;
 use super::verbs::{self, Data};
 use super::wire::{self, msg_data, msg_op, msg_set, Msg, RsSge, IOMAP_ENTRY_SIZE, OP_CTRL, OP_IOMAP_SGL, OP_SGL};
@@ -30,18 +31,25 @@ impl Stream {
 
     // ---- messages -------------------------------------------------------------------
 
+    /// Posts a control message (signalled: it ends the run of unsignalled
+    /// sends, [`super::signal`]; a request that fails to post loses the run's
+    /// room, as it loses its own, like upstream's).
     pub(super) fn post_msg(&mut self, msg: u32) -> Result<(), Errno> {
+        let wr = msg as u64 | self.unsig.take();
         let qp = &self.ep().qp;
         if self.opts & OPT_MSG_SEND == 0 {
             // A zero-length write with immediate.
-            qp.post_send(msg as u64, Data::None, verbs::WR_RDMA_WRITE_WITH_IMM, 0, msg, 0, 0)
+            qp.post_send(wr, Data::None, verbs::WR_RDMA_WRITE_WITH_IMM, 0, msg, 0, 0)
         } else {
-            qp.post_send(msg as u64, Data::Inline(&msg.to_ne_bytes()), verbs::WR_SEND, 0, 0, 0, 0)
+            qp.post_send(wr, Data::Inline(&msg.to_ne_bytes()), verbs::WR_SEND, 0, 0, 0, 0)
         }
     }
 
+    /// Posts a signalled write message under the lock (it ends the run of
+    /// unsignalled sends).
     pub(super) fn post_write_msg(&mut self, data: Data<'_>, msg: u32, addr: u64, rkey: u32) -> Result<(), Errno> {
-        post_write_msg(self.ep(), self.opts, data, msg, addr, rkey)
+        let run = self.unsig.take();
+        post_write_msg(self.ep(), self.opts, data, msg, addr, rkey, Some(run))
     }
 
     #[inline(never)]
@@ -180,6 +188,12 @@ impl Stream {
                 Msg::Data { op, len } => self.rx.push(op, len),
             }
         } else {
+            if wc.status == 0 {
+                // The unsignalled sends before it are done too.
+                let (n, bytes) = signal::covered(wc.wr_id);
+                self.sqe_avail += n;
+                self.sbuf_bytes_avail += bytes;
+            }
             let data = wc.wr_id as u32;
             match msg_op(data) {
                 OP_SGL => self.ctrl_max_seqno = self.ctrl_max_seqno.wrapping_add(1),
@@ -281,13 +295,19 @@ impl Stream {
 /// Posts an RDMA write of `data` to (`addr`, `rkey`) carrying the message
 /// word `msg`: as the write's immediate, or (OPT_MSG_SEND, iWARP) in a
 /// send that follows it. Needs no stream: a send posts its data with the
-/// stream's state unlocked.
-pub(super) fn post_write_msg(ep: &Ep, opts: u32, data: Data<'_>, msg: u32, addr: u64, rkey: u32) -> Result<(), Errno> {
+/// stream's state unlocked. `run`: signalled, ending the run of
+/// unsignalled sends it names ([`signal::Unsignalled::take`]), or None:
+/// unsignalled (a write with immediate only).
+pub(super) fn post_write_msg(ep: &Ep, opts: u32, data: Data<'_>, msg: u32, addr: u64, rkey: u32, run: Option<u64>) -> Result<(), Errno> {
     let qp = &ep.qp;
+    let (wr, flags) = match run {
+        Some(bits) => (msg as u64 | bits, 0),
+        None => (msg as u64, verbs::UNSIGNALLED),
+    };
     if opts & OPT_MSG_SEND == 0 {
-        qp.post_send(msg as u64, data, verbs::WR_RDMA_WRITE_WITH_IMM, 0, msg, addr, rkey)
+        qp.post_send(wr, data, verbs::WR_RDMA_WRITE_WITH_IMM, flags, msg, addr, rkey)
     } else {
-        qp.post_send(msg as u64, data, verbs::WR_RDMA_WRITE, 0, 0, addr, rkey)?;
+        qp.post_send(wr, data, verbs::WR_RDMA_WRITE, 0, 0, addr, rkey)?;
         let wr = msg_set(msg_op(msg), 0) as u64 | WR_MSG_SEND;
         qp.post_send(wr, Data::Inline(&msg.to_ne_bytes()), verbs::WR_SEND, 0, 0, 0, 0)
     }

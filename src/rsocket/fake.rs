@@ -22,7 +22,8 @@
 //!   held ([`FakeQp::hold`]: a stalled device, which reads registered
 //!   sources only when it carries the operation out; inline data is
 //!   copied when posted);
-//! * every send work request completes (all signalled);
+//! * a send work request completes when it was posted signalled or when
+//!   it fails (a flush included);
 //! * a QP in error flushes what is posted to it.
 //!
 //! Not modelled: queue and CQ depths (nothing overflows), asynchronous
@@ -133,6 +134,7 @@ struct End {
 /// A send work request not carried out yet.
 struct Op {
     wr_id: u64,
+    signalled: bool,
     opcode: c_int,
     imm: u32,
     raddr: u64,
@@ -198,9 +200,12 @@ impl Inner {
         }
     }
 
-    /// Completes a send work request of `me`; an error moves both ends to error.
-    fn finish(&mut self, chan: &[Wake; 2], me: usize, wr_id: u64, status: u32) {
-        self.complete(chan, me, FakeWc { wr_id, status, imm: None, byte_len: 0 });
+    /// Completes a send work request of `me` (reported when signalled or
+    /// failed); an error moves both ends to error.
+    fn finish(&mut self, chan: &[Wake; 2], me: usize, wr_id: u64, signalled: bool, status: u32) {
+        if signalled || status != WC_SUCCESS {
+            self.complete(chan, me, FakeWc { wr_id, status, imm: None, byte_len: 0 });
+        }
         if status != WC_SUCCESS {
             self.fail(chan, me);
             self.fail(chan, 1 - me);
@@ -225,46 +230,46 @@ impl Inner {
 
     fn execute(&mut self, chan: &[Wake; 2], me: usize, op: Op) {
         let peer = 1 - me;
-        let Op { wr_id, opcode, imm, raddr, rkey, src } = op;
+        let Op { wr_id, signalled, opcode, imm, raddr, rkey, src } = op;
         let bytes = match src {
             Src::Bytes(b) => b,
             Src::Sges(s) => match self.gather(me, &FakeData::Sges(&s)) {
                 Some(b) => b,
-                None => return self.finish(chan, me, wr_id, WC_LOC_PROT_ERR),
+                None => return self.finish(chan, me, wr_id, signalled, WC_LOC_PROT_ERR),
             },
         };
         if opcode != WR_SEND && !bytes.is_empty() {
             // A zero-length write names no memory (no key is checked).
             match self.region(peer, rkey, raddr, bytes.len(), true) {
                 Some((r, off)) => r.mem.write(off, &bytes),
-                None => return self.finish(chan, me, wr_id, WC_REM_ACCESS_ERR),
+                None => return self.finish(chan, me, wr_id, signalled, WC_REM_ACCESS_ERR),
             }
         }
         if opcode == WR_RDMA_WRITE {
-            return self.finish(chan, me, wr_id, WC_SUCCESS);
+            return self.finish(chan, me, wr_id, signalled, WC_SUCCESS);
         }
         let Some((rid, rsge)) = self.ends[peer].recvs.pop_front() else {
-            return self.finish(chan, me, wr_id, WC_RNR_RETRY_EXC_ERR);
+            return self.finish(chan, me, wr_id, signalled, WC_RNR_RETRY_EXC_ERR);
         };
         if opcode == WR_SEND {
             let room = rsge.map_or(0, |s| s.1 as usize);
             if bytes.len() > room {
                 self.complete(chan, peer, FakeWc { wr_id: rid, status: WC_LOC_LEN_ERR, imm: None, byte_len: 0 });
-                return self.finish(chan, me, wr_id, WC_REM_ACCESS_ERR);
+                return self.finish(chan, me, wr_id, signalled, WC_REM_ACCESS_ERR);
             }
             if let Some((addr, len, lkey)) = rsge {
                 match self.region(peer, lkey, addr, len as usize, false) {
                     Some((r, off)) => r.mem.write(off, &bytes),
                     None => {
                         self.complete(chan, peer, FakeWc { wr_id: rid, status: WC_LOC_PROT_ERR, imm: None, byte_len: 0 });
-                        return self.finish(chan, me, wr_id, WC_REM_ACCESS_ERR);
+                        return self.finish(chan, me, wr_id, signalled, WC_REM_ACCESS_ERR);
                     }
                 }
             }
         }
         let imm = (opcode == WR_RDMA_WRITE_WITH_IMM).then_some(imm);
         self.complete(chan, peer, FakeWc { wr_id: rid, status: WC_SUCCESS, imm, byte_len: bytes.len() as u32 });
-        self.finish(chan, me, wr_id, WC_SUCCESS);
+        self.finish(chan, me, wr_id, signalled, WC_SUCCESS);
     }
 
     /// The region of `key` covering `[addr, addr+len)` on `side`.
@@ -363,7 +368,7 @@ impl FakeQp {
     /// behind this end's earlier ones; one that needs a receive of the
     /// peer while none is posted waits for one (RNR retry without limit,
     /// as rsockets' QPs are set up), unless [`FakeQp::rnr_error`] is set.
-    pub fn post_send(&self, wr_id: u64, data: FakeData<'_>, opcode: c_int, imm: u32, raddr: u64, rkey: u32) -> Result<(), Errno> {
+    pub fn post_send(&self, wr_id: u64, data: FakeData<'_>, opcode: c_int, signalled: bool, imm: u32, raddr: u64, rkey: u32) -> Result<(), Errno> {
         if !matches!(opcode, WR_RDMA_WRITE | WR_RDMA_WRITE_WITH_IMM | WR_SEND) {
             return Err(Errno::EINVAL);
         }
@@ -387,7 +392,7 @@ impl FakeQp {
             Src::Sges(s) => s.iter().map(|g| g.1 as usize).sum(),
         };
         i.ends[me].sent.push((opcode, imm, raddr, len));
-        i.ends[me].pending.push_back(Op { wr_id, opcode, imm, raddr, rkey, src });
+        i.ends[me].pending.push_back(Op { wr_id, signalled, opcode, imm, raddr, rkey, src });
         i.run(chan, me);
         Ok(())
     }
@@ -466,6 +471,11 @@ impl FakeQp {
         self.fab.inner.lock().ends[self.side].error
     }
 
+    /// Completions waiting in this end's CQ.
+    pub fn completions(&self) -> usize {
+        self.fab.inner.lock().ends[self.side].cq.len()
+    }
+
     /// Receives posted and not consumed yet.
     pub fn posted_recvs(&self) -> usize {
         self.fab.inner.lock().ends[self.side].recvs.len()
@@ -521,7 +531,7 @@ impl RawPeer {
     /// receive of the stream).
     pub fn put(&self, imm: u32, data: &[u8], addr: u64, key: u32) -> Option<u32> {
         let d = if data.is_empty() { FakeData::None } else { FakeData::Inline(data) };
-        self.qp.post_send(0xEE, d, WR_RDMA_WRITE_WITH_IMM, imm, addr, key).expect("post_send");
+        self.qp.post_send(0xEE, d, WR_RDMA_WRITE_WITH_IMM, true, imm, addr, key).expect("post_send");
         self.take_send_status()
     }
 

@@ -70,7 +70,9 @@ impl Stream {
             let chunk = &buf[off..off + xfer as usize];
             self.sqe_avail -= 1;
             self.sbuf_bytes_avail -= xfer;
-            let wr = msg_set(OP_WRITE, xfer) as u64;
+            // Signalled, posted with the state locked: it ends the run of
+            // unsignalled sends ([`super::signal`]).
+            let wr = msg_set(OP_WRITE, xfer) as u64 | self.unsig.take();
             let r = if xfer <= self.sq_inline {
                 self.ep().qp.post_send(wr, Data::Inline(chunk), verbs::WR_RDMA_WRITE, 0, 0, raddr, isge.key)
             } else {

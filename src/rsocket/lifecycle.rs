@@ -107,6 +107,7 @@ impl Stream {
         self.sbuf_bytes_avail = self.sbuf_size;
         self.rx = Rx::new(self.rbuf_size, self.rq_size);
         self.sqe_avail = self.sq_size - self.ctrl_max_seqno;
+        self.unsig = Default::default();
         self.rseq_comp = (self.rq_size >> 1) as u16;
         for _ in 0..self.rq_size {
             self.post_recv()?;

@@ -76,7 +76,8 @@
 //!
 //! The files, each named for one concern (each imports only files listed
 //! before it, never this facade):
-//! * [`conf`], [`wire`], [`verbs`] (the one adapter over libibverbs, the
+//! * [`conf`], [`wire`], [`signal`] (sends without a completion of their
+//!   own), [`verbs`] (the one adapter over libibverbs, the
 //!   only rsocket file with unsafe code), [`fdmap`], [`svc`] (the service
 //!   threads), [`options`] (the option values and rgetsockopt's table);
 //! * the stream: [`state`] (its fields and states), [`guard`] (locking and
@@ -107,6 +108,7 @@ pub mod options;
 pub mod poll;
 pub mod recv;
 pub mod send;
+pub mod signal;
 pub mod sock;
 pub mod spin;
 pub mod state;

@@ -144,14 +144,18 @@ struct Write {
     addr: u64,
     rkey: u32,
     stage: Staged,
+    /// The run of unsignalled sends it ends (taken with the state locked:
+    /// they were posted before it, and a control message posted while
+    /// this write is copied finds no run to end).
+    run: u64,
 }
 
 impl Write {
-    /// Copies `chunk` into its staged space and posts it.
+    /// Copies `chunk` into its staged space and posts it (signalled).
     fn post(&self, chunk: &[u8]) -> Result<(), Errno> {
         let msg = msg_set(OP_DATA, chunk.len() as u32);
         let (sges, n) = self.stage.fill(&self.ep.sbuf, chunk);
-        post_write_msg(&self.ep, self.opts, Data::Reg(&sges[..n]), msg, self.addr, self.rkey)
+        post_write_msg(&self.ep, self.opts, Data::Reg(&sges[..n]), msg, self.addr, self.rkey, Some(self.run))
     }
 }
 
@@ -183,13 +187,20 @@ fn send_some(s: &mut Guard<'_>, buf: &[u8]) -> Result<usize, Errno> {
         let r = if xfer <= s.sq_inline {
             // Inline (a few bytes, carried in the work request): posted
             // with the state locked, as a small receive copies; less work
-            // than letting go of the lock and taking it again.
+            // than letting go of the lock and taking it again. Unsignalled
+            // while the run allows ([`super::signal`]).
             let (addr, rkey) = s.reserve_data(xfer, t);
-            post_write_msg(s.ep(), s.opts, Data::Inline(chunk), msg_set(OP_DATA, xfer), addr, rkey)
+            let run = if s.opts & OPT_MSG_SEND == 0 && s.unsig.may_skip(xfer, s.sq_size - RS_QP_CTRL_SIZE, s.sbuf_size, RS_SNDLOWAT) {
+                s.unsig.skip(xfer);
+                None
+            } else {
+                Some(s.unsig.take())
+            };
+            post_write_msg(s.ep(), s.opts, Data::Inline(chunk), msg_set(OP_DATA, xfer), addr, rkey, run)
         } else {
             let stage = s.reserve_stage(xfer);
             let (addr, rkey) = s.reserve_data(xfer, t);
-            let w = Write { ep: Arc::clone(s.ep_arc()), opts: s.opts, addr, rkey, stage };
+            let w = Write { ep: Arc::clone(s.ep_arc()), opts: s.opts, addr, rkey, stage, run: s.unsig.take() };
             s.unlocked(|| w.post(chunk)).and_then(|()| s.still_usable())
         };
         if let Err(e) = r {

@@ -170,6 +170,9 @@ pub struct Stream {
     pub(super) sbuf_bytes_avail: u32,
     pub(super) ssgl0_off: u32,
     pub(super) sqe_avail: u32,
+    /// Sends posted without a completion, given back with the next
+    /// signalled request ([`super::signal`]).
+    pub(super) unsig: super::signal::Unsignalled,
     pub(super) cq_armed: bool,
     /// A thread sleeps in reading the CQ channel (blocking mode; see
     /// `blocking::sleep_until_on`): nobody else reads it meanwhile, and the
@@ -276,6 +279,7 @@ impl Stream {
             sbuf_bytes_avail: 0,
             ssgl0_off: 0,
             sqe_avail: 0,
+            unsig: Default::default(),
             cq_armed: false,
             reader: false,
             remote_iomap: RsSge::default(),

@@ -296,6 +296,102 @@ fn inline_up_to_sq_inline_then_staged() {
     assert!(buf[..64].iter().all(|&x| x == 1) && buf[64..129].iter().all(|&x| x == 2));
 }
 
+// ---- unsignalled sends (super::signal) ---------------------------------------------
+
+/// A connection whose send queue lets runs of 15 unsignalled sends go
+/// ((64 - 4 control slots) / 4).
+const ZSIG: Z = Z { sq: 64, ..Z0 };
+
+/// The stream's send-queue entries and send-buffer bytes free, after
+/// taking the completions waiting in its CQ.
+fn room(h: &Handle) -> (u32, u32) {
+    let mut s = st(h);
+    s.poll_cq().expect("poll");
+    (s.sqe_avail, s.sbuf_bytes_avail)
+}
+
+#[test]
+fn small_sends_complete_unseen_and_come_back_with_the_next_signalled_one() {
+    let (a, b) = pair_z(ZSIG);
+    let full = room(&a);
+    assert_eq!(full, (60, 8192));
+    for _ in 0..10 {
+        assert_eq!(send(&a, &[7u8; 20], NB), Ok(20));
+    }
+    assert_eq!(fake(&a).completions(), 0, "inline sends of a run report no completion");
+    assert_eq!(drain(&b), 200);
+    // (taking b's credit messages too)
+    assert_eq!(room(&a), (50, 8192 - 200), "their room stays taken until the run ends");
+    // A staged send (over the inline size) is signalled and ends the run.
+    assert_eq!(send(&a, &[8u8; 100], NB), Ok(100));
+    assert_eq!(fake(&a).completions(), 1);
+    assert_eq!(room(&a), full, "the run came back with it");
+    assert_eq!(drain(&b), 100);
+}
+
+#[test]
+fn a_run_never_outgrows_a_quarter_of_the_send_queue() {
+    let (a, b) = pair_z(ZSIG);
+    for i in 0..40 {
+        assert_eq!(send(&a, &[i as u8; 8], NB), Ok(8));
+        let _ = drain(&b);
+        let (sqe, _) = room(&a);
+        assert!(sqe >= 60 - 15, "send {i}: {sqe} entries free");
+    }
+    // 40 sends: two runs of 15 ended by a signalled 16th, 8 left over.
+    assert_eq!(room(&a), (52, 8192 - 64));
+}
+
+#[test]
+fn shutdown_waits_for_the_run_to_come_back() {
+    let (a, b) = pair_z(ZSIG);
+    for _ in 0..5 {
+        assert_eq!(send(&a, b"tail", NB), Ok(4));
+    }
+    assert_eq!(fake(&a).completions(), 0);
+    let a2 = a.clone();
+    // SHUT_WR keeps the stream connected: it returns only once every send
+    // is done, which takes the shutdown message to end the run.
+    within(10, move || shutdown(&a2, libc::SHUT_WR)).unwrap();
+    assert_eq!(st(&a).sqe_avail, 60);
+    assert_eq!(st(&a).sbuf_bytes_avail, 8192);
+    assert_eq!(drain(&b), 20);
+}
+
+#[test]
+fn blocking_small_sends_never_wait_on_a_run() {
+    // A small send queue (runs of 3) and a receiver that keeps up: every
+    // blocking send finds room or a signalled send to wait for.
+    let (a, b) = pair();
+    let a2 = a.clone();
+    let tx = std::thread::spawn(move || {
+        for i in 0..3000u32 {
+            let m = (i as u8).to_ne_bytes();
+            assert_eq!(send(&a2, &m, 0), Ok(1));
+        }
+    });
+    let n = within(20, move || {
+        let mut n = 0;
+        let mut buf = [0u8; 256];
+        while n < 3000 {
+            n += recv(&b, &mut buf, 0).expect("recv");
+        }
+        n
+    });
+    tx.join().unwrap();
+    assert_eq!(n, 3000);
+}
+
+#[test]
+fn iwarp_sends_are_all_signalled() {
+    let (a, b) = pair_z(Z { iwarp: true, ..ZSIG });
+    for _ in 0..4 {
+        assert_eq!(send(&a, b"word", NB), Ok(4));
+    }
+    assert_eq!(fake(&a).completions(), 8, "a write and a send each");
+    assert_eq!(drain(&b), 16);
+}
+
 #[test]
 fn two_piece_staging_at_the_end_of_the_send_ring() {
     let (a, b) = pair();

@@ -35,6 +35,12 @@ pub const WR_RDMA_WRITE_WITH_IMM: c_int = 1;
 pub const WR_SEND: c_int = 2;
 /// `IBV_SEND_INLINE`.
 pub const SEND_INLINE: c_int = 8;
+/// `IBV_SEND_SIGNALED`: [`Qp::post_send`] sets it unless told
+/// [`UNSIGNALLED`] (a stream's QP signals only the sends that ask).
+const SEND_SIGNALED: c_int = 2;
+/// Ours, for [`Qp::post_send`]: the send goes without a completion of its
+/// own (unless it fails); never passed to the device.
+pub const UNSIGNALLED: c_int = 1 << 30;
 
 /// `struct ibv_sge`, made by [`RegBuf::sge`].
 #[repr(C)]
@@ -230,9 +236,11 @@ impl Qp {
         }
     }
 
-    /// Posts one send work request.
+    /// Posts one send work request, signalled unless `flags` has
+    /// [`UNSIGNALLED`].
     #[allow(clippy::too_many_arguments)]
     pub fn post_send(&self, wr_id: u64, data: Data<'_>, opcode: c_int, flags: c_int, imm: u32, raddr: u64, rkey: u32) -> Result<(), Errno> {
+        let flags = if flags & UNSIGNALLED != 0 { flags & !UNSIGNALLED } else { flags | SEND_SIGNALED };
         match &self.0 {
             QpKind::Real(q) => q.post_send(wr_id, data, opcode, flags, imm, raddr, rkey),
             #[cfg(test)]
@@ -251,7 +259,7 @@ impl Qp {
                         FakeData::Sges(&two[..s.len()])
                     }
                 };
-                f.post_send(wr_id, d, opcode, imm, raddr, rkey)
+                f.post_send(wr_id, d, opcode, flags & SEND_SIGNALED != 0, imm, raddr, rkey)
             }
         }
     }
@@ -407,7 +415,7 @@ impl RealQp {
     /// completion channel non-blocking, so that reading an event never
     /// sleeps: waiting is the caller's business, on [`Qp::channel_fd`].
     fn create_rc(id: &Arc<CmId>, cqe: u32, caps: QpCaps) -> Result<(Qp, QpCaps), Errno> {
-        let got = id.create_rc_qp(cqe, caps)?;
+        let got = id.create_rc_qp(cqe, caps, false)?;
         let p = id.qp_ptrs().ok_or(Errno::EINVAL)?;
         // SAFETY: the channel is live while the id lives (we hold it).
         let chan_fd = unsafe { sys::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) };

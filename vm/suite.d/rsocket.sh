@@ -141,6 +141,11 @@ t rsvc_killrecv_rxe 60 /extra/bin/rsvc killrecv
 # stream whose spins never find the answer (src/rsocket/spin.rs); upstream's spins for
 # polling_time before every sleep (its run: the reference, printed); fails for ours only
 t rsvc_spin_rxe 60 env LD_PRELOAD=/extra/bin/libclockcount.so /extra/bin/rsvc spin
+# wakes: not compared (counts vary): sleeps per 64-byte round trip of the thread that sends and
+# waits for the echo. Every signalled send's completion wakes a receiver sleeping on the CQ
+# (upstream signals all); ours signals a run of small sends once (src/rsocket/signal.rs), so
+# the echo is the one wake-up; fails for ours only (1.4 or more)
+t rsvc_wakes_rxe 60 /extra/bin/rsvc wakes
 t --cmp rsvc_conf_rxe 60 bash -c "$RS_CONF_SET && /extra/bin/rsvc conf; r=\$?; $RS_CONF_CLR; exit \$r"
 # rstream's non-blocking mode (-T n: O_NONBLOCK before rconnect, so EINPROGRESS + rpoll +
 # SO_ERROR on the client, and raccept/rsend/rrecv with MSG_DONTWAIT) and its async mode with
