@@ -124,3 +124,5 @@ pub use sock::{close, create, is_rsocket, lookup, Sock};
 mod tests;
 #[cfg(test)]
 mod tests_proto;
+#[cfg(test)]
+mod tests_hostile;
