@@ -368,6 +368,7 @@ impl FakeQp {
     /// behind this end's earlier ones; one that needs a receive of the
     /// peer while none is posted waits for one (RNR retry without limit,
     /// as rsockets' QPs are set up), unless [`FakeQp::rnr_error`] is set.
+    #[allow(clippy::too_many_arguments)]
     pub fn post_send(&self, wr_id: u64, data: FakeData<'_>, opcode: c_int, signalled: bool, imm: u32, raddr: u64, rkey: u32) -> Result<(), Errno> {
         if !matches!(opcode, WR_RDMA_WRITE | WR_RDMA_WRITE_WITH_IMM | WR_SEND) {
             return Err(Errno::EINVAL);
