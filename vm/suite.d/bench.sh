@@ -181,7 +181,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   local gn=2000 gs=500 ids=10000 tn=2000 cm="1000:900 10000:900" rs_s="-S 65536 -C 300" rs_l="-S 64 -C 1 -I 2000"
   # rsocket (issue 21): 8 streams x 1000 round trips of 64 B; one stream, 300 x 64 KiB each way.
   # Not in the short mode (make check's bench_short): make bench only.
-  local rs_pp="8 1000 64" rs_dx="300 65536"
+  local rs_pp="8 1000 64" rs_dx="1000 65536"
   # BENCH_CMTIME="N ..." (bench/run.sh passes BENCH_CMTIME_CONNS through VM_BENCH) picks other sizes
   [ -z "${BENCH_CMTIME:-}" ] || cm=$(for n in $BENCH_CMTIME; do echo "$n:900"; done)
   local cg=100 cgc="gai create_destroy get_ack write_get_ack event_str" first=11
