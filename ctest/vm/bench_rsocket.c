@@ -474,6 +474,7 @@ static void *dx_receiver(void *arg)
 static int duplex(struct sockaddr_in *a)
 {
 	pthread_t snd, rcv;
+	struct usage u0, u1;
 	double t0, t1;
 	int e;
 
@@ -486,12 +487,16 @@ static int duplex(struct sockaddr_in *a)
 		dfd = connect_to(a);
 	}
 	start_watchdog(2);
+	usage_now(&u0);
 	t0 = now_ns();
 	if ((e = pthread_create(&rcv, NULL, dx_receiver, NULL)) || (e = pthread_create(&snd, NULL, dx_sender, NULL)))
 		die("pthread_create: %s", ename(e));
 	pthread_join(snd, NULL);
 	pthread_join(rcv, NULL);
 	t1 = now_ns();
+	usage_now(&u1);
+	/* per message sent (and one received) */
+	usage_report(listening ? "listening" : "connecting", &u0, &u1, (double)msgs);
 	atomic_store(&done_moving, 1);
 	/* the end of stream after both threads are done (one thread per socket again) */
 	if (rshutdown(dfd, SHUT_WR))

@@ -92,6 +92,19 @@ bench_rs_strace(){ local o=/tmp/bench-rs-strace s c
   sed 's/^/# strace connecting: /' "$o"; sed 's/^/# strace listening: /' "$o.srv"
 }
 
+# diagnostic, only when BENCH_SECTIONS names "rs_cg_duplex": the duplex case (200 messages of
+# 64 KiB) with its connecting end under callgrind (polling_time as configured); the profile goes to
+# out/callgrind/<variant>.rs_duplex.<round>
+bench_rs_cg_duplex(){ local o=/tmp/bench-rs-cg-duplex s c
+  rm -f "$o"
+  ip netns exec ns1 timeout 600 /extra/bin/bench_rsocket duplex listen 192.0.2.2 7475 200 65536 > "$o.srv" 2>&1 & s=$!
+  bench_wait_listen $s 60
+  timeout 600 valgrind -q --tool=callgrind --callgrind-out-file="$o" /extra/bin/bench_rsocket duplex connect 192.0.2.2 7475 200 65536 > "$o.out" 2>&1; c=$?
+  [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null
+  echo "# rs_cg_duplex connect_rc=$c"; grep -h '^#' "$o.out" "$o.srv"
+  if [ -d /host/out ] && [ -s "$o" ]; then mkdir -p /host/out/callgrind; cp "$o" "/host/out/callgrind/${RDMACM_VARIANT:-x}.rs_duplex.${BENCH_ROUND:-1}"; fi
+}
+
 # bench_cg_report CASE CALLS PROFILE UNIT: instructions per call (UNIT) inside librdmacm and in
 # the whole process, from a callgrind profile
 bench_cg_report(){ local c=$1 n=$2 f=$3 u=$4
@@ -179,7 +192,7 @@ bench_sec(){ local t0=$SECONDS; [ -z "${BENCH_SECTIONS:-}" ] || [[ " $BENCH_SECT
   "${@:2}"; echo "# $1: $((SECONDS - t0)) s"; }
 bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECONDS
   local gn=2000 gs=500 ids=10000 tn=2000 cm="1000:900 10000:900" rs_s="-S 65536 -C 300" rs_l="-S 64 -C 1 -I 2000"
-  # rsocket (issue 21): 8 streams x 1000 round trips of 64 B; one stream, 300 x 64 KiB each way.
+  # rsocket (issue 21): 8 streams x 1000 round trips of 64 B; one stream, 1000 x 64 KiB each way.
   # Not in the short mode (make check's bench_short): make bench only.
   local rs_pp="8 1000 64" rs_dx="1000 65536"
   # BENCH_CMTIME="N ..." (bench/run.sh passes BENCH_CMTIME_CONNS through VM_BENCH) picks other sizes
@@ -207,6 +220,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
     for c in $cgc; do bench_sec callgrind bench_callgrind $c $cg; done
     [ -z "$cgc" ] || [ -z "$rs_pp" ] || bench_sec callgrind bench_cg_rsock 300
     [[ " ${BENCH_SECTIONS:-} " != *" rs_strace "* ]] || bench_sec rs_strace bench_rs_strace
+    [[ " ${BENCH_SECTIONS:-} " != *" rs_cg_duplex "* ]] || bench_sec rs_cg_duplex bench_rs_cg_duplex
     for n in $cm; do bench_sec cmtime bench_cmtime ${n%:*} ${n#*:}; done
   } 2>&1 | tee $out
   echo "# bench $mode round $round: $((SECONDS - t0)) s"
@@ -233,7 +247,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   done
   ! grep -q '^BENCH [^ ]* FAIL' $out && [ $rc = 0 ]
 }
-export -f bench_rs_strace bench_sec bench_wait_listen bench_stop bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
+export -f bench_rs_strace bench_rs_cg_duplex bench_sec bench_wait_listen bench_stop bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
   bench_etc bench_dns bench_first bench_driver
 
 # the short mode's table, in the ours run: this run against the upstream run of the same boot
