@@ -4,14 +4,14 @@
 //! peer sending every case of the VM test `rs_hostile`.
 #![deny(unsafe_code)]
 
-use super::fake::{PEER_BASE, WC_RNR_RETRY_EXC_ERR, WC_SUCCESS};
+use super::fake::{RawPeer, PEER_BASE, WC_RNR_RETRY_EXC_ERR, WC_SUCCESS};
 use super::guard::lock;
 use super::lifecycle::shutdown;
 use super::recv::recv;
 use super::send::send;
 use super::state::*;
 use super::verbs::TestMem;
-use super::wire::{self, msg_data, msg_op, msg_set, RsSge, OP_CTRL, OP_DATA, OP_SGL};
+use super::wire::{self, msg_data, msg_op, msg_set, ConnData, RsSge, OP_CTRL, OP_DATA, OP_SGL};
 use super::iomap::iowrite;
 use nix::errno::Errno;
 use super::tests_proto::*;
@@ -174,12 +174,9 @@ fn hostile_bad_sgl_update() {
     assert_eq!(p.put(msg_set(OP_DATA, 16), &[b'D'; 16], c.data_buf.addr, c.data_buf.key), Some(super::fake::WC_WR_FLUSH_ERR));
 }
 
-/// rs_hostile case 8: a flood of zero-length data messages, more than
-/// the credits given; the stream does not look meanwhile.
-#[test]
-fn hostile_credit_flood() {
-    let (a, p) = with_peer(16, 4096);
-    let c = conn_of(&a);
+/// rs_hostile case 8's flood: up to 600 zero-length data messages from
+/// the raw peer, until one does not complete successfully; their statuses.
+fn flood(p: &RawPeer, c: &ConnData) -> Vec<Option<u32>> {
     let mut statuses = Vec::new();
     for _ in 0..600 {
         let s = p.put(msg_set(OP_DATA, 0), &[], c.data_buf.addr, c.data_buf.key);
@@ -188,6 +185,16 @@ fn hostile_credit_flood() {
             break;
         }
     }
+    statuses
+}
+
+/// rs_hostile case 8: a flood of zero-length data messages, more than
+/// the credits given; the stream does not look meanwhile.
+#[test]
+fn hostile_credit_flood() {
+    let (a, p) = with_peer(16, 4096);
+    let c = conn_of(&a);
+    let statuses = flood(&p, &c);
     assert_eq!(statuses.len(), 17, "16 receives posted, then the peer waits (RNR)");
     assert_eq!(statuses[16], None);
     let r = recv64(&a);
@@ -222,14 +229,7 @@ fn hostile_credit_flood_rnr_error() {
     let (a, p) = with_peer(16, 4096);
     p.qp.rnr_error(true);
     let c = conn_of(&a);
-    let mut statuses = Vec::new();
-    for _ in 0..600 {
-        let s = p.put(msg_set(OP_DATA, 0), &[], c.data_buf.addr, c.data_buf.key);
-        statuses.push(s);
-        if s != Some(WC_SUCCESS) {
-            break;
-        }
-    }
+    let statuses = flood(&p, &c);
     assert_eq!(statuses.len(), 17);
     assert_eq!(statuses[16], Some(WC_RNR_RETRY_EXC_ERR));
     let r = recv64(&a);
