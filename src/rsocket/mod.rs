@@ -78,7 +78,8 @@
 //! before it, never this facade):
 //! * [`conf`], [`wire`], [`signal`] (sends without a completion of their
 //!   own), [`verbs`] (the one adapter over libibverbs, the
-//!   only rsocket file with unsafe code), [`fdmap`], [`svc`] (the service
+//!   only rsocket module with unsafe code: its QP and its registered
+//!   memory), [`fdmap`], [`svc`] (the service
 //!   threads), [`options`] (the option values and rgetsockopt's table);
 //! * the stream: [`state`] (its fields and states), [`guard`] (locking and
 //!   waiting), [`cq`] (completions, credits, control messages),

@@ -4,18 +4,11 @@
 //!
 //! * [`Qp`]: the connection's QP, CQ and completion channel (owned by a
 //!   [`CmId`], which it keeps alive); post, poll, arm, read CQ events.
-//! * [`RegBuf`]: a zeroed heap buffer registered with the device. It never
-//!   moves; it is deregistered before it is freed, and keeps the id (so the
-//!   PD) alive. Reads and writes go through bounds-checked copies, never
-//!   through Rust references (the device writes into it concurrently).
-//! * [`UserMr`]: a caller's buffer registered for riomap (the C contract
-//!   keeps it allocated: [`UserBuf::new`] is the one unsafe promise).
-//! * [`Sge`]: a scatter entry; only a [`RegBuf`] makes one with a key, so
-//!   the device checks every access against a live registration.
+//! * registered memory, in [`mem`]: [`RegBuf`] (the stream's buffers),
+//!   [`UserMr`] (riomap's registrations), [`Sge`] (keyed scatter entries).
 //!
 //! Most calls go through the C shim (src/verbs_shim.c) because they are
-//! static inline in <infiniband/verbs.h>. Registered memory (the buffers,
-//! riomap's registrations, scatter entries) is in [`mem`].
+//! static inline in <infiniband/verbs.h>.
 // The one place of the rsocket code that may use unsafe (the parent denies it).
 #![allow(unsafe_code)]
 
