@@ -70,13 +70,23 @@ bench_rstream(){ local nm=$1 o=/tmp/bench-rstream.$1 s c v
 # rsocket cases of issue 21 (ctest/vm/bench_rsocket.c) across the pair, both ends on the same
 # library: NAME MODE PORT ARGS... (NAME: the case the program prints for these ARGS). The case
 # has a number only when both ends exit 0 (each checks every call, byte count and content).
+# the soft-RoCE devices' hardware counters, "device/counter value" a line each
+bench_rxe_counters(){ local f; for f in /sys/class/infiniband/*/ports/1/hw_counters/*; do
+  [ -r "$f" ] && echo "${f#/sys/class/infiniband/} $(cat "$f")"; done 2>/dev/null; }
+
 bench_rsock(){ local nm=$1 mode=$2 port=$3 o=/tmp/bench-rsock.$1 s c sc v; shift 3
+  bench_rxe_counters > "$o.rxe0"
   ip netns exec ns1 timeout 150 /extra/bin/bench_rsocket "$mode" listen 192.0.2.2 "$port" "$@" > "$o.srv" 2>&1 & s=$!
   bench_wait_listen $s 20
   timeout 120 /extra/bin/bench_rsocket "$mode" connect 192.0.2.2 "$port" "$@" > "$o" 2>&1; c=$?
   [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null; sc=$?
   v=$(awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9]+(\.[0-9]+)?$/ { print $3 " " $4 }' "$o")
-  if [ $c = 0 ] && [ $sc = 0 ] && [ -n "$v" ]; then grep -h '^#' "$o" "$o.srv"; echo "BENCH $nm $v"
+  bench_rxe_counters > "$o.rxe1"
+  if [ $c = 0 ] && [ $sc = 0 ] && [ -n "$v" ]; then grep -h '^#' "$o" "$o.srv"
+    # what the case cost the fabric: the counters that moved, whole run
+    awk -v nm="$nm" 'NR == FNR { a[$1] = $2; next } $2 != a[$1] { d = d sprintf(" %s=%d", $1, $2 - a[$1]) }
+      END { if (d != "") print "# " nm " rxe counters moved:" d }' "$o.rxe0" "$o.rxe1"
+    echo "BENCH $nm $v"
   else bench_fail "$nm" "connect_rc=$c,listen_rc=$sc$(awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 == "FAIL" { printf ",%s", $4 }' "$o")"
     sed 's/^/  bench_rsocket connect: /' "$o" >&2; sed 's/^/  bench_rsocket listen: /' "$o.srv" >&2; fi
 }
@@ -103,6 +113,22 @@ bench_rs_cg_duplex(){ local o=/tmp/bench-rs-cg-duplex s c
   [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null
   echo "# rs_cg_duplex connect_rc=$c"; grep -h '^#' "$o.out" "$o.srv"
   if [ -d /host/out ] && [ -s "$o" ]; then mkdir -p /host/out/callgrind; cp "$o" "/host/out/callgrind/${RDMACM_VARIANT:-x}.rs_duplex.${BENCH_ROUND:-1}"; fi
+}
+
+# diagnostic, only when BENCH_SECTIONS names "rs_prof_duplex": the duplex case (1,000 messages of
+# 64 KiB) with both ends under the sampling profiler (ctest/vm/preload/sampler.c: the VM has no
+# perf); the samples go to out/prof/<variant>.<end>.<round>, read by bench/sampler-report.py
+bench_rs_prof_duplex(){ local o=/tmp/bench-rs-prof s c e
+  rm -f "$o".*
+  ip netns exec ns1 timeout 150 env LD_PRELOAD=/extra/bin/libsampler.so RDMACM_SAMPLER="$o.listen" \
+    /extra/bin/bench_rsocket duplex listen 192.0.2.2 7476 1000 65536 > "$o.srv" 2>&1 & s=$!
+  bench_wait_listen $s 20
+  timeout 120 env LD_PRELOAD=/extra/bin/libsampler.so RDMACM_SAMPLER="$o.connect" \
+    /extra/bin/bench_rsocket duplex connect 192.0.2.2 7476 1000 65536 > "$o.out" 2>&1; c=$?
+  [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null
+  echo "# rs_prof_duplex connect_rc=$c"; grep -h '^#' "$o.out" "$o.srv"
+  if [ -d /host/out ]; then mkdir -p /host/out/prof
+    for e in connect listen; do [ -s "$o.$e" ] && cp "$o.$e" "/host/out/prof/${RDMACM_VARIANT:-x}.$e.${BENCH_ROUND:-1}"; done; fi
 }
 
 # bench_cg_report CASE CALLS PROFILE UNIT: instructions per call (UNIT) inside librdmacm and in
@@ -221,6 +247,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
     [ -z "$cgc" ] || [ -z "$rs_pp" ] || bench_sec callgrind bench_cg_rsock 300
     [[ " ${BENCH_SECTIONS:-} " != *" rs_strace "* ]] || bench_sec rs_strace bench_rs_strace
     [[ " ${BENCH_SECTIONS:-} " != *" rs_cg_duplex "* ]] || bench_sec rs_cg_duplex bench_rs_cg_duplex
+    [[ " ${BENCH_SECTIONS:-} " != *" rs_prof_duplex "* ]] || bench_sec rs_prof_duplex bench_rs_prof_duplex
     for n in $cm; do bench_sec cmtime bench_cmtime ${n%:*} ${n#*:}; done
   } 2>&1 | tee $out
   echo "# bench $mode round $round: $((SECONDS - t0)) s"
@@ -247,7 +274,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   done
   ! grep -q '^BENCH [^ ]* FAIL' $out && [ $rc = 0 ]
 }
-export -f bench_rs_strace bench_rs_cg_duplex bench_sec bench_wait_listen bench_stop bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
+export -f bench_rs_strace bench_rs_cg_duplex bench_rs_prof_duplex bench_sec bench_wait_listen bench_stop bench_rxe_counters bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
   bench_etc bench_dns bench_first bench_driver
 
 # the short mode's table, in the ours run: this run against the upstream run of the same boot
