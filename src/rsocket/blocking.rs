@@ -15,7 +15,18 @@ impl Stream {
     /// Arms the CQ (if not yet) and returns what a blocked call sleeps on.
     pub(super) fn prepare_wait(&mut self) -> Result<WaitToken, Errno> {
         self.arm();
-        self.wait_token()
+        self.wait_token(WANTS_ALL)
+    }
+
+    /// A blocked call is over (answered or failed) with the locks held:
+    /// when this thread read the channel's last event and nobody has read
+    /// it since, the reading is handed on: every sleeper looks again (one
+    /// of them reads next, re-arming the CQ first).
+    fn leave(&mut self) {
+        if self.handoff {
+            self.handoff = false;
+            self.dirty = true;
+        }
     }
 }
 
@@ -65,6 +76,14 @@ enum Spin {
     Over,
 }
 
+/// What one try under the locks decided.
+enum Step<T> {
+    /// The call's answer.
+    Done(T),
+    /// Spin once more (None) or sleep on the token.
+    Wait(Option<WaitToken>),
+}
+
 /// [`sleep_until`] holding `path`'s lock (taken before the state's) around
 /// every try, never across the sleep.
 pub(super) fn sleep_until_on<T>(h: &Handle, path: Path, mut check: impl FnMut(&mut Guard<'_>) -> Result<Option<T>, Errno>) -> Result<T, Errno> {
@@ -74,48 +93,25 @@ pub(super) fn sleep_until_on<T>(h: &Handle, path: Path, mut check: impl FnMut(&m
     // locks (one locking less per sleep). Unregistered whatever the
     // outcome: a cancelled thread leaves nothing of itself in the stream.
     let mut woke: Option<(WaitToken, Result<bool, Errno>)> = None;
+    // What wakes this call when another thread takes its completions.
+    let wants = match path {
+        Path::Send => WANTS_SEND,
+        Path::Recv => WANTS_RECV,
+        Path::State => WANTS_ALL,
+    };
     loop {
         let tok = {
             let _p = lock_path(h, path);
             let mut s = lock(h)?;
-            if let Some((tok, r)) = woke.take() {
-                finish_wait(&mut s, &tok, &r);
-                r?;
-            }
-            if let Some(v) = check(&mut s)? {
-                if let Spin::Since(_) = spin {
-                    s.spin.hit();
-                }
-                return Ok(v);
-            }
-            spin = match spin {
-                // (no clock read when there is no spin, as with polling_time 0)
-                Spin::Start if !limit.is_zero() && s.spin.begin() => Spin::Since(Instant::now()),
-                Spin::Since(t0) if t0.elapsed() > limit => {
-                    s.spin.miss();
-                    Spin::Over
-                }
-                Spin::Since(t0) => Spin::Since(t0),
-                Spin::Start | Spin::Over => Spin::Over,
-            };
-            if let Spin::Since(_) = spin {
-                None
-            } else {
-                // Armed only now that the spin is over (as upstream: a
-                // completion that comes while spinning costs no event to
-                // arm and read); once armed, look once more so that nothing
-                // that came before the arming is missed. A sleeper needs the
-                // CQ armed when it registers: a check that let go of the
-                // state (a copy, `Guard::unlocked`) may have seen another
-                // thread read the event and leave the CQ unarmed, so arm and
-                // look again until a look ends with the CQ armed.
-                loop {
-                    if !s.arm() {
-                        break Some(s.sleep_token()?);
-                    }
-                    if let Some(v) = check(&mut s)? {
-                        return Ok(v);
-                    }
+            let r = try_once(&mut s, &mut woke, &mut spin, limit, wants, &mut check);
+            match r {
+                Ok(Step::Wait(tok)) => tok,
+                done => {
+                    s.leave();
+                    return done.map(|st| match st {
+                        Step::Done(v) => v,
+                        Step::Wait(_) => unreachable!("handled above"),
+                    });
                 }
             }
         };
@@ -125,6 +121,57 @@ pub(super) fn sleep_until_on<T>(h: &Handle, path: Path, mut check: impl FnMut(&m
                 let r = wait(&tok, -1);
                 woke = Some((tok, r));
             }
+        }
+    }
+}
+
+/// One try of [`sleep_until_on`] under its locks: finishes the last sleep,
+/// runs `check`, and when that has no answer decides between spinning
+/// once more and sleeping (arming the CQ and registering first).
+fn try_once<T>(
+    s: &mut Guard<'_>,
+    woke: &mut Option<(WaitToken, Result<bool, Errno>)>,
+    spin: &mut Spin,
+    limit: Duration,
+    wants: u8,
+    check: &mut impl FnMut(&mut Guard<'_>) -> Result<Option<T>, Errno>,
+) -> Result<Step<T>, Errno> {
+    if let Some((tok, r)) = woke.take() {
+        finish_wait(s, &tok, &r);
+        r?;
+    }
+    if let Some(v) = check(s)? {
+        if let Spin::Since(_) = spin {
+            s.spin.hit();
+        }
+        return Ok(Step::Done(v));
+    }
+    *spin = match *spin {
+        // (no clock read when there is no spin, as with polling_time 0)
+        Spin::Start if !limit.is_zero() && s.spin.begin() => Spin::Since(Instant::now()),
+        Spin::Since(t0) if t0.elapsed() > limit => {
+            s.spin.miss();
+            Spin::Over
+        }
+        Spin::Since(t0) => Spin::Since(t0),
+        Spin::Start | Spin::Over => Spin::Over,
+    };
+    if let Spin::Since(_) = spin {
+        return Ok(Step::Wait(None));
+    }
+    // Armed only now that the spin is over (as upstream: a completion that
+    // comes while spinning costs no event to arm and read); once armed,
+    // look once more so that nothing that came before the arming is
+    // missed. A sleeper needs the CQ armed when it registers: a check that
+    // let go of the state (a copy, `Guard::unlocked`) may have seen another
+    // thread read the event and leave the CQ unarmed, so arm and look again
+    // until a look ends with the CQ armed.
+    loop {
+        if !s.arm() {
+            return Ok(Step::Wait(Some(s.sleep_token(wants)?)));
+        }
+        if let Some(v) = check(s)? {
+            return Ok(Step::Done(v));
         }
     }
 }

@@ -125,8 +125,8 @@ impl Stream {
             if n == 0 {
                 break;
             }
-            // Others sleeping on the stream may wait for what this changes.
-            self.dirty = true;
+            // Others sleeping on the stream may wait for what this changes
+            // (apply_wc says what: Stream::changed, or dirty for a state).
             for i in 0..n {
                 let wc = self.wcs[i];
                 ended |= self.apply_wc(&wc, &mut rcnt);
@@ -145,6 +145,7 @@ impl Stream {
                 if let Err(e) = self.post_recv() {
                     self.state = ST_ERROR;
                     self.err = e as c_int;
+                    self.dirty = true;
                     return Err(e);
                 }
             }
@@ -158,6 +159,8 @@ impl Stream {
     fn apply_wc(&mut self, wc: &verbs::Wc, rcnt: &mut u32) -> bool {
         if wc.wr_id & WR_RECV != 0 {
             if wc.status != 0 {
+                // (flushed: the connection is going; every sleeper looks)
+                self.dirty = true;
                 return false;
             }
             *rcnt += 1;
@@ -170,9 +173,13 @@ impl Stream {
                 }
             };
             match wire::decode(msg) {
-                Msg::Credits(c) => self.sseq_comp = c,
+                Msg::Credits(c) => {
+                    self.sseq_comp = c;
+                    self.changed |= WANTS_SEND;
+                }
                 Msg::Write => {}
                 Msg::Ctrl(d) => {
+                    self.dirty = true;
                     if d == CTRL_DISCONNECT {
                         self.state = ST_DISCONNECTED;
                         return true;
@@ -185,9 +192,14 @@ impl Stream {
                         }
                     }
                 }
-                Msg::Data { op, len } => self.rx.push(op, len),
+                Msg::Data { op, len } => {
+                    self.rx.push(op, len);
+                    self.changed |= WANTS_RECV;
+                }
             }
         } else {
+            // Send room, control slots or (a failure) the state.
+            self.changed |= WANTS_SEND;
             if wc.status == 0 {
                 // The unsignalled sends before it are done too.
                 let (n, bytes) = signal::covered(wc.wr_id);
@@ -201,6 +213,7 @@ impl Stream {
                     self.ctrl_max_seqno = self.ctrl_max_seqno.wrapping_add(1);
                     if msg_data(data) == CTRL_DISCONNECT {
                         self.state = ST_DISCONNECTED;
+                        self.dirty = true;
                     }
                 }
                 OP_IOMAP_SGL => {
@@ -214,9 +227,12 @@ impl Stream {
                     self.sbuf_bytes_avail += msg_data(data);
                 }
             }
-            if wc.status != 0 && self.state & ST_CONNECTED != 0 {
-                self.state = ST_ERROR;
-                self.err = libc::EIO;
+            if wc.status != 0 {
+                self.dirty = true;
+                if self.state & ST_CONNECTED != 0 {
+                    self.state = ST_ERROR;
+                    self.err = libc::EIO;
+                }
             }
         }
         false
@@ -246,15 +262,18 @@ impl Stream {
     }
 
     /// The reader is back from its read of the channel (`r`: what the read
-    /// gave): with an event the CQ is no longer armed; either way the other
-    /// sleepers look again (one of them reads next).
+    /// gave): with an event the CQ is no longer armed. Nobody reads the
+    /// channel now: this thread either reads it again (it sleeps again) or
+    /// hands the reading on when it leaves ([`Stream::handoff`]); the other
+    /// sleepers are woken meanwhile only by what their calls wait for.
     pub(super) fn reader_done(&mut self, r: &Result<bool, Errno>) {
         self.reader = false;
-        self.dirty = true;
+        self.handoff = true;
         match r {
             Ok(_) => self.cq_armed = false,
             Err(Errno::EINTR) | Err(Errno::ECANCELED) | Err(Errno::EAGAIN) => {}
             Err(_) => {
+                self.dirty = true;
                 if self.state & ST_CONNECTED != 0 {
                     self.state = ST_ERROR;
                 }

@@ -5,8 +5,9 @@
 //! [`lock_any`] give a [`Guard`]. A guard dropped while its thread unwinds
 //! marks the stream broken (later calls fail with EIO). A thread about to
 //! sleep registers its wake-up descriptor with the stream under the lock
-//! ([`WaitToken`]); whoever changes the stream (the guard's `dirty` flag)
-//! signals the registered sleepers when the guard goes. [`wait`] takes a
+//! ([`WaitToken`]), with what it waits for; whoever changes the stream
+//! (the guard's `changed` bits: send room, data; `dirty`: anything else)
+//! signals the sleepers waiting for that when the guard goes. [`wait`] takes a
 //! token, not a stream: no lock can be held across it, and debug builds
 //! check that the calling thread holds no stream guard at all.
 #![deny(unsafe_code)]
@@ -14,7 +15,7 @@
 use nix::errno::Errno;
 use std::ffi::c_int;
 use std::sync::Arc;
-use super::state::{Ep, Handle, Stream};
+use super::state::{Ep, Handle, Stream, WANTS_ALL};
 use super::verbs::Wake;
 use crate::cma::api::CmId;
 use crate::sys::wake;
@@ -53,10 +54,7 @@ impl Drop for Guard<'_> {
             self.g.broken = true;
             self.g.dirty = true;
         }
-        if self.g.dirty {
-            self.g.dirty = false;
-            self.g.wake_sleepers();
-        }
+        self.g.flush_wakes();
         count_held(false);
     }
 }
@@ -83,10 +81,7 @@ impl Guard<'_> {
     /// path lock). The stream may have been closed meanwhile: the caller
     /// looks at `closed` again.
     pub fn unlocked<T>(&mut self, f: impl FnOnce() -> T) -> T {
-        if self.g.dirty {
-            self.g.dirty = false;
-            self.g.wake_sleepers();
-        }
+        self.g.flush_wakes();
         MutexGuard::unlocked(&mut self.g, f)
     }
 
@@ -226,18 +221,33 @@ pub fn wait(tok: &WaitToken, timeout_ms: c_int) -> Result<bool, Errno> {
 }
 
 impl Stream {
-    /// Signals the sleepers registered by other threads (they look again).
+    /// Signals every sleeper registered by another thread (they look again).
     #[inline]
     pub(super) fn wake_sleepers(&mut self) {
         if !self.sleepers.is_empty() {
-            self.wake_registered();
+            self.wake_registered(WANTS_ALL);
+        }
+    }
+
+    /// When the guard goes (or lets go of the lock): signals the sleepers
+    /// that wait for what changed under it ([`Stream::changed`]), or every
+    /// sleeper after any other change ([`Stream::dirty`]).
+    #[inline]
+    pub(super) fn flush_wakes(&mut self) {
+        let what = if self.dirty { WANTS_ALL } else { self.changed };
+        if what != 0 {
+            self.dirty = false;
+            self.changed = 0;
+            if !self.sleepers.is_empty() {
+                self.wake_registered(what);
+            }
         }
     }
 
     #[inline(never)]
-    fn wake_registered(&mut self) {
-        self.sleepers.retain(|w| {
-            if wake::is_mine(w) {
+    fn wake_registered(&mut self, what: u8) {
+        self.sleepers.retain(|(w, wants)| {
+            if wants & what == 0 || wake::is_mine(w) {
                 true
             } else {
                 w.signal();
@@ -251,18 +261,20 @@ impl Stream {
         if self.sleepers.is_empty() {
             return;
         }
-        self.sleepers.retain(|w| !wake::is_mine(w));
+        self.sleepers.retain(|(w, _)| !wake::is_mine(w));
     }
 
     /// What a blocking call sleeps on (see [`wait`]); registers this
-    /// thread as a sleeper of the stream.
-    pub(super) fn wait_token(&mut self) -> Result<WaitToken, Errno> {
+    /// thread as a sleeper of the stream, woken by the changes in `wants`
+    /// ([`WANTS_ALL`] unless the call waits only for send room or data).
+    pub(super) fn wait_token(&mut self, wants: u8) -> Result<WaitToken, Errno> {
         // A sleeper on a connected stream is woken by the CQ's event: the
         // CQ must be armed when it registers (see blocking::sleep_until_on).
         debug_assert!(self.state & super::state::ST_CONNECTED == 0 || self.ep.is_none() || self.cq_armed, "rsocket: a sleeper registers with the CQ unarmed");
         let wake = wake::mine()?;
-        if !self.sleepers.iter().any(|w| Arc::ptr_eq(w, &wake)) {
-            self.sleepers.push(wake.clone());
+        match self.sleepers.iter_mut().find(|(w, _)| Arc::ptr_eq(w, &wake)) {
+            Some(e) => e.1 |= wants,
+            None => self.sleepers.push((wake.clone(), wants)),
         }
         Ok(WaitToken { fd: self.wait_fd(), wake: Some(wake), read: None, _id: self.cm.clone() })
     }
@@ -273,15 +285,19 @@ impl Stream {
     /// channel, as upstream's one waiter does, and is woken only by the
     /// CQ's event (every change that must wake it posts or flushes work
     /// requests: a control message, a stopped QP). The others sleep on their
-    /// wake-up descriptors alone: the reader wakes them when it has read the
-    /// event (or when it leaves without one). Otherwise as [`Stream::wait_token`].
-    pub(super) fn sleep_token(&mut self) -> Result<WaitToken, Errno> {
+    /// wake-up descriptors alone, woken by completions that concern them
+    /// (`wants`) or by the reader's hand-off when its call is over
+    /// ([`Stream::handoff`]). Otherwise as [`Stream::wait_token`], woken
+    /// by any change.
+    pub(super) fn sleep_token(&mut self, wants: u8) -> Result<WaitToken, Errno> {
         let blocking = self.state & super::state::ST_CONNECTED != 0 && self.cq_armed && self.ep.as_ref().is_some_and(|ep| ep.qp.channel_blocking());
         if !blocking {
-            return self.wait_token();
+            return self.wait_token(WANTS_ALL);
         }
+        // Somebody reads the channel from now on: no hand-off is owed.
+        self.handoff = false;
         if self.reader {
-            let mut t = self.wait_token()?;
+            let mut t = self.wait_token(wants)?;
             t.fd = -1;
             return Ok(t);
         }

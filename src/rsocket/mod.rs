@@ -30,16 +30,21 @@
 //!
 //! Sleepers: a thread about to sleep on a stream registers its own
 //! wake-up descriptor (an eventfd per thread) with the stream under the
-//! stream's lock; whoever then changes the stream (reads a CQ event,
-//! processes completions, a connection manager event, rclose) signals the
-//! registered sleepers when it lets go of the lock. So a completion that
-//! another thread took out of the CQ, or a CQ event it consumed, always
-//! wakes the others: nobody sleeps on a change it has not seen. On a
-//! connected blocking socket the first sleeper is the stream's reader
-//! instead: it sleeps in one blocking read of the completion channel, as
-//! upstream's waiter does (one system call per sleep, not poll and read),
-//! and the others sleep on their wake-up descriptors until the reader has
-//! read the event (`guard::Stream::sleep_token`). What must wake the
+//! stream's lock, with what it waits for (send room, data, or any change);
+//! whoever then changes the stream (processes completions, consumes a CQ
+//! event, a connection manager event, rclose) signals the registered
+//! sleepers that wait for that change when it lets go of the lock: room
+//! to send wakes a blocked rsend, data a blocked rrecv, anything else
+//! every sleeper. So nobody sleeps on a change it waits for and has not
+//! seen. On a connected blocking socket the first sleeper is the stream's
+//! reader instead: it sleeps in one blocking read of the completion
+//! channel, as upstream's waiter does (one system call per sleep, not poll
+//! and read), and the others sleep on their wake-up descriptors
+//! (`guard::Stream::sleep_token`). The reader that got its event takes the
+//! completions (waking whom they concern) and either reads the channel
+//! again or, when its call is over, hands the reading on: every sleeper
+//! looks again and one of them reads next (`blocking::sleep_until_on`,
+//! `Stream::handoff`). What must wake the
 //! reader comes through the CQ: every change of another thread that it
 //! waits for posts a work request (a control message of rshutdown or
 //! rclose) or stops the QP (a peer's disconnect), whose completion or

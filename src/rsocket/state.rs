@@ -192,14 +192,26 @@ pub struct Stream {
     pub(super) closed: bool,
     /// A call panicked while holding the lock: later calls fail with EIO.
     pub(super) broken: bool,
-    /// The wake-up descriptors of the threads sleeping on the stream.
-    pub(super) sleepers: Vec<Arc<Wake>>,
+    /// The wake-up descriptors of the threads sleeping on the stream, each
+    /// with the changes it waits for ([`WANTS_SEND`], [`WANTS_RECV`],
+    /// [`WANTS_ALL`]).
+    pub(super) sleepers: Vec<(Arc<Wake>, u8)>,
     /// Where a poll of the CQ puts its completions (kept here: no array
     /// to fill per poll).
     pub(super) wcs: [super::verbs::Wc; super::verbs::POLL_BATCH],
     /// Changed under the current guard: its sleepers are signalled when
     /// the guard goes.
     pub(super) dirty: bool,
+    /// Completions taken under the current guard changed what a sender
+    /// ([`WANTS_SEND`]: send room, credits) or a receiver ([`WANTS_RECV`]:
+    /// data) waits for: the sleepers waiting for that are signalled when
+    /// the guard goes (`dirty` signals every sleeper).
+    pub(super) changed: u8,
+    /// The channel's reader got its event and nobody reads it since: the
+    /// thread that was the reader hands the reading on (signals every
+    /// sleeper, one of whom reads next) when it leaves without sleeping
+    /// again ([`super::blocking::sleep_until_on`]).
+    pub(super) handoff: bool,
     /// How the stream's recent busy polls ended (whether a blocked call
     /// spins before it sleeps).
     pub(super) spin: super::spin::SpinPolicy,
@@ -290,6 +302,8 @@ impl Stream {
             sleepers: Vec::new(),
             wcs: [super::verbs::Wc::default(); super::verbs::POLL_BATCH],
             dirty: false,
+            changed: 0,
+            handoff: false,
             spin: super::spin::SpinPolicy::default(),
         }
     }
@@ -400,3 +414,10 @@ impl Stream {
         }
     }
 }
+
+/// A sleeper waits for room to send (send completions, credits).
+pub const WANTS_SEND: u8 = 1;
+/// A sleeper waits for data to receive.
+pub const WANTS_RECV: u8 = 2;
+/// A sleeper waits for any change (rpoll, connection and shutdown waits).
+pub const WANTS_ALL: u8 = 0xff;

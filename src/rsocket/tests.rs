@@ -67,7 +67,7 @@ fn bare() -> Handle {
 }
 
 fn token(h: &Handle) -> WaitToken {
-    lock(h).expect("usable").wait_token().expect("eventfd")
+    lock(h).expect("usable").wait_token(WANTS_ALL).expect("eventfd")
 }
 
 /// The no-lock-across-wait rule, checked: a wait while this thread
@@ -169,6 +169,43 @@ fn a_change_wakes_the_other_sleepers() {
     assert_eq!(wait(&tok, 0), Ok(false));
     let mut p = [libc::pollfd { fd: tok.wake.as_ref().expect("registered").fd(), events: libc::POLLIN, revents: 0 }];
     assert_eq!(verbs::poll(&mut p, 0), Ok(0));
+}
+
+/// Completions wake only the sleepers that wait for what they changed: a
+/// sender's room does not wake a receiver, data does not wake a sender;
+/// any other change wakes both.
+#[test]
+fn completions_wake_the_sleepers_waiting_for_them() {
+    let h = bare();
+    let sleeper = |wants: u8| {
+        let h2 = h.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            let tok = lock(&h2).expect("usable").wait_token(wants).expect("eventfd");
+            tx.send(()).expect("registered");
+            let woke = wait(&tok, 10_000);
+            lock(&h2).expect("usable").unregister_me();
+            woke
+        });
+        rx.recv().expect("registered");
+        t
+    };
+    let sender = sleeper(WANTS_SEND);
+    let receiver = sleeper(WANTS_RECV);
+    lock(&h).expect("usable").changed = WANTS_SEND;
+    assert_eq!(sender.join().expect("sender"), Ok(false));
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(!receiver.is_finished(), "send room must not wake a receiver");
+    assert_eq!(lock(&h).expect("usable").sleepers.len(), 1);
+    lock(&h).expect("usable").changed = WANTS_RECV;
+    assert_eq!(receiver.join().expect("receiver"), Ok(false));
+    // Any other change (dirty) wakes every sleeper.
+    let sender = sleeper(WANTS_SEND);
+    let receiver = sleeper(WANTS_RECV);
+    lock(&h).expect("usable").dirty = true;
+    assert_eq!(sender.join().expect("sender"), Ok(false));
+    assert_eq!(receiver.join().expect("receiver"), Ok(false));
+    assert!(lock(&h).expect("usable").sleepers.is_empty());
 }
 
 // ---- the stream's state without a transport ------------------------------------------

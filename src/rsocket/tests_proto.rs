@@ -270,6 +270,71 @@ fn blocked_sender_wakes_on_credits() {
     assert_eq!(rx.recv_timeout(Duration::from_secs(10)).expect("the sender never woke"), Ok(1));
 }
 
+/// A connected pair whose CQ channels block, as a blocking socket's do:
+/// the first sleeper of a stream reads the channel, the others sleep on
+/// their wake-up descriptors.
+fn blocking_pair() -> (Handle, Handle) {
+    let (a, b) = pair();
+    for h in [&a, &b] {
+        st(h).ep().qp.set_channel_blocking(true).expect("fake");
+    }
+    (a, b)
+}
+
+/// A blocking call on another thread; its result comes on the channel.
+fn spawn_call(f: impl FnOnce() -> Result<usize, Errno> + Send + 'static) -> mpsc::Receiver<Result<usize, Errno>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    // (time to get to its sleep)
+    std::thread::sleep(Duration::from_millis(100));
+    rx
+}
+
+#[test]
+fn the_channel_reader_hands_the_reading_on_when_it_leaves() {
+    let (a, b) = blocking_pair();
+    for _ in 0..16 {
+        assert_eq!(send(&b, b"x", NB), Ok(1));
+    }
+    // b's receiver sleeps first: it reads b's channel. b's sender, out of
+    // credits, sleeps on its wake-up descriptor.
+    let b1 = b.clone();
+    let receiver = spawn_call(move || recv(&b1, &mut [0u8; 64], 0));
+    let b2 = b.clone();
+    let sender = spawn_call(move || send(&b2, b"z", 0));
+    assert!(receiver.try_recv().is_err() && sender.try_recv().is_err());
+    assert_eq!(send(&a, b"hello", NB), Ok(5));
+    // The receiver read the event, took its data and left: nobody reads
+    // the channel now, so it woke the sender to read it (and re-arm).
+    assert_eq!(receiver.recv_timeout(Duration::from_secs(10)).expect("the receiver never woke"), Ok(5));
+    assert!(sender.try_recv().is_err(), "still no credits");
+    // a's credits come as a completion on b's CQ: only a reader sees it.
+    assert_eq!(drain(&a), 16);
+    assert_eq!(sender.recv_timeout(Duration::from_secs(10)).expect("the sender never woke: nobody read the channel"), Ok(1));
+}
+
+#[test]
+fn data_taken_by_the_reader_wakes_the_receiver_sleeping_beside_it() {
+    let (a, b) = blocking_pair();
+    for _ in 0..16 {
+        assert_eq!(send(&b, b"x", NB), Ok(1));
+    }
+    // Now b's sender sleeps first (the reader), its receiver beside it.
+    let b2 = b.clone();
+    let sender = spawn_call(move || send(&b2, b"z", 0));
+    let b1 = b.clone();
+    let receiver = spawn_call(move || recv(&b1, &mut [0u8; 64], 0));
+    assert_eq!(send(&a, b"hello", NB), Ok(5));
+    // The sender reads the event and takes the data's completion (no
+    // credits for itself: it sleeps again), which wakes the receiver.
+    assert_eq!(receiver.recv_timeout(Duration::from_secs(10)).expect("the receiver never woke"), Ok(5));
+    assert!(sender.try_recv().is_err(), "still no credits");
+    assert_eq!(drain(&a), 16);
+    assert_eq!(sender.recv_timeout(Duration::from_secs(10)).expect("the sender never woke"), Ok(1));
+}
+
 #[test]
 fn send_ring_full_then_resumes_when_writes_complete() {
     let (a, b) = pair_z(Z { rbuf: 65536, ..Z0 });
