@@ -292,12 +292,26 @@ fn spawn_call(f: impl FnOnce() -> Result<usize, Errno> + Send + 'static) -> mpsc
     rx
 }
 
+/// Uses up `h`'s 16 credits (the peer's rq_size) with 1-byte sends.
+fn spend_credits(h: &Handle) {
+    for _ in 0..16 {
+        assert_eq!(send(h, b"x", NB), Ok(1));
+    }
+}
+
+/// `sender` (a blocked 1-byte send on the peer of `a`) still waits; `a`
+/// reads what its peer spent the credits on, and the credits it hands
+/// back must wake the sender.
+fn credits_wake(a: &Handle, sender: &mpsc::Receiver<Result<usize, Errno>>) {
+    assert!(sender.try_recv().is_err(), "still no credits");
+    assert_eq!(drain(a), 16);
+    assert_eq!(sender.recv_timeout(Duration::from_secs(10)).expect("the sender never woke: nobody read the channel"), Ok(1));
+}
+
 #[test]
 fn the_channel_reader_hands_the_reading_on_when_it_leaves() {
     let (a, b) = blocking_pair();
-    for _ in 0..16 {
-        assert_eq!(send(&b, b"x", NB), Ok(1));
-    }
+    spend_credits(&b);
     // b's receiver sleeps first: it reads b's channel. b's sender, out of
     // credits, sleeps on its wake-up descriptor.
     let b1 = b.clone();
@@ -309,18 +323,14 @@ fn the_channel_reader_hands_the_reading_on_when_it_leaves() {
     // The receiver read the event, took its data and left: nobody reads
     // the channel now, so it woke the sender to read it (and re-arm).
     assert_eq!(receiver.recv_timeout(Duration::from_secs(10)).expect("the receiver never woke"), Ok(5));
-    assert!(sender.try_recv().is_err(), "still no credits");
     // a's credits come as a completion on b's CQ: only a reader sees it.
-    assert_eq!(drain(&a), 16);
-    assert_eq!(sender.recv_timeout(Duration::from_secs(10)).expect("the sender never woke: nobody read the channel"), Ok(1));
+    credits_wake(&a, &sender);
 }
 
 #[test]
 fn data_taken_by_the_reader_wakes_the_receiver_sleeping_beside_it() {
     let (a, b) = blocking_pair();
-    for _ in 0..16 {
-        assert_eq!(send(&b, b"x", NB), Ok(1));
-    }
+    spend_credits(&b);
     // Now b's sender sleeps first (the reader), its receiver beside it.
     let b2 = b.clone();
     let sender = spawn_call(move || send(&b2, b"z", 0));
@@ -330,9 +340,7 @@ fn data_taken_by_the_reader_wakes_the_receiver_sleeping_beside_it() {
     // The sender reads the event and takes the data's completion (no
     // credits for itself: it sleeps again), which wakes the receiver.
     assert_eq!(receiver.recv_timeout(Duration::from_secs(10)).expect("the receiver never woke"), Ok(5));
-    assert!(sender.try_recv().is_err(), "still no credits");
-    assert_eq!(drain(&a), 16);
-    assert_eq!(sender.recv_timeout(Duration::from_secs(10)).expect("the sender never woke"), Ok(1));
+    credits_wake(&a, &sender);
 }
 
 #[test]
