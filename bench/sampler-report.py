@@ -29,7 +29,7 @@ def guest_fs():
 
 
 def local_copy(path, fs):
-    if '/extra/ours/' in path or '/extra/' in path and 'librdmacm' in path:
+    if path.startswith('/extra/') and 'librdmacm' in path:
         return OURS
     if path.startswith('/extra/bin/'):
         p = os.path.join(REPO, 'build', 'vm-bin', os.path.basename(path))

@@ -103,15 +103,16 @@ pub(super) fn sleep_until_on<T>(h: &Handle, path: Path, mut check: impl FnMut(&m
         let tok = {
             let _p = lock_path(h, path);
             let mut s = lock(h)?;
-            let r = try_once(&mut s, &mut woke, &mut spin, limit, wants, &mut check);
-            match r {
+            // Every way out passes leave() (the reader's hand-off).
+            match try_once(&mut s, &mut woke, &mut spin, limit, wants, &mut check) {
                 Ok(Step::Wait(tok)) => tok,
-                done => {
+                Ok(Step::Done(v)) => {
                     s.leave();
-                    return done.map(|st| match st {
-                        Step::Done(v) => v,
-                        Step::Wait(_) => unreachable!("handled above"),
-                    });
+                    return Ok(v);
+                }
+                Err(e) => {
+                    s.leave();
+                    return Err(e);
                 }
             }
         };
