@@ -74,12 +74,25 @@ bench_rstream(){ local nm=$1 o=/tmp/bench-rstream.$1 s c v
 bench_rxe_counters(){ local f; for f in /sys/class/infiniband/*/ports/1/hw_counters/*; do
   [ -r "$f" ] && echo "${f#/sys/class/infiniband/} $(cat "$f")"; done 2>/dev/null; }
 
-bench_rsock(){ local nm=$1 mode=$2 port=$3 o=/tmp/bench-rsock.$1 s c sc v; shift 3
+# bench_rs_pair OUT PORT WAITSECS LTIMEOUT CTIMEOUT "LWRAP" "CWRAP" MODE ARGS...: one run of
+# bench_rsocket across the pair: its listening end in ns1 (stdout and stderr to OUT.srv) under
+# the command words LWRAP (a tool or env assignments; none when empty), waited for up to
+# WAITSECS, then its connecting end under CWRAP (to OUT); the listener is stopped when the
+# connecting end fails. Returns the connecting end's status; the listening end's is left in
+# bench_rs_listen_rc. The wrappers are split on blanks (their paths have none).
+bench_rs_pair(){ local o=$1 port=$2 w=$3 lto=$4 cto=$5 lwrap=$6 cwrap=$7 mode=$8 s c; shift 8
+  # shellcheck disable=SC2086
+  ip netns exec ns1 timeout "$lto" $lwrap /extra/bin/bench_rsocket "$mode" listen 192.0.2.2 "$port" "$@" > "$o.srv" 2>&1 & s=$!
+  bench_wait_listen $s "$w"
+  # shellcheck disable=SC2086
+  timeout "$cto" $cwrap /extra/bin/bench_rsocket "$mode" connect 192.0.2.2 "$port" "$@" > "$o" 2>&1; c=$?
+  [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null; bench_rs_listen_rc=$?
+  return $c
+}
+
+bench_rsock(){ local nm=$1 mode=$2 port=$3 o=/tmp/bench-rsock.$1 c sc v; shift 3
   bench_rxe_counters > "$o.rxe0"
-  ip netns exec ns1 timeout 150 /extra/bin/bench_rsocket "$mode" listen 192.0.2.2 "$port" "$@" > "$o.srv" 2>&1 & s=$!
-  bench_wait_listen $s 20
-  timeout 120 /extra/bin/bench_rsocket "$mode" connect 192.0.2.2 "$port" "$@" > "$o" 2>&1; c=$?
-  [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null; sc=$?
+  bench_rs_pair "$o" "$port" 20 150 120 "" "" "$mode" "$@"; c=$?; sc=$bench_rs_listen_rc
   v=$(awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9]+(\.[0-9]+)?$/ { print $3 " " $4 }' "$o")
   bench_rxe_counters > "$o.rxe1"
   if [ $c = 0 ] && [ $sc = 0 ] && [ -n "$v" ]; then grep -h '^#' "$o" "$o.srv"
@@ -93,40 +106,29 @@ bench_rsock(){ local nm=$1 mode=$2 port=$3 o=/tmp/bench-rsock.$1 s c sc v; shift
 
 # diagnostic, only when BENCH_SECTIONS names "rs_strace": the system calls of the 8-stream
 # ping-pong at each end (strace -f -c, 300 round trips per stream), as comment lines
-bench_rs_strace(){ local o=/tmp/bench-rs-strace s c
-  ip netns exec ns1 timeout 300 strace -f -c -o "$o.srv" /extra/bin/bench_rsocket pingpong listen 192.0.2.2 7474 8 300 64 > /dev/null 2>&1 & s=$!
-  bench_wait_listen $s 60
-  timeout 300 strace -f -c -o "$o" /extra/bin/bench_rsocket pingpong connect 192.0.2.2 7474 8 300 64 > "$o.out" 2>&1; c=$?
-  [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null
-  echo "# rs_strace connect_rc=$c"; grep '^#' "$o.out"
+bench_rs_strace(){ local o=/tmp/bench-rs-strace c
+  bench_rs_pair "$o.run" 7474 60 300 300 "strace -f -c -o $o.srv" "strace -f -c -o $o" pingpong 8 300 64; c=$?
+  echo "# rs_strace connect_rc=$c"; grep '^#' "$o.run"
   sed 's/^/# strace connecting: /' "$o"; sed 's/^/# strace listening: /' "$o.srv"
 }
 
 # diagnostic, only when BENCH_SECTIONS names "rs_cg_duplex": the duplex case (200 messages of
 # 64 KiB) with its connecting end under callgrind (polling_time as configured); the profile goes to
 # out/callgrind/<variant>.rs_duplex.<round>
-bench_rs_cg_duplex(){ local o=/tmp/bench-rs-cg-duplex s c
+bench_rs_cg_duplex(){ local o=/tmp/bench-rs-cg-duplex c
   rm -f "$o"
-  ip netns exec ns1 timeout 600 /extra/bin/bench_rsocket duplex listen 192.0.2.2 7475 200 65536 > "$o.srv" 2>&1 & s=$!
-  bench_wait_listen $s 60
-  timeout 600 valgrind -q --tool=callgrind --callgrind-out-file="$o" /extra/bin/bench_rsocket duplex connect 192.0.2.2 7475 200 65536 > "$o.out" 2>&1; c=$?
-  [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null
-  echo "# rs_cg_duplex connect_rc=$c"; grep -h '^#' "$o.out" "$o.srv"
+  bench_rs_pair "$o.run" 7475 60 600 600 "" "valgrind -q --tool=callgrind --callgrind-out-file=$o" duplex 200 65536; c=$?
+  echo "# rs_cg_duplex connect_rc=$c"; grep -h '^#' "$o.run" "$o.run.srv"
   if [ -d /host/out ] && [ -s "$o" ]; then mkdir -p /host/out/callgrind; cp "$o" "/host/out/callgrind/${RDMACM_VARIANT:-x}.rs_duplex.${BENCH_ROUND:-1}"; fi
 }
 
 # diagnostic, only when BENCH_SECTIONS names "rs_prof_duplex": the duplex case (1,000 messages of
 # 64 KiB) with both ends under the sampling profiler (ctest/vm/preload/sampler.c: the VM has no
 # perf); the samples go to out/prof/<variant>.<end>.<round>, read by bench/sampler-report.py
-bench_rs_prof_duplex(){ local o=/tmp/bench-rs-prof s c e
+bench_rs_prof_duplex(){ local o=/tmp/bench-rs-prof c e p="env LD_PRELOAD=/extra/bin/libsampler.so RDMACM_SAMPLER"
   rm -f "$o".*
-  ip netns exec ns1 timeout 150 env LD_PRELOAD=/extra/bin/libsampler.so RDMACM_SAMPLER="$o.listen" \
-    /extra/bin/bench_rsocket duplex listen 192.0.2.2 7476 1000 65536 > "$o.srv" 2>&1 & s=$!
-  bench_wait_listen $s 20
-  timeout 120 env LD_PRELOAD=/extra/bin/libsampler.so RDMACM_SAMPLER="$o.connect" \
-    /extra/bin/bench_rsocket duplex connect 192.0.2.2 7476 1000 65536 > "$o.out" 2>&1; c=$?
-  [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null
-  echo "# rs_prof_duplex connect_rc=$c"; grep -h '^#' "$o.out" "$o.srv"
+  bench_rs_pair "$o.run" 7476 20 150 120 "$p=$o.listen" "$p=$o.connect" duplex 1000 65536; c=$?
+  echo "# rs_prof_duplex connect_rc=$c"; grep -h '^#' "$o.run" "$o.run.srv"
   if [ -d /host/out ]; then mkdir -p /host/out/prof
     for e in connect listen; do [ -s "$o.$e" ] && cp "$o.$e" "/host/out/prof/${RDMACM_VARIANT:-x}.$e.${BENCH_ROUND:-1}"; done; fi
 }
@@ -274,7 +276,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   done
   ! grep -q '^BENCH [^ ]* FAIL' $out && [ $rc = 0 ]
 }
-export -f bench_rs_strace bench_rs_cg_duplex bench_rs_prof_duplex bench_sec bench_wait_listen bench_stop bench_rxe_counters bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
+export -f bench_rs_pair bench_rs_strace bench_rs_cg_duplex bench_rs_prof_duplex bench_sec bench_wait_listen bench_stop bench_rxe_counters bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
   bench_etc bench_dns bench_first bench_driver
 
 # the short mode's table, in the ours run: this run against the upstream run of the same boot
