@@ -43,14 +43,14 @@ impl Stream {
         wire::find_iomap(&self.ep().target, self.target_iomap_size, offset)
     }
 
-    /// riowrite: RDMA-writes `buf` at `offset` of the peer's riomap'ed buffer.
-    pub fn iowrite(&mut self, buf: &[u8], mut offset: u64) -> Result<usize, Errno> {
+    /// riowrite: RDMA-writes `buf` at `offset` of the peer's riomap'ed
+    /// buffer; `olen`, the call's next chunk size, grows across its sleeps.
+    pub fn iowrite(&mut self, buf: &[u8], mut offset: u64, olen: &mut u32) -> Result<usize, Errno> {
         self.check_connected()?;
         self.send_iomaps()?;
         let count = buf.len();
         let mut left = count;
         let mut off = 0usize;
-        let mut olen = RS_OLAP_START_SIZE;
         let mut res: Result<(), Errno> = Ok(());
         let mut iom: Option<(u64, RsSge)> = None;
         while left > 0 {
@@ -66,7 +66,7 @@ impl Stream {
                 break;
             }
             let (raddr, room) = wire::iomap_target(ioff, &isge, offset);
-            let xfer = next_chunk(&mut olen, left).min(self.sbuf_bytes_avail).min(room);
+            let xfer = next_chunk(olen, left).min(self.sbuf_bytes_avail).min(room);
             let chunk = &buf[off..off + xfer as usize];
             self.sqe_avail -= 1;
             self.sbuf_bytes_avail -= xfer;
@@ -97,8 +97,9 @@ impl Stream {
 
 /// riowrite, sleeping without holding the socket when it blocks.
 pub fn iowrite(h: &Handle, buf: &[u8], offset: u64, flags: c_int) -> Result<usize, Errno> {
+    let mut olen = RS_OLAP_START_SIZE;
     run_blocking(h, Path::Send, flags, |s, done| {
-        let n = s.iowrite(&buf[done..], offset + done as u64)?;
+        let n = s.iowrite(&buf[done..], offset + done as u64, &mut olen)?;
         Ok((n, (n == 0 && !buf.is_empty()) || done + n == buf.len()))
     })
 }

@@ -64,6 +64,12 @@ fn recv_some(s: &mut Guard<'_>, buf: &mut [u8], flags: c_int) -> Result<usize, E
             break;
         }
     }
+    // What was consumed may be owed to the peer now (half the buffer, or
+    // the sequence window): sent before the call returns, as upstream's
+    // rrecv does, not at the next look at the CQ.
+    if left < len && flags & libc::MSG_PEEK == 0 {
+        s.update_credits();
+    }
     match res {
         Err(e) if left == len => Err(e),
         _ => Ok(len - left),

@@ -231,6 +231,25 @@ fn credits_hand_back_freed_halves_of_the_receive_buffer() {
 }
 
 #[test]
+fn a_read_that_frees_half_the_buffer_hands_it_back_before_returning() {
+    // 8 KiB receive buffer: 4 KiB read is half of it, owed back to the
+    // sender at once (upstream's rrecv ends by sending what it owes).
+    let (a, b) = pair();
+    let data = pattern(4096, 9);
+    assert_eq!(send(&a, &data, NB), Ok(4096));
+    let sgl = |h: &Handle| fake(h).sent().iter().filter(|&&(_, imm, _, _)| msg_op(imm) == wire::OP_SGL).count();
+    let before = sgl(&b);
+    let mut buf = vec![0u8; 4096];
+    assert_eq!(recv(&b, &mut buf, NB), Ok(4096));
+    assert_eq!(buf, data);
+    let after = sgl(&b);
+    assert!(after > before);
+    // Nothing was left owed for the next call to send.
+    assert_eq!(recv(&b, &mut buf, NB), Err(Errno::EAGAIN));
+    assert_eq!(sgl(&b), after, "the freed half goes back with the read, not at the next call");
+}
+
+#[test]
 fn blocking_transfer_between_threads() {
     let (a, b) = pair();
     let data = pattern(200_000, 3);
@@ -355,6 +374,32 @@ fn send_ring_full_then_resumes_when_writes_complete() {
     assert_eq!(send(&a, b"more", NB), Ok(4));
     let mut buf = vec![0u8; 9000];
     assert_eq!(recv(&b, &mut buf, libc::MSG_WAITALL | NB), Ok(8196));
+}
+
+/// The data messages `h` has posted, by length.
+fn data_sizes(h: &Handle) -> Vec<usize> {
+    fake(h).sent().into_iter().filter(|&(_, imm, _, _)| msg_op(imm) == OP_DATA).map(|(_, _, _, n)| n).collect()
+}
+
+#[test]
+fn a_send_that_waits_for_room_goes_on_with_the_chunk_size_it_reached() {
+    // Chunks grow from 2 KiB; a 16 KiB send ring fills after 2 + 4 + 8 + 2
+    // KiB (the 16 KiB chunk cut to the room left) with the writes held.
+    let (a, b) = pair_z(Z { sbuf: 16384, rbuf: 65536, ..Z0 });
+    fake(&a).hold(true);
+    let data = pattern(24576, 5);
+    let (a2, d2) = (a.clone(), data.clone());
+    let sender = spawn_call(move || send(&a2, &d2, 0));
+    assert!(sender.try_recv().is_err(), "the send waits for room");
+    assert_eq!(data_sizes(&a), [2048, 4096, 8192, 2048]);
+    fake(&a).hold(false);
+    assert_eq!(sender.recv_timeout(Duration::from_secs(10)).expect("the sender never woke"), Ok(24576));
+    // The last 8 KiB go as one chunk, as upstream's (the call's chunk size
+    // is past them), not from 2 KiB again.
+    assert_eq!(data_sizes(&a), [2048, 4096, 8192, 2048, 8192]);
+    let mut buf = vec![0u8; 24576];
+    assert_eq!(recv(&b, &mut buf, libc::MSG_WAITALL | NB), Ok(24576));
+    assert_eq!(buf, data);
 }
 
 #[test]
