@@ -285,8 +285,9 @@ impl Stream {
     /// channel, as upstream's one waiter does, and is woken only by the
     /// CQ's event (every change that must wake it posts or flushes work
     /// requests: a control message, a stopped QP). The others sleep on their
-    /// wake-up descriptors alone, woken by completions that concern them
-    /// (`wants`) or by the reader's hand-off when its call is over
+    /// wake-up descriptors alone, woken by the reader's event
+    /// ([`Stream::reader_done`]), by completions that concern them (`wants`)
+    /// or by the reader's hand-off when its call is over
     /// ([`Stream::handoff`]). Otherwise as [`Stream::wait_token`], woken
     /// by any change.
     pub(super) fn sleep_token(&mut self, wants: u8) -> Result<WaitToken, Errno> {

@@ -40,11 +40,13 @@
 //! reader instead: it sleeps in one blocking read of the completion
 //! channel, as upstream's waiter does (one system call per sleep, not poll
 //! and read), and the others sleep on their wake-up descriptors
-//! (`guard::Stream::sleep_token`). The reader that got its event takes the
-//! completions (waking whom they concern) and either reads the channel
-//! again or, when its call is over, hands the reading on: every sleeper
-//! looks again and one of them reads next (`blocking::sleep_until_on`,
-//! `Stream::handoff`). What must wake the
+//! (`guard::Stream::sleep_token`). The reader that got its event wakes
+//! the other sleepers at once, as upstream's waiters all wake with the
+//! reader's event (they look again while it takes the completions, and
+//! the first of them to sleep again reads next), then either reads the
+//! channel again or, when its call is over and nobody has read since (a
+//! read that ended without an event), hands the reading on: every sleeper
+//! looks again (`blocking::sleep_until_on`, `Stream::handoff`). What must wake the
 //! reader comes through the CQ: every change of another thread that it
 //! waits for posts a work request (a control message of rshutdown or
 //! rclose) or stops the QP (a peer's disconnect), whose completion or

@@ -207,7 +207,7 @@ pub struct Stream {
     /// data) waits for: the sleepers waiting for that are signalled when
     /// the guard goes (`dirty` signals every sleeper).
     pub(super) changed: u8,
-    /// The channel's reader got its event and nobody reads it since: the
+    /// The channel's reader is back from its read and nobody reads it since: the
     /// thread that was the reader hands the reading on (signals every
     /// sleeper, one of whom reads next) when it leaves without sleeping
     /// again ([`super::blocking::sleep_until_on`]).
