@@ -104,12 +104,16 @@ bench_rsock(){ local nm=$1 mode=$2 port=$3 o=/tmp/bench-rsock.$1 c sc v; shift 3
     sed 's/^/  bench_rsocket connect: /' "$o" >&2; sed 's/^/  bench_rsocket listen: /' "$o.srv" >&2; fi
 }
 
-# diagnostic, only when BENCH_SECTIONS names "rs_strace": the system calls of the 8-stream
-# ping-pong at each end (strace -f -c, 300 round trips per stream), as comment lines
+# diagnostic, only when BENCH_SECTIONS names "rs_strace": the system calls at each end (strace
+# -f -c) of the 8-stream ping-pong (300 round trips per stream) and of the duplex (300 messages
+# of 64 KiB each way), as comment lines
 bench_rs_strace(){ local o=/tmp/bench-rs-strace c
   bench_rs_pair "$o.run" 7474 60 300 300 "strace -f -c -o $o.srv" "strace -f -c -o $o" pingpong 8 300 64; c=$?
   echo "# rs_strace connect_rc=$c"; grep '^#' "$o.run"
   sed 's/^/# strace connecting: /' "$o"; sed 's/^/# strace listening: /' "$o.srv"
+  bench_rs_pair "$o.run" 7477 60 300 300 "strace -f -c -o $o.srv" "strace -f -c -o $o" duplex 300 65536; c=$?
+  echo "# rs_strace duplex connect_rc=$c"; grep '^#' "$o.run"
+  sed 's/^/# strace duplex connecting: /' "$o"; sed 's/^/# strace duplex listening: /' "$o.srv"
 }
 
 # diagnostic, only when BENCH_SECTIONS names "rs_cg_duplex": the duplex case (200 messages of
@@ -294,11 +298,50 @@ bench_short(){ local up=/host/out/bench_short.upstream.out rc=0
 }
 export -f bench_short
 
+# bench/ab.sh: the rsocket cases on upstream's library and on each build it was given
+# (/extra/bin/ab/NAME/librdmacm.so.1), alternated round by round in this one boot, both ends of
+# every run on the same library: lines "AB CASE LIB ROUND VALUE" (FAIL when a run failed).
+# The upstream and the ours variant runs each do every round (the variant does not matter:
+# every run names its library).
+# With BENCH_AB_WRAP=syscount both ends run under ctest/vm/preload/syscount.c: "ABSC CASE LIB
+# ROUND END counts..." after each run.
+bench_ab(){ local r lib w cs c nm v e o=/tmp/bench-ab rc=0 port=7480 sc=
+  for r in $(seq "${BENCH_AB_ROUNDS:-3}"); do
+    for c in ${BENCH_AB_CASES:-duplex}; do
+      case $c in duplex) nm=rs_duplex_64k_us_per_mib cs="1000 65536";; pingpong) nm=rs_pingpong8_64b_ns_per_rt cs="8 1000 64";;
+        *) echo "bench_ab: unknown case $c"; return 1;; esac
+      # the order turns by one each round (no library always runs first, or after the same one)
+      local libs=(upstream $BENCH_AB) i
+      for i in "${!libs[@]}"; do lib=${libs[$(( (i + r) % ${#libs[@]} ))]}
+        if [ "$lib" = upstream ]; then w="env -u LD_LIBRARY_PATH RDMACM_VARIANT=upstream"
+        else w="env LD_LIBRARY_PATH=/extra/bin/ab/$lib RDMACM_VARIANT=ab"; fi
+        [ "${BENCH_AB_WRAP:-}" != syscount ] || { sc="LD_PRELOAD=/extra/bin/libsyscount.so SYSCOUNT_FILE=$o.sc"; rm -f "$o".sc.*; }
+        port=$((port + 1))
+        # shellcheck disable=SC2086
+        bench_rs_pair "$o" $port 20 150 120 "$w${sc:+ $sc.listen}" "$w${sc:+ $sc.connect}" $c $cs; e=$?
+        v=$([ $e = 0 ] && [ "$bench_rs_listen_rc" = 0 ] && awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9.]+$/ { print $3 }' "$o")
+        echo "AB $c $lib $r ${v:-FAIL}"
+        if [ -z "$v" ]; then rc=1; echo "bench_ab: $c $lib round $r: connecting end exit $e, listening end exit $bench_rs_listen_rc" >&2
+          sed 's/^/  connect: /' "$o" >&2; sed 's/^/  listen: /' "$o.srv" >&2; fi
+        for e in listen connect; do [ ! -s "$o.sc.$e" ] || echo "ABSC $c $lib $r $e $(cut -d' ' -f2- "$o.sc.$e")"; done
+      done
+    done
+  done
+  return $rc
+}
+export -f bench_ab
+
 # VM_BENCH on the host arrives here as BENCH: "1", or "cmtime=N,N" for other cmtime sizes
 case ${BENCH:-} in *cmtime=*) BENCH_CMTIME=${BENCH#*cmtime=}; BENCH_CMTIME=${BENCH_CMTIME%% *}; export BENCH_CMTIME=${BENCH_CMTIME//,/ };; esac
 # "sections=a,b" (bench/run.sh passes BENCH_SECTIONS through VM_BENCH): only those sections
 case ${BENCH:-} in *sections=*) BENCH_SECTIONS=${BENCH#*sections=}; BENCH_SECTIONS=${BENCH_SECTIONS%% *}; export BENCH_SECTIONS=${BENCH_SECTIONS//,/ };; esac
-if [ -n "${BENCH:-}" ]; then
+case ${BENCH:-} in *ab=*) BENCH_AB=${BENCH#*ab=}; BENCH_AB=${BENCH_AB%% *}; export BENCH_AB=${BENCH_AB//,/ };; esac
+case ${BENCH:-} in *abrounds=*) BENCH_AB_ROUNDS=${BENCH#*abrounds=}; export BENCH_AB_ROUNDS=${BENCH_AB_ROUNDS%% *};; esac
+case ${BENCH:-} in *abwrap=*) BENCH_AB_WRAP=${BENCH#*abwrap=}; export BENCH_AB_WRAP=${BENCH_AB_WRAP%% *};; esac
+case ${BENCH:-} in *abcases=*) BENCH_AB_CASES=${BENCH#*abcases=}; BENCH_AB_CASES=${BENCH_AB_CASES%% *}; export BENCH_AB_CASES=${BENCH_AB_CASES//,/ };; esac
+if [ -n "${BENCH_AB:-}" ]; then
+  t bench_ab 7200 bash -c bench_ab
+elif [ -n "${BENCH:-}" ]; then
   t bench_r1 3600 bash -c 'bench_driver full 1'
   t bench_r2 3600 bash -c 'bench_driver full 2'
 fi

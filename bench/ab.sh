@@ -1,0 +1,73 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+# bench/ab.sh: compares builds of our librdmacm with upstream's on the rsocket cases of
+# `make bench` (vm/suite.d/bench.sh bench_ab), alternated round by round in one VM boot, and
+# reports each library's median and its ratio to upstream's (below 1 = faster). One
+# `make bench` keeps the best of two rounds, which cannot tell a few per cent from the
+# TCG noise; this takes as many rounds as asked and pairs them.
+#
+#   bench/ab.sh [-r ROUNDS] [-c "duplex pingpong"] [-w syscount] NAME=DIR...
+#       DIR holds a librdmacm.so.1 (e.g. build/lib, or a copy of it made before a change);
+#       -w syscount: both ends under ctest/vm/preload/syscount.c, and a table of the system
+#       calls and context switches per message (duplex) or round trip (pingpong) and end
+#   bench/ab.sh --report DIR    report from an earlier run's output directory
+#
+# Each of the VM's two variant runs (upstream, ours) does every round, so ROUNDS=3 gives six
+# runs per library and case (a duplex run is ~10 s under TCG).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+rounds=3 cases=duplex out= wrap=
+while [ $# -gt 0 ]; do case $1 in
+  -r) rounds=$2; shift 2;; -w) wrap=$2; shift 2;; -c) cases=$2; shift 2;; --report) out=$2; shift 2;;
+  -h|--help) sed -n '3,14p' "$0"; exit 0;; *) break;; esac; done
+if [ -z "$out" ]; then
+  [ $# -gt 0 ] || { echo "usage: bench/ab.sh [-r ROUNDS] [-c CASES] NAME=DIR..." >&2; exit 2; }
+  names=()
+  rm -rf build/vm-bin/ab
+  for a in "$@"; do n=${a%%=*} d=${a#*=}
+    [[ $n =~ ^[A-Za-z0-9_-]+$ ]] && [ "$n" != upstream ] && [ "$n" != "$a" ] || { echo "bench/ab.sh: want NAME=DIR, not '$a'" >&2; exit 2; }
+    [ -e "$d/librdmacm.so.1" ] || { echo "bench/ab.sh: no $d/librdmacm.so.1" >&2; exit 2; }
+    mkdir -p "build/vm-bin/ab/$n"; cp -L "$d/librdmacm.so.1" "build/vm-bin/ab/$n/librdmacm.so.1"; names+=("$n")
+  done
+  make -s lib vm-bin >/dev/null || exit 1
+  export VM_ONLY=bench_ab VM_TIMEOUT=${VM_TIMEOUT:-10800} RDMACM_VM_WORK=${RDMACM_VM_WORK:-$PWD/build/vm-ab}
+  export VM_BENCH="ab=$(IFS=,; echo "${names[*]}") abrounds=$rounds abcases=$(echo $cases | tr ' ' ,)${wrap:+ abwrap=$wrap}"
+  log=$RDMACM_VM_WORK.log
+  vm/testbed.sh host && vm/testbed.sh image || exit 1
+  echo "bench/ab.sh: booting the VM (log: $log)" >&2
+  load0=$(cut -d' ' -f1 /proc/loadavg)
+  vm/testbed.sh run > "$log" 2>&1; vmrc=$?
+  echo "bench/ab.sh: host load $load0 -> $(cut -d' ' -f1 /proc/loadavg) on $(nproc) cores" >&2
+  out=$RDMACM_VM_WORK/suite/share/out
+  [ $vmrc = 0 ] || echo "bench/ab.sh: the VM run failed (exit $vmrc): see $log" >&2
+fi
+awk '
+  BEGIN { seen["upstream"] = 1; lib[nl++] = "upstream" }
+  $1 == "AB" { k = $2 SUBSEP $3; if (!($3 in seen)) { seen[$3] = 1; lib[nl++] = $3 } cs[$2] = 1
+    if ($5 == "FAIL") { fail[k]++; next }
+    n[k]++; v[k, n[k]] = $5; at[$2, $3, FILENAME, $4] = $5
+    if ($3 == "upstream") { pr[$2, ++np[$2]] = FILENAME SUBSEP $4 } }
+  # system calls (-w syscount): summed per case, library and field over runs and ends
+  $1 == "ABSC" { k = $2 SUBSEP $3; scn[k]++; for (i = 6; i <= NF; i++) { split($i, kv, "="); if (!(kv[1] in fseen)) { fseen[kv[1]] = 1; fld[nf++] = kv[1] }
+      sc[k, kv[1]] += kv[2] } }
+  function median(k,   m, i, j, t, a) { m = n[k]; for (i = 1; i <= m; i++) a[i] = v[k, i]
+    return med_of(a, m) }
+  function med_of(a, m,   i, j, t) {
+    for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+    return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
+  END { for (c in cs) { printf "%s (runs, median, min, max; ratio of the medians to upstream'"'"'s; median of the ratios to the upstream run of the same round, in how many of those pairs the library was faster):\n", c
+      for (j = 0; j < nl; j++) { l = lib[j]; k = c SUBSEP l; if (!n[k]) { printf "  %-12s no number%s\n", l, fail[k] ? " (" fail[k] " failed)" : ""; continue }
+        lo = hi = v[k, 1]; for (i = 2; i <= n[k]; i++) { if (v[k, i] < lo) lo = v[k, i]; if (v[k, i] > hi) hi = v[k, i] }
+        med[l] = median(k)
+        printf "  %-12s %2d  %10.1f %10.1f %10.1f", l, n[k], med[l], lo, hi
+        if (l != "upstream" && med["upstream"] > 0) { m = 0; delete q
+          for (i = 1; i <= np[c]; i++) { split(pr[c, i], f, SUBSEP); u = at[c, "upstream", f[1], f[2]]; w = at[c, l, f[1], f[2]]
+            if (u > 0 && w != "") { q[++m] = w / u; if (w < u) fast++ } }
+          printf "   %.3f   %s", med[l] / med["upstream"], m ? sprintf("%.3f (%d pairs, %d faster)", med_of(q, m), m, fast) : "-"; fast = 0 }
+        printf "%s\n", fail[k] ? "  (" fail[k] " failed)" : "" }
+      if (nf) { units = c == "duplex" ? 1000 : 8000
+        printf "%s: per %s and end (-w syscount; ours makes some calls directly: see syscr/syscw)\n  %-14s", c, c == "duplex" ? "64 KiB message sent and received" : "round trip", ""
+        for (j = 0; j < nl; j++) printf " %12s", lib[j]; printf "\n"
+        for (i = 0; i < nf; i++) { printf "  %-14s", fld[i]
+          for (j = 0; j < nl; j++) { k = c SUBSEP lib[j]; printf " %12s", scn[k] ? sprintf("%.2f", sc[k, fld[i]] / scn[k] / units) : "-" }
+          printf "\n" } } } }' "$out"/bench_ab.*.out
