@@ -134,3 +134,5 @@ mod tests;
 mod tests_proto;
 #[cfg(test)]
 mod tests_hostile;
+#[cfg(test)]
+mod tests_iomap;

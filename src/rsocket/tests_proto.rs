@@ -16,9 +16,8 @@ use super::lifecycle::{close_begin, close_end, shutdown};
 use super::recv::recv;
 use super::send::send;
 use super::state::*;
-use super::verbs::{Qp, TestMem};
+use super::verbs::Qp;
 use super::wire::{self, msg_op, msg_set, ConnData, OP_CTRL, OP_DATA};
-use super::iomap::iowrite;
 use nix::errno::Errno;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -301,7 +300,7 @@ fn blocking_pair() -> (Handle, Handle) {
 }
 
 /// A blocking call on another thread; its result comes on the channel.
-fn spawn_call(f: impl FnOnce() -> Result<usize, Errno> + Send + 'static) -> mpsc::Receiver<Result<usize, Errno>> {
+pub(super) fn spawn_call(f: impl FnOnce() -> Result<usize, Errno> + Send + 'static) -> mpsc::Receiver<Result<usize, Errno>> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(f());
@@ -377,7 +376,7 @@ fn send_ring_full_then_resumes_when_writes_complete() {
 }
 
 /// The data messages `h` has posted, by length.
-fn data_sizes(h: &Handle) -> Vec<usize> {
+pub(super) fn data_sizes(h: &Handle) -> Vec<usize> {
     fake(h).sent().into_iter().filter(|&(_, imm, _, _)| msg_op(imm) == OP_DATA).map(|(_, _, _, n)| n).collect()
 }
 
@@ -744,54 +743,4 @@ fn keepalive_not_before_due_and_ignored_by_the_peer() {
     let mut buf = [0u8; 8];
     assert_eq!(recv(&b, &mut buf, NB), Err(Errno::EAGAIN));
     assert_eq!(st(&b).state, ST_CONNECT_RDWR);
-}
-
-// ---- riomap -------------------------------------------------------------------------
-
-#[test]
-fn riowrite_lands_in_the_peers_mapping() {
-    let (a, b) = pair_z(Z { iomap: 4, ..Z0 });
-    let mem = TestMem::new(4096);
-    assert_eq!(st(&b).iomap(mem.user_buf(), libc::PROT_WRITE, 0), Ok(0));
-    // The mapping goes out with b's next send.
-    assert_eq!(send(&b, b"m", NB), Ok(1));
-    let mut buf = [0u8; 4];
-    assert_eq!(recv(&a, &mut buf, NB), Ok(1));
-    assert_eq!(iowrite(&a, b"direct", 100, NB), Ok(6));
-    assert_eq!(&mem.bytes()[100..106], b"direct");
-    assert_eq!(st(&a).state, ST_CONNECT_RDWR);
-    // Nothing to receive for b: a riowrite carries no message.
-    assert_eq!(recv(&b, &mut buf, NB), Err(Errno::EAGAIN));
-}
-
-#[test]
-fn riowrite_without_a_mapping_writes_nothing() {
-    let (a, _b) = pair_z(Z { iomap: 4, ..Z0 });
-    let before = fake(&a).sent().len();
-    let a2 = a.clone();
-    assert_eq!(within(10, move || iowrite(&a2, b"nowhere", 0, NB)), Ok(0));
-    assert_eq!(fake(&a).sent().len(), before);
-}
-
-#[test]
-fn riomap_table_full() {
-    let (a, _b) = pair_z(Z { iomap: 1, ..Z0 });
-    assert_eq!(st(&a).remote_iomap.length, 1);
-    let (m1, m2, m3) = (TestMem::new(4096), TestMem::new(4096), TestMem::new(4096));
-    assert_eq!(st(&a).iomap(m1.user_buf(), libc::PROT_WRITE, 0), Ok(0));
-    assert_eq!(st(&a).iomap(m2.user_buf(), libc::PROT_WRITE, 4096), Err(Errno::ENOMEM));
-    // A local-only mapping takes no slot.
-    assert_eq!(st(&a).iomap(m3.user_buf(), 0, 8192), Ok(8192));
-}
-
-#[test]
-fn riounmap_frees_the_slot() {
-    let (a, _b) = pair_z(Z { iomap: 1, ..Z0 });
-    let (m1, m2) = (TestMem::new(4096), TestMem::new(4096));
-    let u = m1.user_buf();
-    let (addr, len) = (u.addr(), u.len());
-    assert_eq!(st(&a).iomap(u, libc::PROT_WRITE, 0), Ok(0));
-    assert_eq!(st(&a).iounmap(addr, len), Ok(()));
-    assert_eq!(st(&a).iounmap(addr, len), Err(Errno::EINVAL));
-    assert_eq!(st(&a).iomap(m2.user_buf(), libc::PROT_WRITE, 0), Ok(0));
 }
