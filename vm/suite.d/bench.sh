@@ -303,12 +303,14 @@ export -f bench_short
 # every run on the same library: lines "AB CASE LIB ROUND VALUE" (FAIL when a run failed).
 # The upstream and the ours variant runs each do every round (the variant does not matter:
 # every run names its library).
-# With BENCH_AB_WRAP=syscount both ends run under ctest/vm/preload/syscount.c: "ABSC CASE LIB
-# ROUND END counts..." after each run.
+# Cases: duplex, pingpong (bench_rsocket, as make bench's), rstream64k (upstream's rstream -S
+# 65536 -C 300, as rstream_64k_xfer_us). With BENCH_AB_WRAP=syscount both ends of the
+# bench_rsocket cases run under ctest/vm/preload/syscount.c: "ABSC CASE LIB ROUND END counts..."
+# after each run.
 bench_ab(){ local r lib w cs c nm v e o=/tmp/bench-ab rc=0 port=7480 sc=
   for r in $(seq "${BENCH_AB_ROUNDS:-3}"); do
     for c in ${BENCH_AB_CASES:-duplex}; do
-      case $c in duplex) nm=rs_duplex_64k_us_per_mib cs="1000 65536";; pingpong) nm=rs_pingpong8_64b_ns_per_rt cs="8 1000 64";;
+      case $c in duplex) nm=rs_duplex_64k_us_per_mib cs="1000 65536";; pingpong) nm=rs_pingpong8_64b_ns_per_rt cs="8 1000 64";; rstream64k) nm=x;;
         *) echo "bench_ab: unknown case $c"; return 1;; esac
       # the order turns by one each round (no library always runs first, or after the same one)
       local libs=(upstream $BENCH_AB) i
@@ -317,9 +319,17 @@ bench_ab(){ local r lib w cs c nm v e o=/tmp/bench-ab rc=0 port=7480 sc=
         else w="env LD_LIBRARY_PATH=/extra/bin/ab/$lib RDMACM_VARIANT=ab"; fi
         [ "${BENCH_AB_WRAP:-}" != syscount ] || { sc="LD_PRELOAD=/extra/bin/libsyscount.so SYSCOUNT_FILE=$o.sc"; rm -f "$o".sc.*; }
         port=$((port + 1))
+        if [ $c = rstream64k ]; then
+          ip netns exec ns1 $w rstream -b 192.0.2.2 -S 65536 -C 300 > "$o.srv" 2>&1 & local s=$!
+          bench_wait_listen $s 20
+          timeout 300 $w rstream -s 192.0.2.2 -S 65536 -C 300 > "$o" 2>&1; e=$?
+          [ $e = 0 ] || bench_stop $s; wait $s 2>/dev/null; bench_rs_listen_rc=$?
+          v=$([ $e = 0 ] && awk 'NR == 2 && NF == 8 { print $8 }' "$o")
+        else
         # shellcheck disable=SC2086
         bench_rs_pair "$o" $port 20 150 120 "$w${sc:+ $sc.listen}" "$w${sc:+ $sc.connect}" $c $cs; e=$?
         v=$([ $e = 0 ] && [ "$bench_rs_listen_rc" = 0 ] && awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9.]+$/ { print $3 }' "$o")
+        fi
         echo "AB $c $lib $r ${v:-FAIL}"
         if [ -z "$v" ]; then rc=1; echo "bench_ab: $c $lib round $r: connecting end exit $e, listening end exit $bench_rs_listen_rc" >&2
           sed 's/^/  connect: /' "$o" >&2; sed 's/^/  listen: /' "$o.srv" >&2; fi
