@@ -65,7 +65,8 @@ awk '
             if (u > 0 && w != "") { q[++m] = w / u; if (w < u) fast++ } }
           printf "   %.3f   %s", med[l] / med["upstream"], m ? sprintf("%.3f (%d pairs, %d faster)", med_of(q, m), m, fast) : "-"; fast = 0 }
         printf "%s\n", fail[k] ? "  (" fail[k] " failed)" : "" }
-      if (nf) { units = c == "duplex" ? 1000 : 8000
+      any = 0; for (j = 0; j < nl; j++) if (scn[c SUBSEP lib[j]]) any = 1
+      if (any) { units = c == "duplex" ? 1000 : 8000
         printf "%s: per %s and end (-w syscount; ours makes some calls directly: see syscr/syscw)\n  %-14s", c, c == "duplex" ? "64 KiB message sent and received" : "round trip", ""
         for (j = 0; j < nl; j++) printf " %12s", lib[j]; printf "\n"
         for (i = 0; i < nf; i++) { printf "  %-14s", fld[i]

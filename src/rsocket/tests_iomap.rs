@@ -70,9 +70,7 @@ fn a_riowrite_that_waits_for_room_goes_on_with_the_chunk_size_it_reached() {
     assert_eq!(st(&b).iomap(mem.user_buf(), libc::PROT_WRITE, 0), Ok(0));
     assert_eq!(send(&b, b"m", NB), Ok(1));
     assert_eq!(recv(&a, &mut [0u8; 4], NB), Ok(1));
-    let writes = |h: &Handle| -> Vec<usize> {
-        fake(h).sent().into_iter().filter(|&(op, _, _, _)| op == verbs::WR_RDMA_WRITE).map(|(_, _, _, n)| n).collect()
-    };
+    let writes = |h: &Handle| sent_sizes(h, |op, _| op == verbs::WR_RDMA_WRITE);
     fake(&a).hold(true);
     let data = pattern(24576, 3);
     let (a2, d2) = (a.clone(), data.clone());

@@ -375,9 +375,15 @@ fn send_ring_full_then_resumes_when_writes_complete() {
     assert_eq!(recv(&b, &mut buf, libc::MSG_WAITALL | NB), Ok(8196));
 }
 
+/// The lengths of the work requests `h` has posted that `keep` picks (by
+/// opcode and immediate value).
+pub(super) fn sent_sizes(h: &Handle, keep: impl Fn(std::ffi::c_int, u32) -> bool) -> Vec<usize> {
+    fake(h).sent().into_iter().filter(|&(op, imm, _, _)| keep(op, imm)).map(|(_, _, _, n)| n).collect()
+}
+
 /// The data messages `h` has posted, by length.
-pub(super) fn data_sizes(h: &Handle) -> Vec<usize> {
-    fake(h).sent().into_iter().filter(|&(_, imm, _, _)| msg_op(imm) == OP_DATA).map(|(_, _, _, n)| n).collect()
+fn data_sizes(h: &Handle) -> Vec<usize> {
+    sent_sizes(h, |_, imm| msg_op(imm) == OP_DATA)
 }
 
 #[test]

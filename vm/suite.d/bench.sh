@@ -56,11 +56,14 @@ bench_cmtime(){ local n=$1 to=$2 o=/tmp/bench-cmtime.$1 s c steps
   [ $c = 0 ] || { echo "cmtime -c $n: client exit $c; output tail:"; tail -5 "$o"; echo "server tail:"; tail -5 "$o.srv"; } >&2
 }
 
-# rstream across the pair: NAME SIZE 'client/server options' COLUMN (8: usec/xfer)
-bench_rstream(){ local nm=$1 o=/tmp/bench-rstream.$1 s c v
-  ip netns exec ns1 rstream -b 192.0.2.2 $2 > "$o.srv" 2>&1 & s=$!
+# rstream across the pair: NAME 'client/server options' [WRAP] (WRAP: command words both ends
+# run under, e.g. env assignments; bench_ab's library choice)
+bench_rstream(){ local nm=$1 w=${3:-} o=/tmp/bench-rstream.$1 s c v
+  # shellcheck disable=SC2086
+  ip netns exec ns1 $w rstream -b 192.0.2.2 $2 > "$o.srv" 2>&1 & s=$!
   bench_wait_listen $s 20
-  timeout 300 rstream -s 192.0.2.2 $2 > "$o" 2>&1; c=$?
+  # shellcheck disable=SC2086
+  timeout 300 $w rstream -s 192.0.2.2 $2 > "$o" 2>&1; c=$?
   [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null
   v=$(awk 'NR == 2 && NF == 8 { print $8 }' "$o")
   if [ $c = 0 ] && [ -n "$v" ]; then echo "BENCH $nm $v us/xfer"
@@ -307,33 +310,31 @@ export -f bench_short
 # 65536 -C 300, as rstream_64k_xfer_us). With BENCH_AB_WRAP=syscount both ends of the
 # bench_rsocket cases run under ctest/vm/preload/syscount.c: "ABSC CASE LIB ROUND END counts..."
 # after each run.
-bench_ab(){ local r lib w cs c nm v e o=/tmp/bench-ab rc=0 port=7480 sc=
+bench_ab(){ local r lib w cs c nm v e i o=/tmp/bench-ab rc=0 port=7480 sc= libs=(upstream $BENCH_AB)
   for r in $(seq "${BENCH_AB_ROUNDS:-3}"); do
     for c in ${BENCH_AB_CASES:-duplex}; do
-      case $c in duplex) nm=rs_duplex_64k_us_per_mib cs="1000 65536";; pingpong) nm=rs_pingpong8_64b_ns_per_rt cs="8 1000 64";; rstream64k) nm=x;;
+      case $c in duplex) nm=rs_duplex_64k_us_per_mib cs="1000 65536";; pingpong) nm=rs_pingpong8_64b_ns_per_rt cs="8 1000 64";;
+        rstream64k) nm=rstream_64k_xfer_us cs="-S 65536 -C 300";;
         *) echo "bench_ab: unknown case $c"; return 1;; esac
       # the order turns by one each round (no library always runs first, or after the same one)
-      local libs=(upstream $BENCH_AB) i
       for i in "${!libs[@]}"; do lib=${libs[$(( (i + r) % ${#libs[@]} ))]}
         if [ "$lib" = upstream ]; then w="env -u LD_LIBRARY_PATH RDMACM_VARIANT=upstream"
         else w="env LD_LIBRARY_PATH=/extra/bin/ab/$lib RDMACM_VARIANT=ab"; fi
-        [ "${BENCH_AB_WRAP:-}" != syscount ] || { sc="LD_PRELOAD=/extra/bin/libsyscount.so SYSCOUNT_FILE=$o.sc"; rm -f "$o".sc.*; }
-        port=$((port + 1))
         if [ $c = rstream64k ]; then
-          ip netns exec ns1 $w rstream -b 192.0.2.2 -S 65536 -C 300 > "$o.srv" 2>&1 & local s=$!
-          bench_wait_listen $s 20
-          timeout 300 $w rstream -s 192.0.2.2 -S 65536 -C 300 > "$o" 2>&1; e=$?
-          [ $e = 0 ] || bench_stop $s; wait $s 2>/dev/null; bench_rs_listen_rc=$?
-          v=$([ $e = 0 ] && awk 'NR == 2 && NF == 8 { print $8 }' "$o")
+          # (bench_rstream reports a failure itself)
+          v=$(bench_rstream "$nm" "$cs" "$w" | awk '$1 == "BENCH" && $3 ~ /^[0-9.]+$/ { print $3 }')
         else
-        # shellcheck disable=SC2086
-        bench_rs_pair "$o" $port 20 150 120 "$w${sc:+ $sc.listen}" "$w${sc:+ $sc.connect}" $c $cs; e=$?
-        v=$([ $e = 0 ] && [ "$bench_rs_listen_rc" = 0 ] && awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9.]+$/ { print $3 }' "$o")
+          [ "${BENCH_AB_WRAP:-}" != syscount ] || { sc="LD_PRELOAD=/extra/bin/libsyscount.so SYSCOUNT_FILE=$o.sc"; rm -f "$o".sc.*; }
+          port=$((port + 1))
+          # shellcheck disable=SC2086
+          bench_rs_pair "$o" $port 20 150 120 "$w${sc:+ $sc.listen}" "$w${sc:+ $sc.connect}" $c $cs; e=$?
+          v=$([ $e = 0 ] && [ "$bench_rs_listen_rc" = 0 ] && awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9.]+$/ { print $3 }' "$o")
+          if [ -z "$v" ]; then echo "bench_ab: $c $lib round $r: connecting end exit $e, listening end exit $bench_rs_listen_rc" >&2
+            sed 's/^/  connect: /' "$o" >&2; sed 's/^/  listen: /' "$o.srv" >&2; fi
+          for e in listen connect; do [ ! -s "$o.sc.$e" ] || echo "ABSC $c $lib $r $e $(cut -d' ' -f2- "$o.sc.$e")"; done
         fi
+        [ -n "$v" ] || rc=1
         echo "AB $c $lib $r ${v:-FAIL}"
-        if [ -z "$v" ]; then rc=1; echo "bench_ab: $c $lib round $r: connecting end exit $e, listening end exit $bench_rs_listen_rc" >&2
-          sed 's/^/  connect: /' "$o" >&2; sed 's/^/  listen: /' "$o.srv" >&2; fi
-        for e in listen connect; do [ ! -s "$o.sc.$e" ] || echo "ABSC $c $lib $r $e $(cut -d' ' -f2- "$o.sc.$e")"; done
       done
     done
   done
