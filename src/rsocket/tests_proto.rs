@@ -232,7 +232,8 @@ fn credits_hand_back_freed_halves_of_the_receive_buffer() {
 #[test]
 fn a_read_that_frees_half_the_buffer_hands_it_back_before_returning() {
     // 8 KiB receive buffer: 4 KiB read is half of it, owed back to the
-    // sender at once (upstream's rrecv ends by sending what it owes).
+    // sender before the read returns (upstream's waits for the next call
+    // that looks at the CQ: see recv_some).
     let (a, b) = pair();
     let data = pattern(4096, 9);
     assert_eq!(send(&a, &data, NB), Ok(4096));
