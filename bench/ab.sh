@@ -10,6 +10,9 @@
 #       DIR holds a librdmacm.so.1 (e.g. build/lib, or a copy of it made before a change);
 #       -w syscount: both ends under ctest/vm/preload/syscount.c, and a table of the system
 #       calls and context switches per message (duplex) or round trip (pingpong) and end
+#   Also, for the rsocket cases: the guest's time over the timed part (user, system, softirq,
+#   idle, in per cent of both vCPUs) and each end's CPU and voluntary context switches per unit,
+#   as the program measured them, and the soft-RoCE counters that moved (failed runs left out)
 #   bench/ab.sh --report DIR    report from an earlier run's output directory
 #
 # Each of the VM's two variant runs (upstream, ours) does every round, so ROUNDS=3 gives six
@@ -19,7 +22,7 @@ cd "$(dirname "$0")/.."
 rounds=3 cases=duplex out= wrap=
 while [ $# -gt 0 ]; do case $1 in
   -r) rounds=$2; shift 2;; -w) wrap=$2; shift 2;; -c) cases=$2; shift 2;; --report) out=$2; shift 2;;
-  -h|--help) sed -n '3,14p' "$0"; exit 0;; *) break;; esac; done
+  -h|--help) sed -n '3,17p' "$0"; exit 0;; *) break;; esac; done
 if [ -z "$out" ]; then
   [ $# -gt 0 ] || { echo "usage: bench/ab.sh [-r ROUNDS] [-c CASES] NAME=DIR..." >&2; exit 2; }
   names=()
@@ -50,12 +53,19 @@ awk '
   # system calls (-w syscount): summed per case, library and field over runs and ends
   $1 == "ABSC" { k = $2 SUBSEP $3; scn[k]++; for (i = 6; i <= NF; i++) { split($i, kv, "="); if (!(kv[1] in fseen)) { fseen[kv[1]] = 1; fld[nf++] = kv[1] }
       sc[k, kv[1]] += kv[2] } }
+  # the guest over each run and the soft-RoCE counters (kept per run: a failed run'"'"'s are left out)
+  $1 == "ABCPU" || $1 == "ABRXE" { r = $2 SUBSEP $3 SUBSEP FILENAME SUBSEP $4; for (i = 5; i <= NF; i++) { split($i, kv, "=")
+      if (!(($1, kv[1]) in fseen2)) { fseen2[$1, kv[1]] = 1; if ($1 == "ABCPU") cfld[ncf++] = kv[1]; else rfld[nrf++] = kv[1] }
+      rv[$1, r, kv[1]] = kv[2] } runs[$1, r] = 1 }
   function median(k,   m, i, j, t, a) { m = n[k]; for (i = 1; i <= m; i++) a[i] = v[k, i]
     return med_of(a, m) }
   function med_of(a, m,   i, j, t) {
     for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
     return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
-  END { for (c in cs) { printf "%s (runs, median, min, max; ratio of the medians to upstream'"'"'s; median of the ratios to the upstream run of the same round, in how many of those pairs the library was faster):\n", c
+  END { for (x in runs) { split(x, q, SUBSEP); if (!((q[2], q[3], q[4], q[5]) in at)) continue; k = q[2] SUBSEP q[3]
+      if (q[1] == "ABCPU") { cpun[k]++; for (i = 0; i < ncf; i++) cpu[k, cfld[i]] += rv[q[1], q[2], q[3], q[4], q[5], cfld[i]] }
+      else { rxn[k]++; for (i = 0; i < nrf; i++) rx[k, rfld[i]] += rv[q[1], q[2], q[3], q[4], q[5], rfld[i]] } }
+    for (c in cs) { printf "%s (runs, median, min, max; ratio of the medians to upstream'"'"'s; median of the ratios to the upstream run of the same round, in how many of those pairs the library was faster):\n", c
       for (j = 0; j < nl; j++) { l = lib[j]; k = c SUBSEP l; if (!n[k]) { printf "  %-12s no number%s\n", l, fail[k] ? " (" fail[k] " failed)" : ""; continue }
         lo = hi = v[k, 1]; for (i = 2; i <= n[k]; i++) { if (v[k, i] < lo) lo = v[k, i]; if (v[k, i] > hi) hi = v[k, i] }
         med[l] = median(k)
@@ -65,6 +75,19 @@ awk '
             if (u > 0 && w != "") { q[++m] = w / u; if (w < u) fast++ } }
           printf "   %.3f   %s", med[l] / med["upstream"], m ? sprintf("%.3f (%d pairs, %d faster)", med_of(q, m), m, fast) : "-"; fast = 0 }
         printf "%s\n", fail[k] ? "  (" fail[k] " failed)" : "" }
+      any = 0; for (j = 0; j < nl; j++) if (cpun[c SUBSEP lib[j]]) any = 1
+      if (any) { printf "%s: the timed part as the program saw it (mean over runs): the whole guest in per cent of both vCPUs; each end (c: connecting, l: listening) per unit\n  %-14s", c, ""
+        for (j = 0; j < nl; j++) printf " %12s", lib[j]; printf "\n"
+        for (i = 0; i < ncf; i++) { printf "  %-14s", cfld[i]
+          for (j = 0; j < nl; j++) { k = c SUBSEP lib[j]; printf " %12s", cpun[k] ? sprintf("%.1f", cpu[k, cfld[i]] / cpun[k]) : "-" }
+          printf "\n" } }
+      any = 0; for (j = 0; j < nl; j++) if (rxn[c SUBSEP lib[j]]) any = 1
+      if (any) { printf "%s: soft-RoCE counters that moved, per run (mean; both devices)\n  %-22s", c, ""
+        for (j = 0; j < nl; j++) printf " %12s", lib[j]; printf "\n"
+        for (i = 0; i < nrf; i++) { nz = 0; for (j = 0; j < nl; j++) if (rx[c SUBSEP lib[j], rfld[i]] != 0) nz = 1
+          if (!nz) continue; printf "  %-22s", rfld[i]
+          for (j = 0; j < nl; j++) { k = c SUBSEP lib[j]; printf " %12s", rxn[k] ? sprintf("%.1f", rx[k, rfld[i]] / rxn[k]) : "-" }
+          printf "\n" } }
       any = 0; for (j = 0; j < nl; j++) if (scn[c SUBSEP lib[j]]) any = 1
       if (any) { units = c == "duplex" ? 1000 : 8000
         printf "%s: per %s and end (-w syscount; ours makes some calls directly: see syscr/syscw)\n  %-14s", c, c == "duplex" ? "64 KiB message sent and received" : "round trip", ""

@@ -326,8 +326,17 @@ bench_ab(){ local r lib w cs c nm v e i o=/tmp/bench-ab rc=0 port=7480 sc= libs=
         else
           [ "${BENCH_AB_WRAP:-}" != syscount ] || { sc="LD_PRELOAD=/extra/bin/libsyscount.so SYSCOUNT_FILE=$o.sc"; rm -f "$o".sc.*; }
           port=$((port + 1))
+          bench_rxe_counters > "$o.rxe0"
           # shellcheck disable=SC2086
           bench_rs_pair "$o" $port 20 150 120 "$w${sc:+ $sc.listen}" "$w${sc:+ $sc.connect}" $c $cs; e=$?
+          # the program's own account of the timed part: the whole guest's time (per cent of both
+          # vCPUs) and each end's CPU and voluntary context switches per unit (message or round trip)
+          awk -v k="$c $lib $r" '$1 == "#" && $3 == "VM" && $4 == "cpu:" { v = sprintf(" user=%d system=%d softirq=%d idle=%d", $6, $8, $14, $10) }
+            $1 == "#" && $4 == "end" && $6 == "unit:" { e = $3 == "connecting" ? "c" : "l"; u = u sprintf(" %s_user_us=%s %s_sys_us=%s %s_vcsw=%s", e, $8, e, $11, e, $14 + 0) }
+            END { if (v != "" || u != "") print "ABCPU " k v u }' "$o" "$o.srv"
+          # the soft-RoCE counters that moved (both devices added up: retries, sequence errors)
+          bench_rxe_counters | awk -v k="$c $lib $r" 'NR == FNR { a[$1] = $2; next } { n = $1; sub(/^[^\/]*\/ports\/1\/hw_counters\//, "", n); m[n] += $2 - a[$1] }
+            END { for (n in m) d = d sprintf(" %s=%d", n, m[n]); print "ABRXE " k d }' "$o.rxe0" -
           v=$([ $e = 0 ] && [ "$bench_rs_listen_rc" = 0 ] && awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9.]+$/ { print $3 }' "$o")
           if [ -z "$v" ]; then echo "bench_ab: $c $lib round $r: connecting end exit $e, listening end exit $bench_rs_listen_rc" >&2
             sed 's/^/  connect: /' "$o" >&2; sed 's/^/  listen: /' "$o.srv" >&2; fi
