@@ -105,11 +105,11 @@ impl Config {
         };
         self.rules.iter().any(|r| {
             // a rule's program name matches every program name it begins, ignoring case
-            r.program.as_deref().map_or(true, |n| {
+            r.program.as_deref().is_none_or(|n| {
                 prog.len() >= n.len() && prog.as_bytes()[..n.len()].eq_ignore_ascii_case(n.as_bytes())
-            }) && r.domain.map_or(true, |d| d == domain)
-                && r.type_.map_or(true, |t| t == type_)
-                && r.protocol.map_or(true, |p| p == protocol)
+            }) && r.domain.is_none_or(|d| d == domain)
+                && r.type_.is_none_or(|t| t == type_)
+                && r.protocol.is_none_or(|p| p == protocol)
         })
     }
 }

@@ -515,11 +515,8 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
         g.udp.setsockopt(level, name, opt)?;
         match (level, name) {
             (libc::SOL_SOCKET, libc::SO_REUSEADDR) => g.opts.reuseaddr = int()? != 0,
-            (libc::SOL_SOCKET, libc::SO_RCVBUF) => {
-                if g.qps.is_empty() {
-                    g.rbuf_size = int()?.wrapping_shl(1);
-                }
-            }
+            // (once a QP exists the size is kept: the `_` arm below)
+            (libc::SOL_SOCKET, libc::SO_RCVBUF) if g.qps.is_empty() => g.rbuf_size = int()?.wrapping_shl(1),
             (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
                 if !g.inited {
                     g.sbuf_size = int()?.wrapping_shl(1);
