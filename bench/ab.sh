@@ -12,7 +12,8 @@
 #       calls and context switches per message (duplex) or round trip (pingpong) and end
 #   Also, for the rsocket cases: the guest's time over the timed part (user, system, softirq,
 #   idle, in per cent of both vCPUs) and each end's CPU and voluntary context switches per unit,
-#   as the program measured them, and the soft-RoCE counters that moved (failed runs left out)
+#   as the program measured them, and the soft-RoCE counters that moved (failed runs left out);
+#   with two builds or more, each later one paired with the first (same run and round)
 #   bench/ab.sh --report DIR    report from an earlier run's output directory
 #
 # Each of the VM's two variant runs (upstream, ours) does every round, so ROUNDS=3 gives six
@@ -22,7 +23,7 @@ cd "$(dirname "$0")/.."
 rounds=3 cases=duplex out= wrap=
 while [ $# -gt 0 ]; do case $1 in
   -r) rounds=$2; shift 2;; -w) wrap=$2; shift 2;; -c) cases=$2; shift 2;; --report) out=$2; shift 2;;
-  -h|--help) sed -n '3,17p' "$0"; exit 0;; *) break;; esac; done
+  -h|--help) sed -n '3,18p' "$0"; exit 0;; *) break;; esac; done
 if [ -z "$out" ]; then
   [ $# -gt 0 ] || { echo "usage: bench/ab.sh [-r ROUNDS] [-c CASES] NAME=DIR..." >&2; exit 2; }
   names=()
@@ -75,6 +76,11 @@ awk '
             if (u > 0 && w != "") { q[++m] = w / u; if (w < u) fast++ } }
           printf "   %.3f   %s", med[l] / med["upstream"], m ? sprintf("%.3f (%d pairs, %d faster)", med_of(q, m), m, fast) : "-"; fast = 0 }
         printf "%s\n", fail[k] ? "  (" fail[k] " failed)" : "" }
+      # builds of ours against the first one given, paired the same way (same variant run, round)
+      for (j = 2; j < nl; j++) { l = lib[j]; b = lib[1]; m = 0; fast = 0; delete q
+        for (i = 1; i <= np[c]; i++) { split(pr[c, i], f, SUBSEP); u = at[c, b, f[1], f[2]]; w = at[c, l, f[1], f[2]]
+          if (u > 0 && w != "") { q[++m] = w / u; if (w < u) fast++ } }
+        if (m) printf "  %s against %s: median of the paired ratios %.3f, faster in %d of %d pairs\n", l, b, med_of(q, m), fast, m }
       any = 0; for (j = 0; j < nl; j++) if (cpun[c SUBSEP lib[j]]) any = 1
       if (any) { printf "%s: the timed part as the program saw it (mean over runs): the whole guest in per cent of both vCPUs; each end (c: connecting, l: listening) per unit\n  %-14s", c, ""
         for (j = 0; j < nl; j++) printf " %12s", lib[j]; printf "\n"
