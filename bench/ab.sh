@@ -54,15 +54,31 @@ awk '
   # system calls (-w syscount): summed per case, library and field over runs and ends
   $1 == "ABSC" { k = $2 SUBSEP $3; scn[k]++; for (i = 6; i <= NF; i++) { split($i, kv, "="); if (!(kv[1] in fseen)) { fseen[kv[1]] = 1; fld[nf++] = kv[1] }
       sc[k, kv[1]] += kv[2] } }
-  # the guest over each run and the soft-RoCE counters (kept per run: a failed run'"'"'s are left out)
-  $1 == "ABCPU" || $1 == "ABRXE" { r = $2 SUBSEP $3 SUBSEP FILENAME SUBSEP $4; for (i = 5; i <= NF; i++) { split($i, kv, "=")
+  # the guest over each run and the soft-RoCE counters, the devices added up (kept per run: a
+  # failed run'"'"'s are left out)
+  $1 == "ABCPU" || $1 == "ABRXE" { r = $2 SUBSEP $3 SUBSEP FILENAME SUBSEP $4; for (i = 5; i <= NF; i++) { split($i, kv, "="); sub(/^.*\//, "", kv[1])
       if (!(($1, kv[1]) in fseen2)) { fseen2[$1, kv[1]] = 1; if ($1 == "ABCPU") cfld[ncf++] = kv[1]; else rfld[nrf++] = kv[1] }
-      rv[$1, r, kv[1]] = kv[2] } runs[$1, r] = 1 }
+      rv[$1, r, kv[1]] += kv[2] } runs[$1, r] = 1 }
   function median(k,   m, i, j, t, a) { m = n[k]; for (i = 1; i <= m; i++) a[i] = v[k, i]
     return med_of(a, m) }
   function med_of(a, m,   i, j, t) {
     for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
     return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
+  # library l'"'"'s runs against library b'"'"'s of the same variant run and round: the median of the
+  # ratios; pm pairs, l faster in pfast of them
+  function paired(c, b, l,   i, f, u, w, q) { pm = pfast = 0
+    for (i = 1; i <= np[c]; i++) { split(pr[c, i], f, SUBSEP); u = at[c, b, f[1], f[2]]; w = at[c, l, f[1], f[2]]
+      if (u > 0 && w != "") { q[++pm] = w / u; if (w < u) pfast++ } }
+    return pm ? med_of(q, pm) : 0 }
+  # one table of case c: per field of fl (nfl of them), each library'"'"'s sum[c, lib, field] / cnt[c,
+  # lib] / div in format fmt, the field names wide wide; rows that are 0 everywhere left out if skip0
+  function table(c, title, fl, nfl, sum, cnt, div, fmt, wide, skip0,   i, j, k, nz) {
+    for (j = 0; j < nl && !cnt[c SUBSEP lib[j]]; j++) ; if (j == nl) return
+    printf "%s: %s\n  %-" wide "s", c, title, ""; for (j = 0; j < nl; j++) printf " %12s", lib[j]; printf "\n"
+    for (i = 0; i < nfl; i++) { nz = !skip0; for (j = 0; j < nl; j++) if (sum[c, lib[j], fl[i]] != 0) nz = 1
+      if (!nz) continue; printf "  %-" wide "s", fl[i]
+      for (j = 0; j < nl; j++) { k = c SUBSEP lib[j]; printf " %12s", cnt[k] ? sprintf(fmt, sum[k, fl[i]] / cnt[k] / div) : "-" }
+      printf "\n" } }
   END { for (x in runs) { split(x, q, SUBSEP); if (!((q[2], q[3], q[4], q[5]) in at)) continue; k = q[2] SUBSEP q[3]
       if (q[1] == "ABCPU") { cpun[k]++; for (i = 0; i < ncf; i++) cpu[k, cfld[i]] += rv[q[1], q[2], q[3], q[4], q[5], cfld[i]] }
       else { rxn[k]++; for (i = 0; i < nrf; i++) rx[k, rfld[i]] += rv[q[1], q[2], q[3], q[4], q[5], rfld[i]] } }
@@ -71,33 +87,12 @@ awk '
         lo = hi = v[k, 1]; for (i = 2; i <= n[k]; i++) { if (v[k, i] < lo) lo = v[k, i]; if (v[k, i] > hi) hi = v[k, i] }
         med[l] = median(k)
         printf "  %-12s %2d  %10.1f %10.1f %10.1f", l, n[k], med[l], lo, hi
-        if (l != "upstream" && med["upstream"] > 0) { m = 0; delete q
-          for (i = 1; i <= np[c]; i++) { split(pr[c, i], f, SUBSEP); u = at[c, "upstream", f[1], f[2]]; w = at[c, l, f[1], f[2]]
-            if (u > 0 && w != "") { q[++m] = w / u; if (w < u) fast++ } }
-          printf "   %.3f   %s", med[l] / med["upstream"], m ? sprintf("%.3f (%d pairs, %d faster)", med_of(q, m), m, fast) : "-"; fast = 0 }
+        if (l != "upstream" && med["upstream"] > 0) { r = paired(c, "upstream", l)
+          printf "   %.3f   %s", med[l] / med["upstream"], pm ? sprintf("%.3f (%d pairs, %d faster)", r, pm, pfast) : "-" }
         printf "%s\n", fail[k] ? "  (" fail[k] " failed)" : "" }
-      # builds of ours against the first one given, paired the same way (same variant run, round)
-      for (j = 2; j < nl; j++) { l = lib[j]; b = lib[1]; m = 0; fast = 0; delete q
-        for (i = 1; i <= np[c]; i++) { split(pr[c, i], f, SUBSEP); u = at[c, b, f[1], f[2]]; w = at[c, l, f[1], f[2]]
-          if (u > 0 && w != "") { q[++m] = w / u; if (w < u) fast++ } }
-        if (m) printf "  %s against %s: median of the paired ratios %.3f, faster in %d of %d pairs\n", l, b, med_of(q, m), fast, m }
-      any = 0; for (j = 0; j < nl; j++) if (cpun[c SUBSEP lib[j]]) any = 1
-      if (any) { printf "%s: the timed part as the program saw it (mean over runs): the whole guest in per cent of both vCPUs; each end (c: connecting, l: listening) per unit\n  %-14s", c, ""
-        for (j = 0; j < nl; j++) printf " %12s", lib[j]; printf "\n"
-        for (i = 0; i < ncf; i++) { printf "  %-14s", cfld[i]
-          for (j = 0; j < nl; j++) { k = c SUBSEP lib[j]; printf " %12s", cpun[k] ? sprintf("%.1f", cpu[k, cfld[i]] / cpun[k]) : "-" }
-          printf "\n" } }
-      any = 0; for (j = 0; j < nl; j++) if (rxn[c SUBSEP lib[j]]) any = 1
-      if (any) { printf "%s: soft-RoCE counters that moved, per run (mean; both devices)\n  %-22s", c, ""
-        for (j = 0; j < nl; j++) printf " %12s", lib[j]; printf "\n"
-        for (i = 0; i < nrf; i++) { nz = 0; for (j = 0; j < nl; j++) if (rx[c SUBSEP lib[j], rfld[i]] != 0) nz = 1
-          if (!nz) continue; printf "  %-22s", rfld[i]
-          for (j = 0; j < nl; j++) { k = c SUBSEP lib[j]; printf " %12s", rxn[k] ? sprintf("%.1f", rx[k, rfld[i]] / rxn[k]) : "-" }
-          printf "\n" } }
-      any = 0; for (j = 0; j < nl; j++) if (scn[c SUBSEP lib[j]]) any = 1
-      if (any) { units = c == "duplex" ? 1000 : 8000
-        printf "%s: per %s and end (-w syscount; ours makes some calls directly: see syscr/syscw)\n  %-14s", c, c == "duplex" ? "64 KiB message sent and received" : "round trip", ""
-        for (j = 0; j < nl; j++) printf " %12s", lib[j]; printf "\n"
-        for (i = 0; i < nf; i++) { printf "  %-14s", fld[i]
-          for (j = 0; j < nl; j++) { k = c SUBSEP lib[j]; printf " %12s", scn[k] ? sprintf("%.2f", sc[k, fld[i]] / scn[k] / units) : "-" }
-          printf "\n" } } } }' "$out"/bench_ab.*.out
+      # builds of ours against the first one given
+      for (j = 2; j < nl; j++) { r = paired(c, lib[1], lib[j])
+        if (pm) printf "  %s against %s: median of the paired ratios %.3f, faster in %d of %d pairs\n", lib[j], lib[1], r, pfast, pm }
+      table(c, "the timed part as the program saw it (mean over runs): the whole guest in per cent of both vCPUs; each end (c: connecting, l: listening) per unit", cfld, ncf, cpu, cpun, 1, "%.1f", 14, 0)
+      table(c, "soft-RoCE counters that moved, per run (mean; both devices)", rfld, nrf, rx, rxn, 1, "%.1f", 22, 1)
+      table(c, "per " (c == "duplex" ? "64 KiB message sent and received" : "round trip") " and end (-w syscount; ours makes some calls directly: see syscr/syscw)", fld, nf, sc, scn, c == "duplex" ? 1000 : 8000, "%.2f", 14, 0) } }' "$out"/bench_ab.*.out

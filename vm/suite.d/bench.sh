@@ -76,6 +76,8 @@ bench_rstream(){ local nm=$1 w=${3:-} o=/tmp/bench-rstream.$1 s c v
 # the soft-RoCE devices' hardware counters, "device/counter value" a line each
 bench_rxe_counters(){ local f; for f in /sys/class/infiniband/*/ports/1/hw_counters/*; do
   [ -r "$f" ] && echo "${f#/sys/class/infiniband/} $(cat "$f")"; done 2>/dev/null; }
+# the counters that moved since BEFORE (a file of bench_rxe_counters): " device/.../counter=delta" each
+bench_rxe_moved(){ bench_rxe_counters | awk 'NR == FNR { a[$1] = $2; next } $2 != a[$1] { printf " %s=%d", $1, $2 - a[$1] }' "$1" -; }
 
 # bench_rs_pair OUT PORT WAITSECS LTIMEOUT CTIMEOUT "LWRAP" "CWRAP" MODE ARGS...: one run of
 # bench_rsocket across the pair: its listening end in ns1 (stdout and stderr to OUT.srv) under
@@ -93,15 +95,14 @@ bench_rs_pair(){ local o=$1 port=$2 w=$3 lto=$4 cto=$5 lwrap=$6 cwrap=$7 mode=$8
   return $c
 }
 
-bench_rsock(){ local nm=$1 mode=$2 port=$3 o=/tmp/bench-rsock.$1 c sc v; shift 3
+bench_rsock(){ local nm=$1 mode=$2 port=$3 o=/tmp/bench-rsock.$1 c sc v d; shift 3
   bench_rxe_counters > "$o.rxe0"
   bench_rs_pair "$o" "$port" 20 150 120 "" "" "$mode" "$@"; c=$?; sc=$bench_rs_listen_rc
   v=$(awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9]+(\.[0-9]+)?$/ { print $3 " " $4 }' "$o")
-  bench_rxe_counters > "$o.rxe1"
+  d=$(bench_rxe_moved "$o.rxe0")
   if [ $c = 0 ] && [ $sc = 0 ] && [ -n "$v" ]; then grep -h '^#' "$o" "$o.srv"
     # what the case cost the fabric: the counters that moved, whole run
-    awk -v nm="$nm" 'NR == FNR { a[$1] = $2; next } $2 != a[$1] { d = d sprintf(" %s=%d", $1, $2 - a[$1]) }
-      END { if (d != "") print "# " nm " rxe counters moved:" d }' "$o.rxe0" "$o.rxe1"
+    [ -z "$d" ] || echo "# $nm rxe counters moved:$d"
     echo "BENCH $nm $v"
   else bench_fail "$nm" "connect_rc=$c,listen_rc=$sc$(awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 == "FAIL" { printf ",%s", $4 }' "$o")"
     sed 's/^/  bench_rsocket connect: /' "$o" >&2; sed 's/^/  bench_rsocket listen: /' "$o.srv" >&2; fi
@@ -283,7 +284,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   done
   ! grep -q '^BENCH [^ ]* FAIL' $out && [ $rc = 0 ]
 }
-export -f bench_rs_pair bench_rs_strace bench_rs_cg_duplex bench_rs_prof_duplex bench_sec bench_wait_listen bench_stop bench_rxe_counters bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
+export -f bench_rxe_moved bench_rs_pair bench_rs_strace bench_rs_cg_duplex bench_rs_prof_duplex bench_sec bench_wait_listen bench_stop bench_rxe_counters bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
   bench_etc bench_dns bench_first bench_driver
 
 # the short mode's table, in the ours run: this run against the upstream run of the same boot
@@ -334,9 +335,8 @@ bench_ab(){ local r lib w cs c nm v e i o=/tmp/bench-ab rc=0 port=7480 sc= libs=
           awk -v k="$c $lib $r" '$1 == "#" && $3 == "VM" && $4 == "cpu:" { v = sprintf(" user=%d system=%d softirq=%d idle=%d", $6, $8, $14, $10) }
             $1 == "#" && $4 == "end" && $6 == "unit:" { e = $3 == "connecting" ? "c" : "l"; u = u sprintf(" %s_user_us=%s %s_sys_us=%s %s_vcsw=%s", e, $8, e, $11, e, $14 + 0) }
             END { if (v != "" || u != "") print "ABCPU " k v u }' "$o" "$o.srv"
-          # the soft-RoCE counters that moved (both devices added up: retries, sequence errors)
-          bench_rxe_counters | awk -v k="$c $lib $r" 'NR == FNR { a[$1] = $2; next } { n = $1; sub(/^[^\/]*\/ports\/1\/hw_counters\//, "", n); m[n] += $2 - a[$1] }
-            END { for (n in m) d = d sprintf(" %s=%d", n, m[n]); print "ABRXE " k d }' "$o.rxe0" -
+          # the soft-RoCE counters that moved (bench/ab.sh adds the devices up)
+          echo "ABRXE $c $lib $r$(bench_rxe_moved "$o.rxe0")"
           v=$([ $e = 0 ] && [ "$bench_rs_listen_rc" = 0 ] && awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9.]+$/ { print $3 }' "$o")
           if [ -z "$v" ]; then echo "bench_ab: $c $lib round $r: connecting end exit $e, listening end exit $bench_rs_listen_rc" >&2
             sed 's/^/  connect: /' "$o" >&2; sed 's/^/  listen: /' "$o.srv" >&2; fi
