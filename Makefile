@@ -37,6 +37,7 @@ OURS_INC := -Iinclude
         check-compat check-layout ctest ctest-asan check-install check-static check-ldd ctest-valgrind check-gai fuzz-smoke vm-bin \
         check-symbols-upstream check-constants check-ratchet deps check-setuid check-badinput-rows badinput-doc fuzz \
         vm-check demo bench install uninstall clean tools check-preload-cancel
+.PHONY: check-link-order
 .PHONY: static check-static rpm check-rpm check-msrv check-api check-package
 .PHONY: install-lib install-preload install-tools install-dev install-man check-man check-layout-abi deb check-deb vm-debs
 
@@ -46,9 +47,19 @@ all: lib preload static
 # sources as /usr/src/rdmacm-rs/... and /usr/share/cargo/... (ctest/check-install.sh checks).
 CARGO_HOME_DIR := $(or $(CARGO_HOME),$(HOME)/.cargo)
 REMAP_FLAGS := --remap-path-prefix=$(CURDIR)=/usr/src/rdmacm-rs --remap-path-prefix=$(CARGO_HOME_DIR)=/usr/share/cargo
+# Link order (capi/build.rs): every cargo run of this Makefile links librdmacm.so.1 with the
+# functions capi/hot.txt names first and side by side; `lib` remakes the list from the library
+# it has just linked and links again when the list changed (a fresh tree: twice).
+export RDMACM_LINK_ORDER := $(CURDIR)/target/release/librdmacm.order
 lib:
 	RUSTFLAGS="$(strip $(RUSTFLAGS) $(REMAP_FLAGS))" CFLAGS="$(strip $(CFLAGS) -ffile-prefix-map=$(CURDIR)=/usr/src/rdmacm-rs)" \
 	    $(CARGO) build --release --locked
+	scripts/link-order.sh target/release/librdmacm_capi.so capi/hot.txt > $(RDMACM_LINK_ORDER).new
+	@if cmp -s $(RDMACM_LINK_ORDER).new $(RDMACM_LINK_ORDER); then rm -f $(RDMACM_LINK_ORDER).new; else \
+	    mv -f $(RDMACM_LINK_ORDER).new $(RDMACM_LINK_ORDER); \
+	    echo 'RUSTFLAGS=... $(CARGO) build --release --locked   # again, in capi/hot.txt order'; \
+	    RUSTFLAGS="$(strip $(RUSTFLAGS) $(REMAP_FLAGS))" CFLAGS="$(strip $(CFLAGS) -ffile-prefix-map=$(CURDIR)=/usr/src/rdmacm-rs)" \
+	        $(CARGO) build --release --locked; fi
 	@mkdir -p $(B)/lib
 	cp -f target/release/librdmacm_capi.so $(B)/lib/$(REALNAME)
 	ln -sf $(REALNAME) $(B)/lib/librdmacm.so.1
@@ -105,7 +116,12 @@ deps:
 check: deps
 	$(MAKE) check-host vm-check
 
-check-host: check-ratchet check-msrv test-rust check-api check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-static check-ldd ctest-valgrind check-gai fuzz-smoke check-man check-layout-abi check-deb check-rpm check-setuid check-badinput-rows check-preload-cancel
+check-host: check-ratchet check-msrv test-rust check-link-order check-api check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-static check-ldd ctest-valgrind check-gai fuzz-smoke check-man check-layout-abi check-deb check-rpm check-setuid check-badinput-rows check-preload-cancel
+
+# The hot path's link order held (capi/hot.txt, scripts/link-order.sh): its functions side by
+# side in the library `make lib` built.
+check-link-order: lib
+	ctest/check-link-order.sh
 
 # The public Rust API is a stated surface: api/rdmacm.api lists it, and a change without the
 # listing fails (ctest/check-api.sh --update regenerates it); `cargo doc` of the crate warns about

@@ -18,6 +18,7 @@ fn main() {
     if std::env::var_os("CARGO_FEATURE_SYMVER").is_some() {
         println!("cargo:rustc-cdylib-link-arg=-fuse-ld=lld");
         println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={}", map.display());
+        link_order();
     }
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,librdmacm.so.1");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-z,defs");
@@ -25,4 +26,23 @@ fn main() {
     // and the thread-local destructors of callers' threads) outlives any
     // dlclose (rdmacm-rs.7, THREADS).
     println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
+}
+
+/// The hot path first: `make lib` links the library once, lists the
+/// symbols of the functions capi/hot.txt names (scripts/link-order.sh)
+/// into the file RDMACM_LINK_ORDER names, and links again with lld placing
+/// them in that order, side by side (docs/performance.md, "Code layout").
+/// No file yet (a first build, or cargo run by hand): the linker's own
+/// order. Symbol names do not depend on the order, so a list made from one
+/// link serves the next.
+fn link_order() {
+    println!("cargo:rerun-if-env-changed=RDMACM_LINK_ORDER");
+    let Some(f) = std::env::var_os("RDMACM_LINK_ORDER") else { return };
+    let f = PathBuf::from(f);
+    println!("cargo:rerun-if-changed={}", f.display());
+    if std::fs::metadata(&f).is_ok_and(|m| m.len() > 0) {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,--symbol-ordering-file={}", f.display());
+        // (a name the list has and this link does not is no error)
+        println!("cargo:rustc-cdylib-link-arg=-Wl,--no-warn-symbol-ordering");
+    }
 }
