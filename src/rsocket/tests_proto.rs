@@ -409,6 +409,24 @@ fn a_send_that_waits_for_room_goes_on_with_the_chunk_size_it_reached() {
 }
 
 #[test]
+fn each_chunk_of_a_send_comes_from_its_own_place() {
+    // A 64 KiB send through rings that hold it whole goes as six chunks
+    // (2, 4, 8, 16, 32 KiB and the last 2), posted in order; then a send
+    // that wraps the send ring. The bytes have no period (`pattern`'s is
+    // 256: a chunk taken from a place a multiple of it away would pass).
+    let (a, b) = pair_z(Z { sbuf: 131072, rbuf: 131072, sq: 64, rq: 64, ..Z0 });
+    let unique = |n: usize, seed: usize| (0..n).map(|i| ((i + seed).wrapping_mul(2_654_435_761) >> 13) as u8).collect::<Vec<u8>>();
+    let data = unique(65536, 11);
+    assert_eq!(send(&a, &data, NB), Ok(65536));
+    assert_eq!(data_sizes(&a), [2048, 4096, 8192, 16384, 32768, 2048]);
+    let mut buf = vec![0u8; 65536];
+    assert_eq!(recv(&b, &mut buf, libc::MSG_WAITALL | NB), Ok(65536));
+    assert_eq!(buf, data);
+    let more = unique(100_000, 12);
+    assert_eq!(pump(&a, &b, &more), more);
+}
+
+#[test]
 fn inline_up_to_sq_inline_then_staged() {
     let (a, b) = pair();
     assert_eq!(send(&a, &[1u8; 64], NB), Ok(64));
