@@ -47,19 +47,20 @@ all: lib preload static
 # sources as /usr/src/rdmacm-rs/... and /usr/share/cargo/... (ctest/check-install.sh checks).
 CARGO_HOME_DIR := $(or $(CARGO_HOME),$(HOME)/.cargo)
 REMAP_FLAGS := --remap-path-prefix=$(CURDIR)=/usr/src/rdmacm-rs --remap-path-prefix=$(CARGO_HOME_DIR)=/usr/share/cargo
+# the environment of every cargo build of the library (lib, static, the examples): one set of
+# flags, so that cargo does not rebuild the crate between them
+BUILD_ENV = RUSTFLAGS="$(strip $(RUSTFLAGS) $(REMAP_FLAGS))" CFLAGS="$(strip $(CFLAGS) -ffile-prefix-map=$(CURDIR)=/usr/src/rdmacm-rs)"
 # Link order (capi/build.rs): every cargo run of this Makefile links librdmacm.so.1 with the
 # functions capi/hot.txt names first and side by side; `lib` remakes the list from the library
 # it has just linked and links again when the list changed (a fresh tree: twice).
 export RDMACM_LINK_ORDER := $(CURDIR)/target/release/librdmacm.order
 lib:
-	RUSTFLAGS="$(strip $(RUSTFLAGS) $(REMAP_FLAGS))" CFLAGS="$(strip $(CFLAGS) -ffile-prefix-map=$(CURDIR)=/usr/src/rdmacm-rs)" \
-	    $(CARGO) build --release --locked
+	$(BUILD_ENV) $(CARGO) build --release --locked
 	scripts/link-order.sh target/release/librdmacm_capi.so capi/hot.txt > $(RDMACM_LINK_ORDER).new
 	@if cmp -s $(RDMACM_LINK_ORDER).new $(RDMACM_LINK_ORDER); then rm -f $(RDMACM_LINK_ORDER).new; else \
 	    mv -f $(RDMACM_LINK_ORDER).new $(RDMACM_LINK_ORDER); \
 	    echo 'RUSTFLAGS=... $(CARGO) build --release --locked   # again, in capi/hot.txt order'; \
-	    RUSTFLAGS="$(strip $(RUSTFLAGS) $(REMAP_FLAGS))" CFLAGS="$(strip $(CFLAGS) -ffile-prefix-map=$(CURDIR)=/usr/src/rdmacm-rs)" \
-	        $(CARGO) build --release --locked; fi
+	    $(BUILD_ENV) $(CARGO) build --release --locked; fi
 	@mkdir -p $(B)/lib
 	cp -f target/release/librdmacm_capi.so $(B)/lib/$(REALNAME)
 	ln -sf $(REALNAME) $(B)/lib/librdmacm.so.1
@@ -78,7 +79,7 @@ lib:
 # statically (two copies of std and of the allocator shims).
 static:
 	@mkdir -p $(B)/lib
-	RUSTFLAGS="$(strip $(RUSTFLAGS) $(REMAP_FLAGS))" CFLAGS="$(strip $(CFLAGS) -ffile-prefix-map=$(CURDIR)=/usr/src/rdmacm-rs)" \
+	$(BUILD_ENV) \
 	    $(CARGO) rustc --release --locked -p rdmacm-capi --lib --crate-type staticlib --no-default-features \
 	    -- --print native-static-libs 2> $(B)/lib/librdmacm.a.log; rc=$$?; cat $(B)/lib/librdmacm.a.log >&2; exit $$rc
 	sed -n 's/^note: native-static-libs: //p' $(B)/lib/librdmacm.a.log > $(B)/lib/librdmacm.a.native-libs
@@ -426,7 +427,7 @@ $(B)/vm-bin/cm_conn_static: lib static
 VM_EXAMPLES := rping async_echo rstream hello_rdma mckey
 .PHONY: vm-examples
 vm-examples: lib
-	RUSTFLAGS="$(strip $(RUSTFLAGS) $(REMAP_FLAGS))" CFLAGS="$(strip $(CFLAGS) -ffile-prefix-map=$(CURDIR)=/usr/src/rdmacm-rs)" \
+	$(BUILD_ENV) \
 	    $(CARGO) build --release --locked -p rdmacm --features tokio $(addprefix --example ,$(VM_EXAMPLES))
 	@mkdir -p $(B)/vm-bin/examples
 	cp -f $(addprefix target/release/examples/,$(VM_EXAMPLES)) $(B)/vm-bin/examples/

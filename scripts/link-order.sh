@@ -8,11 +8,11 @@
 # A name HOTLIST has and SO does not (code since changed) is skipped; nm demangles (binutils).
 set -eu
 so=$1 list=$2
-nm --defined-only "$so" | awk '$2 ~ /^[tTwW]$/ { print $1, $3 }' > "$so.order-raw"
-nm -C --defined-only "$so" | awk '$2 ~ /^[tTwW]$/ { a = $1; $1 = ""; $2 = ""; sub(/^ +/, ""); sub(/::h[0-9a-f]+$/, ""); print a "\t" $0 }' > "$so.order-dem"
+t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
+nm --defined-only "$so" | awk '$2 ~ /^[tTwW]$/ { print $1, $3 }' > "$t/raw"
+nm -C --defined-only "$so" | awk '$2 ~ /^[tTwW]$/ { a = $1; $1 = ""; $2 = ""; sub(/^ +/, ""); sub(/::h[0-9a-f]+$/, ""); print a "\t" $0 }' > "$t/dem"
 awk -F '\t' '
   FILENAME == ARGV[1] { if ($0 !~ /^#/ && $0 != "" && !($0 in rank)) rank[$0] = ++n; next }
   FILENAME == ARGV[2] { if ($2 in rank) { r = rank[$2]; if (!(($1) in at) || r < at[$1]) at[$1] = r }; next }
   { split($0, f, " "); if (f[1] in at) { print at[f[1]] "\t" f[2] } }
-' "$list" "$so.order-dem" "$so.order-raw" | sort -n -s -k1,1 | cut -f2
-rm -f "$so.order-raw" "$so.order-dem"
+' "$list" "$t/dem" "$t/raw" | sort -n -s -k1,1 | cut -f2
