@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+# callgrind_profile.py: reads a callgrind profile (callgrind's own format, as valgrind writes it
+# without --dump-instr) for the scripts beside it (callgrind-self.py, hot-symbols.py).
+import re, collections
+
+
+class Profile:
+    """Per function: self instructions (`selfc`), times called (`calls`), its object (`obj`);
+    per caller -> callee edge: inclusive instructions (`incl`)."""
+
+    def __init__(self, path):
+        self.selfc, self.calls, self.incl = collections.Counter(), collections.Counter(), collections.Counter()
+        self.obj = {}
+        # compressed names "(id) name", then "(id)": one table per kind (files, functions and
+        # objects count their ids separately)
+        fns, objs, files = {}, {}, {}
+        def name(v, table):
+            m = re.match(r'\((\d+)\)\s*(.*)', v)
+            if not m:
+                return v
+            if m.group(2):
+                table[m.group(1)] = m.group(2)
+            return table.get(m.group(1), '?')
+        cur = ob = callee = cob = None
+        edge = False
+        for line in open(path):
+            line = line.rstrip('\n')
+            key, eq, val = line.partition('=')
+            if eq and key in ('ob', 'cob', 'fn', 'cfn', 'fl', 'fi', 'fe', 'cfi', 'cfl', 'calls'):
+                if key == 'ob': ob = name(val, objs)
+                elif key == 'cob': cob = name(val, objs)
+                elif key == 'fn': cur = name(val, fns); self.obj[cur] = ob
+                elif key == 'cfn': callee = name(val, fns); self.obj.setdefault(callee, cob or ob)
+                elif key == 'calls': self.calls[callee] += int(val.split()[0]); edge = True; cob = None
+                else: name(val, files)
+                continue
+            if line and (line[0].isdigit() or line[0] in '+-*'):
+                parts = line.split()
+                if len(parts) < 2:
+                    continue
+                c = int(parts[1])
+                if edge:
+                    edge = False
+                    self.incl[(cur, callee)] += c
+                else:
+                    self.selfc[cur] += c
