@@ -164,9 +164,10 @@ impl Write {
 /// bytes copied and posted with it released, so a receive on the stream
 /// goes on meanwhile (a chunk small enough to go inline is posted with
 /// the state locked).
-/// `olen` is the call's next chunk size ([`next_chunk`]): it keeps growing
-/// across the call's sleeps, as upstream's does (a send that waited for
-/// room mid-message does not start again from small chunks).
+/// `olen` is the call's next chunk size ([`next_chunk`]; 0 until its first
+/// chunk, [`Stream::first_chunk`]): it keeps growing across the call's
+/// sleeps, as upstream's does (a send that waited for room mid-message
+/// does not start again from small chunks).
 fn send_some(s: &mut Guard<'_>, buf: &[u8], olen: &mut u32) -> Result<usize, Errno> {
     s.check_connected()?;
     s.send_iomaps()?;
@@ -180,6 +181,9 @@ fn send_some(s: &mut Guard<'_>, buf: &[u8], olen: &mut u32) -> Result<usize, Err
             break;
         }
         let t = s.target_get(s.target_sge);
+        if *olen == 0 {
+            *olen = s.first_chunk();
+        }
         let xfer = next_chunk(olen, left).min(s.sbuf_bytes_avail).min(t.length);
         if s.ep.is_none() {
             res = Err(Errno::ENOTCONN);
@@ -221,7 +225,7 @@ fn send_some(s: &mut Guard<'_>, buf: &[u8], olen: &mut u32) -> Result<usize, Err
 /// rsend: a blocking send sleeps without holding the socket, so that another thread's
 /// rrecv on it keeps going.
 pub fn send(h: &Handle, buf: &[u8], flags: c_int) -> Result<usize, Errno> {
-    let mut olen = RS_OLAP_START_SIZE;
+    let mut olen = 0;
     run_blocking(h, Path::Send, flags, |s, done| {
         let n = send_some(s, &buf[done..], &mut olen)?;
         Ok((n, done + n == buf.len()))

@@ -86,7 +86,8 @@ pub(super) const ST_ERROR: u32 = 0x2000;
 
 /// The size of a send's next message: `olen` bytes while more than that
 /// is left, `olen` doubling up to [`RS_MAX_TRANSFER`] (the first messages
-/// go out early, the later ones large); the rest once it fits.
+/// go out early, the later ones large); the rest once it fits. An `olen`
+/// of 0 is a call's first chunk, not decided yet: [`first_chunk`].
 pub(super) fn next_chunk(olen: &mut u32, left: usize) -> u32 {
     if (*olen as usize) < left {
         let x = *olen;
@@ -341,6 +342,25 @@ impl Stream {
 
     pub(super) fn ctrl2_avail(&self) -> bool {
         ((self.ctrl_seqno.wrapping_add(1)).wrapping_sub(self.ctrl_max_seqno) as i32) < 0
+    }
+
+    /// Where a send call's chunks start ([`next_chunk`]). Upstream starts
+    /// every call at [`RS_OLAP_START_SIZE`] and doubles, so that a peer
+    /// waiting for data can copy the first bytes out while the rest is
+    /// written. That pays only when the peer is waiting: while data of
+    /// ours is still on its way (a data message not completed yet), the
+    /// peer has bytes to take already and the small chunks only add work
+    /// requests, completions and wake-ups at both ends (a stream of 64 KiB
+    /// sends: six messages each instead of one). Such a call starts at
+    /// [`RS_MAX_TRANSFER`]; one on an idle stream ramps up as upstream's.
+    /// The peer sees data messages of other lengths, as any sender may
+    /// send them (the byte stream is the same).
+    pub(super) fn first_chunk(&self) -> u32 {
+        if self.sbuf_bytes_avail < self.sbuf_size {
+            RS_MAX_TRANSFER
+        } else {
+            RS_OLAP_START_SIZE
+        }
     }
 
     pub(super) fn can_send(&self) -> bool {

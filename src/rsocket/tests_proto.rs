@@ -427,6 +427,30 @@ fn each_chunk_of_a_send_comes_from_its_own_place() {
 }
 
 #[test]
+fn a_send_behind_writes_in_flight_goes_in_large_chunks() {
+    // Rings of 256 KiB: the peer credits half its buffer (128 KiB) at once.
+    let (a, b) = pair_z(Z { sbuf: 262144, rbuf: 262144, sq: 64, rq: 64, ..Z0 });
+    let data = pattern(65536 + 4096, 9);
+    let (x, y) = data.split_at(4096);
+    // An idle stream: the call ramps up from 2 KiB, as upstream's.
+    assert_eq!(send(&a, x, NB), Ok(4096));
+    assert_eq!(data_sizes(&a), [2048, 2048]);
+    // Its writes not completed yet (their completions not taken): the next
+    // call starts at the largest chunk.
+    assert_eq!(send(&a, y, NB), Ok(65536));
+    assert_eq!(data_sizes(&a), [2048, 2048, 65536]);
+    let mut buf = vec![0u8; data.len()];
+    assert_eq!(recv(&b, &mut buf, libc::MSG_WAITALL | NB), Ok(data.len()));
+    assert_eq!(buf, data);
+    // Every write completed and taken: idle again, the next call ramps.
+    let _ = room(&a);
+    assert_eq!(st(&a).sbuf_bytes_avail, 262144);
+    assert_eq!(send(&a, &data[..8192], NB), Ok(8192));
+    assert_eq!(data_sizes(&a)[3..], [2048, 4096, 2048]);
+    assert_eq!(drain(&b), 8192);
+}
+
+#[test]
 fn inline_up_to_sq_inline_then_staged() {
     let (a, b) = pair();
     assert_eq!(send(&a, &[1u8; 64], NB), Ok(64));
