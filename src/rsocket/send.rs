@@ -170,6 +170,11 @@ impl Write {
 /// does not start again from small chunks).
 fn send_some(s: &mut Guard<'_>, buf: &[u8], olen: &mut u32) -> Result<usize, Errno> {
     s.check_connected()?;
+    if *olen == 0 {
+        // Decided once per call, before it takes any completion or waits
+        // for room: what was on its way when the call came.
+        *olen = s.first_chunk();
+    }
     s.send_iomaps()?;
     let len = buf.len();
     let mut left = len;
@@ -181,9 +186,6 @@ fn send_some(s: &mut Guard<'_>, buf: &[u8], olen: &mut u32) -> Result<usize, Err
             break;
         }
         let t = s.target_get(s.target_sge);
-        if *olen == 0 {
-            *olen = s.first_chunk();
-        }
         let xfer = next_chunk(olen, left).min(s.sbuf_bytes_avail).min(t.length);
         if s.ep.is_none() {
             res = Err(Errno::ENOTCONN);

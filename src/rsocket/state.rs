@@ -347,16 +347,18 @@ impl Stream {
     /// Where a send call's chunks start ([`next_chunk`]). Upstream starts
     /// every call at [`RS_OLAP_START_SIZE`] and doubles, so that a peer
     /// waiting for data can copy the first bytes out while the rest is
-    /// written. That pays only when the peer is waiting: while data of
-    /// ours is still on its way (a data message not completed yet), the
-    /// peer has bytes to take already and the small chunks only add work
-    /// requests, completions and wake-ups at both ends (a stream of 64 KiB
-    /// sends: six messages each instead of one). Such a call starts at
-    /// [`RS_MAX_TRANSFER`]; one on an idle stream ramps up as upstream's.
-    /// The peer sees data messages of other lengths, as any sender may
-    /// send them (the byte stream is the same).
+    /// written. That pays only when the peer is waiting: while at least
+    /// that first chunk's worth of our data is still on its way (send-ring
+    /// bytes whose writes have not completed yet), the peer has bytes to
+    /// take already and the small chunks only add work requests,
+    /// completions and wake-ups at both ends (a stream of 64 KiB sends: six
+    /// messages each instead of one). Such a call starts at
+    /// [`RS_MAX_TRANSFER`]; one on an idle stream, or behind a few small
+    /// sends only (a header before its body), ramps up as upstream's. The
+    /// peer sees data messages of other lengths, as any sender may send
+    /// them (the byte stream is the same).
     pub(super) fn first_chunk(&self) -> u32 {
-        if self.sbuf_bytes_avail < self.sbuf_size {
+        if self.sbuf_size.saturating_sub(self.sbuf_bytes_avail) >= RS_OLAP_START_SIZE {
             RS_MAX_TRANSFER
         } else {
             RS_OLAP_START_SIZE

@@ -448,6 +448,37 @@ fn a_send_behind_writes_in_flight_goes_in_large_chunks() {
     assert_eq!(send(&a, &data[..8192], NB), Ok(8192));
     assert_eq!(data_sizes(&a)[3..], [2048, 4096, 2048]);
     assert_eq!(drain(&b), 8192);
+    // Behind a few small sends only (a header before its body; inline,
+    // their room back only with the next signalled request): it ramps.
+    let _ = room(&a);
+    for _ in 0..4 {
+        assert_eq!(send(&a, &data[..20], NB), Ok(20));
+    }
+    assert_eq!(st(&a).sbuf_bytes_avail, 262144 - 80);
+    assert_eq!(send(&a, &data[..8192], NB), Ok(8192));
+    assert_eq!(data_sizes(&a)[6..], [20, 20, 20, 20, 2048, 4096, 2048]);
+    assert_eq!(drain(&b), 8272);
+}
+
+#[test]
+fn a_send_that_came_behind_writes_in_flight_stays_large_after_its_wait() {
+    // The ring full of writes not completed: a send comes, waits for room;
+    // the wait takes their completions (the stream is idle by then), but
+    // the call's chunks were decided when it came: one 8 KiB message.
+    let (a, b) = pair_z(Z { sbuf: 16384, rbuf: 65536, ..Z0 });
+    fake(&a).hold(true);
+    let data = pattern(16384 + 8192, 6);
+    assert_eq!(send(&a, &data[..16384], NB), Ok(16384));
+    assert_eq!(data_sizes(&a), [2048, 4096, 8192, 2048]);
+    let (a2, d2) = (a.clone(), data[16384..].to_vec());
+    let sender = spawn_call(move || send(&a2, &d2, 0));
+    assert!(sender.try_recv().is_err(), "the send waits for room");
+    fake(&a).hold(false);
+    assert_eq!(sender.recv_timeout(Duration::from_secs(10)).expect("the sender never woke"), Ok(8192));
+    assert_eq!(data_sizes(&a)[4..], [8192]);
+    let mut buf = vec![0u8; data.len()];
+    assert_eq!(recv(&b, &mut buf, libc::MSG_WAITALL | NB), Ok(data.len()));
+    assert_eq!(buf, data);
 }
 
 #[test]
