@@ -344,6 +344,14 @@ impl Stream {
         ((self.ctrl_seqno.wrapping_add(1)).wrapping_sub(self.ctrl_max_seqno) as i32) < 0
     }
 
+    /// Send-ring bytes whose writes have not completed, as far as the
+    /// completions taken tell (one that has come but waits in the CQ still
+    /// counts: a sender that paused without any call on the stream counts
+    /// its last writes).
+    pub(super) fn in_flight(&self) -> u32 {
+        self.sbuf_size.saturating_sub(self.sbuf_bytes_avail)
+    }
+
     /// Where a send call's chunks start ([`next_chunk`]). Upstream starts
     /// every call at [`RS_OLAP_START_SIZE`] and doubles, so that a peer
     /// waiting for data can copy the first bytes out while the rest is
@@ -358,7 +366,7 @@ impl Stream {
     /// peer sees data messages of other lengths, as any sender may send
     /// them (the byte stream is the same).
     pub(super) fn first_chunk(&self) -> u32 {
-        if self.sbuf_size.saturating_sub(self.sbuf_bytes_avail) >= RS_OLAP_START_SIZE {
+        if self.in_flight() >= RS_OLAP_START_SIZE {
             RS_MAX_TRANSFER
         } else {
             RS_OLAP_START_SIZE

@@ -433,20 +433,27 @@ fn a_send_behind_writes_in_flight_goes_in_large_chunks() {
     let data = pattern(65536 + 4096, 9);
     let (x, y) = data.split_at(4096);
     // An idle stream: the call ramps up from 2 KiB, as upstream's.
+    fake(&a).hold(true);
     assert_eq!(send(&a, x, NB), Ok(4096));
     assert_eq!(data_sizes(&a), [2048, 2048]);
-    // Its writes not completed yet (their completions not taken): the next
-    // call starts at the largest chunk.
+    // Its writes not completed yet: the next call starts at the largest chunk.
     assert_eq!(send(&a, y, NB), Ok(65536));
     assert_eq!(data_sizes(&a), [2048, 2048, 65536]);
+    fake(&a).hold(false);
     let mut buf = vec![0u8; data.len()];
     assert_eq!(recv(&b, &mut buf, libc::MSG_WAITALL | NB), Ok(data.len()));
     assert_eq!(buf, data);
-    // Every write completed and taken: idle again, the next call ramps.
+    // Their completions have come but nobody has taken them yet: the
+    // next call still counts them in flight and goes in one message.
+    assert!(st(&a).sbuf_bytes_avail < 262144);
+    assert_eq!(send(&a, &data[..8192], NB), Ok(8192));
+    assert_eq!(data_sizes(&a)[3..], [8192]);
+    assert_eq!(drain(&b), 8192);
+    // Every completion taken: idle, the next call ramps.
     let _ = room(&a);
     assert_eq!(st(&a).sbuf_bytes_avail, 262144);
     assert_eq!(send(&a, &data[..8192], NB), Ok(8192));
-    assert_eq!(data_sizes(&a)[3..], [2048, 4096, 2048]);
+    assert_eq!(data_sizes(&a)[4..], [2048, 4096, 2048]);
     assert_eq!(drain(&b), 8192);
     // Behind a few small sends only (a header before its body; inline,
     // their room back only with the next signalled request): it ramps.
@@ -456,7 +463,7 @@ fn a_send_behind_writes_in_flight_goes_in_large_chunks() {
     }
     assert_eq!(st(&a).sbuf_bytes_avail, 262144 - 80);
     assert_eq!(send(&a, &data[..8192], NB), Ok(8192));
-    assert_eq!(data_sizes(&a)[6..], [20, 20, 20, 20, 2048, 4096, 2048]);
+    assert_eq!(data_sizes(&a)[7..], [20, 20, 20, 20, 2048, 4096, 2048]);
     assert_eq!(drain(&b), 8272);
 }
 
