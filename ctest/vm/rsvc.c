@@ -553,26 +553,17 @@ static int t_killrecv(void)
 	return failed;
 }
 
-static long sent_pkts(void)
+/* One of rxe0's counters (-1 when it cannot be read): sent_pkts; rdma_recvs,
+ * its receives of a message with immediate data (rsockets' data messages
+ * and credits, at both ends of a connection over rxe0). */
+static long rxe0_counter(const char *name)
 {
-	FILE *f = fopen("/sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts", "r");
+	char path[128];
+	FILE *f;
 	long v = -1;
 
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
-/* rxe0's receives of a message with immediate data (rsockets' data messages
- * and credits, at both ends of a connection over rxe0) */
-static long rdma_recvs(void)
-{
-	FILE *f = fopen("/sys/class/infiniband/rxe0/ports/1/hw_counters/rdma_recvs", "r");
-	long v = -1;
-
+	snprintf(path, sizeof path, "/sys/class/infiniband/rxe0/ports/1/hw_counters/%s", name);
+	f = fopen(path, "r");
 	if (f) {
 		if (fscanf(f, "%ld", &v) != 1)
 			v = -1;
@@ -594,9 +585,9 @@ static int t_keepalive(void)
 	check("SO_KEEPALIVE on", rsetsockopt(c, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one), 0, 0);
 	check("SO_KEEPALIVE reads", getint(c, SOL_SOCKET, SO_KEEPALIVE), 1, 0);
 	check("TCP_KEEPIDLE reads", getint(c, IPPROTO_TCP, TCP_KEEPIDLE), 1, 0);
-	before = sent_pkts();
+	before = rxe0_counter("sent_pkts");
 	usleep(3500000);
-	after = sent_pkts();
+	after = rxe0_counter("sent_pkts");
 	printf("keepalive packets sent in 3.5 s >= 2: %s\n", before >= 0 && after - before >= 2 ? "yes" : "no");
 	if (!(before >= 0 && after - before >= 2)) {
 		fprintf(stderr, "sent_pkts %ld -> %ld\n", before, after);
@@ -932,7 +923,7 @@ static int t_chunks(void)
 	s = raccept(l, NULL, NULL);
 	if (s < 0) { printf("raccept: %s\n", en(errno)); return 1; }
 	if (rrecv(s, &b, 1, 0) != 1) { printf("rrecv hello: %s\n", en(errno)); return 1; }
-	r0 = rdma_recvs();
+	r0 = rxe0_counter("rdma_recvs");
 	if (write(g, "g", 1) != 1)
 		return 1;
 	for (i = 0; i < CHUNK_MSGS; i++) {
@@ -949,7 +940,7 @@ static int t_chunks(void)
 			break;
 		}
 	}
-	r1 = rdma_recvs();
+	r1 = rxe0_counter("rdma_recvs");
 	if (r0 < 0 || r1 < 0) {
 		printf("rxe0 has no rdma_recvs counter\n");
 		failed = 1;
