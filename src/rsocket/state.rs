@@ -86,8 +86,9 @@ pub(super) const ST_ERROR: u32 = 0x2000;
 
 /// The size of a send's next message: `olen` bytes while more than that
 /// is left, `olen` doubling up to [`RS_MAX_TRANSFER`] (the first messages
-/// go out early, the later ones large); the rest once it fits. An `olen`
-/// of 0 is a call's first chunk, not decided yet: [`first_chunk`].
+/// go out early, the later ones large); the rest once it fits. `olen`
+/// must not be 0 (a send holds 0 only until its first chunk is decided,
+/// [`Stream::first_chunk`], before it comes here).
 pub(super) fn next_chunk(olen: &mut u32, left: usize) -> u32 {
     if (*olen as usize) < left {
         let x = *olen;
