@@ -242,7 +242,7 @@ fuzz:
 	FUZZ_TARGETS="$(FUZZ_TARGETS)" nice -n 19 ctest/fuzz-smoke.sh $$(( $(FUZZ_TIME) * $(words $(FUZZ_TARGETS)) ))
 
 # A setuid-root program run by nobody with RDMACM_RS_LOG/_FILE set creates
-# no log file (secure_getenv; issue 12); ours and upstream's.
+# no log file (secure_getenv); ours and upstream's.
 check-setuid: lib
 	ctest/setuid-env.sh $(CURDIR)/$(B)/lib/librdmacm.so.1 $(wildcard /usr/lib/x86_64-linux-gnu/librdmacm.so.1)
 
@@ -288,7 +288,7 @@ demo: deps
 bench: lib vm-bin
 	bench/run.sh
 
-# make soak (issue 12, item 5): test soak_long of vm/suite.d/soak.sh, only run when asked
+# make soak: test soak_long of vm/suite.d/soak.sh, only run when asked
 # (VM_BENCH=soak; flagged bench in vm/tests.txt): ours 10 minutes of rdma_cm + rsocket
 # connect/transfer/disconnect cycles over rxe, descriptors/threads/RSS sampled every minute
 # and checked against the first sample; upstream a 60 s reference. Prints the samples.
@@ -421,7 +421,7 @@ vm-bin: vm-debs $(B)/vm-bin/nonetlink.so $(B)/vm-bin/cm_conn_static
 $(B)/vm-bin/cm_conn_static: lib static
 	@mkdir -p $(B)/vm-bin
 	ctest/check-static.sh build ctest/vm/cm_conn.c $@
-# The Rust examples (examples/*.rs, issue 22) for vm/suite.d/examples.sh, shipped as
+# The Rust examples (examples/*.rs) for vm/suite.d/examples.sh, shipped as
 # /extra/bin/examples/. Built with lib's flags, so cargo does not rebuild the crate's shared
 # dependencies between the two, and with every feature an example needs (async_echo: tokio).
 VM_EXAMPLES := rping async_echo rstream hello_rdma mckey

@@ -5,7 +5,8 @@
 #   - every page docs/*.md is linked from README.md;
 #   - every relative link in README.md, ARCHITECTURE.md, docs/*.md and vm/README.md names a
 #     file or directory that exists;
-#   - no tracked file names a numbered work session: history is in git, not in the tree.
+#   - no tracked file names a numbered work session: history is in git, not in the tree;
+#   - no doc or comment names an internal issue number, a commit of this repository or a date.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail=0
@@ -36,6 +37,39 @@ else
 fi
 [ -z "$hits" ] || bad "numbered work sessions named (say what the code does, not when it was written):
 $hits"
+
+# Docs and comments describe the present: no internal issue numbers (the word and a number; another
+# project's "#123" is a citation and passes), no commit hash of this repository, no date of a
+# change. Over the README, ARCHITECTURE.md, docs/, man pages (their .TH date excepted), the
+# sources and their comments, the C tests, the VM test bed, the benchmarks and the scripts.
+scope=(README.md ARCHITECTURE.md docs man src capi preload ctest vm bench examples scripts Makefile
+       build.rs Cargo.toml cbindgen.toml include fuzz)
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    g(){ git grep -nIE "$1" -- "${scope[@]}" || true; }
+else
+    g(){ grep -rnIE "$1" --exclude-dir=target "${scope[@]}" 2>/dev/null || true; }
+fi
+pat='[Ii]ssue''s? [0-9]+'
+hits=$(g "\\b$pat")
+[ -z "$hits" ] || bad "internal issue numbers named (say what the code does; the tracker is not the reader's):
+$hits"
+dpat='20[0-9]{2}-[01][0-9]-[0-3]''[0-9]'
+hits=$(g "$dpat" | grep -vE '^man/[^:]+:[0-9]+:\.TH ' || true)
+[ -z "$hits" ] || bad "dates named (a measurement names its method and spread, not its day):
+$hits"
+if git rev-parse --verify -q HEAD >/dev/null 2>&1; then
+    # Hex words of 7-40 digits with a letter and a digit in them that name a commit here.
+    words=$(g '[0-9a-f]{7,40}' | grep -oE '\b[0-9a-f]{7,40}\b' | grep '[a-f]' | grep '[0-9]' | sort -u)
+    commits=$(for w in $words; do echo "$w^{commit}"; done | git cat-file --batch-check 2>/dev/null |
+        awk '$2 == "commit" { print $1 }' || true)
+    for c in $commits; do
+        for w in $words; do
+            case $c in "$w"*) hits=$(git grep -nIw "$w" -- "${scope[@]}" || true)
+                bad "a commit of this repository named (history is git's): $hits" ;;
+            esac
+        done
+    done
+fi
 
 [ $fail = 0 ] && echo "check-docs: README.md $lines lines, $(ls docs/*.md | wc -l) pages under docs/ linked from it, every relative link resolves"
 exit $fail

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # setuid-env.sh - the library reads no environment variable in a privileged
-# program (issue 12): a setuid-root copy of ctest/setuid_env.c, run as
+# program: a setuid-root copy of ctest/setuid_env.c, run as
 # nobody with RDMACM_RS_LOG and RDMACM_RS_LOG_FILE set, must create no log
 # file, neither in a directory only root may write nor in one anybody may.
 # Controls: the same program without the setuid bit does create the log in

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB */
 /*
- * badinput - the bad-input matrix over every export of librdmacm.so.1
- * (issue 12): NULL for each pointer argument, freed and never-allocated
+ * badinput - the bad-input matrix over every export of librdmacm.so.1:
+ * NULL for each pointer argument, freed and never-allocated
  * ids/channels/events, wrong-type objects, out-of-range enums and lengths,
  * oversized private data, huge and unterminated strings, double
  * destroy/ack/free.

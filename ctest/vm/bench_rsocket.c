@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB */
 /*
- * rsocket cases of `make bench` (issue 21, item 7). vm/suite.d/bench.sh starts the listening
+ * rsocket cases of `make bench`. vm/suite.d/bench.sh starts the listening
  * end in ns1 and the connecting end in the root namespace, both with the same library (upstream's
  * or ours), and takes the connecting end's number.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB */
 /*
- * cancel - how C threads end inside the library (issue 20): pthread_cancel of a thread blocked
+ * cancel - how C threads end inside the library: pthread_cancel of a thread blocked
  * in each blocking call of librdmacm and of rsockets, a cancel already pending when a thread
  * enters a call, pthread_exit from a signal handler, exit() with threads blocked, and the
  * blocking calls of librspreload (recv, accept, poll on a socket it made an rsocket).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB */
 /*
- * cancel.h - the runner shared by cancel.c and cancel_dl.c (issue 20: how C threads end).
+ * cancel.h - the runner shared by cancel.c and cancel_dl.c (how C threads end).
  *
  * Every case named on the command line runs in its own forked child.  The child re-arms a
  * watchdog (alarm) at every step, so a hang costs one step's time (STEP_S seconds, longer than
@@ -129,7 +129,7 @@ static int nthreads(void) { return count_dir("/proc/self/task"); }
 /* The thread count once it holds still for 10 ms (at most ~200 ms): a thread just joined can
  * stay listed under /proc/self/task for a moment after pthread_join returned (the kernel wakes
  * the joiner before it releases the task), and a baseline that counts it reads as "threads -1"
- * later (CI of 4ff0938, cancel_pending's pend_channel, ours; the same race for either library). */
+ * later (seen in cancel_pending's pend_channel case; the same race for either library). */
 static int nthreads_settled(void)
 {
 	int n = nthreads();

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB */
 /*
  * cancel_dl - librdmacm loaded and unloaded in a loop, as UCX and libfabric load their rdmacm
- * modules (issue 20).  Not linked with librdmacm: each cycle dlopen()s "librdmacm.so.1" (the
+ * modules.  Not linked with librdmacm: each cycle dlopen()s "librdmacm.so.1" (the
  * variant's, through LD_LIBRARY_PATH), uses it, dlclose()s it.
  *
  *   cancel_dl [-u|-U] [-n N] [-k LIST] [-K LIST] case...  (cancel.h: runner, options, output)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB */
 /*
  * cm_resolve - differential cases for the CM core: event channels, ids,
- * devices, bind, address and route resolution (issue 5).
+ * devices, bind, address and route resolution.
  *
  * Every case runs through whichever librdmacm is loaded and prints a
  * transcript: return values, errno names, events, statuses and the id

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB */
 /*
- * fault_fd - file-descriptor exhaustion (issue 12, faults): RLIMIT_NOFILE lowered while creating
+ * fault_fd - file-descriptor exhaustion (faults): RLIMIT_NOFILE lowered while creating
  * event channels, synchronous ids (each has its own channel), rsockets, and before the library's
  * first call. Every scenario runs in its own child (fork, 60 s alarm) and prints a transcript
  * comparable between the two libraries (--cmp): the errno of the first failure, and whether the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB */
 /*
- * fault_malloc - allocation failure at every allocation of an operation (issue 12, faults).
+ * fault_malloc - allocation failure at every allocation of an operation (faults).
  * This program defines malloc, calloc, realloc, posix_memalign, aligned_alloc, memalign and
  * free itself (forwarding to glibc's __libc_* functions), so every allocation of the process,
  * librdmacm's and libibverbs' included, passes through it; an "armed" thread fails its k-th

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB */
 /*
- * fault_proc - process-level faults (issue 12): fork() with live ids, signals interrupting
+ * fault_proc - process-level faults: fork() with live ids, signals interrupting
  * rdma_get_cm_event and a synchronous rdma_resolve_addr (with and without SA_RESTART), and
  * RLIMIT_MEMLOCK too small (as an unprivileged user) for a QP and a memory registration.
  * Each scenario runs in its own child (fork, 60 s alarm: a hang is reported, not waited out) and

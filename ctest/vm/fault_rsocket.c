@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB */
 /*
- * fault_rsocket - process-level faults on rsockets (issue 12, item 3): fork() with live
+ * fault_rsocket - process-level faults on rsockets: fork() with live
  * connections, RLIMIT_MEMLOCK too small for an rsocket's buffers, and a signal interrupting a
  * blocking rpoll and rrecv (with and without SA_RESTART). Each scenario runs in its own child
  * (scenarios.h: fork, 60 s alarm) and prints a transcript compared between the two libraries.

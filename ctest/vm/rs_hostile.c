@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB */
 /*
- * rs_hostile - an rsocket server facing a hostile peer (issue 12: "a peer must never make us
+ * rs_hostile - an rsocket server facing a hostile peer ("a peer must never make us
  * write outside a registered buffer").
  *
  * For each case a forked child is an ordinary rsocket server of the library under test

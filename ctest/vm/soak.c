@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB */
 /*
- * soak - connect/transfer/disconnect cycles for a while, watching for growth (issue 12, item 5).
+ * soak - connect/transfer/disconnect cycles for a while, watching for growth.
  *
  *   soak SECONDS [SAMPLES]
  *

@@ -56,7 +56,7 @@ for lib in "${LIBS[@]}"; do
   runpair ucmatose "ucmatose: connect, transfer" "$lib" 30 \
     "ucmatose" "ucmatose -s 192.0.2.2 -b 192.0.2.1"
 done
-# rdma-resolve (issue 13): the upstream tools' bare error, then the same destination explained
+# rdma-resolve: the upstream tools' bare error, then the same destination explained
 RR=/extra/bin/rdma-resolve
 if [ -x $RR ]; then
   hr; echo "#### rdma-resolve: why a destination does (not) resolve"; hr

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-# badinput.sh - issue 12: the bad-input matrix over every export (ctest/vm/badinput.c). Each case
+# badinput.sh - the bad-input matrix over every export (ctest/vm/badinput.c). Each case
 # runs in its own child; the upstream run records upstream's outcomes (crashes included: they are
 # expected for use-after-free and garbage input) and always passes unless the program itself
 # breaks. The ours run records ours and compares with upstream's outcomes of the same boot

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-# cancel.sh - issue 20: a program that works with upstream's librdmacm must not die with ours
+# cancel.sh - a program that works with upstream's librdmacm must not die with ours
 # because of how C threads end. ctest/vm/cancel.c and cancel_dl.c (runner and output format in
 # ctest/vm/cancel.h): each case in its own child, a watchdog per step (a hang costs 8 s), two
 # lines per case: the first run (how the thread ended, what stayed usable) and N more runs

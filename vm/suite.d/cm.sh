@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-# cm.sh - issue 5: the CM core (event channels, ids, devices, bind, address and route
+# cm.sh - the CM core (event channels, ids, devices, bind, address and route
 # resolution). ctest/vm/cm_resolve.c, built into /extra/bin/cm_resolve, prints a deterministic
 # transcript (ephemeral ports, link-local addresses and pointers masked); the host diffs
 # upstream's and ours (--cmp). Cases use rxe0<->rxe1 (192.0.2.0/24, 2001:db8::/64) and siw0.
@@ -16,7 +16,7 @@ t --cmp --filter 's/ sgid=[^ ]* dgid=[^ ]* pkey=0x[0-9a-f]* num_paths/ sgid=? dg
   no_route no_route6 mismatch mismatch_bound linklocal sync sync_errors sync_twice bad_args unacked \
   destroy_waits migrate many
 
-# cmtime's resolution phases with our library on the active side (issue 5, item 7): the
+# cmtime's resolution phases with our library on the active side: the
 # passive side is always upstream's (env -u LD_LIBRARY_PATH), the client runs with the variant.
 # Passes when all 100 ids went through create id, bind, resolve addr and resolve route, i.e.
 # when cmtime reached "Creating QPs"; later phases (QPs, connect) belong to later work.
@@ -29,7 +29,7 @@ t cmtime_resolve_rxe 120 bash -c '
   kill $s 2>/dev/null && echo "server still running 10 s after the client: stopped"; wait $s; r=$?; echo "server rc=$r"
   grep -q "Creating QPs" /tmp/cmtime_resolve.out && [ $c = 0 ] && [ $r = 0 ]'
 
-# Removing a device under live ids (issue 5): cm_resolve's "removal" case adds an rxe device on
+# Removing a device under live ids: cm_resolve's "removal" case adds an rxe device on
 # a private veth pair, resolves/binds ids on it, runs "rdma link delete" under them, and checks
 # the DEVICE_REMOVAL events, that destroy does not hang and that the deletion completes. It
 # touches no other device of the test bed.

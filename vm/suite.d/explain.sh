@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-# explain.sh - issue 13: rdma-resolve (/extra/bin/rdma-resolve, built from src/bin with the
+# explain.sh - rdma-resolve (/extra/bin/rdma-resolve, built from src/bin with the
 # library's Rust API, so it is always ours) against the kernel, and against what the upstream
 # tools observe. Every test runs per variant: the tool is the same, rping/ucmatose use the
 # variant's library. A test fails when the tool's JSON does not say what the topology implies

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-# fault.sh - issue 12: faults, each on both libraries, transcripts compared (--cmp).
+# fault.sh - faults, each on both libraries, transcripts compared (--cmp).
 #   fault_fd            ctest/vm/fault_fd.c: RLIMIT_NOFILE exhausted while creating event channels,
 #                       synchronous ids, rsockets, before the first call and in rdma_getaddrinfo;
 #                       the errno of the first failure and recovery once descriptors are freed
@@ -32,7 +32,7 @@ t --cmp fault_no_ucm 120 bash -c '
 # upstream run records upstream's outcomes (not compared: the allocation counts differ).
 t fault_malloc 900 /extra/bin/fault_malloc
 
-# Removing a device under live connections with traffic (issue 12, item 3): a private veth
+# Removing a device under live connections with traffic: a private veth
 # pair made for the test, vrt0 10.98.0.1 (root ns, rxe device rxert0) <-> vrt1 10.98.0.2 (netns
 # nsrt, rxert1); upstream's rping or rstream, server in nsrt on rxert1, client in the root ns on
 # rxert0, both with the variant's library. Once rxert0's packet counter shows traffic,
@@ -99,7 +99,7 @@ if [[ ${BENCH:-} == *removal* ]]; then
 fi
 t --cmp fault_removal_rstream 180 bash -c 'removal_traffic rstream "-b 10.98.0.2 -p 7994 -S 65536 -C 300" "-s 10.98.0.2 -p 7994 -S 65536 -C 300"'
 
-# rsockets under faults (issue 12, item 3; ctest/vm/fault_rsocket.c): fork() with live rsockets
+# rsockets under faults (ctest/vm/fault_rsocket.c): fork() with live rsockets
 # (parent keeps transferring, the child makes its own connection), without and with
 # RDMAV_FORK_SAFE=1; RLIMIT_MEMLOCK 0 and 64 KiB as nobody (rsocket, rconnect); a signal
 # interrupting a blocking rpoll and rrecv, without and with SA_RESTART.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-# getaddrinfo.sh - issue 4: the rdma_getaddrinfo/rdma_freeaddrinfo differential corpus
+# getaddrinfo.sh - the rdma_getaddrinfo/rdma_freeaddrinfo differential corpus
 # (ctest/vm/gai_corpus.c, built into /extra/bin/gai_corpus). Deterministic output: the host
 # diffs upstream's and ours (--cmp).
 #   gai_corpus_root    root netns (rxe0, siw0), no ibacm

@@ -7,5 +7,4 @@
 # upstream's outcomes are recorded.
 t rs_hostile 420 /extra/bin/rs_hostile
 # Not run under valgrind: with ours under memcheck every peer connect was rejected (kernel CM
-# reject reason 8) and no case reached the data path, so such a run proves nothing; see the issue 12
-# notes.
+# reject reason 8) and no case reached the data path, so such a run proves nothing.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-# soak.sh - issue 12, item 5: ctest/vm/soak.c runs connect/transfer/disconnect cycles (an
+# soak.sh - ctest/vm/soak.c runs connect/transfer/disconnect cycles (an
 # rdma_cm connection with QPs and an rsocket stream per cycle, both ends in one process over
 # rxe0) and samples open descriptors, RSS and threads at equal intervals; after the first
 # sample (warm-up) descriptors and threads must not grow at all and RSS by at most 2048 kB.

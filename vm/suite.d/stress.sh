@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-# stress.sh - concurrency stress tests (issue 8, item 5), both sides in one process over rxe0.
+# stress.sh - concurrency stress tests, both sides in one process over rxe0.
 #
 # stress_cm (ctest/vm/stress_cm.c): 16 workers create, resolve, connect, disconnect and destroy
 # ids for 20 s, half on one shared event channel, half synchronous (NULL channel); a listener
