@@ -140,8 +140,11 @@ check-api:
 check-msrv:
 	ctest/check-msrv.sh
 
+# The unit tests, and tests/own_allocator.rs: a Rust program with a #[global_allocator] of its
+# own builds and runs with `rdmacm` (the crate declares none; the C library's crate does).
 test-rust:
 	$(CARGO) test --locked --lib
+	$(CARGO) test --locked -p rdmacm --test own_allocator
 	$(CARGO) test --locked --lib -p rspreload
 
 # A thread cancelled in a call librspreload.so forwards ends as it would without it: no frame
