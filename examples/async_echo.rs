@@ -255,7 +255,7 @@ async fn connect(dst: SocketAddr, size: usize) -> Res<ClientConn> {
 }
 
 /// `msgs` messages on one connection, each echo checked; then disconnects.
-async fn exchange(c: usize, cc: ClientConn, msgs: usize, size: usize) -> Res<()> {
+async fn exchange(c: usize, mut cc: ClientConn, msgs: usize, size: usize) -> Res<()> {
     let id = cc.conn.id.id();
     for m in 0..msgs {
         let data = message(c, m, size);

@@ -4,7 +4,10 @@
 //! * An [`EventChannel`] is open while it or any [`CmId`] made on it lives:
 //!   every id holds its channel (the choice of "holds it alive" over a
 //!   lifetime parameter, so that ids can be stored and moved freely).
-//! * An [`Event`] borrows its channel and is acknowledged when dropped.
+//! * An [`Event`] borrows its channel and is acknowledged when dropped; it
+//!   holds the id it is for, so an id dropped while one of its events is
+//!   held is destroyed when the last such event is dropped (never a wait
+//!   for an acknowledgement the waiting thread itself owes).
 //! * A connection request's id is owned ([`Event::take_request`]).
 
 #![deny(unsafe_code)]
@@ -18,7 +21,8 @@ use crate::cma::api as capi;
 use crate::cma::Channel;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// A port space (`enum rdma_port_space`): the kind of QP an id serves.
@@ -54,6 +58,21 @@ pub struct IdKey(pub(crate) u64);
 /// or one of its ids) goes.
 pub(crate) struct ChanInner {
     pub(crate) ch: Arc<Channel>,
+    /// The ids reporting to it, by [`CmId::key`]: what an event holds of
+    /// the id it is for (see [`Event`]).
+    ids: parking_lot::Mutex<HashMap<u64, Weak<IdInner>>>,
+}
+
+impl ChanInner {
+    fn new(ch: Arc<Channel>) -> ChanInner {
+        ChanInner { ch, ids: Default::default() }
+    }
+
+    /// The live id of key `uid` on this channel, if any (not one being
+    /// dropped).
+    fn id(&self, uid: u64) -> Option<Arc<IdInner>> {
+        self.ids.lock().get(&uid).and_then(Weak::upgrade)
+    }
 }
 
 impl Drop for ChanInner {
@@ -86,7 +105,7 @@ impl EventChannel {
     /// Opens a channel (`rdma_create_event_channel`).
     pub fn new() -> Result<EventChannel> {
         let ch = capi::create_channel()?;
-        Ok(EventChannel { inner: Arc::new(ChanInner { ch }) })
+        Ok(EventChannel { inner: Arc::new(ChanInner::new(ch)) })
     }
 
     /// A new id reporting to this channel (`rdma_create_id`). Its calls
@@ -158,6 +177,16 @@ pub(crate) struct IdInner {
     chan: parking_lot::Mutex<Option<Arc<ChanInner>>>,
 }
 
+impl Drop for IdInner {
+    fn drop(&mut self) {
+        // Off its channel's list (then the fields go: the id, then the
+        // channel it held).
+        if let Some(c) = self.chan.get_mut() {
+            c.ids.lock().remove(&self.id.uid());
+        }
+    }
+}
+
 impl std::ops::Deref for IdInner {
     type Target = capi::CmId;
     fn deref(&self) -> &capi::CmId {
@@ -188,7 +217,12 @@ fn ms(d: Duration) -> i32 {
 
 impl CmId {
     pub(crate) fn from_parts(id: capi::CmId, chan: Option<Arc<ChanInner>>) -> CmId {
-        CmId { id: Arc::new(IdInner { id, chan: parking_lot::Mutex::new(chan) }) }
+        let uid = id.uid();
+        let inner = Arc::new(IdInner { id, chan: parking_lot::Mutex::new(chan.clone()) });
+        if let Some(c) = chan {
+            c.ids.lock().insert(uid, Arc::downgrade(&inner));
+        }
+        CmId { id: inner }
     }
 
     /// A synchronous id with a private channel: each call waits for its
@@ -296,9 +330,20 @@ impl CmId {
     /// that channel open, and no longer this one once dropped.
     pub fn migrate(&self, to: &EventChannel) -> Result<()> {
         // The old channel is released once the id has left it (the lock
-        // is not held across the migration, which may wait for acks).
-        self.id.migrate(&to.inner.ch)?;
-        *self.id.chan.lock() = Some(to.inner.clone());
+        // is not held across the migration, which may wait for acks).  On
+        // the new channel's list first: its events may come at once.
+        let uid = self.id.uid();
+        to.inner.ids.lock().insert(uid, Arc::downgrade(&self.id));
+        if let Err(e) = self.id.migrate(&to.inner.ch) {
+            to.inner.ids.lock().remove(&uid);
+            return Err(e.into());
+        }
+        let old = self.id.chan.lock().replace(to.inner.clone());
+        if let Some(old) = old {
+            if !Arc::ptr_eq(&old, &to.inner) {
+                old.ids.lock().remove(&uid);
+            }
+        }
         Ok(())
     }
 
@@ -335,9 +380,15 @@ impl CmId {
 }
 
 /// One event of an [`EventChannel`]. It borrows the channel, and it is
-/// acknowledged (`rdma_ack_cm_event`) when dropped. Dropping an id waits
-/// until every event reported for it is acknowledged: drop the event
-/// before the id it is for.
+/// acknowledged (`rdma_ack_cm_event`) when dropped.
+///
+/// An id is destroyed only once every event reported for it is
+/// acknowledged. The event holds the id it is for (the listener, for a
+/// connection request), so the id may be dropped first: it is then
+/// destroyed when its last held event is dropped, and dropping it never
+/// waits for an event of the same thread. (An id dropped on one thread
+/// while another thread holds one of its events read before the id
+/// started to go waits for that thread to drop it.)
 ///
 /// A connection request's new id is owned by the event until
 /// [`Event::take_request`] takes it; an untaken one is destroyed (the
@@ -345,11 +396,15 @@ impl CmId {
 pub struct Event<'a> {
     ch: &'a EventChannel,
     raw: RawEvent,
+    // Dropped after the acknowledgement (Drop::drop runs first): the id
+    // the event is for, whose destruction waits for it.
+    _for: Option<Arc<IdInner>>,
 }
 
 impl<'a> Event<'a> {
     pub(crate) fn new(ch: &'a EventChannel, raw: RawEvent) -> Event<'a> {
-        Event { ch, raw }
+        let id = ch.inner.id(raw.id_uid);
+        Event { ch, raw, _for: id }
     }
 
     /// The event's type.

@@ -13,7 +13,10 @@
 //!   with an error instead of touching freed memory;
 //! * the buffer is read and written by copies ([`MemoryRegion::read`],
 //!   [`MemoryRegion::write`]), never through Rust references, because the
-//!   device may write it at any time;
+//!   device may write it at any time; a copy into it needs `&mut` (one
+//!   writer, and no reader meanwhile, on the Rust side), a copy out of it
+//!   `&`: two threads never race on it (the device is not a Rust thread;
+//!   what its accesses mean is said at [`MemoryRegion`]);
 //! * a region keeps its id, and so the id's PD and device, alive;
 //! * the QP, CQ and completion channel belong to the id (destroyed with it).
 //!
@@ -183,10 +186,37 @@ impl Sge {
 /// A zeroed buffer registered with an id's device (`ibv_reg_mr` on the id's
 /// PD). It keeps the id alive; dropping it deregisters and frees it.
 ///
+/// The program writes it with [`MemoryRegion::write`] (`&mut self`: one
+/// writer at a time, no reader meanwhile) and reads it with
+/// [`MemoryRegion::read`] / [`MemoryRegion::to_vec`] (`&self`: from any
+/// number of threads), so no two threads of the program ever race on its
+/// bytes. The device reads and writes it on its own, ordered by work
+/// requests and their completions:
+///
+/// * a send, RDMA write (the local bytes) or a peer's RDMA read may read
+///   the bytes from the post (or the peer's request) until the work's
+///   completion is taken: write them before posting and leave them
+///   unchanged until then (for an unsignalled send: until the completion
+///   of a later signalled send on the same QP, which completes after it);
+/// * a receive, a local RDMA read (into the local list) or a peer's RDMA
+///   write writes the bytes at any time until its completion: the bytes of
+///   a receive or a read are the delivered ones once [`CmId::poll_cq`] or
+///   [`CmId::wait_cq`] has returned its completion (`byte_len` of them for
+///   a receive); a peer's RDMA write is complete when the peer says so
+///   (its following send, or its write with immediate data, whose receive
+///   completion comes after the write's bytes);
+/// * a thread other than the one that took the completion reads the bytes
+///   after learning of it through any synchronisation (a channel, a lock,
+///   a join), as for any shared data.
+///
+/// Bytes read while the device may still write them are unspecified
+/// (never undefined behaviour: the copy does not make a Rust reference to
+/// them).
+///
 /// ```no_run
 /// # fn f(id: &rdmacm::CmId) -> rdmacm::Result<()> {
 /// use rdmacm::{Access, MemoryRegion};
-/// let mr = MemoryRegion::new(id, 4096, Access::LOCAL_WRITE | Access::REMOTE_READ)?;
+/// let mut mr = MemoryRegion::new(id, 4096, Access::LOCAL_WRITE | Access::REMOTE_READ)?;
 /// mr.write(0, b"ping")?;
 /// let sge = mr.sge(0..4)?;
 /// id.post_send(1, &[sge], rdmacm::SendOp::Send, true)?;
@@ -202,12 +232,18 @@ pub struct MemoryRegion {
     _id: Arc<IdInner>,
 }
 
-// SAFETY: the region is a registration handle and a heap block reached
-// only through copies under &self / the device; ibv_mr may be used and
-// deregistered from any thread.
+// SAFETY: Send: the fields are a registration (`struct ibv_mr`, which
+// libibverbs lets any thread use and deregister: it has no thread
+// affinity), a heap block owned by the region alone (allocated in `new`,
+// freed in `drop`, whichever thread runs them), plain keys, and an
+// `Arc<IdInner>` (Send + Sync).  Nothing refers to the thread that made it.
 unsafe impl Send for MemoryRegion {}
-// SAFETY: as above (read and write are copies; the device's concurrent
-// writes are its own, as for any registered memory).
+// SAFETY: Sync: what `&MemoryRegion` allows from several threads at once
+// is reading: `read`/`to_vec` copy out of the block (concurrent reads are
+// no race), the rest reads immutable fields.  The only copy into the block
+// (`write`) takes `&mut self`, so it never runs beside another access of
+// the program's threads.  The device's accesses are not a Rust thread's;
+// they are ordered by work requests and completions (see the type's doc).
 unsafe impl Sync for MemoryRegion {}
 
 impl MemoryRegion {
@@ -273,19 +309,35 @@ impl MemoryRegion {
     }
 
     /// Copies `data` into the region at `offset` (`EINVAL` past its end).
-    pub fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
+    /// Exclusive (`&mut self`): no other thread reads or writes the region
+    /// meanwhile. Bytes a posted send may still read are changed for it
+    /// too (see the type's doc: write before posting).
+    ///
+    /// A region shared by reference cannot be written, so two threads
+    /// cannot race on it:
+    ///
+    /// ```compile_fail
+    /// fn shared(mr: &rdmacm::MemoryRegion) -> rdmacm::Result<()> {
+    ///     mr.write(0, b"x") // error: `mr` is a `&` reference
+    /// }
+    /// ```
+    pub fn write(&mut self, offset: usize, data: &[u8]) -> Result<()> {
         self.range(offset, data.len())?;
         // SAFETY: in bounds (checked); a raw copy, no reference to the
-        // buffer is made (the device may write it concurrently).
+        // buffer is made (the device may write it concurrently); &mut self:
+        // no thread of the program reads or writes the block meanwhile.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.buf.as_ptr().add(offset), data.len()) };
         Ok(())
     }
 
     /// Copies bytes of the region at `offset` into `out` (`EINVAL` past its
-    /// end).
+    /// end). Shared (`&self`): any number of threads may read at once.
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<()> {
         self.range(offset, out.len())?;
-        // SAFETY: as in write.
+        // SAFETY: in bounds (checked); a raw copy, no reference to the
+        // buffer is made (the device may write it concurrently); the only
+        // writer of the program's threads (`write`) holds &mut self, so
+        // none runs beside this read.
         unsafe { std::ptr::copy_nonoverlapping(self.buf.as_ptr().add(offset), out.as_mut_ptr(), out.len()) };
         Ok(())
     }
@@ -475,9 +527,14 @@ pub struct AddressHandle {
     _id: Arc<IdInner>,
 }
 
-// SAFETY: an ibv_ah is immutable after creation and usable from any thread.
+// SAFETY: Send: an address handle (`struct ibv_ah`) has no thread
+// affinity: libibverbs lets any thread post with it and destroy it; the
+// other field is an `Arc<IdInner>` (Send + Sync).
 unsafe impl Send for AddressHandle {}
-// SAFETY: as above.
+// SAFETY: Sync: `&AddressHandle` only lets a thread name the handle in a
+// UD send (`post_ud_send`); the handle is not changed after creation, and
+// a post only reads it (the provider copies its address into the work
+// request), so several threads may name it at once.
 unsafe impl Sync for AddressHandle {}
 
 impl AddressHandle {
