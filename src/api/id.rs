@@ -252,7 +252,12 @@ impl CmId {
         Ok(self.id.bind(to_sockaddr(&addr).as_bytes())?)
     }
 
-    /// Listens for connection requests (`rdma_listen`).
+    /// Listens for connection requests (`rdma_listen`). `backlog` is how
+    /// many requests the kernel holds for the id before they are taken
+    /// (later ones are refused); 0, a negative value or one above the
+    /// kernel's limit means that limit (the `net.rdma_ucm.max_backlog`
+    /// sysctl, 1024 unless changed), not "no requests". The value goes to
+    /// the kernel unchanged.
     pub fn listen(&self, backlog: i32) -> Result<()> {
         Ok(self.id.listen(backlog)?)
     }

@@ -385,7 +385,9 @@ impl Drop for MemoryRegion {
 pub enum SendOp {
     /// A send (consumes a receive at the peer).
     Send,
-    /// A send with 32 bits of immediate data.
+    /// A send with 32 bits of immediate data, given in host order (it
+    /// travels in network order, as C's `htobe32(x)` in `imm_data`; the
+    /// receiver's [`WorkCompletion::imm`] is `x` again).
     SendWithImm(u32),
     /// Writes the local scatter list to the peer's memory.
     Write {
@@ -400,7 +402,8 @@ pub enum SendOp {
         remote_addr: u64,
         /// The peer's remote key.
         rkey: u32,
-        /// The immediate data.
+        /// The immediate data, in host order (as for
+        /// [`SendOp::SendWithImm`]).
         imm: u32,
     },
     /// Reads the peer's memory into the local scatter list.
@@ -490,7 +493,9 @@ pub struct WorkCompletion {
     pub opcode: WcOpcode,
     /// Bytes received (receives).
     pub byte_len: u32,
-    /// Immediate data, if the completion carries it.
+    /// Immediate data, if the completion carries it, in host order: the
+    /// value the sender gave ([`SendOp::SendWithImm`]), which a C receiver
+    /// reads as `be32toh(wc.imm_data)`.
     pub imm: Option<u32>,
     /// The sender's QP number (UD receives).
     pub src_qp: u32,
@@ -572,18 +577,37 @@ impl UdParam {
     }
 }
 
+/// The entries of an id's CQ: one for every send and receive the QP can
+/// have outstanding (at least one).
+fn cq_entries(caps: &QpCaps) -> u32 {
+    caps.max_send_wr.saturating_add(caps.max_recv_wr).max(1)
+}
+
 /// The QP and the data calls of `rdma_verbs.h`.
 impl CmId {
     /// Creates the id's QP (`rdma_create_qp`; RC, or UD for
     /// [`PortSpace::Udp`](crate::PortSpace::Udp)) on the device's PD, with
-    /// one CQ for both directions (of `max_send_wr + max_recv_wr` entries)
-    /// and its own completion channel, every send signalled unless posted
-    /// otherwise. Once per id; `EINVAL` before the id has a device.
-    /// Returns the capacities the device granted.
+    /// one CQ for both directions and its own completion channel. Once per
+    /// id; `EINVAL` before the id has a device. Returns the capacities the
+    /// device granted.
+    ///
+    /// Only the sends posted with `signaled: true` complete successfully
+    /// on the CQ (the QP is made with `sq_sig_all = 0`); an unsignalled
+    /// send reports a completion only when it fails. Its send queue slot
+    /// is freed when a later signalled send on the QP completes, so post a
+    /// signalled send at least once every `max_send_wr` sends: a send
+    /// queue full of unsignalled sends fails the next post (`ENOMEM`). The
+    /// CQ has `max_send_wr + max_recv_wr` entries of the capacities asked
+    /// for: one for every send and receive that can be outstanding at
+    /// once, so it cannot overflow however the sends are signalled, as
+    /// long as no more are outstanding than asked for (a device may grant
+    /// more).
     pub fn create_qp(&self, caps: QpCaps) -> Result<QpCaps> {
-        let cqe = caps.max_send_wr.saturating_add(caps.max_recv_wr).max(1);
+        let cqe = cq_entries(&caps);
         let c = capi::QpCaps { max_send_wr: caps.max_send_wr, max_recv_wr: caps.max_recv_wr, max_send_sge: caps.max_send_sge, max_recv_sge: caps.max_recv_sge, max_inline_data: caps.max_inline_data };
-        let got = if self.id.is_ud() { self.id.create_ud_qp(cqe, c)? } else { self.id.create_rc_qp(cqe, c, true)? };
+        // sq_sig_all = 0: `signaled` decides (C's rdma_create_qp passes
+        // the caller's sq_sig_all instead).
+        let got = if self.id.is_ud() { self.id.create_ud_qp(cqe, c, false)? } else { self.id.create_rc_qp(cqe, c, false)? };
         Ok(QpCaps { max_send_wr: got.max_send_wr, max_recv_wr: got.max_recv_wr, max_send_sge: got.max_send_sge, max_recv_sge: got.max_recv_sge, max_inline_data: got.max_inline_data })
     }
 
@@ -598,7 +622,9 @@ impl CmId {
 
     /// Posts a send, RDMA write or RDMA read of the scatter list
     /// (`rdma_post_send` / `rdma_post_write` / `rdma_post_read`).
-    /// `signaled`: a completion is reported for it.
+    /// `signaled`: a completion is reported for it; without it, none is
+    /// unless the work fails (see [`CmId::create_qp`] for the rule on how
+    /// often to signal).
     pub fn post_send(&self, wr_id: u64, sgl: &[Sge], op: SendOp, signaled: bool) -> Result<()> {
         self.post_send_flags(wr_id, sgl, op, if signaled { SEND_SIGNALED } else { 0 })
     }
@@ -756,6 +782,21 @@ mod tests {
         assert_eq!(WcOpcode::from_raw(128), WcOpcode::Recv);
         assert_eq!(WcStatus::from_raw(5), WcStatus::WrFlushErr);
         assert_eq!(WcStatus::from_raw(12), WcStatus::Error(12));
+    }
+
+    /// Immediate data goes to the shim as given (host order; the shim
+    /// writes it big-endian into the work request), and the CQ has a slot
+    /// for every send and receive asked for.
+    #[test]
+    fn immediate_data_and_cq_size() {
+        let imm = 0x0102_0304;
+        assert_eq!(SendOp::SendWithImm(imm).raw().1, imm);
+        assert_eq!(SendOp::WriteWithImm { remote_addr: 5, rkey: 6, imm }.raw(), (1, imm, 5, 6));
+        let w = ShimWc { wc_flags: 2, imm_host: imm, ..Default::default() };
+        assert_eq!(WorkCompletion::from_shim(&w).imm, Some(imm));
+        assert_eq!(WorkCompletion::from_shim(&ShimWc { imm_host: imm, ..Default::default() }).imm, None);
+        assert_eq!(cq_entries(&QpCaps { max_send_wr: 100, max_recv_wr: 28, ..QpCaps::default() }), 128);
+        assert_eq!(cq_entries(&QpCaps { max_send_wr: 0, max_recv_wr: 0, ..QpCaps::default() }), 1);
     }
 
     #[test]
