@@ -22,8 +22,9 @@ use crate::cma::Channel;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A port space (`enum rdma_port_space`): the kind of QP an id serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -58,6 +59,8 @@ pub struct IdKey(pub(crate) u64);
 /// or one of its ids) goes.
 pub(crate) struct ChanInner {
     pub(crate) ch: Arc<Channel>,
+    /// Its descriptor's blocking mode (see [`NbMode`]).
+    nb: NbMode,
     /// The ids reporting to it, by [`CmId::key`]: what an event holds of
     /// the id it is for (see [`Event`]).
     ids: parking_lot::Mutex<HashMap<u64, Weak<IdInner>>>,
@@ -65,7 +68,7 @@ pub(crate) struct ChanInner {
 
 impl ChanInner {
     fn new(ch: Arc<Channel>) -> ChanInner {
-        ChanInner { ch, ids: Default::default() }
+        ChanInner { ch, nb: NbMode::default(), ids: Default::default() }
     }
 
     /// The live id of key `uid` on this channel, if any (not one being
@@ -82,8 +85,10 @@ impl Drop for ChanInner {
 }
 
 /// An event channel (`struct rdma_event_channel`): the events of the ids
-/// made on it, read with [`EventChannel::get_event`]. Its descriptor
-/// ([`AsRawFd`]) may be polled.
+/// made on it, read with [`EventChannel::get_event`] or, with a timeout,
+/// [`EventChannel::get_event_timeout`]. Its descriptor
+/// ([`AsFd`](std::os::fd::AsFd), [`AsRawFd`]) may be polled: it is
+/// readable while an event is queued.
 ///
 /// ```no_run
 /// use rdmacm::{EventChannel, EventKind, PortSpace};
@@ -119,13 +124,56 @@ impl EventChannel {
     /// fails with `EAGAIN` at once when the channel is non-blocking
     /// ([`EventChannel::set_nonblocking`]) and none is queued.
     pub fn get_event(&self) -> Result<Event<'_>> {
-        let raw = capi::get_event(&self.inner.ch)?;
-        Ok(Event::new(self, raw))
+        let nb = &self.inner.nb;
+        loop {
+            match capi::get_event(&self.inner.ch) {
+                Ok(raw) => return Ok(Event::new(self, raw)),
+                // The descriptor is non-blocking for a timed wait, not for
+                // the caller: wait for the next event.
+                Err(nix::errno::Errno::EAGAIN) if !nb.user() => {
+                    wait_readable(self.as_raw_fd(), None)?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// The next event, waiting at most `timeout` for it: `Ok(None)` when
+    /// none came in that time (`Duration::ZERO`: only a queued event).
+    /// The first call makes the descriptor non-blocking for good (the
+    /// wait is a `poll` of it); [`EventChannel::get_event`] still blocks
+    /// unless [`EventChannel::set_nonblocking`] says otherwise. Several
+    /// threads may wait on one channel: each event goes to one of them.
+    ///
+    /// ```no_run
+    /// # fn f(ch: &rdmacm::EventChannel) -> rdmacm::Result<()> {
+    /// use std::time::Duration;
+    /// match ch.get_event_timeout(Duration::from_millis(500))? {
+    ///     Some(ev) => println!("{}", ev.kind()),
+    ///     None => println!("no event in 500 ms"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn get_event_timeout(&self, timeout: Duration) -> Result<Option<Event<'_>>> {
+        let deadline = Instant::now().checked_add(timeout);
+        let fd = self.as_raw_fd();
+        self.inner.nb.for_timed_waits(fd)?;
+        loop {
+            match capi::get_event(&self.inner.ch) {
+                Ok(raw) => return Ok(Some(Event::new(self, raw))),
+                Err(nix::errno::Errno::EAGAIN) => {
+                    if !wait_readable(fd, deadline)? {
+                        return Ok(None);
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     /// Makes [`EventChannel::get_event`] non-blocking (or blocking again).
     pub fn set_nonblocking(&self, on: bool) -> Result<()> {
-        set_nonblocking(self.as_raw_fd(), on)
+        self.inner.nb.set_user(self.as_raw_fd(), on)
     }
 }
 
@@ -173,6 +221,8 @@ pub struct CmId {
 /// then its channel, go when the last of them goes.
 pub(crate) struct IdInner {
     id: capi::CmId,
+    /// The completion channel's blocking mode (see [`NbMode`]).
+    pub(crate) cq_nb: NbMode,
     // After `id`: the id is destroyed before its channel may close.
     chan: parking_lot::Mutex<Option<Arc<ChanInner>>>,
 }
@@ -200,6 +250,70 @@ impl std::fmt::Debug for CmId {
     }
 }
 
+/// The blocking mode of a descriptor the library reads (an event channel,
+/// a completion channel): what the caller asked for, and whether a timed
+/// wait made the descriptor itself non-blocking (then for good: a blocking
+/// read of another thread may be under way, and it must not block past a
+/// timed waiter's deadline; the blocking calls wait with `poll` instead).
+#[derive(Default)]
+pub(crate) struct NbMode {
+    /// The caller's `set_nonblocking(true)`.
+    user: AtomicBool,
+    /// O_NONBLOCK set for timed waits.
+    timed: AtomicBool,
+}
+
+impl NbMode {
+    /// Whether the caller asked for non-blocking calls.
+    pub(crate) fn user(&self) -> bool {
+        self.user.load(Ordering::Relaxed)
+    }
+
+    /// The caller's choice; the descriptor follows it unless timed waits
+    /// keep it non-blocking.
+    pub(crate) fn set_user(&self, fd: RawFd, on: bool) -> Result<()> {
+        self.user.store(on, Ordering::Relaxed);
+        if self.timed.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        set_nonblocking(fd, on)
+    }
+
+    /// Makes the descriptor non-blocking for timed waits (once).
+    pub(crate) fn for_timed_waits(&self, fd: RawFd) -> Result<()> {
+        if !self.timed.load(Ordering::Relaxed) {
+            set_nonblocking(fd, true)?;
+            self.timed.store(true, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+/// Waits until `fd` is readable (or reports an error or hang-up, which the
+/// read that follows gives) or `deadline` passes (`None`: never); whether
+/// it is ready. A signal's interruption is waited through.
+pub(crate) fn wait_readable(fd: RawFd, deadline: Option<Instant>) -> Result<bool> {
+    loop {
+        let ms = match deadline {
+            None => -1,
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                // Rounded up: a wait never ends before the deadline.
+                let ms = left.as_nanos().div_ceil(1_000_000);
+                ms.min(i32::MAX as u128) as i32
+            }
+        };
+        let mut p = [libc::pollfd { fd, events: libc::POLLIN, revents: 0 }];
+        match crate::sys::cancel::wait_poll(&mut p, ms) {
+            Ok(0) if ms == 0 => return Ok(false),
+            Ok(0) => {}
+            Ok(_) => return Ok(true),
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// Sets or clears O_NONBLOCK on a descriptor the caller owns.
 pub(crate) fn set_nonblocking(fd: RawFd, on: bool) -> Result<()> {
     use nix::fcntl::{fcntl, FcntlArg, OFlag};
@@ -218,7 +332,7 @@ fn ms(d: Duration) -> i32 {
 impl CmId {
     pub(crate) fn from_parts(id: capi::CmId, chan: Option<Arc<ChanInner>>) -> CmId {
         let uid = id.uid();
-        let inner = Arc::new(IdInner { id, chan: parking_lot::Mutex::new(chan.clone()) });
+        let inner = Arc::new(IdInner { id, cq_nb: NbMode::default(), chan: parking_lot::Mutex::new(chan.clone()) });
         if let Some(c) = chan {
             c.ids.lock().insert(uid, Arc::downgrade(&inner));
         }
@@ -515,6 +629,39 @@ mod tests {
         set_nonblocking(a.as_raw_fd(), false).unwrap();
         assert!(!fl(a.as_raw_fd()).contains(OFlag::O_NONBLOCK));
         assert_eq!(set_nonblocking(-1, true).unwrap_err().errno(), libc::EBADF);
+    }
+
+    /// A timed wait ends at its deadline (not before) with nothing to
+    /// read, and at once when the descriptor is readable.
+    #[test]
+    fn timed_waits_end_at_the_deadline_or_on_data() {
+        use std::io::Write;
+        let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let t = Instant::now();
+        assert!(!wait_readable(a.as_raw_fd(), Some(t + Duration::from_millis(30))).unwrap());
+        assert!(t.elapsed() >= Duration::from_millis(30));
+        assert!(!wait_readable(a.as_raw_fd(), Some(Instant::now())).unwrap(), "a past deadline: a look only");
+        b.write_all(b"x").unwrap();
+        assert!(wait_readable(a.as_raw_fd(), Some(Instant::now() + Duration::from_secs(60))).unwrap());
+        assert!(wait_readable(a.as_raw_fd(), None).unwrap());
+    }
+
+    /// Timed waits keep the descriptor non-blocking whatever the caller
+    /// asks later (its blocking calls then wait with poll).
+    #[test]
+    fn timed_waits_keep_the_descriptor_non_blocking() {
+        use nix::fcntl::{fcntl, FcntlArg, OFlag};
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let nb = |fd| OFlag::from_bits_retain(fcntl(fd, FcntlArg::F_GETFL).unwrap()).contains(OFlag::O_NONBLOCK);
+        let m = NbMode::default();
+        m.set_user(a.as_raw_fd(), true).unwrap();
+        assert!(m.user() && nb(a.as_raw_fd()));
+        m.set_user(a.as_raw_fd(), false).unwrap();
+        assert!(!m.user() && !nb(a.as_raw_fd()));
+        m.for_timed_waits(a.as_raw_fd()).unwrap();
+        assert!(nb(a.as_raw_fd()));
+        m.set_user(a.as_raw_fd(), false).unwrap();
+        assert!(!m.user() && nb(a.as_raw_fd()), "still non-blocking underneath");
     }
 
     #[test]

@@ -22,17 +22,19 @@
 //!
 //! This file is, like `rsocket::verbs`, the one place of its module tree
 //! with `unsafe` code: calls into libibverbs through the C shim
-//! (src/sys/api_shim.c), each with its `// SAFETY:` argument.
+//! (src/sys/api_shim.c), and the borrowed descriptors of the event and
+//! completion channels (`AsFd`), each with its `// SAFETY:` argument.
 #![allow(unsafe_code)]
 
 use super::error::{Error, Result};
 use super::event::UdParam;
-use super::id::{CmId, IdInner};
+use super::id::{CmId, EventChannel, IdInner};
 use crate::abi::cma::{ibv_ah_attr, ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp};
 use crate::cma::api::{self as capi, QpPtrs};
 use nix::errno::Errno;
 use std::ffi::{c_int, c_void};
 use std::ops::Range;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -577,6 +579,16 @@ impl UdParam {
     }
 }
 
+/// The event channel's descriptor, borrowed from the channel.
+impl AsFd for EventChannel {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: the descriptor of the channel, which is closed only when
+        // its last owner (this EventChannel or one of its ids) goes: not
+        // while `self` is borrowed.
+        unsafe { BorrowedFd::borrow_raw(self.as_raw_fd()) }
+    }
+}
+
 /// The entries of an id's CQ: one for every send and receive the QP can
 /// have outstanding (at least one).
 fn cq_entries(caps: &QpCaps) -> u32 {
@@ -689,25 +701,72 @@ impl CmId {
     /// (`rdma_get_send_comp` / `rdma_get_recv_comp`: arms the CQ, sleeps on
     /// its completion channel, polls again).
     pub fn wait_cq(&self) -> Result<WorkCompletion> {
+        self.wait_cq_until(None).map(|wc| wc.expect("no deadline"))
+    }
+
+    /// The next completion, waiting at most `timeout` for it: `Ok(None)`
+    /// when none came in that time (`Duration::ZERO`: only one already
+    /// there). Only completions count: an unsignalled send that succeeds
+    /// reports none ([`CmId::create_qp`]). The first call makes the
+    /// completion channel non-blocking for good (the wait is a `poll` of
+    /// it); [`CmId::get_cq_event`] still blocks unless
+    /// [`CmId::set_cq_nonblocking`] says otherwise.
+    ///
+    /// ```no_run
+    /// # fn f(id: &rdmacm::CmId) -> rdmacm::Result<()> {
+    /// use std::time::Duration;
+    /// match id.wait_cq_timeout(Duration::from_millis(100))? {
+    ///     Some(wc) => println!("{:?} {:?}", wc.opcode, wc.status),
+    ///     None => println!("nothing completed in 100 ms"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn wait_cq_timeout(&self, timeout: std::time::Duration) -> Result<Option<WorkCompletion>> {
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        self.id.cq_nb.for_timed_waits(self.cq_channel_fd()?)?;
+        self.wait_cq_until(deadline)
+    }
+
+    /// Polls, arms the CQ, polls again, waits for the completion channel
+    /// (until `deadline`, if any), and again; `None` after the deadline.
+    fn wait_cq_until(&self, deadline: Option<std::time::Instant>) -> Result<Option<WorkCompletion>> {
         let p = self.qp()?;
         let mut one = [WorkCompletion::EMPTY];
         loop {
             if self.poll_cq(&mut one)? == 1 {
-                return Ok(one[0]);
+                return Ok(Some(one[0]));
             }
             self.req_notify_cq()?;
             // A completion that came before the arm is not signalled.
             if self.poll_cq(&mut one)? == 1 {
-                return Ok(one[0]);
+                return Ok(Some(one[0]));
             }
+            if !self.take_cq_event(&p, deadline, true)? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Reads (and acknowledges) one event of the completion channel:
+    /// true; false when `deadline` passed first. On a non-blocking
+    /// channel with none: `EAGAIN` unless `wait` (then a `poll` waits).
+    fn take_cq_event(&self, p: &QpPtrs, deadline: Option<std::time::Instant>, wait: bool) -> Result<bool> {
+        loop {
             // SAFETY: the id's live completion channel; the shim acks the
             // event it reads.
-            let r = unsafe { ffi::rdmacm_shim_api_get_cq_event(p.channel.as_ptr()) };
-            if r != 0 {
-                let e = Errno::last();
-                if e != Errno::EINTR {
-                    return Err(e.into());
+            if unsafe { ffi::rdmacm_shim_api_get_cq_event(p.channel.as_ptr()) } == 0 {
+                return Ok(true);
+            }
+            match Errno::last() {
+                Errno::EINTR => {}
+                Errno::EAGAIN if wait => {
+                    // SAFETY: the id's live completion channel.
+                    let fd = unsafe { ffi::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) };
+                    if !super::id::wait_readable(fd, deadline)? {
+                        return Ok(false);
+                    }
                 }
+                e => return Err(e.into()),
             }
         }
     }
@@ -725,24 +784,34 @@ impl CmId {
     /// ([`CmId::set_cq_nonblocking`]: then `EAGAIN` when none).
     pub fn get_cq_event(&self) -> Result<()> {
         let p = self.qp()?;
-        // SAFETY: the id's live completion channel; the shim acks the event.
-        if unsafe { ffi::rdmacm_shim_api_get_cq_event(p.channel.as_ptr()) } != 0 {
-            return Err(Errno::last().into());
-        }
-        Ok(())
+        let wait = !self.id.cq_nb.user();
+        self.take_cq_event(&p, None, wait).map(drop)
     }
 
     /// The completion channel's descriptor (readable after a completion on
-    /// an armed CQ), for poll or an async runtime.
+    /// an armed CQ), for poll or an async runtime. As
+    /// [`CmId::cq_channel`], unborrowed.
     pub fn cq_channel_fd(&self) -> Result<std::os::fd::RawFd> {
         let p = self.qp()?;
         // SAFETY: the id's live completion channel.
         Ok(unsafe { ffi::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) })
     }
 
+    /// The completion channel's descriptor, borrowed from the id (open
+    /// while the id lives: the channel goes with the id's QP, when the id
+    /// is dropped); readable after a completion on an armed CQ
+    /// ([`CmId::req_notify_cq`]). `EINVAL` before [`CmId::create_qp`].
+    pub fn cq_channel(&self) -> Result<BorrowedFd<'_>> {
+        let fd = self.cq_channel_fd()?;
+        // SAFETY: the descriptor of the id's completion channel, which is
+        // destroyed (and the descriptor closed) only when the id's last
+        // owner drops it: not while `self` is borrowed.
+        Ok(unsafe { BorrowedFd::borrow_raw(fd) })
+    }
+
     /// Makes [`CmId::get_cq_event`] non-blocking (or blocking again).
     pub fn set_cq_nonblocking(&self, on: bool) -> Result<()> {
-        super::id::set_nonblocking(self.cq_channel_fd()?, on)
+        self.id.cq_nb.set_user(self.cq_channel_fd()?, on)
     }
 
     /// Whether `gid` can be reached from the id's device (`ibv_gid_reachable`),
