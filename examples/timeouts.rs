@@ -173,11 +173,16 @@ fn run(addr: SocketAddr) -> Res<()> {
     check(wc.opcode == WcOpcode::RdmaWrite && wc.wr_id == 12, || format!("{wc:?} for the write"))?;
     println!("write with immediate data: {:#010x}, the bytes in place", IMM_WRITE);
 
+    // The client disconnects; the server answers when told (the client's
+    // own event waits for that answer).
     client.disconnect().map_err(err("rdma_disconnect"))?;
     let mut down = 0;
     while down < 2 {
         let ev = ch.get_event_timeout(LONG).map_err(err("get_event_timeout"))?.ok_or("no Disconnected event")?;
         check(ev.kind() == EventKind::Disconnected, || format!("{} while disconnecting", ev.kind()))?;
+        if ev.is_for(&server) {
+            server.disconnect().map_err(err("rdma_disconnect (server)"))?;
+        }
         down += 1;
     }
     println!("disconnected");

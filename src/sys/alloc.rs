@@ -131,9 +131,10 @@ static INSTALLED: AtomicU8 = AtomicU8::new(0);
 /// Whether [`Alloc`] is the program's global allocator (so that
 /// [`reserved`] and [`try_arc`] report ENOMEM instead of aborting).  Found
 /// once, by parking a block and asking the global allocator for one of its
-/// layout: [`Alloc`] returns the parked block, any other allocator another
-/// one.  The question is asked with `std::alloc::alloc`, which returns null
-/// on failure (never aborts); a failure leaves it undecided (false here).
+/// layout: [`Alloc`] takes the parked block out of the slot, any other
+/// allocator leaves it there.  The question is asked with
+/// `std::alloc::alloc`, which returns null on failure (never aborts); a
+/// failure leaves it undecided (false here).
 pub fn installed() -> bool {
     probe().unwrap_or(false)
 }
@@ -161,8 +162,16 @@ fn probe() -> Result<bool, Errno> {
         }
         s.set(parked);
         PARKED.fetch_add(1, Ordering::Relaxed);
+        // The global allocator, called through a pointer the optimiser
+        // cannot see through: it may drop an allocation that is only freed
+        // again (and the question with it: in the C library's release
+        // build the answer was "no").
+        let ask: unsafe fn(Layout) -> *mut u8 = std::hint::black_box(std::alloc::alloc);
         // SAFETY: the size is not zero.
-        let got = unsafe { std::alloc::alloc(l) };
+        let got = std::hint::black_box(unsafe { ask(l) });
+        // The answer is the slot's: a fresh allocation is assumed by the
+        // compiler to differ from every live pointer, so `got == ptr`
+        // cannot be asked.
         let taken = s.get().ptr != ptr;
         if !taken {
             // Another allocator answered (or failed).
@@ -175,8 +184,8 @@ fn probe() -> Result<bool, Errno> {
         // SAFETY: got came from the global allocator with layout l (the
         // parked block when Alloc is global: its dealloc is System's).
         unsafe { std::alloc::dealloc(got, l) };
-        INSTALLED.store(if got == ptr { 1 } else { 2 }, Ordering::Relaxed);
-        Ok(got == ptr)
+        INSTALLED.store(if taken { 1 } else { 2 }, Ordering::Relaxed);
+        Ok(taken)
     });
     // A block not handed out (or never parked: during thread exit) is
     // ours to free.
