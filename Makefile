@@ -38,7 +38,7 @@ OURS_INC := -Iinclude
         check-symbols-upstream check-constants check-ratchet deps check-setuid check-badinput-rows badinput-doc fuzz \
         vm-check demo bench install uninstall clean tools check-preload-cancel
 .PHONY: check-link-order
-.PHONY: static check-static rpm check-rpm check-msrv check-api check-package
+.PHONY: static check-static rpm check-rpm check-msrv check-newest-deps check-api check-package
 .PHONY: install-lib install-preload install-tools install-dev install-man check-man check-layout-abi deb check-deb vm-debs
 
 all: lib preload static
@@ -117,7 +117,7 @@ deps:
 check: deps
 	$(MAKE) check-host vm-check
 
-check-host: check-ratchet check-msrv test-rust check-link-order check-api check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-static check-ldd ctest-valgrind check-gai fuzz-smoke check-man check-layout-abi check-deb check-rpm check-setuid check-badinput-rows check-preload-cancel
+check-host: check-ratchet check-msrv check-newest-deps test-rust check-link-order check-api check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-static check-ldd ctest-valgrind check-gai fuzz-smoke check-man check-layout-abi check-deb check-rpm check-setuid check-badinput-rows check-preload-cancel
 
 # The hot path's link order held (capi/hot.txt, scripts/link-order.sh): its functions side by
 # side in the library `make lib` built.
@@ -140,8 +140,16 @@ check-api:
 check-msrv:
 	ctest/check-msrv.sh
 
+# The crate builds without a warning against the newest dependencies its Cargo.toml allows (what
+# a new project resolves today: `cargo update` in a copy; the tree's Cargo.lock is not touched).
+check-newest-deps:
+	ctest/check-newest-deps.sh
+
+# The unit tests, and tests/own_allocator.rs: a Rust program with a #[global_allocator] of its
+# own builds and runs with `rdmacm` (the crate declares none; the C library's crate does).
 test-rust:
 	$(CARGO) test --locked --lib
+	$(CARGO) test --locked -p rdmacm --test own_allocator
 	$(CARGO) test --locked --lib -p rspreload
 
 # A thread cancelled in a call librspreload.so forwards ends as it would without it: no frame
@@ -424,7 +432,7 @@ $(B)/vm-bin/cm_conn_static: lib static
 # The Rust examples (examples/*.rs) for vm/suite.d/examples.sh, shipped as
 # /extra/bin/examples/. Built with lib's flags, so cargo does not rebuild the crate's shared
 # dependencies between the two, and with every feature an example needs (async_echo: tokio).
-VM_EXAMPLES := rping async_echo rstream hello_rdma mckey
+VM_EXAMPLES := rping async_echo rstream hello_rdma mckey timeouts
 .PHONY: vm-examples
 vm-examples: lib
 	$(BUILD_ENV) \

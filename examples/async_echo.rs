@@ -17,8 +17,8 @@
 //!
 //! What it shows: [`AsyncCmId`] (awaited resolve, connect, accept,
 //! disconnect; a listening id's connection requests as ids of their own),
-//! completions awaited on the CQ's completion channel with a
-//! `tokio::io::unix::AsyncFd`, and a peer's disconnect raced against them.
+//! completions awaited on the CQ's completion channel
+//! ([`AsyncCmId::wait_cq`]), and a peer's disconnect raced against them.
 
 #![forbid(unsafe_code)]
 
@@ -27,13 +27,11 @@ use rdmacm::{Access, ConnParam, EventKind, MemoryRegion, PortSpace, QpCaps, Send
 use std::cell::Cell;
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsRawFd, RawFd};
 use std::pin::pin;
 use std::process::ExitCode;
 use std::rc::Rc;
 use std::task::Poll;
 use std::time::Duration;
-use tokio::io::unix::AsyncFd;
 
 const DEFAULT_PORT: u16 = 7471;
 /// Receive buffers per server connection, and the largest message.
@@ -49,53 +47,22 @@ fn err<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> String {
     move |e| format!("{what}: {e}")
 }
 
-/// The CQ's completion channel descriptor, watched by tokio. The id owns
-/// (and closes) it; the `AsyncFd` is dropped first.
-struct CqFd(RawFd);
-
-impl AsRawFd for CqFd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0
-    }
-}
-
 /// An id with a QP, whose completions are awaited.
 struct Conn {
-    // First: deregistered from tokio before the id closes the descriptor.
-    cq: AsyncFd<CqFd>,
     id: AsyncCmId,
 }
 
 impl Conn {
-    /// After the QP exists: its completion channel, made non-blocking.
+    /// After the QP exists.
     fn new(id: AsyncCmId) -> Res<Conn> {
-        id.id().set_cq_nonblocking(true).map_err(err("completion channel"))?;
-        let fd = id.id().cq_channel_fd().map_err(err("completion channel"))?;
-        let cq = AsyncFd::new(CqFd(fd)).map_err(err("AsyncFd"))?;
-        Ok(Conn { cq, id })
+        Ok(Conn { id })
     }
 
-    /// The next work completion: poll the CQ, arm it, poll again (one may
-    /// have come before the arm), then sleep until the channel is readable.
+    /// The next work completion (`AsyncCmId::wait_cq`: poll the CQ, arm
+    /// it, poll again, then sleep until its channel is readable).
     /// Cancel-safe: a completion is only taken when it is returned.
     async fn next_wc(&self) -> Res<WorkCompletion> {
-        let id = self.id.id();
-        let mut one = [WorkCompletion { wr_id: 0, status: WcStatus::Success, opcode: WcOpcode::Send, byte_len: 0, imm: None, src_qp: 0, vendor_err: 0 }];
-        loop {
-            if id.poll_cq(&mut one).map_err(err("poll cq"))? == 1 {
-                return Ok(one[0]);
-            }
-            id.req_notify_cq().map_err(err("arm cq"))?;
-            if id.poll_cq(&mut one).map_err(err("poll cq"))? == 1 {
-                return Ok(one[0]);
-            }
-            let mut ready = self.cq.readable().await.map_err(err("completion channel"))?;
-            match id.get_cq_event() {
-                Ok(()) => {}
-                Err(e) if e.errno() == libc::EAGAIN => ready.clear_ready(),
-                Err(e) => return Err(format!("completion channel: {e}")),
-            }
-        }
+        self.id.wait_cq().await.map_err(err("completion"))
     }
 
     /// The id's next connection manager event: its kind (the event itself is
@@ -255,7 +222,7 @@ async fn connect(dst: SocketAddr, size: usize) -> Res<ClientConn> {
 }
 
 /// `msgs` messages on one connection, each echo checked; then disconnects.
-async fn exchange(c: usize, cc: ClientConn, msgs: usize, size: usize) -> Res<()> {
+async fn exchange(c: usize, mut cc: ClientConn, msgs: usize, size: usize) -> Res<()> {
     let id = cc.conn.id.id();
     for m in 0..msgs {
         let data = message(c, m, size);

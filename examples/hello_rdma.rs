@@ -16,7 +16,7 @@ fn main() -> rdmacm::Result<()> {
     id.resolve_addr(None, "192.0.2.2:7471".parse().unwrap(), Duration::from_secs(2))?;
     id.resolve_route(Duration::from_secs(2))?;
     id.create_qp(QpCaps::default())?;
-    let (send, recv) = (MemoryRegion::new(&id, 16, Access::NONE)?, MemoryRegion::new(&id, 16, Access::LOCAL_WRITE)?);
+    let (mut send, recv) = (MemoryRegion::new(&id, 16, Access::NONE)?, MemoryRegion::new(&id, 16, Access::LOCAL_WRITE)?);
     id.post_recv(1, &[recv.sge(0..16)?])?;
     id.connect(&ConnParam::default())?;
     send.write(0, b"hello from Rust!")?;

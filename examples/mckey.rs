@@ -162,7 +162,7 @@ fn run(o: &Opts) -> Result<(), String> {
     let n = o.count.max(1);
     id.create_qp(QpCaps { max_send_wr: n, max_recv_wr: n, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 }).map_err(e("create QP"))?;
     let slot = o.size + GRH_LEN;
-    let mr = MemoryRegion::new(&id, slot * n as usize, Access::LOCAL_WRITE).map_err(e("register memory"))?;
+    let mut mr = MemoryRegion::new(&id, slot * n as usize, Access::LOCAL_WRITE).map_err(e("register memory"))?;
     if !o.sender {
         for i in 0..o.count as usize {
             id.post_recv(i as u64, &[mr.sge(i * slot..(i + 1) * slot).map_err(e("receive buffer"))?]).map_err(e("post receive"))?;
@@ -179,7 +179,7 @@ fn run(o: &Opts) -> Result<(), String> {
         Ok(())
     } else if o.sender {
         std::thread::sleep(o.pause);
-        send(o, &id, &mr, &ah, &ud)
+        send(o, &id, &mut mr, &ah, &ud)
     } else {
         receive(o, &id)
     };
@@ -201,7 +201,7 @@ fn run(o: &Opts) -> Result<(), String> {
     }
 }
 
-fn send(o: &Opts, id: &CmId, mr: &MemoryRegion, ah: &AddressHandle, ud: &UdParam) -> Result<(), String> {
+fn send(o: &Opts, id: &CmId, mr: &mut MemoryRegion, ah: &AddressHandle, ud: &UdParam) -> Result<(), String> {
     let e = |what: &'static str| move |err: rdmacm::Error| format!("{what}: {err}");
     println!("mckey: sending {} datagrams of {} bytes", o.count, o.size);
     let slot = o.size + GRH_LEN;

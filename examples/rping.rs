@@ -252,11 +252,12 @@ fn received_advert(id: &CmId, b: &Buffers, wc: &WorkCompletion) -> Result<(u64, 
     Ok((addr, rkey, len))
 }
 
-/// Sends the advert of `mr`'s first `len` bytes.
-fn send_advert(id: &CmId, b: &Buffers, mr: &MemoryRegion, len: usize) -> Result<(), Fail> {
+/// Sends the advert of the first `len` bytes of the region at `addr`
+/// with `rkey`.
+fn send_advert(id: &CmId, b: &mut Buffers, (addr, rkey): (u64, u32), len: usize) -> Result<(), Fail> {
     let mut m = [0u8; MSG_LEN];
-    m[0..8].copy_from_slice(&mr.addr().to_be_bytes());
-    m[8..12].copy_from_slice(&mr.rkey().to_be_bytes());
+    m[0..8].copy_from_slice(&addr.to_be_bytes());
+    m[8..12].copy_from_slice(&rkey.to_be_bytes());
     m[12..16].copy_from_slice(&(len as u32).to_be_bytes());
     b.send.write(0, &m).map_err(fail("send buffer"))?;
     send_msg(id, b)
@@ -389,12 +390,12 @@ fn run_client(o: &Opts) -> Result<(), Fail> {
     id.resolve_route(RESOLVE_TIMEOUT).map_err(fail("rdma_resolve_route"))?;
     expect_event(&ch, &id, EventKind::RouteResolved)?;
     create_qp(&id)?;
-    let b = Buffers::new(&id, o.size, true)?;
+    let mut b = Buffers::new(&id, o.size, true)?;
     post_recv(&id, &b)?;
     id.connect(&conn_param()).map_err(fail("rdma_connect"))?;
     expect_event(&ch, &id, EventKind::Established)?;
     with_watcher(&ch, &id, "client", |_| {
-        let r = ping(&id, &b, o);
+        let r = ping(&id, &mut b, o);
         // Either way: the server sees our disconnect, the watcher ours.
         let _ = id.disconnect();
         r
@@ -418,8 +419,11 @@ fn ping_text(buf: &mut [u8], n: u64, first: u8) {
 }
 
 /// The client's loop: `count` pings (0: forever).
-fn ping(id: &CmId, b: &Buffers, o: &Opts) -> Result<(), Fail> {
-    let start = b.start.as_ref().expect("the client has a source buffer");
+fn ping(id: &CmId, b: &mut Buffers, o: &Opts) -> Result<(), Fail> {
+    let (src, sink) = match &b.start {
+        Some(start) => ((start.addr(), start.rkey()), (b.rdma.addr(), b.rdma.rkey())),
+        None => return Err("the client has no source buffer".into()),
+    };
     let mut out = std::io::stdout().lock();
     let mut text = vec![0u8; o.size];
     let mut first = b'A';
@@ -427,13 +431,15 @@ fn ping(id: &CmId, b: &Buffers, o: &Opts) -> Result<(), Fail> {
     while o.count == 0 || n < o.count {
         ping_text(&mut text, n, first);
         first = if first >= b'z' { b'A' } else { first + 1 };
-        start.write(0, &text).map_err(fail("start buffer"))?;
+        if let Some(start) = &mut b.start {
+            start.write(0, &text).map_err(fail("start buffer"))?;
+        }
         // Our source: the server reads it, then says go ahead.
-        send_advert(id, b, start, o.size)?;
+        send_advert(id, b, src, o.size)?;
         let wc = need(id, WcOpcode::Recv)?;
         received_advert(id, b, &wc)?;
         // Our sink: the server writes the ping back, then says go ahead.
-        send_advert(id, b, &b.rdma, o.size)?;
+        send_advert(id, b, sink, o.size)?;
         let wc = need(id, WcOpcode::Recv)?;
         received_advert(id, b, &wc)?;
         let back = b.rdma.to_vec(0..o.size).map_err(fail("rdma buffer"))?;

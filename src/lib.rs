@@ -34,7 +34,7 @@
 //!     id.resolve_route(Duration::from_secs(2))?;
 //!     id.create_qp(QpCaps::default())?;
 //!     id.connect(&ConnParam::default())?;
-//!     let mr = MemoryRegion::new(&id, 64, Access::LOCAL_WRITE)?;
+//!     let mut mr = MemoryRegion::new(&id, 64, Access::LOCAL_WRITE)?;
 //!     mr.write(0, b"hello")?;
 //!     id.post_send(1, &[mr.sge(0..5)?], SendOp::Send, true)?;
 //!     let wc = id.wait_cq()?;

@@ -40,6 +40,15 @@ use std::ptr::NonNull;
 
 pub use nix::errno::Errno;
 
+/// The C library's allocator: libc's `malloc` family, with the block
+/// `rdmacm`'s fallible `Arc`/`Box` allocation parks for std's next request
+/// (`rdmacm::internal::sys::alloc`), so that a failed allocation on the
+/// library's paths is ENOMEM and never an abort of the host program.
+/// Declared here, in the crate of librdmacm.so.1 and librdmacm.a, and not
+/// in `rdmacm`: a Rust program keeps the allocator it chooses.
+#[global_allocator]
+static GLOBAL: rdmacm::internal::sys::alloc::Alloc = rdmacm::internal::sys::alloc::Alloc;
+
 // The stubs of not-yet-implemented functions name their parameters without
 // using them; each module drops this allow once it is complete.
 pub mod addrinfo;

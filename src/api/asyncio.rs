@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! Async use with tokio (feature `tokio`): an event stream over the event
 //! channel's descriptor ([`AsyncEventChannel`], on
-//! `tokio::io::unix::AsyncFd`; the descriptor is made non-blocking), and
+//! `tokio::io::unix::AsyncFd`; the descriptor is made non-blocking, and
+//! the `AsyncFd` owns what it watches: a duplicate of it), and
 //! ids whose resolve, connect, accept and disconnect are `async`
 //! ([`AsyncCmId`]: each has a channel of its own, so the event a call
 //! awaits is its own).
@@ -28,23 +29,19 @@ use super::event::{ConnParam, EventKind};
 use super::id::{CmId, Event, EventChannel, PortSpace};
 use super::verbs::WorkCompletion;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::OnceLock;
 use std::time::Duration;
 use tokio::io::unix::AsyncFd;
 
-/// A descriptor watched for readability, not owned (its owner closes it
-/// after the `AsyncFd` deregisters it).
-struct Watched(RawFd);
-
-impl AsRawFd for Watched {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0
-    }
-}
+/// A descriptor watched for readability: a duplicate of a channel's
+/// descriptor (the same open file), owned by the `AsyncFd`
+/// (`sys::reactor::watch`), so the registration never outlives what it
+/// names.
+type Watched = AsyncFd<OwnedFd>;
 
 /// Runs `f` when `afd` is readable, until it stops failing with EAGAIN.
-async fn when_readable<T>(afd: &AsyncFd<Watched>, mut f: impl FnMut() -> Result<T>) -> Result<T> {
+async fn when_readable<T>(afd: &Watched, mut f: impl FnMut() -> Result<T>) -> Result<T> {
     loop {
         let mut guard = afd.readable().await.map_err(io_error)?;
         match f() {
@@ -60,8 +57,8 @@ fn io_error(e: std::io::Error) -> Error {
 
 /// An [`EventChannel`] whose events are awaited.
 pub struct AsyncEventChannel {
-    // First: deregistered before the channel may close.
-    afd: AsyncFd<Watched>,
+    // First: deregistered (and its duplicate closed) before the channel.
+    afd: Watched,
     ch: EventChannel,
 }
 
@@ -75,7 +72,7 @@ impl AsyncEventChannel {
     /// Makes `ch` async (sets it non-blocking).
     pub fn from_channel(ch: EventChannel) -> Result<AsyncEventChannel> {
         ch.set_nonblocking(true)?;
-        let afd = AsyncFd::new(Watched(ch.as_raw_fd())).map_err(io_error)?;
+        let afd = crate::sys::reactor::watch(ch.as_fd()).map_err(io_error)?;
         Ok(AsyncEventChannel { afd, ch })
     }
 
@@ -116,8 +113,9 @@ fn event_error(ev: &Event<'_>) -> Error {
 /// path is the [`CmId`]'s ([`AsyncCmId::id`]: post and poll);
 /// [`AsyncCmId::wait_cq`] awaits a completion.
 pub struct AsyncCmId {
-    // First: deregistered before the id (and its completion channel) go.
-    cq: OnceLock<AsyncFd<Watched>>,
+    // First: deregistered (and its duplicate closed) before the id and its
+    // completion channel go.
+    cq: OnceLock<Watched>,
     // Then the id, before its channel.
     id: CmId,
     ch: AsyncEventChannel,
@@ -211,13 +209,15 @@ impl AsyncCmId {
 
     /// The next completion of the id's CQ (after [`CmId::create_qp`]),
     /// awaited on its completion channel: polls, arms the CQ, polls again,
-    /// then waits for the channel to be readable.
+    /// then waits for the channel to be readable. Cancel-safe: a
+    /// completion is taken only when it is returned (the future may be
+    /// dropped at its wait, in a `select!` say, and nothing is lost).
     pub async fn wait_cq(&self) -> Result<WorkCompletion> {
         let afd = match self.cq.get() {
             Some(a) => a,
             None => {
                 self.id.set_cq_nonblocking(true)?;
-                let a = AsyncFd::new(Watched(self.id.cq_channel_fd()?)).map_err(io_error)?;
+                let a = crate::sys::reactor::watch(self.id.cq_channel()?).map_err(io_error)?;
                 // Another task may have set it meanwhile: theirs is kept.
                 let _ = self.cq.set(a);
                 self.cq.get().expect("set just above")
@@ -258,7 +258,7 @@ mod tests {
         rt().block_on(async {
             let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
             a.set_nonblocking(true).unwrap();
-            let afd = AsyncFd::new(Watched(a.as_raw_fd())).unwrap();
+            let afd = crate::sys::reactor::watch(a.as_fd()).unwrap();
             let mut calls = 0;
             let writer = std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_millis(50));

@@ -4,7 +4,10 @@
 //! * An [`EventChannel`] is open while it or any [`CmId`] made on it lives:
 //!   every id holds its channel (the choice of "holds it alive" over a
 //!   lifetime parameter, so that ids can be stored and moved freely).
-//! * An [`Event`] borrows its channel and is acknowledged when dropped.
+//! * An [`Event`] borrows its channel and is acknowledged when dropped; it
+//!   holds the id it is for, so an id dropped while one of its events is
+//!   held is destroyed when the last such event is dropped (never a wait
+//!   for an acknowledgement the waiting thread itself owes).
 //! * A connection request's id is owned ([`Event::take_request`]).
 
 #![deny(unsafe_code)]
@@ -18,8 +21,10 @@ use crate::cma::api as capi;
 use crate::cma::Channel;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 /// A port space (`enum rdma_port_space`): the kind of QP an id serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -54,6 +59,23 @@ pub struct IdKey(pub(crate) u64);
 /// or one of its ids) goes.
 pub(crate) struct ChanInner {
     pub(crate) ch: Arc<Channel>,
+    /// Its descriptor's blocking mode (see [`NbMode`]).
+    nb: NbMode,
+    /// The ids reporting to it, by [`CmId::key`]: what an event holds of
+    /// the id it is for (see [`Event`]).
+    ids: parking_lot::Mutex<HashMap<u64, Weak<IdInner>>>,
+}
+
+impl ChanInner {
+    fn new(ch: Arc<Channel>) -> ChanInner {
+        ChanInner { ch, nb: NbMode::default(), ids: Default::default() }
+    }
+
+    /// The live id of key `uid` on this channel, if any (not one being
+    /// dropped).
+    fn id(&self, uid: u64) -> Option<Arc<IdInner>> {
+        self.ids.lock().get(&uid).and_then(Weak::upgrade)
+    }
 }
 
 impl Drop for ChanInner {
@@ -63,8 +85,10 @@ impl Drop for ChanInner {
 }
 
 /// An event channel (`struct rdma_event_channel`): the events of the ids
-/// made on it, read with [`EventChannel::get_event`]. Its descriptor
-/// ([`AsRawFd`]) may be polled.
+/// made on it, read with [`EventChannel::get_event`] or, with a timeout,
+/// [`EventChannel::get_event_timeout`]. Its descriptor
+/// ([`AsFd`](std::os::fd::AsFd), [`AsRawFd`]) may be polled: it is
+/// readable while an event is queued.
 ///
 /// ```no_run
 /// use rdmacm::{EventChannel, EventKind, PortSpace};
@@ -86,7 +110,7 @@ impl EventChannel {
     /// Opens a channel (`rdma_create_event_channel`).
     pub fn new() -> Result<EventChannel> {
         let ch = capi::create_channel()?;
-        Ok(EventChannel { inner: Arc::new(ChanInner { ch }) })
+        Ok(EventChannel { inner: Arc::new(ChanInner::new(ch)) })
     }
 
     /// A new id reporting to this channel (`rdma_create_id`). Its calls
@@ -100,13 +124,56 @@ impl EventChannel {
     /// fails with `EAGAIN` at once when the channel is non-blocking
     /// ([`EventChannel::set_nonblocking`]) and none is queued.
     pub fn get_event(&self) -> Result<Event<'_>> {
-        let raw = capi::get_event(&self.inner.ch)?;
-        Ok(Event::new(self, raw))
+        let nb = &self.inner.nb;
+        loop {
+            match capi::get_event(&self.inner.ch) {
+                Ok(raw) => return Ok(Event::new(self, raw)),
+                // The descriptor is non-blocking for a timed wait, not for
+                // the caller: wait for the next event.
+                Err(nix::errno::Errno::EAGAIN) if !nb.user() => {
+                    wait_readable(self.as_raw_fd(), None)?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// The next event, waiting at most `timeout` for it: `Ok(None)` when
+    /// none came in that time (`Duration::ZERO`: only a queued event).
+    /// The first call makes the descriptor non-blocking for good (the
+    /// wait is a `poll` of it); [`EventChannel::get_event`] still blocks
+    /// unless [`EventChannel::set_nonblocking`] says otherwise. Several
+    /// threads may wait on one channel: each event goes to one of them.
+    ///
+    /// ```no_run
+    /// # fn f(ch: &rdmacm::EventChannel) -> rdmacm::Result<()> {
+    /// use std::time::Duration;
+    /// match ch.get_event_timeout(Duration::from_millis(500))? {
+    ///     Some(ev) => println!("{}", ev.kind()),
+    ///     None => println!("no event in 500 ms"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn get_event_timeout(&self, timeout: Duration) -> Result<Option<Event<'_>>> {
+        let deadline = Instant::now().checked_add(timeout);
+        let fd = self.as_raw_fd();
+        self.inner.nb.for_timed_waits(fd)?;
+        loop {
+            match capi::get_event(&self.inner.ch) {
+                Ok(raw) => return Ok(Some(Event::new(self, raw))),
+                Err(nix::errno::Errno::EAGAIN) => {
+                    if !wait_readable(fd, deadline)? {
+                        return Ok(None);
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     /// Makes [`EventChannel::get_event`] non-blocking (or blocking again).
     pub fn set_nonblocking(&self, on: bool) -> Result<()> {
-        set_nonblocking(self.as_raw_fd(), on)
+        self.inner.nb.set_user(self.as_raw_fd(), on)
     }
 }
 
@@ -154,8 +221,20 @@ pub struct CmId {
 /// then its channel, go when the last of them goes.
 pub(crate) struct IdInner {
     id: capi::CmId,
+    /// The completion channel's blocking mode (see [`NbMode`]).
+    pub(crate) cq_nb: NbMode,
     // After `id`: the id is destroyed before its channel may close.
     chan: parking_lot::Mutex<Option<Arc<ChanInner>>>,
+}
+
+impl Drop for IdInner {
+    fn drop(&mut self) {
+        // Off its channel's list (then the fields go: the id, then the
+        // channel it held).
+        if let Some(c) = self.chan.get_mut() {
+            c.ids.lock().remove(&self.id.uid());
+        }
+    }
 }
 
 impl std::ops::Deref for IdInner {
@@ -168,6 +247,70 @@ impl std::ops::Deref for IdInner {
 impl std::fmt::Debug for CmId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CmId").field("key", &self.key()).field("local", &self.local_addr()).field("peer", &self.peer_addr()).finish()
+    }
+}
+
+/// The blocking mode of a descriptor the library reads (an event channel,
+/// a completion channel): what the caller asked for, and whether a timed
+/// wait made the descriptor itself non-blocking (then for good: a blocking
+/// read of another thread may be under way, and it must not block past a
+/// timed waiter's deadline; the blocking calls wait with `poll` instead).
+#[derive(Default)]
+pub(crate) struct NbMode {
+    /// The caller's `set_nonblocking(true)`.
+    user: AtomicBool,
+    /// O_NONBLOCK set for timed waits.
+    timed: AtomicBool,
+}
+
+impl NbMode {
+    /// Whether the caller asked for non-blocking calls.
+    pub(crate) fn user(&self) -> bool {
+        self.user.load(Ordering::Relaxed)
+    }
+
+    /// The caller's choice; the descriptor follows it unless timed waits
+    /// keep it non-blocking.
+    pub(crate) fn set_user(&self, fd: RawFd, on: bool) -> Result<()> {
+        self.user.store(on, Ordering::Relaxed);
+        if self.timed.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        set_nonblocking(fd, on)
+    }
+
+    /// Makes the descriptor non-blocking for timed waits (once).
+    pub(crate) fn for_timed_waits(&self, fd: RawFd) -> Result<()> {
+        if !self.timed.load(Ordering::Relaxed) {
+            set_nonblocking(fd, true)?;
+            self.timed.store(true, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+/// Waits until `fd` is readable (or reports an error or hang-up, which the
+/// read that follows gives) or `deadline` passes (`None`: never); whether
+/// it is ready. A signal's interruption is waited through.
+pub(crate) fn wait_readable(fd: RawFd, deadline: Option<Instant>) -> Result<bool> {
+    loop {
+        let ms = match deadline {
+            None => -1,
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                // Rounded up: a wait never ends before the deadline.
+                let ms = left.as_nanos().div_ceil(1_000_000);
+                ms.min(i32::MAX as u128) as i32
+            }
+        };
+        let mut p = [libc::pollfd { fd, events: libc::POLLIN, revents: 0 }];
+        match crate::sys::cancel::wait_poll(&mut p, ms) {
+            Ok(0) if ms == 0 => return Ok(false),
+            Ok(0) => {}
+            Ok(_) => return Ok(true),
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
 }
 
@@ -188,7 +331,12 @@ fn ms(d: Duration) -> i32 {
 
 impl CmId {
     pub(crate) fn from_parts(id: capi::CmId, chan: Option<Arc<ChanInner>>) -> CmId {
-        CmId { id: Arc::new(IdInner { id, chan: parking_lot::Mutex::new(chan) }) }
+        let uid = id.uid();
+        let inner = Arc::new(IdInner { id, cq_nb: NbMode::default(), chan: parking_lot::Mutex::new(chan.clone()) });
+        if let Some(c) = chan {
+            c.ids.lock().insert(uid, Arc::downgrade(&inner));
+        }
+        CmId { id: inner }
     }
 
     /// A synchronous id with a private channel: each call waits for its
@@ -218,7 +366,12 @@ impl CmId {
         Ok(self.id.bind(to_sockaddr(&addr).as_bytes())?)
     }
 
-    /// Listens for connection requests (`rdma_listen`).
+    /// Listens for connection requests (`rdma_listen`). `backlog` is how
+    /// many requests the kernel holds for the id before they are taken
+    /// (later ones are refused); 0, a negative value or one above the
+    /// kernel's limit means that limit (the `net.rdma_ucm.max_backlog`
+    /// sysctl, 1024 unless changed), not "no requests". The value goes to
+    /// the kernel unchanged.
     pub fn listen(&self, backlog: i32) -> Result<()> {
         Ok(self.id.listen(backlog)?)
     }
@@ -296,9 +449,20 @@ impl CmId {
     /// that channel open, and no longer this one once dropped.
     pub fn migrate(&self, to: &EventChannel) -> Result<()> {
         // The old channel is released once the id has left it (the lock
-        // is not held across the migration, which may wait for acks).
-        self.id.migrate(&to.inner.ch)?;
-        *self.id.chan.lock() = Some(to.inner.clone());
+        // is not held across the migration, which may wait for acks).  On
+        // the new channel's list first: its events may come at once.
+        let uid = self.id.uid();
+        to.inner.ids.lock().insert(uid, Arc::downgrade(&self.id));
+        if let Err(e) = self.id.migrate(&to.inner.ch) {
+            to.inner.ids.lock().remove(&uid);
+            return Err(e.into());
+        }
+        let old = self.id.chan.lock().replace(to.inner.clone());
+        if let Some(old) = old {
+            if !Arc::ptr_eq(&old, &to.inner) {
+                old.ids.lock().remove(&uid);
+            }
+        }
         Ok(())
     }
 
@@ -335,9 +499,15 @@ impl CmId {
 }
 
 /// One event of an [`EventChannel`]. It borrows the channel, and it is
-/// acknowledged (`rdma_ack_cm_event`) when dropped. Dropping an id waits
-/// until every event reported for it is acknowledged: drop the event
-/// before the id it is for.
+/// acknowledged (`rdma_ack_cm_event`) when dropped.
+///
+/// An id is destroyed only once every event reported for it is
+/// acknowledged. The event holds the id it is for (the listener, for a
+/// connection request), so the id may be dropped first: it is then
+/// destroyed when its last held event is dropped, and dropping it never
+/// waits for an event of the same thread. (An id dropped on one thread
+/// while another thread holds one of its events read before the id
+/// started to go waits for that thread to drop it.)
 ///
 /// A connection request's new id is owned by the event until
 /// [`Event::take_request`] takes it; an untaken one is destroyed (the
@@ -345,11 +515,15 @@ impl CmId {
 pub struct Event<'a> {
     ch: &'a EventChannel,
     raw: RawEvent,
+    // Dropped after the acknowledgement (Drop::drop runs first): the id
+    // the event is for, whose destruction waits for it.
+    _for: Option<Arc<IdInner>>,
 }
 
 impl<'a> Event<'a> {
     pub(crate) fn new(ch: &'a EventChannel, raw: RawEvent) -> Event<'a> {
-        Event { ch, raw }
+        let id = ch.inner.id(raw.id_uid);
+        Event { ch, raw, _for: id }
     }
 
     /// The event's type.
@@ -455,6 +629,39 @@ mod tests {
         set_nonblocking(a.as_raw_fd(), false).unwrap();
         assert!(!fl(a.as_raw_fd()).contains(OFlag::O_NONBLOCK));
         assert_eq!(set_nonblocking(-1, true).unwrap_err().errno(), libc::EBADF);
+    }
+
+    /// A timed wait ends at its deadline (not before) with nothing to
+    /// read, and at once when the descriptor is readable.
+    #[test]
+    fn timed_waits_end_at_the_deadline_or_on_data() {
+        use std::io::Write;
+        let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let t = Instant::now();
+        assert!(!wait_readable(a.as_raw_fd(), Some(t + Duration::from_millis(30))).unwrap());
+        assert!(t.elapsed() >= Duration::from_millis(30));
+        assert!(!wait_readable(a.as_raw_fd(), Some(Instant::now())).unwrap(), "a past deadline: a look only");
+        b.write_all(b"x").unwrap();
+        assert!(wait_readable(a.as_raw_fd(), Some(Instant::now() + Duration::from_secs(60))).unwrap());
+        assert!(wait_readable(a.as_raw_fd(), None).unwrap());
+    }
+
+    /// Timed waits keep the descriptor non-blocking whatever the caller
+    /// asks later (its blocking calls then wait with poll).
+    #[test]
+    fn timed_waits_keep_the_descriptor_non_blocking() {
+        use nix::fcntl::{fcntl, FcntlArg, OFlag};
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let nb = |fd| OFlag::from_bits_retain(fcntl(fd, FcntlArg::F_GETFL).unwrap()).contains(OFlag::O_NONBLOCK);
+        let m = NbMode::default();
+        m.set_user(a.as_raw_fd(), true).unwrap();
+        assert!(m.user() && nb(a.as_raw_fd()));
+        m.set_user(a.as_raw_fd(), false).unwrap();
+        assert!(!m.user() && !nb(a.as_raw_fd()));
+        m.for_timed_waits(a.as_raw_fd()).unwrap();
+        assert!(nb(a.as_raw_fd()));
+        m.set_user(a.as_raw_fd(), false).unwrap();
+        assert!(!m.user() && nb(a.as_raw_fd()), "still non-blocking underneath");
     }
 
     #[test]

@@ -13,23 +13,28 @@
 //!   with an error instead of touching freed memory;
 //! * the buffer is read and written by copies ([`MemoryRegion::read`],
 //!   [`MemoryRegion::write`]), never through Rust references, because the
-//!   device may write it at any time;
+//!   device may write it at any time; a copy into it needs `&mut` (one
+//!   writer, and no reader meanwhile, on the Rust side), a copy out of it
+//!   `&`: two threads never race on it (the device is not a Rust thread;
+//!   what its accesses mean is said at [`MemoryRegion`]);
 //! * a region keeps its id, and so the id's PD and device, alive;
 //! * the QP, CQ and completion channel belong to the id (destroyed with it).
 //!
 //! This file is, like `rsocket::verbs`, the one place of its module tree
 //! with `unsafe` code: calls into libibverbs through the C shim
-//! (src/sys/api_shim.c), each with its `// SAFETY:` argument.
+//! (src/sys/api_shim.c), and the borrowed descriptors of the event and
+//! completion channels (`AsFd`), each with its `// SAFETY:` argument.
 #![allow(unsafe_code)]
 
 use super::error::{Error, Result};
 use super::event::UdParam;
-use super::id::{CmId, IdInner};
+use super::id::{CmId, EventChannel, IdInner};
 use crate::abi::cma::{ibv_ah_attr, ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp};
 use crate::cma::api::{self as capi, QpPtrs};
 use nix::errno::Errno;
 use std::ffi::{c_int, c_void};
 use std::ops::Range;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -183,10 +188,37 @@ impl Sge {
 /// A zeroed buffer registered with an id's device (`ibv_reg_mr` on the id's
 /// PD). It keeps the id alive; dropping it deregisters and frees it.
 ///
+/// The program writes it with [`MemoryRegion::write`] (`&mut self`: one
+/// writer at a time, no reader meanwhile) and reads it with
+/// [`MemoryRegion::read`] / [`MemoryRegion::to_vec`] (`&self`: from any
+/// number of threads), so no two threads of the program ever race on its
+/// bytes. The device reads and writes it on its own, ordered by work
+/// requests and their completions:
+///
+/// * a send, RDMA write (the local bytes) or a peer's RDMA read may read
+///   the bytes from the post (or the peer's request) until the work's
+///   completion is taken: write them before posting and leave them
+///   unchanged until then (for an unsignalled send: until the completion
+///   of a later signalled send on the same QP, which completes after it);
+/// * a receive, a local RDMA read (into the local list) or a peer's RDMA
+///   write writes the bytes at any time until its completion: the bytes of
+///   a receive or a read are the delivered ones once [`CmId::poll_cq`] or
+///   [`CmId::wait_cq`] has returned its completion (`byte_len` of them for
+///   a receive); a peer's RDMA write is complete when the peer says so
+///   (its following send, or its write with immediate data, whose receive
+///   completion comes after the write's bytes);
+/// * a thread other than the one that took the completion reads the bytes
+///   after learning of it through any synchronisation (a channel, a lock,
+///   a join), as for any shared data.
+///
+/// Bytes read while the device may still write them are unspecified
+/// (never undefined behaviour: the copy does not make a Rust reference to
+/// them).
+///
 /// ```no_run
 /// # fn f(id: &rdmacm::CmId) -> rdmacm::Result<()> {
 /// use rdmacm::{Access, MemoryRegion};
-/// let mr = MemoryRegion::new(id, 4096, Access::LOCAL_WRITE | Access::REMOTE_READ)?;
+/// let mut mr = MemoryRegion::new(id, 4096, Access::LOCAL_WRITE | Access::REMOTE_READ)?;
 /// mr.write(0, b"ping")?;
 /// let sge = mr.sge(0..4)?;
 /// id.post_send(1, &[sge], rdmacm::SendOp::Send, true)?;
@@ -202,12 +234,18 @@ pub struct MemoryRegion {
     _id: Arc<IdInner>,
 }
 
-// SAFETY: the region is a registration handle and a heap block reached
-// only through copies under &self / the device; ibv_mr may be used and
-// deregistered from any thread.
+// SAFETY: Send: the fields are a registration (`struct ibv_mr`, which
+// libibverbs lets any thread use and deregister: it has no thread
+// affinity), a heap block owned by the region alone (allocated in `new`,
+// freed in `drop`, whichever thread runs them), plain keys, and an
+// `Arc<IdInner>` (Send + Sync).  Nothing refers to the thread that made it.
 unsafe impl Send for MemoryRegion {}
-// SAFETY: as above (read and write are copies; the device's concurrent
-// writes are its own, as for any registered memory).
+// SAFETY: Sync: what `&MemoryRegion` allows from several threads at once
+// is reading: `read`/`to_vec` copy out of the block (concurrent reads are
+// no race), the rest reads immutable fields.  The only copy into the block
+// (`write`) takes `&mut self`, so it never runs beside another access of
+// the program's threads.  The device's accesses are not a Rust thread's;
+// they are ordered by work requests and completions (see the type's doc).
 unsafe impl Sync for MemoryRegion {}
 
 impl MemoryRegion {
@@ -273,19 +311,35 @@ impl MemoryRegion {
     }
 
     /// Copies `data` into the region at `offset` (`EINVAL` past its end).
-    pub fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
+    /// Exclusive (`&mut self`): no other thread reads or writes the region
+    /// meanwhile. Bytes a posted send may still read are changed for it
+    /// too (see the type's doc: write before posting).
+    ///
+    /// A region shared by reference cannot be written, so two threads
+    /// cannot race on it:
+    ///
+    /// ```compile_fail
+    /// fn shared(mr: &rdmacm::MemoryRegion) -> rdmacm::Result<()> {
+    ///     mr.write(0, b"x") // error: `mr` is a `&` reference
+    /// }
+    /// ```
+    pub fn write(&mut self, offset: usize, data: &[u8]) -> Result<()> {
         self.range(offset, data.len())?;
         // SAFETY: in bounds (checked); a raw copy, no reference to the
-        // buffer is made (the device may write it concurrently).
+        // buffer is made (the device may write it concurrently); &mut self:
+        // no thread of the program reads or writes the block meanwhile.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.buf.as_ptr().add(offset), data.len()) };
         Ok(())
     }
 
     /// Copies bytes of the region at `offset` into `out` (`EINVAL` past its
-    /// end).
+    /// end). Shared (`&self`): any number of threads may read at once.
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<()> {
         self.range(offset, out.len())?;
-        // SAFETY: as in write.
+        // SAFETY: in bounds (checked); a raw copy, no reference to the
+        // buffer is made (the device may write it concurrently); the only
+        // writer of the program's threads (`write`) holds &mut self, so
+        // none runs beside this read.
         unsafe { std::ptr::copy_nonoverlapping(self.buf.as_ptr().add(offset), out.as_mut_ptr(), out.len()) };
         Ok(())
     }
@@ -333,7 +387,9 @@ impl Drop for MemoryRegion {
 pub enum SendOp {
     /// A send (consumes a receive at the peer).
     Send,
-    /// A send with 32 bits of immediate data.
+    /// A send with 32 bits of immediate data, given in host order (it
+    /// travels in network order, as C's `htobe32(x)` in `imm_data`; the
+    /// receiver's [`WorkCompletion::imm`] is `x` again).
     SendWithImm(u32),
     /// Writes the local scatter list to the peer's memory.
     Write {
@@ -348,7 +404,8 @@ pub enum SendOp {
         remote_addr: u64,
         /// The peer's remote key.
         rkey: u32,
-        /// The immediate data.
+        /// The immediate data, in host order (as for
+        /// [`SendOp::SendWithImm`]).
         imm: u32,
     },
     /// Reads the peer's memory into the local scatter list.
@@ -438,7 +495,9 @@ pub struct WorkCompletion {
     pub opcode: WcOpcode,
     /// Bytes received (receives).
     pub byte_len: u32,
-    /// Immediate data, if the completion carries it.
+    /// Immediate data, if the completion carries it, in host order: the
+    /// value the sender gave ([`SendOp::SendWithImm`]), which a C receiver
+    /// reads as `be32toh(wc.imm_data)`.
     pub imm: Option<u32>,
     /// The sender's QP number (UD receives).
     pub src_qp: u32,
@@ -475,9 +534,14 @@ pub struct AddressHandle {
     _id: Arc<IdInner>,
 }
 
-// SAFETY: an ibv_ah is immutable after creation and usable from any thread.
+// SAFETY: Send: an address handle (`struct ibv_ah`) has no thread
+// affinity: libibverbs lets any thread post with it and destroy it; the
+// other field is an `Arc<IdInner>` (Send + Sync).
 unsafe impl Send for AddressHandle {}
-// SAFETY: as above.
+// SAFETY: Sync: `&AddressHandle` only lets a thread name the handle in a
+// UD send (`post_ud_send`); the handle is not changed after creation, and
+// a post only reads it (the provider copies its address into the work
+// request), so several threads may name it at once.
 unsafe impl Sync for AddressHandle {}
 
 impl AddressHandle {
@@ -515,18 +579,47 @@ impl UdParam {
     }
 }
 
+/// The event channel's descriptor, borrowed from the channel.
+impl AsFd for EventChannel {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: the descriptor of the channel, which is closed only when
+        // its last owner (this EventChannel or one of its ids) goes: not
+        // while `self` is borrowed.
+        unsafe { BorrowedFd::borrow_raw(self.as_raw_fd()) }
+    }
+}
+
+/// The entries of an id's CQ: one for every send and receive the QP can
+/// have outstanding (at least one).
+fn cq_entries(caps: &QpCaps) -> u32 {
+    caps.max_send_wr.saturating_add(caps.max_recv_wr).max(1)
+}
+
 /// The QP and the data calls of `rdma_verbs.h`.
 impl CmId {
     /// Creates the id's QP (`rdma_create_qp`; RC, or UD for
     /// [`PortSpace::Udp`](crate::PortSpace::Udp)) on the device's PD, with
-    /// one CQ for both directions (of `max_send_wr + max_recv_wr` entries)
-    /// and its own completion channel, every send signalled unless posted
-    /// otherwise. Once per id; `EINVAL` before the id has a device.
-    /// Returns the capacities the device granted.
+    /// one CQ for both directions and its own completion channel. Once per
+    /// id; `EINVAL` before the id has a device. Returns the capacities the
+    /// device granted.
+    ///
+    /// Only the sends posted with `signaled: true` complete successfully
+    /// on the CQ (the QP is made with `sq_sig_all = 0`); an unsignalled
+    /// send reports a completion only when it fails. Its send queue slot
+    /// is freed when a later signalled send on the QP completes, so post a
+    /// signalled send at least once every `max_send_wr` sends: a send
+    /// queue full of unsignalled sends fails the next post (`ENOMEM`). The
+    /// CQ has `max_send_wr + max_recv_wr` entries of the capacities asked
+    /// for: one for every send and receive that can be outstanding at
+    /// once, so it cannot overflow however the sends are signalled, as
+    /// long as no more are outstanding than asked for (a device may grant
+    /// more).
     pub fn create_qp(&self, caps: QpCaps) -> Result<QpCaps> {
-        let cqe = caps.max_send_wr.saturating_add(caps.max_recv_wr).max(1);
+        let cqe = cq_entries(&caps);
         let c = capi::QpCaps { max_send_wr: caps.max_send_wr, max_recv_wr: caps.max_recv_wr, max_send_sge: caps.max_send_sge, max_recv_sge: caps.max_recv_sge, max_inline_data: caps.max_inline_data };
-        let got = if self.id.is_ud() { self.id.create_ud_qp(cqe, c)? } else { self.id.create_rc_qp(cqe, c, true)? };
+        // sq_sig_all = 0: `signaled` decides (C's rdma_create_qp passes
+        // the caller's sq_sig_all instead).
+        let got = if self.id.is_ud() { self.id.create_ud_qp(cqe, c, false)? } else { self.id.create_rc_qp(cqe, c, false)? };
         Ok(QpCaps { max_send_wr: got.max_send_wr, max_recv_wr: got.max_recv_wr, max_send_sge: got.max_send_sge, max_recv_sge: got.max_recv_sge, max_inline_data: got.max_inline_data })
     }
 
@@ -541,7 +634,9 @@ impl CmId {
 
     /// Posts a send, RDMA write or RDMA read of the scatter list
     /// (`rdma_post_send` / `rdma_post_write` / `rdma_post_read`).
-    /// `signaled`: a completion is reported for it.
+    /// `signaled`: a completion is reported for it; without it, none is
+    /// unless the work fails (see [`CmId::create_qp`] for the rule on how
+    /// often to signal).
     pub fn post_send(&self, wr_id: u64, sgl: &[Sge], op: SendOp, signaled: bool) -> Result<()> {
         self.post_send_flags(wr_id, sgl, op, if signaled { SEND_SIGNALED } else { 0 })
     }
@@ -606,25 +701,72 @@ impl CmId {
     /// (`rdma_get_send_comp` / `rdma_get_recv_comp`: arms the CQ, sleeps on
     /// its completion channel, polls again).
     pub fn wait_cq(&self) -> Result<WorkCompletion> {
+        self.wait_cq_until(None).map(|wc| wc.expect("no deadline"))
+    }
+
+    /// The next completion, waiting at most `timeout` for it: `Ok(None)`
+    /// when none came in that time (`Duration::ZERO`: only one already
+    /// there). Only completions count: an unsignalled send that succeeds
+    /// reports none ([`CmId::create_qp`]). The first call makes the
+    /// completion channel non-blocking for good (the wait is a `poll` of
+    /// it); [`CmId::get_cq_event`] still blocks unless
+    /// [`CmId::set_cq_nonblocking`] says otherwise.
+    ///
+    /// ```no_run
+    /// # fn f(id: &rdmacm::CmId) -> rdmacm::Result<()> {
+    /// use std::time::Duration;
+    /// match id.wait_cq_timeout(Duration::from_millis(100))? {
+    ///     Some(wc) => println!("{:?} {:?}", wc.opcode, wc.status),
+    ///     None => println!("nothing completed in 100 ms"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn wait_cq_timeout(&self, timeout: std::time::Duration) -> Result<Option<WorkCompletion>> {
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        self.id.cq_nb.for_timed_waits(self.cq_channel_fd()?)?;
+        self.wait_cq_until(deadline)
+    }
+
+    /// Polls, arms the CQ, polls again, waits for the completion channel
+    /// (until `deadline`, if any), and again; `None` after the deadline.
+    fn wait_cq_until(&self, deadline: Option<std::time::Instant>) -> Result<Option<WorkCompletion>> {
         let p = self.qp()?;
         let mut one = [WorkCompletion::EMPTY];
         loop {
             if self.poll_cq(&mut one)? == 1 {
-                return Ok(one[0]);
+                return Ok(Some(one[0]));
             }
             self.req_notify_cq()?;
             // A completion that came before the arm is not signalled.
             if self.poll_cq(&mut one)? == 1 {
-                return Ok(one[0]);
+                return Ok(Some(one[0]));
             }
+            if !self.take_cq_event(&p, deadline, true)? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Reads (and acknowledges) one event of the completion channel:
+    /// true; false when `deadline` passed first. On a non-blocking
+    /// channel with none: `EAGAIN` unless `wait` (then a `poll` waits).
+    fn take_cq_event(&self, p: &QpPtrs, deadline: Option<std::time::Instant>, wait: bool) -> Result<bool> {
+        loop {
             // SAFETY: the id's live completion channel; the shim acks the
             // event it reads.
-            let r = unsafe { ffi::rdmacm_shim_api_get_cq_event(p.channel.as_ptr()) };
-            if r != 0 {
-                let e = Errno::last();
-                if e != Errno::EINTR {
-                    return Err(e.into());
+            if unsafe { ffi::rdmacm_shim_api_get_cq_event(p.channel.as_ptr()) } == 0 {
+                return Ok(true);
+            }
+            match Errno::last() {
+                Errno::EINTR => {}
+                Errno::EAGAIN if wait => {
+                    // SAFETY: the id's live completion channel.
+                    let fd = unsafe { ffi::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) };
+                    if !super::id::wait_readable(fd, deadline)? {
+                        return Ok(false);
+                    }
                 }
+                e => return Err(e.into()),
             }
         }
     }
@@ -642,24 +784,34 @@ impl CmId {
     /// ([`CmId::set_cq_nonblocking`]: then `EAGAIN` when none).
     pub fn get_cq_event(&self) -> Result<()> {
         let p = self.qp()?;
-        // SAFETY: the id's live completion channel; the shim acks the event.
-        if unsafe { ffi::rdmacm_shim_api_get_cq_event(p.channel.as_ptr()) } != 0 {
-            return Err(Errno::last().into());
-        }
-        Ok(())
+        let wait = !self.id.cq_nb.user();
+        self.take_cq_event(&p, None, wait).map(drop)
     }
 
     /// The completion channel's descriptor (readable after a completion on
-    /// an armed CQ), for poll or an async runtime.
+    /// an armed CQ), for poll or an async runtime. As
+    /// [`CmId::cq_channel`], unborrowed.
     pub fn cq_channel_fd(&self) -> Result<std::os::fd::RawFd> {
         let p = self.qp()?;
         // SAFETY: the id's live completion channel.
         Ok(unsafe { ffi::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) })
     }
 
+    /// The completion channel's descriptor, borrowed from the id (open
+    /// while the id lives: the channel goes with the id's QP, when the id
+    /// is dropped); readable after a completion on an armed CQ
+    /// ([`CmId::req_notify_cq`]). `EINVAL` before [`CmId::create_qp`].
+    pub fn cq_channel(&self) -> Result<BorrowedFd<'_>> {
+        let fd = self.cq_channel_fd()?;
+        // SAFETY: the descriptor of the id's completion channel, which is
+        // destroyed (and the descriptor closed) only when the id's last
+        // owner drops it: not while `self` is borrowed.
+        Ok(unsafe { BorrowedFd::borrow_raw(fd) })
+    }
+
     /// Makes [`CmId::get_cq_event`] non-blocking (or blocking again).
     pub fn set_cq_nonblocking(&self, on: bool) -> Result<()> {
-        super::id::set_nonblocking(self.cq_channel_fd()?, on)
+        self.id.cq_nb.set_user(self.cq_channel_fd()?, on)
     }
 
     /// Whether `gid` can be reached from the id's device (`ibv_gid_reachable`),
@@ -699,6 +851,21 @@ mod tests {
         assert_eq!(WcOpcode::from_raw(128), WcOpcode::Recv);
         assert_eq!(WcStatus::from_raw(5), WcStatus::WrFlushErr);
         assert_eq!(WcStatus::from_raw(12), WcStatus::Error(12));
+    }
+
+    /// Immediate data goes to the shim as given (host order; the shim
+    /// writes it big-endian into the work request), and the CQ has a slot
+    /// for every send and receive asked for.
+    #[test]
+    fn immediate_data_and_cq_size() {
+        let imm = 0x0102_0304;
+        assert_eq!(SendOp::SendWithImm(imm).raw().1, imm);
+        assert_eq!(SendOp::WriteWithImm { remote_addr: 5, rkey: 6, imm }.raw(), (1, imm, 5, 6));
+        let w = ShimWc { wc_flags: 2, imm_host: imm, ..Default::default() };
+        assert_eq!(WorkCompletion::from_shim(&w).imm, Some(imm));
+        assert_eq!(WorkCompletion::from_shim(&ShimWc { imm_host: imm, ..Default::default() }).imm, None);
+        assert_eq!(cq_entries(&QpCaps { max_send_wr: 100, max_recv_wr: 28, ..QpCaps::default() }), 128);
+        assert_eq!(cq_entries(&QpCaps { max_send_wr: 0, max_recv_wr: 0, ..QpCaps::default() }), 1);
     }
 
     #[test]

@@ -233,8 +233,8 @@ impl CmId {
 
     /// As [`CmId::create_rc_qp`], a UD QP (port space UDP: the connection
     /// manager moves it to RTS with the UDP qkey).
-    pub fn create_ud_qp(&self, cqe: u32, caps: QpCaps) -> Result<QpCaps, Errno> {
-        self.create_qp_of(crate::abi::cma::IBV_QPT_UD, cqe, caps, true)
+    pub fn create_ud_qp(&self, cqe: u32, caps: QpCaps, sig_all: bool) -> Result<QpCaps, Errno> {
+        self.create_qp_of(crate::abi::cma::IBV_QPT_UD, cqe, caps, sig_all)
     }
 
     fn create_qp_of(&self, qp_type: crate::abi::cma::ibv_qp_type, cqe: u32, caps: QpCaps, sig_all: bool) -> Result<QpCaps, Errno> {

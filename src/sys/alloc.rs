@@ -1,34 +1,50 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-//! The library's global allocator, and fallible allocation for std's
-//! containers.
+//! Fallible allocation for std's containers, and the allocator that makes
+//! it complete in the C library.
 //!
-//! Memory comes from libc's `malloc` family ([`System`]), as before; what
-//! this adds is a way to make one `Arc::new`/`Box::new` fail with ENOMEM
-//! instead of aborting the host program.  On stable Rust an allocation
-//! that std makes and that fails ends in `handle_alloc_error`, which
-//! aborts; a C library cannot do that to the MPI rank or storage daemon
-//! that loaded it when the first `malloc` of `rdma_create_id` fails.
+//! On stable Rust an allocation that std makes and that fails ends in
+//! `handle_alloc_error`, which aborts; a C library cannot do that to the
+//! MPI rank or storage daemon that loaded it when the first `malloc` of
+//! `rdma_create_id` fails.  This crate does not choose a Rust program's
+//! allocator (it declares no `#[global_allocator]`); the C library's crate
+//! (`rdmacm-capi`, librdmacm.so.1) declares [`Alloc`] as its global
+//! allocator, and with it every function here returns ENOMEM instead of
+//! aborting.
 //!
-//! The mechanism: [`reserved`] allocates the block the next allocation will
-//! need *before* std asks for it (a plain, checked `malloc`), parks it in
-//! a per-thread slot, and runs the closure that makes the container; the
-//! allocator hands the parked block to the first request of this thread
-//! that fits it.  So the one allocation that could fail fails where we can
-//! still return ENOMEM, and std's own request cannot fail.  A block the
-//! closure did not take is freed when [`reserved`] returns.
+//! [`Alloc`] is libc's `malloc` family ([`System`]) with a way to make one
+//! `Arc::new`/`Box::new` fail with ENOMEM: [`reserved`] allocates the
+//! block the next allocation will need *before* std asks for it (a plain,
+//! checked `malloc`), parks it in a per-thread slot, and runs the closure
+//! that makes the container; the allocator hands the parked block to the
+//! first request of this thread that fits it.  So the one allocation that
+//! could fail fails where we can still return ENOMEM, and std's own request
+//! cannot fail.  A block the closure did not take is freed when
+//! [`reserved`] returns.  The cost for every other allocation: one relaxed
+//! atomic load.
+//!
+//! Under any other global allocator (a Rust program's own, or std's
+//! default): [`try_box`] and [`try_box_uninit`] ask the global allocator
+//! directly and report a null answer as ENOMEM (they never abort);
+//! [`try_arc`] and [`reserved`] cannot hand std a block (std asks the
+//! program's allocator, which knows nothing of the slot) and make the
+//! container as std does: a failed allocation there is handled by Rust's
+//! rule for the program (`handle_alloc_error`), as every other allocation
+//! of that program.  [`installed`] tells which case applies.
 //!
 //! Vectors, strings and maps use std's own `try_reserve` instead.
-//! The cost for every other allocation: one relaxed atomic load.
 
 use nix::errno::Errno;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// libc's allocator, with the per-thread reserved block (see the module).
+/// The C library's crate declares it its `#[global_allocator]`; this crate
+/// does not (its unit tests do, to test the mechanism).
 pub struct Alloc;
 
+#[cfg(test)]
 #[global_allocator]
 static GLOBAL: Alloc = Alloc;
 
@@ -108,12 +124,88 @@ unsafe impl GlobalAlloc for Alloc {
     }
 }
 
+/// Whether [`Alloc`] is the program's global allocator: 0 not known yet,
+/// 1 yes, 2 no.
+static INSTALLED: AtomicU8 = AtomicU8::new(0);
+
+/// Whether [`Alloc`] is the program's global allocator (so that
+/// [`reserved`] and [`try_arc`] report ENOMEM instead of aborting).  Found
+/// once, by parking a block and asking the global allocator for one of its
+/// layout: [`Alloc`] takes the parked block out of the slot, any other
+/// allocator leaves it there.  The question is asked with
+/// `std::alloc::alloc`, which returns null on failure (never aborts); a
+/// failure leaves it undecided (false here).
+pub fn installed() -> bool {
+    probe().unwrap_or(false)
+}
+
+/// [`installed`], with ENOMEM when the question could not be asked for
+/// lack of memory.
+fn probe() -> Result<bool, Errno> {
+    match INSTALLED.load(Ordering::Relaxed) {
+        1 => return Ok(true),
+        2 => return Ok(false),
+        _ => {}
+    }
+    let l = Layout::new::<[usize; 2]>();
+    // SAFETY: the size is not zero.
+    let ptr = unsafe { System.alloc(l) };
+    if ptr.is_null() {
+        return Err(Errno::ENOMEM);
+    }
+    let parked = Parked { ptr, size: l.size(), align: l.align() };
+    let answer = SLOT.try_with(|s| {
+        if !s.get().ptr.is_null() {
+            // A block of this thread is parked already (asked from a
+            // closure of `reserved`): undecided, asked again later.
+            return Ok(false);
+        }
+        s.set(parked);
+        PARKED.fetch_add(1, Ordering::Relaxed);
+        // The global allocator, called through a pointer the optimiser
+        // cannot see through: it may drop an allocation that is only freed
+        // again (and the question with it: in the C library's release
+        // build the answer was "no").
+        let ask: unsafe fn(Layout) -> *mut u8 = std::hint::black_box(std::alloc::alloc);
+        // SAFETY: the size is not zero.
+        let got = std::hint::black_box(unsafe { ask(l) });
+        // The answer is the slot's: a fresh allocation is assumed by the
+        // compiler to differ from every live pointer, so `got == ptr`
+        // cannot be asked.
+        let taken = s.get().ptr != ptr;
+        if !taken {
+            // Another allocator answered (or failed).
+            s.set(EMPTY);
+            PARKED.fetch_sub(1, Ordering::Relaxed);
+        }
+        if got.is_null() {
+            return Err(Errno::ENOMEM);
+        }
+        // SAFETY: got came from the global allocator with layout l (the
+        // parked block when Alloc is global: its dealloc is System's).
+        unsafe { std::alloc::dealloc(got, l) };
+        INSTALLED.store(if taken { 1 } else { 2 }, Ordering::Relaxed);
+        Ok(taken)
+    });
+    // A block not handed out (or never parked: during thread exit) is
+    // ours to free.
+    let freed = !matches!(answer, Ok(Ok(true)));
+    if freed {
+        // SAFETY: ptr came from System.alloc(l) above and is not in use:
+        // not parked, or taken back from the slot.
+        unsafe { System.dealloc(ptr, l) };
+    }
+    answer.unwrap_or(Ok(false))
+}
+
 /// Runs `make` with a block of `layout` allocated and parked for the first
 /// allocation of this thread that fits it; ENOMEM (and `make` not run)
 /// when the block cannot be had.  Meant for a closure that allocates once,
-/// such as `|| Arc::new(value)`.
+/// such as `|| Arc::new(value)`.  When [`Alloc`] is not the global
+/// allocator ([`installed`]), `make` simply runs (its allocation follows
+/// the program's rule for a failed allocation).
 pub fn reserved<R>(layout: Layout, make: impl FnOnce() -> R) -> Result<R, Errno> {
-    if layout.size() == 0 {
+    if layout.size() == 0 || !probe()? {
         return Ok(make());
     }
     // SAFETY: the size is not zero.
@@ -167,14 +259,21 @@ pub fn arc_layout<T>() -> Layout {
     }
 }
 
-/// `Arc::new(v)`, ENOMEM instead of an abort when memory is short.
+/// `Arc::new(v)`, ENOMEM instead of an abort when memory is short and
+/// [`Alloc`] is the global allocator (otherwise `Arc::new(v)`: see the
+/// module).
 pub fn try_arc<T>(v: T) -> Result<Arc<T>, Errno> {
     reserved(arc_layout::<T>(), move || Arc::new(v))
 }
 
-/// `Box::new(v)`, ENOMEM instead of an abort when memory is short.
+/// `Box::new(v)`, ENOMEM instead of an abort when memory is short, under
+/// any global allocator (the block is asked for directly, as in
+/// [`try_box_uninit`]).
 pub fn try_box<T>(v: T) -> Result<Box<T>, Errno> {
-    reserved(Layout::new::<T>(), move || Box::new(v))
+    let mut b = try_box_uninit::<T>()?;
+    b.write(v);
+    // SAFETY: written just above.
+    Ok(unsafe { b.assume_init() })
 }
 
 /// An uninitialised `Box<T>`, ENOMEM instead of an abort when memory is
@@ -228,6 +327,14 @@ mod tests {
         assert!(took(arc_layout::<Big>(), || Arc::new(Big([1; 9], 2))));
         assert!(took(arc_layout::<u8>(), || Arc::new(7u8)));
         assert!(took(Layout::new::<[u32; 5]>(), || Box::new([3u32; 5])));
+    }
+
+    /// The unit tests' binary declares `Alloc` (the C library's crate
+    /// does the same); tests/own_allocator.rs runs under another one.
+    #[test]
+    fn the_probe_finds_the_allocator() {
+        assert!(installed());
+        assert!(SLOT.with(|s| s.get().ptr.is_null()));
     }
 
     #[test]

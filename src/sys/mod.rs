@@ -6,7 +6,8 @@
 //! list) and the few socket and environment calls std does not offer
 //! safely ([`unix`]: send without SIGPIPE, `secure_getenv`), and the global
 //! allocator ([`alloc`]: libc malloc, fallible `Arc`/`Box`), and the fork
-//! generation with values kept per process ([`process`]).  Imports only
+//! generation with values kept per process ([`process`]), and (feature
+//! `tokio`) a descriptor's I/O-safe registration with tokio ([`reactor`]).  Imports only
 //! [`crate::abi`].
 
 pub mod alloc;
@@ -15,6 +16,8 @@ pub mod env;
 pub mod netdb;
 pub mod netlink;
 pub mod process;
+#[cfg(feature = "tokio")]
+pub mod reactor;
 use nix::errno::Errno;
 use std::ffi::c_int;
 

@@ -17,6 +17,12 @@
 #   example_hello_rxe        rdma_server  <->  examples/hello_rdma (README.md's example, as printed)
 #   example_mckey_recv_rxe   examples/mckey (receiver, ns1)  <-  mckey -s (UD multicast 239.0.0.1)
 #   example_mckey_send_rxe   mckey (receiver, ns1)  <-  examples/mckey -s
+#   example_timeouts_rxe     examples/timeouts alone on rxe0 (192.0.2.1, loopback): timed event
+#                            and completion waits (None after the time, and a wakeup by what
+#                            comes meanwhile), an id dropped while its event is held, listen(0),
+#                            an unsignalled send without a completion, immediate data by send
+#                            and by RDMA write (the Rust API only: no librdmacm on either side,
+#                            so both variants run the same program)
 #
 # rping: both sides print the ping data (-v), and ex_pings_match checks that the server's lines
 # ("server ping data: X") are the client's ("ping data: X"), one per ping: a side that printed,
@@ -66,6 +72,9 @@ pair example_rstream_srv_rxe 60 "$EX/rstream -b 192.0.2.2 -S 65536 -C 8 -T v" \
                                 "rstream -s 192.0.2.2 -S 65536 -C 8 -T v"
 pair example_rstream_cli_rxe 60 "rstream -b 192.0.2.2 -S 1000 -C 50 -T v" \
                                 "$EX/rstream -s 192.0.2.2 -S 1000 -C 50 -T v"
+
+# --- timeouts: the Rust API's timed waits and send signalling, one process, rxe0 loopback -----
+t --cmp example_timeouts_rxe 60 $EX/timeouts -a 192.0.2.1
 
 # --- README.md's example, as printed there: a client of rdma_server --------------------------
 pair --cmp example_hello_rxe 60 "rdma_server" "$EX/hello_rdma"

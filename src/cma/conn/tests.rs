@@ -566,6 +566,9 @@ fn udp_listener_requests_carry_ud_parameters() {
         let l = cm.create_id(Some(&ch), null_mut(), RDMA_PS_UDP).unwrap();
         cm.bind(&l, Some(v4(1))).unwrap();
         listen(cm, &l, 0).unwrap();
+        // A backlog of 0 goes to the kernel as it is (the kernel reads it
+        // as its own limit; the Rust API's CmId::listen says so).
+        assert!(f.logged().iter().any(|s| s.starts_with("listen") && s.ends_with(" 0")));
         let h = {
             let mut st = f.st.lock();
             st.next_id += 1;

@@ -527,7 +527,7 @@ impl RealQp {
     /// with a non-blocking completion channel, and arms the CQ (so that
     /// the first completion makes the channel readable).
     fn create_ud(id: &Arc<CmId>, cqe: u32, caps: QpCaps) -> Result<(Qp, QpCaps), Errno> {
-        let got = id.create_ud_qp(cqe, caps)?;
+        let got = id.create_ud_qp(cqe, caps, true)?;
         let p = id.qp_ptrs().ok_or(Errno::EINVAL)?;
         // SAFETY: the channel is live while the id lives (we hold it).
         let chan_fd = unsafe { sys::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) };
