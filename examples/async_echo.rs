@@ -80,7 +80,7 @@ impl Conn {
     /// Cancel-safe: a completion is only taken when it is returned.
     async fn next_wc(&self) -> Res<WorkCompletion> {
         let id = self.id.id();
-        let mut one = [WorkCompletion { wr_id: 0, status: WcStatus::Success, opcode: WcOpcode::Send, byte_len: 0, imm: None, src_qp: 0, vendor_err: 0 }];
+        let mut one = [WorkCompletion::default()];
         loop {
             if id.poll_cq(&mut one).map_err(err("poll cq"))? == 1 {
                 return Ok(one[0]);
