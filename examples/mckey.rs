@@ -24,7 +24,9 @@
 //! it against the completion's source QP and requires it (rdma-core's
 //! receiver ignores the content). The receiver counts only completions
 //! that succeeded with the full length: a datagram the device truncated or
-//! flagged fails the run.
+//! flagged fails the run. It also checks that a group datagram gives no
+//! address back to its sender (`AddressHandle::from_wc`: `EINVAL`, its GRH
+//! names the group).
 //!
 //! The example shows an asynchronous UD id, `CmId::join_multicast` and its
 //! `MulticastJoin` event, `AddressHandle`, `CmId::post_ud_send_with_imm`,
@@ -180,7 +182,7 @@ fn run(o: &Opts) -> Result<(), String> {
         std::thread::sleep(o.pause);
         send(o, &id, &mr, &ah, &ud)
     } else {
-        receive(o, &id)
+        receive(o, &id, &mr)
     };
 
     // A group that went away meanwhile is reported on the channel.
@@ -222,12 +224,13 @@ fn send(o: &Opts, id: &CmId, mr: &MemoryRegion, ah: &AddressHandle, ud: &UdParam
     Ok(())
 }
 
-fn receive(o: &Opts, id: &CmId) -> Result<(), String> {
+fn receive(o: &Opts, id: &CmId, mr: &MemoryRegion) -> Result<(), String> {
     let e = |what: &'static str| move |err: rdmacm::Error| format!("{what}: {err}");
     println!("mckey: receiving {} datagrams of {} bytes", o.count, o.size);
     let end = Instant::now() + o.timeout;
     let mut got = 0u32;
     let mut with_imm = 0u32;
+    let mut way_back = None;
     let mut wcs = [WorkCompletion::default(); 8];
     while got < o.count {
         let k = id.poll_cq(&mut wcs).map_err(e("poll CQ"))?;
@@ -246,8 +249,23 @@ fn receive(o: &Opts, id: &CmId) -> Result<(), String> {
                 Some(imm) => return Err(format!("datagram {}: immediate {imm:#x} is not the sender's QP {:#x}", wc.wr_id, wc.src_qp)),
                 None => return Err(format!("datagram {}: no immediate data (the sender's QP number)", wc.wr_id)),
             }
+            // A datagram sent to the group has no way back to its sender
+            // (its GRH names the group): AddressHandle::from_wc refuses it.
+            if way_back.is_none() && wc.wc_flags.contains(WcFlags::GRH) {
+                let mut grh = [0u8; GRH_LEN];
+                mr.read(wc.wr_id as usize * (o.size + GRH_LEN), &mut grh).map_err(|e| format!("read GRH: {e}"))?;
+                way_back = Some(match AddressHandle::from_wc(id, wc, &grh) {
+                    Ok(_) => return Err("an address handle back from a group datagram".into()),
+                    Err(e) => e.errno(),
+                });
+            }
             got += 1;
         }
+    }
+    match way_back {
+        Some(libc::EINVAL) => println!("mckey: the address back from a group datagram is refused (EINVAL)"),
+        Some(e) => return Err(format!("the address back from a group datagram: errno {e}, expected EINVAL")),
+        None => println!("mckey: no datagram with a GRH"),
     }
     println!("mckey: received {got} datagrams, {with_imm} with the sender's QP number as immediate data");
     Ok(())
