@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! udaddy [-b bind] [-c connections] [-C count] [-S size] [-T secs]              server
-//! udaddy -s server [-b bind] [-c connections] [-C count] [-S size] [-T secs]    client
+//! udaddy -s server [-y] [-b bind] [-c connections] [-C count] [-S size] [-T secs]    client
 //! ```
 //!
 //! The protocol (UDP port space, port 7174):
@@ -36,7 +36,11 @@
 //! this and puts no data of its own into the datagrams. A side that misses
 //! datagrams fails after `-T` seconds (rdma-core's waits forever).
 //!
-//! The example shows UD ids on an event channel, `CmId::post_ud_send_with_imm`,
+//! With `-y` the client's ids are synchronous (`CmId::new`: each call
+//! waits for its outcome) and the server's answer is
+//! `CmId::peer_ud_param` after `connect`, which must be `None` before it.
+//!
+//! The example shows UD ids on an event channel and synchronous ones, `CmId::post_ud_send_with_imm`,
 //! `Event::ud_param`, `AddressHandle`, `UdParam::from_wc`, `CmId::qkey` and
 //! the UD fields of `WorkCompletion`.
 
@@ -58,11 +62,12 @@ struct Opts {
     size: usize,
     ps: PortSpace,
     timeout: Duration,
+    sync: bool,
 }
 
 fn usage() -> ! {
-    eprintln!("usage: udaddy [-s server] [-b bind] [-c connections] [-C count] [-S size] [-p ps] [-P udp|ipoib] [-T secs]");
-    eprintln!("\t-s server\tthe server's address (client side; default: server side)\n\t-b bind\t\tlocal address");
+    eprintln!("usage: udaddy [-s server [-y]] [-b bind] [-c connections] [-C count] [-S size] [-p ps] [-P udp|ipoib] [-T secs]");
+    eprintln!("\t-s server\tthe server's address (client side; default: server side)\n\t-y\t\tclient: synchronous ids\n\t-b bind\t\tlocal address");
     eprintln!("\t-c connections\t(1)\n\t-C count\tdatagrams each way per connection (10)\n\t-S size\t\tdatagram size (100)");
     eprintln!("\t-p ps\t\tport space: 0x111 UDP (default), 0x2 IPoIB\n\t-P ps\t\tport space: udp or ipoib");
     eprintln!("\t-T secs\t\tgive up after this long without every event or datagram (30)");
@@ -77,7 +82,7 @@ fn lookup(s: &str) -> Result<IpAddr, String> {
 }
 
 fn parse() -> Opts {
-    let mut o = Opts { server: None, bind: None, connections: 1, count: 10, size: 100, ps: PortSpace::Udp, timeout: Duration::from_secs(30) };
+    let mut o = Opts { server: None, bind: None, connections: 1, count: 10, size: 100, ps: PortSpace::Udp, timeout: Duration::from_secs(30), sync: false };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = |what: &str| {
@@ -88,6 +93,7 @@ fn parse() -> Opts {
         };
         match a.as_str() {
             "-s" => o.server = Some(val("-s")),
+            "-y" => o.sync = true,
             "-b" => o.bind = Some(lookup(&val("-b")).unwrap_or_else(|m| { eprintln!("udaddy: {m}"); usage() })),
             "-c" => o.connections = val("-c").parse().unwrap_or_else(|_| usage()),
             "-C" => o.count = val("-C").parse().unwrap_or_else(|_| usage()),
@@ -244,38 +250,8 @@ fn run_client(o: &Opts, server: &str) -> Result<(), String> {
     let ip = lookup(server)?;
     let dst = SocketAddr::new(ip, PORT);
     let src = o.bind.map(|b| SocketAddr::new(b, 0));
-    let ch = EventChannel::new().map_err(|e| format!("event channel: {e}"))?;
-    ch.set_nonblocking(true).map_err(|e| format!("event channel: {e}"))?;
-    let mut nodes = Vec::new();
-    for _ in 0..o.connections {
-        let id = ch.create_id(o.ps).map_err(|e| format!("create id: {e}"))?;
-        nodes.push(Node { id, mr: None, ah: None, remote: None });
-    }
-    println!("udaddy: connecting");
-    for n in &nodes {
-        n.id.resolve_addr(src, dst, RESOLVE_TIMEOUT).map_err(|e| format!("resolve address: {e}"))?;
-    }
     let end = Instant::now() + o.timeout;
-    let mut left = nodes.len();
-    while left > 0 {
-        let ev = next_event(&ch, end)?;
-        let Some(n) = nodes.iter_mut().find(|n| ev.is_for(&n.id)) else { continue };
-        match ev.kind() {
-            EventKind::AddrResolved if ev.status() == 0 => n.id.resolve_route(RESOLVE_TIMEOUT).map_err(|e| format!("resolve route: {e}"))?,
-            EventKind::RouteResolved if ev.status() == 0 => {
-                n.init(o)?;
-                n.id.connect(&ConnParam::default()).map_err(|e| format!("connect: {e}"))?;
-            }
-            EventKind::Established if ev.status() == 0 => {
-                // The answer names the server's QP, its qkey and the route.
-                let ud = ev.ud_param().ok_or("the server's answer has no UD parameters")?;
-                n.ah = Some(AddressHandle::new(&n.id, &ud).map_err(|e| format!("address handle: {e}"))?);
-                n.remote = Some(ud);
-                left -= 1;
-            }
-            _ => return Err(failed_event(&ev)),
-        }
-    }
+    let nodes = if o.sync { connect_sync(o, src, dst)? } else { connect_async(o, src, dst, end)? };
     if o.count == 0 {
         return Ok(());
     }
@@ -304,6 +280,67 @@ fn run_client(o: &Opts, server: &str) -> Result<(), String> {
     }
     println!("data transfers complete");
     Ok(())
+}
+
+/// The client's connections on synchronous ids: each step waits for its
+/// outcome; the answer is the id's `peer_ud_param`.
+fn connect_sync(o: &Opts, src: Option<SocketAddr>, dst: SocketAddr) -> Result<Vec<Node>, String> {
+    println!("udaddy: connecting");
+    let mut nodes = Vec::new();
+    for _ in 0..o.connections {
+        let id = CmId::new(o.ps).map_err(|e| format!("create id: {e}"))?;
+        id.resolve_addr(src, dst, RESOLVE_TIMEOUT).map_err(|e| format!("resolve address: {e}"))?;
+        id.resolve_route(RESOLVE_TIMEOUT).map_err(|e| format!("resolve route: {e}"))?;
+        // Route resolution carries no UD parameters.
+        if let Some(u) = id.peer_ud_param() {
+            return Err(format!("UD parameters before the connect: {u:?}"));
+        }
+        let mut n = Node { id, mr: None, ah: None, remote: None };
+        n.init(o)?;
+        n.id.connect(&ConnParam::default()).map_err(|e| format!("connect: {e}"))?;
+        let ud = n.id.peer_ud_param().ok_or("the server's answer has no UD parameters")?;
+        n.ah = Some(AddressHandle::new(&n.id, &ud).map_err(|e| format!("address handle: {e}"))?);
+        n.remote = Some(ud);
+        nodes.push(n);
+    }
+    Ok(nodes)
+}
+
+/// The client's connections on one event channel, driven by its events
+/// (the ids keep the channel open).
+fn connect_async(o: &Opts, src: Option<SocketAddr>, dst: SocketAddr, end: Instant) -> Result<Vec<Node>, String> {
+    let ch = EventChannel::new().map_err(|e| format!("event channel: {e}"))?;
+    ch.set_nonblocking(true).map_err(|e| format!("event channel: {e}"))?;
+    let mut nodes = Vec::new();
+    for _ in 0..o.connections {
+        let id = ch.create_id(o.ps).map_err(|e| format!("create id: {e}"))?;
+        nodes.push(Node { id, mr: None, ah: None, remote: None });
+    }
+    println!("udaddy: connecting");
+    for n in &nodes {
+        n.id.resolve_addr(src, dst, RESOLVE_TIMEOUT).map_err(|e| format!("resolve address: {e}"))?;
+    }
+    let mut left = nodes.len();
+    while left > 0 {
+        let ev = next_event(&ch, end)?;
+        let Some(n) = nodes.iter_mut().find(|n| ev.is_for(&n.id)) else { continue };
+        match ev.kind() {
+            EventKind::AddrResolved if ev.status() == 0 => n.id.resolve_route(RESOLVE_TIMEOUT).map_err(|e| format!("resolve route: {e}"))?,
+            EventKind::RouteResolved if ev.status() == 0 => {
+                n.init(o)?;
+                n.id.connect(&ConnParam::default()).map_err(|e| format!("connect: {e}"))?;
+            }
+            EventKind::Established if ev.status() == 0 => {
+                // The answer names the server's QP, its qkey and the route.
+                let ud = ev.ud_param().ok_or("the server's answer has no UD parameters")?;
+                n.ah = Some(AddressHandle::new(&n.id, &ud).map_err(|e| format!("address handle: {e}"))?);
+                n.remote = Some(ud);
+                left -= 1;
+            }
+            _ => return Err(failed_event(&ev)),
+        }
+    }
+    Ok(nodes)
 }
 
 fn run_server(o: &Opts) -> Result<(), String> {

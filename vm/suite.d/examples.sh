@@ -17,6 +17,7 @@
 #   example_hello_rxe        rdma_server  <->  examples/hello_rdma (README.md's example, as printed)
 #   example_udaddy_srv_rxe   examples/udaddy (server, 2 connections)  <->  udaddy -s -c 2
 #   example_udaddy_cli_rxe   udaddy (server)  <->  examples/udaddy -s (client)
+#   example_udaddy_sync_rxe  udaddy -c 2 (server)  <->  examples/udaddy -s -y -c 2 (synchronous ids)
 #   example_mckey_recv_rxe   examples/mckey (receiver, ns1)  <-  mckey -s (UD multicast 239.0.0.1)
 #   example_mckey_send_rxe   mckey (receiver, ns1)  <-  examples/mckey -s
 #
@@ -109,3 +110,4 @@ pair --cmp --srv-wait 0 example_mckey_send_rxe 60 \
 pair --cmp example_udaddy_srv_rxe 60 "$EX/udaddy -b 192.0.2.2 -c 2 -T 20" \
   "udaddy -s 192.0.2.2 -b 192.0.2.1 -c 2"
 pair --cmp example_udaddy_cli_rxe 60 "udaddy" "$EX/udaddy -s 192.0.2.2 -b 192.0.2.1 -T 20"
+pair --cmp example_udaddy_sync_rxe 60 "udaddy -c 2" "$EX/udaddy -s 192.0.2.2 -b 192.0.2.1 -y -c 2 -T 20"
