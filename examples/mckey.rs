@@ -18,26 +18,27 @@
 //! receive starts with) and counts the datagrams until it has them all, or
 //! fails after `-t` seconds. Both leave the group at the end.
 //!
-//! rdma-core's sender sends with immediate data (its QP number), which the
-//! receiver here checks against the completion's source QP; this sender
-//! sends plain datagrams (`rdma_post_ud_send`), which its receiver ignores
-//! the content of. The receiver counts only completions that succeeded
-//! with the full length: a datagram the device truncated or flagged fails
-//! the run.
+//! As rdma-core's sender, this one sends each datagram with immediate data:
+//! its own QP number (`CmId::post_ud_send_with_imm`; the receiver reads it
+//! as the number, the wire carries it big-endian). The receiver here checks
+//! it against the completion's source QP and requires it (rdma-core's
+//! receiver ignores the content). The receiver counts only completions
+//! that succeeded with the full length: a datagram the device truncated or
+//! flagged fails the run. It also checks that a group datagram gives no
+//! address back to its sender (`AddressHandle::from_wc`: `EINVAL`, its GRH
+//! names the group).
 //!
 //! The example shows an asynchronous UD id, `CmId::join_multicast` and its
-//! `MulticastJoin` event, `AddressHandle`, `CmId::post_ud_send`, UD
-//! receives and `CmId::leave_multicast`.
+//! `MulticastJoin` event, `AddressHandle`, `CmId::post_ud_send_with_imm`,
+//! UD receives and `CmId::leave_multicast`.
 
 #![forbid(unsafe_code)]
 
-use rdmacm::{Access, AddressHandle, CmId, EventChannel, EventKind, MemoryRegion, PortSpace, QpCaps, UdParam, WcOpcode, WcStatus, WorkCompletion};
+use rdmacm::{Access, AddressHandle, CmId, EventChannel, EventKind, MemoryRegion, PortSpace, QpCaps, UdParam, WcFlags, WcOpcode, WcStatus, WorkCompletion, GRH_LEN};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-/// The global route header at the start of every UD receive buffer.
-const GRH_LEN: usize = 40;
 const RESOLVE_TIMEOUT: Duration = Duration::from_millis(2000);
 /// How long a CM step (address resolution, the join) may take.
 const EVENT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -181,7 +182,7 @@ fn run(o: &Opts) -> Result<(), String> {
         std::thread::sleep(o.pause);
         send(o, &id, &mut mr, &ah, &ud)
     } else {
-        receive(o, &id)
+        receive(o, &id, &mr)
     };
 
     // A group that went away meanwhile is reported on the channel.
@@ -205,6 +206,7 @@ fn send(o: &Opts, id: &CmId, mr: &mut MemoryRegion, ah: &AddressHandle, ud: &UdP
     let e = |what: &'static str| move |err: rdmacm::Error| format!("{what}: {err}");
     println!("mckey: sending {} datagrams of {} bytes", o.count, o.size);
     let slot = o.size + GRH_LEN;
+    let my_qpn = id.qp_num().ok_or("the id has no QP")?;
     for i in 0..o.count as usize {
         let text = format!("mckey-rs datagram {i}");
         let mut msg = vec![0u8; o.size];
@@ -212,7 +214,7 @@ fn send(o: &Opts, id: &CmId, mr: &mut MemoryRegion, ah: &AddressHandle, ud: &UdP
         msg[..l].copy_from_slice(&text.as_bytes()[..l]);
         mr.write(i * slot, &msg).map_err(e("fill datagram"))?;
         let sge = mr.sge(i * slot..i * slot + o.size).map_err(e("send buffer"))?;
-        id.post_ud_send(i as u64, &[sge], ah, ud.qp_num(), ud.qkey(), true).map_err(e("post send"))?;
+        id.post_ud_send_with_imm(i as u64, &[sge], ah, ud.qp_num(), ud.qkey(), my_qpn, true).map_err(e("post send"))?;
     }
     for _ in 0..o.count {
         let wc = id.wait_cq().map_err(e("send completion"))?;
@@ -222,13 +224,14 @@ fn send(o: &Opts, id: &CmId, mr: &mut MemoryRegion, ah: &AddressHandle, ud: &UdP
     Ok(())
 }
 
-fn receive(o: &Opts, id: &CmId) -> Result<(), String> {
+fn receive(o: &Opts, id: &CmId, mr: &MemoryRegion) -> Result<(), String> {
     let e = |what: &'static str| move |err: rdmacm::Error| format!("{what}: {err}");
     println!("mckey: receiving {} datagrams of {} bytes", o.count, o.size);
     let end = Instant::now() + o.timeout;
     let mut got = 0u32;
     let mut with_imm = 0u32;
-    let mut wcs = [WorkCompletion { wr_id: 0, status: WcStatus::Success, opcode: WcOpcode::Recv, byte_len: 0, imm: None, src_qp: 0, vendor_err: 0 }; 8];
+    let mut way_back = None;
+    let mut wcs = [WorkCompletion::default(); 8];
     while got < o.count {
         let k = id.poll_cq(&mut wcs).map_err(e("poll CQ"))?;
         if k == 0 {
@@ -240,15 +243,29 @@ fn receive(o: &Opts, id: &CmId) -> Result<(), String> {
         }
         for wc in &wcs[..k] {
             check_wc(wc, WcOpcode::Recv, Some(o.size + GRH_LEN))?;
-            // rdma-core's mckey puts its QP number into the immediate data.
-            if let Some(imm) = wc.imm {
-                if imm != wc.src_qp {
-                    return Err(format!("datagram {}: immediate {imm:#x} is not the sender's QP {:#x}", wc.wr_id, wc.src_qp));
-                }
-                with_imm += 1;
+            // The sender puts its QP number into the immediate data.
+            match wc.imm {
+                Some(imm) if imm == wc.src_qp && wc.wc_flags.contains(WcFlags::WITH_IMM) => with_imm += 1,
+                Some(imm) => return Err(format!("datagram {}: immediate {imm:#x} is not the sender's QP {:#x}", wc.wr_id, wc.src_qp)),
+                None => return Err(format!("datagram {}: no immediate data (the sender's QP number)", wc.wr_id)),
+            }
+            // A datagram sent to the group has no way back to its sender
+            // (its GRH names the group): AddressHandle::from_wc refuses it.
+            if way_back.is_none() && wc.wc_flags.contains(WcFlags::GRH) {
+                let mut grh = [0u8; GRH_LEN];
+                mr.read(wc.wr_id as usize * (o.size + GRH_LEN), &mut grh).map_err(|e| format!("read GRH: {e}"))?;
+                way_back = Some(match AddressHandle::from_wc(id, wc, &grh) {
+                    Ok(_) => return Err("an address handle back from a group datagram".into()),
+                    Err(e) => e.errno(),
+                });
             }
             got += 1;
         }
+    }
+    match way_back {
+        Some(libc::EINVAL) => println!("mckey: the address back from a group datagram is refused (EINVAL)"),
+        Some(e) => return Err(format!("the address back from a group datagram: errno {e}, expected EINVAL")),
+        None => println!("mckey: no datagram with a GRH"),
     }
     println!("mckey: received {got} datagrams, {with_imm} with the sender's QP number as immediate data");
     Ok(())

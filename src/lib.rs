@@ -12,7 +12,8 @@
 //!   Ids are asynchronous (made on a channel) or synchronous ([`CmId::new`]).
 //! * Resolution ([`CmId::resolve_addr`], [`CmId::resolve_route`]), connect,
 //!   accept, reject and disconnect with private data as slices, UD and
-//!   multicast ([`CmId::join_multicast`], [`UdParam`]).
+//!   multicast ([`CmId::join_multicast`], [`UdParam`], an answer to a UD
+//!   datagram: [`AddressHandle::from_wc`]).
 //! * A QP on an id ([`CmId::create_qp`]) and the data calls of
 //!   `rdma_verbs.h`: [`MemoryRegion`], [`CmId::post_send`],
 //!   [`CmId::post_recv`], [`CmId::poll_cq`], [`CmId::wait_cq`].
@@ -68,7 +69,7 @@ mod api;
 
 pub use api::{
     getaddrinfo, gid_reachable, Access, AddrInfo, AddrInfoHints, AddressHandle, CmId, ConnParam, Error, Event, EventChannel, EventKind, IdKey, MemoryRegion, PortSpace, QpCaps,
-    RListener, RStream, Result, SendOp, Sge, UdParam, WcOpcode, WcStatus, WorkCompletion,
+    RListener, RStream, Result, SendOp, Sge, UdParam, WcFlags, WcOpcode, WcStatus, WorkCompletion, GRH_LEN,
 };
 
 #[cfg(feature = "tokio")]

@@ -193,9 +193,23 @@ impl Default for ConnParam {
     }
 }
 
-/// The remote end of a UD exchange (`struct rdma_ud_param`): what
-/// [`AddressHandle::new`](crate::AddressHandle::new) and
-/// [`CmId::post_ud_send`](crate::CmId::post_ud_send) need to send to it.
+/// The remote end of a UD exchange (`struct rdma_ud_param`'s address, QP
+/// number and qkey): what [`AddressHandle::new`](crate::AddressHandle::new)
+/// and [`CmId::post_ud_send`](crate::CmId::post_ud_send) need to send to
+/// it.
+///
+/// Where one comes from:
+/// * the client side of a UD exchange: the [`EventKind::Established`]
+///   event of its connect ([`Event::ud_param`](crate::Event::ud_param), or
+///   [`CmId::peer_ud_param`](crate::CmId::peer_ud_param) on a synchronous
+///   id), which carries the server's QP number, qkey and the route to it;
+/// * a multicast group: the [`EventKind::MulticastJoin`] event (QP number
+///   0xffffff, the group's qkey and address);
+/// * the server side: a UD connection request carries no address, QP
+///   number or qkey of the requester (only its private data), so the
+///   server learns them from the first datagram it receives:
+///   [`UdParam::from_wc`] with the receive's completion and the first
+///   [`GRH_LEN`](crate::GRH_LEN) bytes of its buffer.
 #[derive(Clone, Copy)]
 pub struct UdParam {
     pub(crate) raw: RawUd,
@@ -212,14 +226,47 @@ impl UdParam {
         self.raw.qkey
     }
 
-    /// The destination LID (0 when routed by GID).
+    /// The destination LID (0 when routed by GID, as on RoCE).
     pub fn dlid(&self) -> u16 {
         self.raw.ah_attr.dlid
     }
 
-    /// Whether the address carries a global route header.
+    /// The service level.
+    pub fn sl(&self) -> u8 {
+        self.raw.ah_attr.sl
+    }
+
+    /// The source path bits.
+    pub fn src_path_bits(&self) -> u8 {
+        self.raw.ah_attr.src_path_bits
+    }
+
+    /// Whether the address carries a global route header (always on RoCE):
+    /// then [`UdParam::dgid`], [`UdParam::sgid_index`],
+    /// [`UdParam::hop_limit`], [`UdParam::traffic_class`] and
+    /// [`UdParam::flow_label`] are the route's.
     pub fn is_global(&self) -> bool {
         self.raw.ah_attr.is_global != 0
+    }
+
+    /// The index of the local GID the datagrams leave from.
+    pub fn sgid_index(&self) -> u8 {
+        self.raw.ah_attr.grh.sgid_index
+    }
+
+    /// The route's hop limit.
+    pub fn hop_limit(&self) -> u8 {
+        self.raw.ah_attr.grh.hop_limit
+    }
+
+    /// The route's traffic class.
+    pub fn traffic_class(&self) -> u8 {
+        self.raw.ah_attr.grh.traffic_class
+    }
+
+    /// The route's flow label (20 bits).
+    pub fn flow_label(&self) -> u32 {
+        self.raw.ah_attr.grh.flow_label
     }
 
     /// The local port.
@@ -230,8 +277,22 @@ impl UdParam {
 
 impl std::fmt::Debug for UdParam {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("UdParam").field("qp_num", &self.qp_num()).field("qkey", &self.qkey()).field("dlid", &self.dlid()).finish()
+        let mut d = f.debug_struct("UdParam");
+        d.field("qp_num", &self.qp_num()).field("qkey", &self.qkey()).field("dlid", &self.dlid()).field("sl", &self.sl());
+        if self.is_global() {
+            d.field("dgid", &std::net::Ipv6Addr::from(self.dgid())).field("sgid_index", &self.sgid_index());
+        }
+        d.field("port_num", &self.port_num()).finish()
     }
+}
+
+/// Whether an event of a UD id carries UD parameters: the kernel fills
+/// them for a UD connect's answer ([`EventKind::Established`]) and a
+/// multicast join ([`EventKind::MulticastJoin`]) and leaves them zero in
+/// every other event (a UD connection request, address and route
+/// resolution, errors), as it does for a failed one.
+pub(crate) fn carries_ud_param(kind: u32, status: i32) -> bool {
+    status == 0 && matches!(EventKind::from_raw(kind), EventKind::Established | EventKind::MulticastJoin)
 }
 
 #[cfg(test)]
@@ -260,6 +321,17 @@ mod tests {
             assert_eq!(EventKind::from_raw(n).as_raw(), n);
             let _ = EventKind::from_raw(n).to_string();
         }
+    }
+
+    #[test]
+    fn only_answers_and_joins_carry_ud_params() {
+        assert!(carries_ud_param(c::RDMA_CM_EVENT_ESTABLISHED, 0));
+        assert!(carries_ud_param(c::RDMA_CM_EVENT_MULTICAST_JOIN, 0));
+        for k in [c::RDMA_CM_EVENT_CONNECT_REQUEST, c::RDMA_CM_EVENT_ADDR_RESOLVED, c::RDMA_CM_EVENT_ROUTE_RESOLVED, c::RDMA_CM_EVENT_UNREACHABLE, c::RDMA_CM_EVENT_MULTICAST_ERROR, 4242] {
+            assert!(!carries_ud_param(k, 0), "{k}");
+        }
+        assert!(!carries_ud_param(c::RDMA_CM_EVENT_ESTABLISHED, -110));
+        assert!(!carries_ud_param(c::RDMA_CM_EVENT_MULTICAST_JOIN, -22));
     }
 
     #[test]

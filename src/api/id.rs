@@ -431,6 +431,12 @@ impl CmId {
     /// [`AddressHandle::new`](crate::AddressHandle::new) and
     /// [`CmId::post_ud_send`]); `None` on other ids.
     pub fn peer_ud_param(&self) -> Option<UdParam> {
+        // Only an answer carries them (see UdParam): the parked event of a
+        // successful connect.
+        let kind = self.id.parked_event()?;
+        if !super::event::carries_ud_param(kind, 0) {
+            return None;
+        }
         self.id.parked_ud().map(|raw| UdParam { raw })
     }
 
@@ -567,9 +573,18 @@ impl<'a> Event<'a> {
         self.raw.conn.as_ref().map(ConnParam::from_inner)
     }
 
-    /// The UD parameters of an event of a UD id (established, multicast
-    /// join, a UD connection request).
+    /// The UD parameters of an event of a UD id: `Some` for the answer to
+    /// a UD connect ([`EventKind::Established`]: the server's QP number,
+    /// qkey and route) and for a multicast join
+    /// ([`EventKind::MulticastJoin`]: the group's), `None` for every other
+    /// event, as the kernel fills them for these two only. A UD connection
+    /// request carries just the requester's private data
+    /// ([`Event::private_data`]): the server answers the requester's first
+    /// datagram ([`UdParam::from_wc`]).
     pub fn ud_param(&self) -> Option<UdParam> {
+        if !super::event::carries_ud_param(self.raw.event, self.raw.status) {
+            return None;
+        }
         self.raw.ud.as_ref().map(|(raw, _)| UdParam { raw: *raw })
     }
 

@@ -28,8 +28,9 @@
 
 use super::error::{Error, Result};
 use super::event::UdParam;
+use crate::cma::api::RawUd;
 use super::id::{CmId, EventChannel, IdInner};
-use crate::abi::cma::{ibv_ah_attr, ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp};
+use crate::abi::cma::{ibv_ah_attr, ibv_comp_channel, ibv_context, ibv_cq, ibv_pd, ibv_qp};
 use crate::cma::api::{self as capi, QpPtrs};
 use nix::errno::Errno;
 use std::ffi::{c_int, c_void};
@@ -76,7 +77,7 @@ mod ffi {
         #[allow(clippy::too_many_arguments)]
         pub(super) fn rdmacm_shim_rs_post_send(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int, opcode: c_int, flags: c_int, imm: u32, raddr: u64, rkey: u32) -> c_int;
         #[allow(clippy::too_many_arguments)]
-        pub(super) fn rdmacm_shim_api_post_ud_send(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int, flags: c_int, ah: *mut IbvAh, qpn: u32, qkey: u32) -> c_int;
+        pub(super) fn rdmacm_shim_api_post_ud_send(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int, flags: c_int, ah: *mut IbvAh, qpn: u32, qkey: u32, with_imm: c_int, imm_host: u32) -> c_int;
         pub(super) fn rdmacm_shim_rs_post_recv(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int) -> c_int;
         pub(super) fn rdmacm_shim_api_poll_cq(cq: *mut ibv_cq, out: *mut ShimWc, n: c_int) -> c_int;
         pub(super) fn rdmacm_shim_api_req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int;
@@ -87,6 +88,8 @@ mod ffi {
         pub(super) fn rdmacm_shim_rs_dereg_mr(mr: *mut IbvMr) -> c_int;
         pub(super) fn rdmacm_shim_api_create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut IbvAh;
         pub(super) fn rdmacm_shim_api_destroy_ah(ah: *mut IbvAh) -> c_int;
+        pub(super) fn rdmacm_shim_api_init_ah_from_wc(ctx: *mut ibv_context, port_num: u8, wc: *const ShimWc, grh40: *const u8, out: *mut ibv_ah_attr) -> c_int;
+        pub(super) fn rdmacm_shim_api_query_qkey(qp: *mut ibv_qp, qkey: *mut u32) -> c_int;
     }
 }
 
@@ -484,8 +487,70 @@ impl WcOpcode {
     }
 }
 
-/// One work completion (`struct ibv_wc`).
+/// Flags of a work completion (`enum ibv_wc_flags`), as
+/// [`WorkCompletion::wc_flags`] reports them.
+///
+/// ```
+/// use rdmacm::WcFlags;
+/// let f = WcFlags::GRH | WcFlags::WITH_IMM;
+/// assert!(f.contains(WcFlags::GRH));
+/// assert!(!f.contains(WcFlags::IP_CSUM_OK));
+/// assert_eq!(f.bits(), 3);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct WcFlags(u32);
+
+impl WcFlags {
+    /// None of the flags.
+    pub const NONE: WcFlags = WcFlags(0);
+    /// The receive buffer starts with a valid 40-byte global route header
+    /// ([`GRH_LEN`]; on RoCEv2 over IPv4: the IPv4 header in its last 20
+    /// bytes): `IBV_WC_GRH`.
+    pub const GRH: WcFlags = WcFlags(1);
+    /// The completion carries immediate data ([`WorkCompletion::imm`]):
+    /// `IBV_WC_WITH_IMM`.
+    pub const WITH_IMM: WcFlags = WcFlags(2);
+    /// The device verified the IP checksum: `IBV_WC_IP_CSUM_OK`.
+    pub const IP_CSUM_OK: WcFlags = WcFlags(4);
+    /// The completion carries an invalidated rkey: `IBV_WC_WITH_INV`.
+    pub const WITH_INV: WcFlags = WcFlags(8);
+
+    /// The flags of the raw `IBV_WC_*` bits (unknown bits are kept).
+    pub fn from_bits(bits: u32) -> WcFlags {
+        WcFlags(bits)
+    }
+
+    /// Whether every flag of `other` is in `self`.
+    pub fn contains(self, other: WcFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// The raw `IBV_WC_*` bits.
+    pub fn bits(self) -> u32 {
+        self.0
+    }
+}
+
+impl std::ops::BitOr for WcFlags {
+    type Output = WcFlags;
+    fn bitor(self, o: WcFlags) -> WcFlags {
+        WcFlags(self.0 | o.0)
+    }
+}
+
+/// The length of the global route header a UD receive buffer starts with
+/// (`struct ibv_grh`): every UD receive needs this much room in front of
+/// the datagram, whether the header is valid ([`WcFlags::GRH`]) or not.
+pub const GRH_LEN: usize = 40;
+
+/// One work completion (`struct ibv_wc`). `WorkCompletion::default()` is
+/// an empty record to poll into ([`CmId::poll_cq`]).
+///
+/// The fields after `vendor_err` describe the sender of a receive on a UD
+/// QP: with the GRH of the receive buffer they make the address back to it
+/// ([`AddressHandle::from_wc`], [`UdParam::from_wc`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WorkCompletion {
     /// The caller's number of the work request.
     pub wr_id: u64,
@@ -493,31 +558,106 @@ pub struct WorkCompletion {
     pub status: WcStatus,
     /// What it was (meaningful when successful).
     pub opcode: WcOpcode,
-    /// Bytes received (receives).
+    /// Bytes received (receives; on a UD QP including the [`GRH_LEN`]
+    /// bytes of the global route header).
     pub byte_len: u32,
-    /// Immediate data, if the completion carries it, in host order: the
-    /// value the sender gave ([`SendOp::SendWithImm`]), which a C receiver
-    /// reads as `be32toh(wc.imm_data)`.
+    /// Immediate data, if the completion carries it
+    /// ([`WcFlags::WITH_IMM`]), in host order: the number the sender
+    /// posted ([`SendOp::SendWithImm`], [`CmId::post_ud_send_with_imm`]).
+    /// The wire carries it big-endian (`imm_data` is `__be32` in C): a C
+    /// sender that posts `htobe32(x)` is read here as `x`.
     pub imm: Option<u32>,
     /// The sender's QP number (UD receives).
     pub src_qp: u32,
     /// The vendor's error code (failures).
     pub vendor_err: u32,
+    /// The completion's flags (`wc_flags`): [`WcFlags::GRH`] when the
+    /// receive buffer starts with a valid GRH, [`WcFlags::WITH_IMM`] with
+    /// immediate data.
+    pub wc_flags: WcFlags,
+    /// The local QP's number (`qp_num`).
+    pub qp_num: u32,
+    /// The sender's LID (UD receives; 0 on RoCE and iWARP).
+    pub slid: u16,
+    /// The sender's service level (UD receives).
+    pub sl: u8,
+    /// The index of the P_Key the datagram came with (UD receives on
+    /// InfiniBand).
+    pub pkey_index: u16,
+    /// The destination LID's path bits (UD receives on InfiniBand).
+    pub dlid_path_bits: u8,
+}
+
+impl Default for WorkCompletion {
+    /// A successful send of work request 0 with every other field zero.
+    fn default() -> WorkCompletion {
+        WorkCompletion::EMPTY
+    }
 }
 
 impl WorkCompletion {
-    pub(crate) const EMPTY: WorkCompletion = WorkCompletion { wr_id: 0, status: WcStatus::Success, opcode: WcOpcode::Send, byte_len: 0, imm: None, src_qp: 0, vendor_err: 0 };
+    pub(crate) const EMPTY: WorkCompletion = WorkCompletion {
+        wr_id: 0,
+        status: WcStatus::Success,
+        opcode: WcOpcode::Send,
+        byte_len: 0,
+        imm: None,
+        src_qp: 0,
+        vendor_err: 0,
+        wc_flags: WcFlags::NONE,
+        qp_num: 0,
+        slid: 0,
+        sl: 0,
+        pkey_index: 0,
+        dlid_path_bits: 0,
+    };
 
     fn from_shim(w: &ShimWc) -> WorkCompletion {
-        const WITH_IMM: u32 = 2;
+        let wc_flags = WcFlags(w.wc_flags);
         WorkCompletion {
             wr_id: w.wr_id,
             status: WcStatus::from_raw(w.status),
             opcode: WcOpcode::from_raw(w.opcode),
             byte_len: w.byte_len,
-            imm: (w.wc_flags & WITH_IMM != 0).then_some(w.imm_host),
+            imm: wc_flags.contains(WcFlags::WITH_IMM).then_some(w.imm_host),
             src_qp: w.src_qp,
             vendor_err: w.vendor_err,
+            wc_flags,
+            qp_num: w.qp_num,
+            slid: w.slid,
+            sl: w.sl,
+            pkey_index: w.pkey_index,
+            dlid_path_bits: w.dlid_path_bits,
+        }
+    }
+
+    /// The shim's record of it (what `ibv_init_ah_from_wc` reads).
+    fn to_shim(self) -> ShimWc {
+        ShimWc {
+            wr_id: self.wr_id,
+            status: match self.status {
+                WcStatus::Success => 0,
+                WcStatus::WrFlushErr => 5,
+                WcStatus::Error(n) => n,
+            },
+            opcode: match self.opcode {
+                WcOpcode::Send => 0,
+                WcOpcode::RdmaWrite => 1,
+                WcOpcode::RdmaRead => 2,
+                WcOpcode::Recv => 128,
+                WcOpcode::RecvRdmaWithImm => 129,
+                WcOpcode::Other(n) => n,
+            },
+            vendor_err: self.vendor_err,
+            byte_len: self.byte_len,
+            imm_host: self.imm.unwrap_or(0),
+            wc_flags: self.wc_flags.0,
+            qp_num: self.qp_num,
+            src_qp: self.src_qp,
+            slid: self.slid,
+            pkey_index: self.pkey_index,
+            sl: self.sl,
+            dlid_path_bits: self.dlid_path_bits,
         }
     }
 
@@ -525,6 +665,27 @@ impl WorkCompletion {
     pub fn is_ok(&self) -> bool {
         self.status == WcStatus::Success
     }
+}
+
+/// The address vector back to the sender of a UD receive
+/// (`ibv_init_ah_from_wc` on the id's device and port).
+fn ah_attr_from_wc(id: &CmId, wc: &WorkCompletion, grh: &[u8; GRH_LEN]) -> Result<ibv_ah_attr> {
+    let ctx = id.id.verbs_context();
+    if ctx.is_null() {
+        return Err(Error::from_errno(libc::EINVAL));
+    }
+    let raw = wc.to_shim();
+    let mut attr = std::mem::MaybeUninit::<ibv_ah_attr>::zeroed();
+    // SAFETY: ctx is the id's open device context (we hold the id); raw
+    // and the 40 bytes of grh are read during the call; attr is written.
+    let r = unsafe { ffi::rdmacm_shim_api_init_ah_from_wc(ctx, id.id.port_num(), &raw, grh.as_ptr(), attr.as_mut_ptr()) };
+    if r != 0 {
+        let e = Errno::last();
+        return Err(if e == Errno::UnknownErrno { Errno::EINVAL } else { e }.into());
+    }
+    // SAFETY: zeroed (a valid ibv_ah_attr: integers and bytes), then
+    // filled by ibv_init_ah_from_wc.
+    Ok(unsafe { attr.assume_init() })
 }
 
 /// An address handle (`struct ibv_ah`) for UD sends to one remote end.
@@ -556,6 +717,25 @@ impl AddressHandle {
         let ah = NonNull::new(ah).ok_or_else(|| Error::from(Errno::last()))?;
         Ok(AddressHandle { ah, _id: id.id.clone() })
     }
+
+    /// An address handle on the id's PD back to the sender of a UD receive
+    /// (`ibv_create_ah_from_wc`): from the completion's sender fields
+    /// ([`WorkCompletion::slid`], [`WorkCompletion::sl`],
+    /// [`WorkCompletion::dlid_path_bits`], [`WorkCompletion::wc_flags`])
+    /// and the first [`GRH_LEN`] bytes of the receive's buffer, on the id's
+    /// port. With [`WcFlags::GRH`] the route is global: its destination GID
+    /// is the GRH's source GID, or on RoCEv2 over IPv4 the IPv4-mapped
+    /// source address of the IPv4 header the device put in the GRH's last
+    /// 20 bytes; the source GID is the local one the datagram was sent to
+    /// (`EINVAL` for a multicast destination: answer a group by its
+    /// [`EventKind::MulticastJoin`](crate::EventKind::MulticastJoin)
+    /// parameters). Send to [`WorkCompletion::src_qp`] (or the QP number
+    /// the peer's protocol names) with the qkey both ends use
+    /// ([`CmId::qkey`] for the UDP port space's).
+    pub fn from_wc(id: &CmId, wc: &WorkCompletion, grh: &[u8; GRH_LEN]) -> Result<AddressHandle> {
+        let ud = RawUd { ah_attr: ah_attr_from_wc(id, wc, grh)?, qp_num: wc.src_qp, qkey: 0 };
+        AddressHandle::new(id, &UdParam { raw: ud })
+    }
 }
 
 impl Drop for AddressHandle {
@@ -576,6 +756,17 @@ impl UdParam {
     pub fn dgid(&self) -> [u8; 16] {
         // SAFETY: every member of union ibv_gid is plain bytes.
         unsafe { self.raw.ah_attr.grh.dgid.raw }
+    }
+
+    /// The remote end of a UD receive, to answer it
+    /// (`ibv_init_ah_from_wc`, see [`AddressHandle::from_wc`] for the
+    /// address): QP number [`WorkCompletion::src_qp`] and the qkey of the
+    /// id's own QP ([`CmId::qkey`]: ends of one port space share it).
+    /// `EINVAL` before the id has a device and a QP, or when the address
+    /// cannot be made.
+    pub fn from_wc(id: &CmId, wc: &WorkCompletion, grh: &[u8; GRH_LEN]) -> Result<UdParam> {
+        let qkey = id.qkey()?;
+        Ok(UdParam { raw: RawUd { ah_attr: ah_attr_from_wc(id, wc, grh)?, qp_num: wc.src_qp, qkey } })
     }
 }
 
@@ -670,14 +861,42 @@ impl CmId {
 
     /// Posts a UD send to the remote end of `ah` (`rdma_post_ud_send`):
     /// `remote_qpn` and `remote_qkey` as the event reported them
-    /// ([`UdParam::qp_num`], [`UdParam::qkey`]).
+    /// ([`UdParam::qp_num`], [`UdParam::qkey`]) or as
+    /// [`UdParam::from_wc`] made them.
     pub fn post_ud_send(&self, wr_id: u64, sgl: &[Sge], ah: &AddressHandle, remote_qpn: u32, remote_qkey: u32, signaled: bool) -> Result<()> {
+        self.post_ud(wr_id, sgl, ah, (remote_qpn, remote_qkey), None, signaled)
+    }
+
+    /// As [`CmId::post_ud_send`], with 32 bits of immediate data
+    /// (`IBV_WR_SEND_WITH_IMM`). `imm` is a number in host order; it goes
+    /// on the wire big-endian, so the receiver's [`WorkCompletion::imm`]
+    /// is `imm` again and a C receiver reads it with
+    /// `be32toh(wc.imm_data)` (rdma-core's `udaddy` and `mckey` put their
+    /// QP number there).
+    #[allow(clippy::too_many_arguments)]
+    pub fn post_ud_send_with_imm(&self, wr_id: u64, sgl: &[Sge], ah: &AddressHandle, remote_qpn: u32, remote_qkey: u32, imm: u32, signaled: bool) -> Result<()> {
+        self.post_ud(wr_id, sgl, ah, (remote_qpn, remote_qkey), Some(imm), signaled)
+    }
+
+    fn post_ud(&self, wr_id: u64, sgl: &[Sge], ah: &AddressHandle, (qpn, qkey): (u32, u32), imm: Option<u32>, signaled: bool) -> Result<()> {
         let p = self.qp()?;
         let mut list = sgl.to_vec();
         let n = c_int::try_from(list.len()).map_err(|_| Error::from_errno(libc::EINVAL))?;
         let flags = if signaled { SEND_SIGNALED } else { 0 };
         // SAFETY: as in post_send_flags; ah is a live handle.
-        check(unsafe { ffi::rdmacm_shim_api_post_ud_send(p.qp.as_ptr(), wr_id, list.as_mut_ptr(), n, flags, ah.ah.as_ptr(), remote_qpn, remote_qkey) })
+        check(unsafe { ffi::rdmacm_shim_api_post_ud_send(p.qp.as_ptr(), wr_id, list.as_mut_ptr(), n, flags, ah.ah.as_ptr(), qpn, qkey, c_int::from(imm.is_some()), imm.unwrap_or(0)) })
+    }
+
+    /// The qkey of the id's QP (`ibv_query_qp` with `IBV_QP_QKEY`): a UD
+    /// QP of the UDP port space has the connection manager's
+    /// (`RDMA_UDP_QKEY`, 0x01234567); a multicast join may set the
+    /// group's. `EINVAL` before [`CmId::create_qp`].
+    pub fn qkey(&self) -> Result<u32> {
+        let p = self.qp()?;
+        let mut qkey = 0;
+        // SAFETY: the id's live QP; qkey is written.
+        check(unsafe { ffi::rdmacm_shim_api_query_qkey(p.qp.as_ptr(), &mut qkey) })?;
+        Ok(qkey)
     }
 
     /// Takes up to `out.len()` (at most 16) completions off the id's CQ
@@ -866,6 +1085,25 @@ mod tests {
         assert_eq!(WorkCompletion::from_shim(&ShimWc { imm_host: imm, ..Default::default() }).imm, None);
         assert_eq!(cq_entries(&QpCaps { max_send_wr: 100, max_recv_wr: 28, ..QpCaps::default() }), 128);
         assert_eq!(cq_entries(&QpCaps { max_send_wr: 0, max_recv_wr: 0, ..QpCaps::default() }), 1);
+    }
+
+    /// What `ibv_init_ah_from_wc` reads of a completion is what the poll
+    /// gave: the sender fields survive the way through WorkCompletion.
+    #[test]
+    fn completion_keeps_the_sender_fields() {
+        let raw = ShimWc { wr_id: 7, status: 0, opcode: 128, vendor_err: 0, byte_len: 140, imm_host: 0x11, wc_flags: 3, qp_num: 0x22, src_qp: 0x11, slid: 0x33, pkey_index: 2, sl: 5, dlid_path_bits: 1 };
+        let wc = WorkCompletion::from_shim(&raw);
+        assert_eq!(wc.imm, Some(0x11));
+        assert!(wc.wc_flags.contains(WcFlags::GRH) && wc.wc_flags.contains(WcFlags::WITH_IMM));
+        assert_eq!((wc.src_qp, wc.slid, wc.sl, wc.pkey_index, wc.dlid_path_bits, wc.qp_num), (0x11, 0x33, 5, 2, 1, 0x22));
+        let back = wc.to_shim();
+        assert_eq!((back.wr_id, back.status, back.opcode, back.byte_len, back.imm_host, back.wc_flags), (7, 0, 128, 140, 0x11, 3));
+        assert_eq!((back.qp_num, back.src_qp, back.slid, back.pkey_index, back.sl, back.dlid_path_bits), (0x22, 0x11, 0x33, 2, 5, 1));
+        // Without the flag there is no immediate data, whatever the field.
+        let plain = WorkCompletion::from_shim(&ShimWc { wc_flags: 1, imm_host: 9, ..raw });
+        assert_eq!(plain.imm, None);
+        assert_eq!(WorkCompletion::default(), WorkCompletion::EMPTY);
+        assert_eq!(GRH_LEN, 40);
     }
 
     #[test]

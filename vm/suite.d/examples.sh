@@ -15,6 +15,9 @@
 #   example_rstream_srv_rxe  examples/rstream -b  <->  rstream -s -T v (both verify the byte stream)
 #   example_rstream_cli_rxe  rstream -b -T v  <->  examples/rstream -s -T v
 #   example_hello_rxe        rdma_server  <->  examples/hello_rdma (README.md's example, as printed)
+#   example_udaddy_srv_rxe   examples/udaddy (server, 2 connections)  <->  udaddy -s -c 2
+#   example_udaddy_cli_rxe   udaddy (server)  <->  examples/udaddy -s (client)
+#   example_udaddy_sync_rxe  udaddy -c 2 (server)  <->  examples/udaddy -s -y -c 2 (synchronous ids)
 #   example_mckey_recv_rxe   examples/mckey (receiver, ns1)  <-  mckey -s (UD multicast 239.0.0.1)
 #   example_mckey_send_rxe   mckey (receiver, ns1)  <-  examples/mckey -s
 #   example_timeouts_rxe     examples/timeouts alone on rxe0 (192.0.2.1, loopback): timed event
@@ -107,3 +110,13 @@ pair --cmp --srv-wait 0 example_mckey_recv_rxe 60 "ex_mck_srv $EX/mckey -m 239.0
 pair --cmp --srv-wait 0 example_mckey_send_rxe 60 \
   "ex_side mks ex_mck_srv stdbuf -oL mckey -m 239.0.0.1 -b 192.0.2.2 && grep -q '^mckey: joined dgid' /tmp/ex.mks.out" \
   "ex_mck_cli '^mckey -m 239.0.0.1 -b 192.0.2.2' $EX/mckey -m 239.0.0.1 -s -b 192.0.2.1 -w 1"
+
+# --- udaddy: UD "connects" (service ID resolution), datagrams carrying the sender's QP number as
+# immediate data, the server's answer from the first datagram's completion and GRH ---------------
+# Our side checks each datagram (length, immediate data = source QP, on the client the reply's
+# GRH source = the server); upstream's side checks nothing but waits for all its datagrams, so a
+# wrong QP number or byte order in our sends leaves it waiting (the pair's timeout fails it).
+pair --cmp example_udaddy_srv_rxe 60 "$EX/udaddy -b 192.0.2.2 -c 2 -T 20" \
+  "udaddy -s 192.0.2.2 -b 192.0.2.1 -c 2"
+pair --cmp example_udaddy_cli_rxe 60 "udaddy" "$EX/udaddy -s 192.0.2.2 -b 192.0.2.1 -T 20"
+pair --cmp example_udaddy_sync_rxe 60 "udaddy -c 2" "$EX/udaddy -s 192.0.2.2 -b 192.0.2.1 -y -c 2 -T 20"
