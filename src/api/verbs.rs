@@ -667,8 +667,7 @@ impl AddressHandle {
     /// 20 bytes; the source GID is the local one the datagram was sent to
     /// (`EINVAL` for a multicast destination: answer a group by its
     /// [`EventKind::MulticastJoin`](crate::EventKind::MulticastJoin)
-    /// parameters; `EPROTONOSUPPORT` for a slot that holds neither an IPv6
-    /// nor an IPv4 header; `EINVAL` before the id has a device). Send to [`WorkCompletion::src_qp`] (or the QP number
+    /// parameters; `EINVAL` before the id has a device). Send to [`WorkCompletion::src_qp`] (or the QP number
     /// the peer's protocol names) with the qkey both ends use
     /// ([`CmId::qkey`] for the UDP port space's).
     pub fn from_wc(id: &CmId, wc: &WorkCompletion, grh: &[u8; GRH_LEN]) -> Result<AddressHandle> {
