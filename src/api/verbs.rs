@@ -729,7 +729,7 @@ impl AddressHandle {
     /// 20 bytes; the source GID is the local one the datagram was sent to
     /// (`EINVAL` for a multicast destination: answer a group by its
     /// [`EventKind::MulticastJoin`](crate::EventKind::MulticastJoin)
-    /// parameters). Send to [`WorkCompletion::src_qp`] (or the QP number
+    /// parameters; `EINVAL` before the id has a device). Send to [`WorkCompletion::src_qp`] (or the QP number
     /// the peer's protocol names) with the qkey both ends use
     /// ([`CmId::qkey`] for the UDP port space's).
     pub fn from_wc(id: &CmId, wc: &WorkCompletion, grh: &[u8; GRH_LEN]) -> Result<AddressHandle> {
@@ -762,8 +762,8 @@ impl UdParam {
     /// (`ibv_init_ah_from_wc`, see [`AddressHandle::from_wc`] for the
     /// address): QP number [`WorkCompletion::src_qp`] and the qkey of the
     /// id's own QP ([`CmId::qkey`]: ends of one port space share it).
-    /// `EINVAL` before the id has a device and a QP, or when the address
-    /// cannot be made.
+    /// `EINVAL` before the id has a device and a QP; otherwise the errors
+    /// of [`AddressHandle::from_wc`]'s address.
     pub fn from_wc(id: &CmId, wc: &WorkCompletion, grh: &[u8; GRH_LEN]) -> Result<UdParam> {
         let qkey = id.qkey()?;
         Ok(UdParam { raw: RawUd { ah_attr: ah_attr_from_wc(id, wc, grh)?, qp_num: wc.src_qp, qkey } })
