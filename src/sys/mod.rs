@@ -6,7 +6,8 @@
 //! list) and the few socket and environment calls std does not offer
 //! safely ([`unix`]: send without SIGPIPE, `secure_getenv`), and the global
 //! allocator ([`alloc`]: libc malloc, fallible `Arc`/`Box`), and the fork
-//! generation with values kept per process ([`process`]).  Imports only
+//! generation with values kept per process ([`process`]), and the trace
+//! file of the CM's steps ([`trace`]).  Imports only
 //! [`crate::abi`].
 
 pub mod alloc;
@@ -20,6 +21,7 @@ use std::ffi::c_int;
 
 pub mod rsock;
 pub mod rtnl;
+pub mod trace;
 pub mod ucma;
 pub mod unix;
 pub mod verbs;
