@@ -19,6 +19,7 @@
 
 pub mod devices;
 pub mod json;
+pub mod trace;
 
 use crate::abi::cma::*;
 use crate::addrinfo::{self as gai, GaiError, Hints, Rai};
