@@ -145,7 +145,8 @@ impl Cm {
     /// Creates a synchronous IB-port-space id and binds an AF_IB wildcard
     /// address: the kernel's answer tells which command family to use.
     fn probe_af_ib(&'static self) -> bool {
-        let Ok(p) = self.create_id_inner(None, null_mut(), RDMA_PS_IB, IBV_QPT_RC) else { return false };
+        // (Untraced: the library's own id, not the program's.)
+        let Ok(p) = self.create_id_untraced(None, null_mut(), RDMA_PS_IB, IBV_QPT_RC) else { return false };
         let sib = sockaddr_ib {
             sib_family: AF_IB as u16,
             sib_sid: RDMA_IB_IP_PS_TCP.to_be(),
@@ -153,7 +154,7 @@ impl Cm {
             ..Default::default()
         };
         let ok = self.bind_inner(&p, &SockAddr::from_ib(&sib), true).is_ok();
-        let _ = self.destroy_id(&p);
+        let _ = self.destroy_id_untraced(&p);
         ok
     }
 

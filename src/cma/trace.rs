@@ -315,6 +315,20 @@ impl Line {
 mod tests {
     use super::*;
 
+    /// man/rdmacm-trace.schema.json lists every call step and `of`.
+    #[test]
+    fn schema_names_every_step() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("man/rdmacm-trace.schema.json");
+        let schema = std::fs::read_to_string(p).unwrap();
+        let steps = [Step::CreateId, Step::ResolveAddr, Step::ResolveRoute, Step::CreateQp, Step::Connect, Step::Listen, Step::Accept, Step::Disconnect, Step::DestroyId];
+        let of_line = schema.lines().find(|l| l.contains("\"of\"")).unwrap();
+        for s in steps {
+            assert!(schema.contains(&format!("\"{}\"", s.name())), "schema lacks step {}", s.name());
+            assert_eq!(of_line.contains(&format!("\"{}\"", s.name())), s.asynchronous(), "schema's of and {}", s.name());
+        }
+        assert!(schema.contains("\"destroy_id_blocked\""));
+    }
+
     #[test]
     fn names_and_outcomes() {
         assert_eq!(event_step(RDMA_CM_EVENT_ROUTE_ERROR), "ROUTE_ERROR");
