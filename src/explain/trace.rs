@@ -112,6 +112,8 @@ pub fn summarize(recs: &[Rec], files: usize, bad_lines: usize) -> J {
     let mut peers: HashMap<String, (Vec<u64>, u64)> = HashMap::new();
     // The open asynchronous step of each id: (step, peer, call time).
     let mut open: HashMap<(u32, u64), (String, String, u64)> = HashMap::new();
+    // Ids destroyed while a step was open, by (step, peer).
+    let mut abandoned: BTreeMap<(String, String), BTreeSet<(u32, u64)>> = BTreeMap::new();
     let mut stalls = Vec::new();
     for r in &recs {
         let e = steps.entry((r.step.clone(), r.kind.clone())).or_default();
@@ -128,7 +130,9 @@ pub fn summarize(recs: &[Rec], files: usize, bad_lines: usize) -> J {
                 if r.ok && matches!(r.step.as_str(), "resolve_addr" | "resolve_route" | "connect" | "accept" | "disconnect") {
                     open.insert((r.pid, r.id), (r.step.clone(), peer.clone(), r.t_us));
                 } else if r.step == "destroy_id" {
-                    open.remove(&(r.pid, r.id));
+                    if let Some((step, peer, _)) = open.remove(&(r.pid, r.id)) {
+                        abandoned.entry((step, peer)).or_default().insert((r.pid, r.id));
+                    }
                 }
             }
             "event" => {
@@ -192,6 +196,9 @@ pub fn summarize(recs: &[Rec], files: usize, bad_lines: usize) -> J {
         .map(|((step, peer), (ids, age))| (ids.len(), J::obj().with("step", step).with("peer", peer).with("count", ids.len()).with("oldest_us", age as i64).with("ids", some_ids(&ids))))
         .collect();
     pend_rows.sort_by(|a, b| b.0.cmp(&a.0));
+    let mut aband_rows: Vec<(usize, J)> =
+        abandoned.into_iter().map(|((step, peer), ids)| (ids.len(), J::obj().with("step", step).with("peer", peer).with("count", ids.len()).with("ids", some_ids(&ids)))).collect();
+    aband_rows.sort_by(|a, b| b.0.cmp(&a.0));
     let mut peer_rows: Vec<(u64, J)> = peers
         .into_iter()
         .map(|(peer, (mut d, failed))| {
@@ -219,6 +226,7 @@ pub fn summarize(recs: &[Rec], files: usize, bad_lines: usize) -> J {
         .with("steps", step_rows)
         .with("failures", fail_rows.into_iter().map(|x| x.1).collect::<Vec<J>>())
         .with("unfinished", pend_rows.into_iter().map(|x| x.1).collect::<Vec<J>>())
+        .with("abandoned", aband_rows.into_iter().map(|x| x.1).collect::<Vec<J>>())
         .with("slowest_peers", peer_rows.into_iter().map(|x| x.1).collect::<Vec<J>>())
         .with("stalls", stalls)
 }
@@ -265,6 +273,13 @@ pub fn to_text(s: &J) -> String {
         out += "\nnever ended (no event after the call by the end of the trace):\n";
         for p in pend {
             out += &format!("  {} id(s): {} to peer {}, oldest {} ms; ids {}\n", g(&p, "count"), g(&p, "step"), g(&p, "peer"), ms(p.get("oldest_us")), g(&p, "ids"));
+        }
+    }
+    let aband = arr("abandoned");
+    if !aband.is_empty() {
+        out += "\ndestroyed before their step ended:\n";
+        for a in aband {
+            out += &format!("  {} id(s): {} to peer {}; ids {}\n", g(&a, "count"), g(&a, "step"), g(&a, "peer"), g(&a, "ids"));
         }
     }
     let peers = arr("slowest_peers");
@@ -334,6 +349,8 @@ mod tests {
         }
         v.push(line(11, 4, 20, "call", "connect", r#","result":0,"ok":true,"dur_us":3,"peer":"192.0.2.9:7471""#));
         v.push(line(11, 5, 30, "call", "resolve_addr", r#","result":22,"errno":"EINVAL","ok":false,"dur_us":1"#));
+        v.push(line(11, 7, 50, "call", "resolve_addr", r#","result":0,"ok":true,"dur_us":2,"peer":"192.0.2.9:7471""#));
+        v.push(line(11, 7, 60, "call", "destroy_id", r#","result":0,"ok":true,"dur_us":2,"peer":"192.0.2.9:7471""#));
         v.push(line(11, 6, 40, "stall", "destroy_id_blocked", r#","ok":false,"waited_ms":1000,"unacked":1,"held":[{"event":"CONNECT_REQUEST","status":0,"by_this_thread":true}],"self_deadlock":true"#));
         v.push("not json".into());
         v
@@ -348,10 +365,10 @@ mod tests {
     #[test]
     fn counts_and_percentiles() {
         let s = summary();
-        assert_eq!(s.get("records"), Some(&J::Int(25)));
+        assert_eq!(s.get("records"), Some(&J::Int(27)));
         assert_eq!(s.get("bad_lines"), Some(&J::Int(1)));
         assert_eq!(s.get("processes"), Some(&J::Int(2)));
-        assert_eq!(s.get("ids"), Some(&J::Int(10)));
+        assert_eq!(s.get("ids"), Some(&J::Int(11)));
         assert_eq!(s.get("ok"), Some(&J::Bool(false)));
         let J::Arr(steps) = s.get("steps").unwrap() else { panic!() };
         let est = steps.iter().find(|r| r.get("step") == Some(&J::from("ESTABLISHED"))).unwrap();
@@ -383,6 +400,10 @@ mod tests {
         assert_eq!(u[0].get("step"), Some(&J::from("connect")));
         assert_eq!(u[0].get("peer"), Some(&J::from("192.0.2.9:7471")));
         assert_eq!(u[0].get("ids"), Some(&J::Arr(vec!["11:4".into()])));
+        let J::Arr(a) = s.get("abandoned").unwrap() else { panic!() };
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].get("step"), Some(&J::from("resolve_addr")));
+        assert_eq!(a[0].get("ids"), Some(&J::Arr(vec!["11:7".into()])));
         let J::Arr(st) = s.get("stalls").unwrap() else { panic!() };
         assert_eq!(st[0].get("self_deadlock"), Some(&J::Bool(true)));
     }
