@@ -114,6 +114,9 @@ pub fn summarize(recs: &[Rec], files: usize, bad_lines: usize) -> J {
     let mut open: HashMap<(u32, u64), (String, String, u64)> = HashMap::new();
     // Ids destroyed while a step was open, by (step, peer).
     let mut abandoned: BTreeMap<(String, String), BTreeSet<(u32, u64)>> = BTreeMap::new();
+    // Ids that got DISCONNECTED: a disconnect call after it (the peer
+    // disconnected first) waits for no event.
+    let mut gone: BTreeSet<(u32, u64)> = BTreeSet::new();
     let mut stalls = Vec::new();
     for r in &recs {
         let e = steps.entry((r.step.clone(), r.kind.clone())).or_default();
@@ -127,7 +130,7 @@ pub fn summarize(recs: &[Rec], files: usize, bad_lines: usize) -> J {
         let peer = r.peer.clone().unwrap_or_else(|| "-".into());
         match r.kind.as_str() {
             "call" => {
-                if r.ok && matches!(r.step.as_str(), "resolve_addr" | "resolve_route" | "connect" | "accept" | "disconnect") {
+                if r.ok && matches!(r.step.as_str(), "resolve_addr" | "resolve_route" | "connect" | "accept" | "disconnect") && !(r.step == "disconnect" && gone.contains(&(r.pid, r.id))) {
                     open.insert((r.pid, r.id), (r.step.clone(), peer.clone(), r.t_us));
                 } else if r.step == "destroy_id" {
                     if let Some((step, peer, _)) = open.remove(&(r.pid, r.id)) {
@@ -136,6 +139,9 @@ pub fn summarize(recs: &[Rec], files: usize, bad_lines: usize) -> J {
                 }
             }
             "event" => {
+                if r.step == "DISCONNECTED" {
+                    gone.insert((r.pid, r.id));
+                }
                 if r.of.is_some() {
                     open.remove(&(r.pid, r.id));
                 }
@@ -342,6 +348,12 @@ mod tests {
             v.push(line(10, id, t + 50, "event", "ADDR_RESOLVED", r#","status":0,"ok":true,"of":"resolve_addr","dur_us":50,"peer":"192.0.2.2:7471","dev":"rxe0""#));
             v.push(line(10, id, t + 60, "call", "connect", r#","result":0,"ok":true,"dur_us":7,"peer":"192.0.2.2:7471""#));
             v.push(line(10, id, t + 60 + id * 1000, "event", "ESTABLISHED", &format!(r#","status":0,"ok":true,"of":"connect","dur_us":{},"peer":"192.0.2.2:7471""#, id * 1000)));
+            if id == 4 {
+                // The peer disconnects first; the disconnect call after it ends nothing.
+                v.push(line(10, id, 9000, "event", "DISCONNECTED", r#","status":0,"ok":true,"peer":"192.0.2.2:7471""#));
+                v.push(line(10, id, 9100, "call", "disconnect", r#","result":0,"ok":true,"dur_us":4,"peer":"192.0.2.2:7471""#));
+                v.push(line(10, id, 9200, "call", "destroy_id", r#","result":0,"ok":true,"dur_us":4,"peer":"192.0.2.2:7471""#));
+            }
         }
         for id in 1..=3u64 {
             v.push(line(11, id, 10, "call", "resolve_route", r#","result":0,"ok":true,"dur_us":3,"peer":"192.0.2.9:7471""#));
@@ -365,7 +377,7 @@ mod tests {
     #[test]
     fn counts_and_percentiles() {
         let s = summary();
-        assert_eq!(s.get("records"), Some(&J::Int(27)));
+        assert_eq!(s.get("records"), Some(&J::Int(30)));
         assert_eq!(s.get("bad_lines"), Some(&J::Int(1)));
         assert_eq!(s.get("processes"), Some(&J::Int(2)));
         assert_eq!(s.get("ids"), Some(&J::Int(11)));

@@ -68,6 +68,7 @@ conn = [u for u in s["unfinished"] if u["step"] == "connect" and u["peer"] == "1
 conn += [f for f in s["failures"] if f["of"] == "connect" and f["peer"] == "192.0.2.2:7482"]
 check("connect to the stopped peer 192.0.2.2:7482 named for B\x27s 20 ids", sum(c["count"] for c in conn) == 20)
 check("slowest peers listed", len(s["slowest_peers"]) >= 2)
+check("no disconnect listed as abandoned (the server disconnected A\x27s ids first)", not [a for a in s["abandoned"] if a["step"] == "disconnect"])
 sys.exit(0 if all(res) else 1)
 PYEOF
   [ $ok = 1 ]'
