@@ -11,6 +11,11 @@
 use super::json::{self, J};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+/// Ids as (pid, id).
+type Ids = BTreeSet<(u32, u64)>;
+/// Failures of one (step, step it ends, peer): count by error, ids.
+type Failed = (BTreeMap<String, u64>, Ids);
+
 /// One parsed trace line (the fields the summary reads).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Rec {
@@ -107,7 +112,7 @@ pub fn summarize(recs: &[Rec], files: usize, bad_lines: usize) -> J {
     // Per step: count, failures, durations.
     let mut steps: BTreeMap<(String, String), (u64, u64, Vec<u64>)> = BTreeMap::new();
     // Failures by (step, the step it ends, peer): errors and ids.
-    let mut fails: BTreeMap<(String, String, String), (BTreeMap<String, u64>, BTreeSet<(u32, u64)>)> = BTreeMap::new();
+    let mut fails: BTreeMap<(String, String, String), Failed> = BTreeMap::new();
     // Per peer: durations of ended asynchronous steps, failures.
     let mut peers: HashMap<String, (Vec<u64>, u64)> = HashMap::new();
     // The open asynchronous step of each id: (step, peer, call time).
@@ -190,8 +195,8 @@ pub fn summarize(recs: &[Rec], files: usize, bad_lines: usize) -> J {
             (ids.len(), o)
         })
         .collect();
-    fail_rows.sort_by(|a, b| b.0.cmp(&a.0));
-    let mut pend: BTreeMap<(String, String), (BTreeSet<(u32, u64)>, u64)> = BTreeMap::new();
+    fail_rows.sort_by_key(|r| std::cmp::Reverse(r.0));
+    let mut pend: BTreeMap<(String, String), (Ids, u64)> = BTreeMap::new();
     for ((pid, id), (step, peer, t)) in open {
         let e = pend.entry((step, peer)).or_default();
         e.0.insert((pid, id));
@@ -201,10 +206,10 @@ pub fn summarize(recs: &[Rec], files: usize, bad_lines: usize) -> J {
         .into_iter()
         .map(|((step, peer), (ids, age))| (ids.len(), J::obj().with("step", step).with("peer", peer).with("count", ids.len()).with("oldest_us", age as i64).with("ids", some_ids(&ids))))
         .collect();
-    pend_rows.sort_by(|a, b| b.0.cmp(&a.0));
+    pend_rows.sort_by_key(|r| std::cmp::Reverse(r.0));
     let mut aband_rows: Vec<(usize, J)> =
         abandoned.into_iter().map(|((step, peer), ids)| (ids.len(), J::obj().with("step", step).with("peer", peer).with("count", ids.len()).with("ids", some_ids(&ids)))).collect();
-    aband_rows.sort_by(|a, b| b.0.cmp(&a.0));
+    aband_rows.sort_by_key(|r| std::cmp::Reverse(r.0));
     let mut peer_rows: Vec<(u64, J)> = peers
         .into_iter()
         .map(|(peer, (mut d, failed))| {
