@@ -283,7 +283,7 @@ vm-bin: lib $(B)/ctest/harness-ours
 	cp -f $(B)/ctest/harness-ours $(B)/vm-bin/ctest_harness
 	$(MAKE) preload
 	cp -f $(B)/lib/rsocket/librspreload.so $(B)/vm-bin/librspreload.so
-	cp -f target/release/rdma-resolve man/rdma-resolve.schema.json $(B)/vm-bin/
+	cp -f target/release/rdma-resolve man/rdma-resolve.schema.json man/rdmacm-trace.schema.json $(B)/vm-bin/
 	$(MAKE) -C ctest/vm B=$(CURDIR)/$(B)
 
 vm-check: lib vm-bin
@@ -350,11 +350,11 @@ install-preload: preload
 	ln -sf librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1
 	ln -sf librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1.0.0
 
-# rdma-resolve (the resolution explainer) and its JSON schema; its page is man/rdma-resolve.1
+# rdma-resolve (the resolution explainer and trace reader) and its JSON schemas; its page is man/rdma-resolve.1
 install-tools: lib
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/rdmacm-rs
 	install -m 0755 target/release/rdma-resolve $(DESTDIR)$(BINDIR)/rdma-resolve
-	install -m 0644 man/rdma-resolve.schema.json $(DESTDIR)$(DATADIR)/rdmacm-rs/
+	install -m 0644 man/rdma-resolve.schema.json man/rdmacm-trace.schema.json $(DESTDIR)$(DATADIR)/rdmacm-rs/
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(REALNAME) $(DESTDIR)$(LIBDIR)/librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
@@ -366,7 +366,7 @@ uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1 \
 	      $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1.0.0
 	rmdir $(DESTDIR)$(LIBDIR)/rsocket 2>/dev/null || true
-	rm -f $(DESTDIR)$(BINDIR)/rdma-resolve $(DESTDIR)$(DATADIR)/rdmacm-rs/rdma-resolve.schema.json
+	rm -f $(DESTDIR)$(BINDIR)/rdma-resolve $(DESTDIR)$(DATADIR)/rdmacm-rs/rdma-resolve.schema.json $(DESTDIR)$(DATADIR)/rdmacm-rs/rdmacm-trace.schema.json
 	-rmdir $(DESTDIR)$(DATADIR)/rdmacm-rs 2>/dev/null
 
 # make deb: the Debian packages librdmacm-rs1 (the library, in place of librdmacm1t64) and

@@ -21,7 +21,7 @@ for f in $libdir/librdmacm.so.1 $libdir/librdmacm.so $prefix/include/rdma/rdma_c
 done
 ls "$dest$libdir"/librdmacm.so.1.5.* >/dev/null
 # the resolution explainer, its man page and schema; it runs without any RDMA device
-for f in $prefix/bin/rdma-resolve $prefix/share/man/man1/rdma-resolve.1 $prefix/share/rdmacm-rs/rdma-resolve.schema.json; do
+for f in $prefix/bin/rdma-resolve $prefix/share/man/man1/rdma-resolve.1 $prefix/share/rdmacm-rs/rdma-resolve.schema.json $prefix/share/rdmacm-rs/rdmacm-trace.schema.json; do
     [ -e "$dest$f" ] || { echo "check-install: $f missing" >&2; exit 1; }
 done
 "$dest$prefix/bin/rdma-resolve" --version | grep -q '^rdma-resolve ' || { echo "check-install: rdma-resolve --version failed" >&2; exit 1; }

@@ -64,7 +64,7 @@ const SAFE: &[&str] = &[
     "rsocket::iomap", "rsocket::lifecycle", "rsocket::options", "rsocket::stream_opts", "rsocket::poll", "rsocket::spin", "rsocket::signal", "cma", "cma::ai", "cma::ai_worker", "cma::api", "cma::conn",
     "cma::conn::mcast", "cma::conn::qp", "cma::device", "cma::events", "cma::gid_env", "cma::registry",
     "cma::acks", "cma::base", "cma::channel", "cma::cm", "cma::delivery", "cma::id",
-    "explain", "explain::devices", "explain::json",
+    "explain", "explain::devices", "explain::json", "explain::trace", "cma::trace",
     "api", "api::addr", "api::error", "api::event", "api::gai", "api::id", "api::stream", "api::asyncio",
 ];
 

@@ -24,7 +24,13 @@ const USAGE: &str = "usage: rdma-resolve [options] [destination]
   -v, --verbose            trace the library's decisions on stderr (RDMACM_RS_LOG=debug)
   -h, --help               this text
   -V, --version            the version
-exit status: 0 resolved, 1 a step failed, 2 usage error";
+exit status: 0 resolved, 1 a step failed, 2 usage error
+
+usage: rdma-resolve trace [--json] FILE...
+  summarizes the trace lines (RDMACM_RS_TRACE) of any number of processes
+  (FILE - is stdin): per step counts and latencies, the failed ids by step
+  and peer, the steps that never ended, the slowest peers
+exit status: 0 nothing failed, 1 something failed or never ended, 2 usage error or unreadable file";
 
 struct Opts {
     req: Request,
@@ -124,8 +130,52 @@ fn gid_check(guid: u64, port: u8, gid: &[u8; 16], timeout: i32) -> Result<(), Er
     r
 }
 
+/// `rdma-resolve trace [--json] FILE...`.
+fn trace_main(args: &[String]) -> ExitCode {
+    let mut json = false;
+    let mut files = Vec::new();
+    for a in args {
+        match a.as_str() {
+            "--json" => json = true,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            s if s.starts_with('-') && s != "-" => {
+                eprintln!("rdma-resolve trace: unknown option {s}\n{USAGE}");
+                return ExitCode::from(2);
+            }
+            s => files.push(s.to_string()),
+        }
+    }
+    if files.is_empty() {
+        eprintln!("rdma-resolve trace: no trace file\n{USAGE}");
+        return ExitCode::from(2);
+    }
+    let s = match explain::trace::summarize_files(&files) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rdma-resolve trace: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if json {
+        println!("{s}");
+    } else {
+        print!("{}", explain::trace::to_text(&s));
+    }
+    if s.get("ok") == Some(&explain::json::J::Bool(true)) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("trace") {
+        return trace_main(&args[1..]);
+    }
     let o = match parse(&args) {
         Ok(Some(o)) => o,
         Ok(None) => return ExitCode::SUCCESS,

@@ -51,6 +51,19 @@ impl Acks {
     /// events have been acked, without the lock.  ECANCELED when the
     /// thread was cancelled in the wait (`f` has run).
     pub fn wait_with(&self, reported: u32, f: impl FnOnce()) -> Result<(), Errno> {
+        self.wait_inner(reported, f, None)
+    }
+
+    /// Waits as [`wait`](Self::wait) does; when `after_ms` have passed with
+    /// events still unacked, calls `slow(acked)` once (the wait goes on).
+    pub fn wait_reporting(&self, reported: u32, after_ms: i32, slow: &mut dyn FnMut(u32)) -> Result<(), Errno> {
+        if self.n.load(Ordering::SeqCst) >= reported {
+            return Ok(());
+        }
+        self.wait_inner(reported, || (), Some((after_ms, slow)))
+    }
+
+    fn wait_inner(&self, reported: u32, f: impl FnOnce(), mut slow: Option<(i32, &mut dyn FnMut(u32))>) -> Result<(), Errno> {
         // The thread's wake-up descriptor first, should it be needed
         // (made once per thread): a failure to make it changes nothing.
         let wake = if self.n.load(Ordering::SeqCst) < reported { Some(crate::sys::wake::mine()?) } else { None };
@@ -72,7 +85,12 @@ impl Acks {
         let mut r = Ok(());
         while self.n.load(Ordering::SeqCst) < reported {
             let mut p = [libc::pollfd { fd: wake.fd(), events: libc::POLLIN, revents: 0 }];
-            match crate::sys::cancel::wait_poll(&mut p, -1) {
+            match crate::sys::cancel::wait_poll(&mut p, slow.as_ref().map_or(-1, |s| s.0)) {
+                Ok(0) => {
+                    if let Some((_, report)) = slow.take() {
+                        report(self.n.load(Ordering::SeqCst));
+                    }
+                }
                 Ok(_) => wake.drain(),
                 Err(Errno::EINTR) => {}
                 Err(e) => {

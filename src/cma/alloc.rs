@@ -20,7 +20,8 @@ pub fn try_new_event() -> Result<Box<EventPriv>, Errno> {
     let p = b.as_mut_ptr();
     // SAFETY: p is the new block, valid for writes of an EventPriv.  The
     // public event and the private data are plain data (all-zero is
-    // valid); the two Option fields are written as None just after.  The
+    // valid, as is the holder's 0); the two Option fields are written as
+    // None just after.  The
     // pattern below stops the build when EventPriv gains a field this
     // does not write.
     unsafe {
@@ -81,5 +82,5 @@ fn id_fields(p: IdPriv) {
 /// a reminder that [`try_new_event`] must initialise it.
 #[allow(dead_code)]
 fn event_fields(e: EventPriv) {
-    let EventPriv { event: _, private_data: _, id_priv: _, mc: _ } = e;
+    let EventPriv { event: _, private_data: _, id_priv: _, mc: _, holder: _ } = e;
 }

@@ -10,6 +10,7 @@ use super::alloc;
 use super::base::{Channel, Cm, IdPriv, Live, Mc};
 use super::delivery::{ack_event, get_event};
 use super::device::{Devices, SysVerbs, Verbs};
+use super::trace::{self, Step};
 use crate::abi::cma::*;
 use crate::abi::sockaddr::SockAddr;
 use crate::abi::ucma as kabi;
@@ -144,7 +145,8 @@ impl Cm {
     /// Creates a synchronous IB-port-space id and binds an AF_IB wildcard
     /// address: the kernel's answer tells which command family to use.
     fn probe_af_ib(&'static self) -> bool {
-        let Ok(p) = self.create_id_inner(None, null_mut(), RDMA_PS_IB, IBV_QPT_RC) else { return false };
+        // (Untraced: the library's own id, not the program's.)
+        let Ok(p) = self.create_id_untraced(None, null_mut(), RDMA_PS_IB, IBV_QPT_RC) else { return false };
         let sib = sockaddr_ib {
             sib_family: AF_IB as u16,
             sib_sid: RDMA_IB_IP_PS_TCP.to_be(),
@@ -152,7 +154,7 @@ impl Cm {
             ..Default::default()
         };
         let ok = self.bind_inner(&p, &SockAddr::from_ib(&sib), true).is_ok();
-        let _ = self.destroy_id(&p);
+        let _ = self.destroy_id_untraced(&p);
         ok
     }
 
@@ -189,6 +191,10 @@ impl Cm {
         }
     }
 
+        /// How long a destroy waits for acks before it says which events it
+    /// waits for ([`Cm::report_held`]); the wait goes on.
+    pub const HELD_REPORT_MS: i32 = 1000;
+
     // --- ids ------------------------------------------------------------------
 
     /// `rdma_create_id`: no channel selects synchronous mode.
@@ -201,6 +207,10 @@ impl Cm {
     /// Creates an id with an explicit QP type (also used by the endpoint
     /// and connection code).
     pub fn create_id_inner(&'static self, ch: Option<&Arc<Channel>>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<Arc<IdPriv>, Errno> {
+        trace::create(|| self.create_id_untraced(ch, context, ps, qp_type))
+    }
+
+    fn create_id_untraced(&'static self, ch: Option<&Arc<Channel>>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<Arc<IdPriv>, Errno> {
         let opened;
         let (ch, sync) = match ch {
             Some(c) => (c, false),
@@ -292,6 +302,10 @@ impl Cm {
     /// kernel's id is gone): a later `rdma_destroy_id` of it waits again
     /// and frees it.
     pub fn destroy_id(&self, p: &Arc<IdPriv>) -> Result<(), Errno> {
+        trace::call(p, Step::DestroyId, || self.destroy_id_untraced(p))
+    }
+
+    fn destroy_id_untraced(&self, p: &Arc<IdPriv>) -> Result<(), Errno> {
         let reported = match p.acks.pending() {
             Some(n) => n,
             None => {
@@ -302,12 +316,41 @@ impl Cm {
                 n
             }
         };
-        if let Err(e) = p.acks.wait(reported) {
+        if let Err(e) = p.acks.wait_reporting(reported, Self::HELD_REPORT_MS, &mut |acked| self.report_held(p, reported, acked)) {
             p.acks.set_pending(reported);
             return Err(e);
         }
         self.free_id(p);
         Ok(())
+    }
+
+    /// Says (debug log at warn level, trace) that a destroy of `p` has
+    /// waited [`HELD_REPORT_MS`] for events still unacked, which ones, and
+    /// whether the destroying thread holds one (then only another thread's
+    /// ack ends the wait).
+    #[cold]
+    fn report_held(&self, p: &IdPriv, reported: u32, acked: u32) {
+        let me = crate::sys::trace::tid();
+        let mut held: Vec<(u32, i32, bool)> = Vec::new();
+        self.live.events.for_each(|e| {
+            if e.id_priv.as_deref().is_some_and(|q| std::ptr::eq(q, p)) {
+                held.push((e.event.0.event, e.event.0.status, e.holder == me));
+            }
+        });
+        let missing = reported.saturating_sub(acked);
+        let names: Vec<String> = held.iter().map(|(ev, st, mine)| format!("{} (status {st}{})", trace::event_step(*ev), if *mine { ", held by this thread" } else { "" })).collect();
+        let mine = held.iter().any(|h| h.2);
+        log::warn!(
+            target: "rdmacm",
+            "rdma_destroy_id: id {:p} (handle {}, trace id {}) has waited {} ms for {missing} unacked event(s): {}{}",
+            p.raw(),
+            p.handle(),
+            trace::id_number(p),
+            Self::HELD_REPORT_MS,
+            if names.is_empty() { "none found unacked".to_string() } else { names.join(", ") },
+            if mine { "; this thread holds one, so only an rdma_ack_cm_event by another thread ends the wait" } else { "; it waits until they are acked" }
+        );
+        trace::held(p, Self::HELD_REPORT_MS as u64, missing, &held);
     }
 
     /// `rdma_migrate_id`: moves the id to `ch`, or to a new private channel
@@ -386,6 +429,10 @@ impl Cm {
     /// `rdma_resolve_addr`.
     /// (Addresses at their own length, as for [`Cm::bind`].)
     pub fn resolve_addr(&'static self, p: &IdPriv, src: Option<SockAddr>, dst: Option<SockAddr>, timeout_ms: i32) -> Result<(), Errno> {
+        trace::call(p, Step::ResolveAddr, || self.resolve_addr_untraced(p, src, dst, timeout_ms))
+    }
+
+    fn resolve_addr_untraced(&'static self, p: &IdPriv, src: Option<SockAddr>, dst: Option<SockAddr>, timeout_ms: i32) -> Result<(), Errno> {
         let dst = dst.filter(|a| !a.is_empty()).ok_or(Errno::EINVAL)?;
         if matches!(src, Some(s) if s.is_empty()) {
             return Err(Errno::EINVAL);
@@ -403,6 +450,10 @@ impl Cm {
 
     /// `rdma_resolve_route`.
     pub fn resolve_route(&'static self, p: &IdPriv, timeout_ms: i32) -> Result<(), Errno> {
+        trace::call(p, Step::ResolveRoute, || self.resolve_route_untraced(p, timeout_ms))
+    }
+
+    fn resolve_route_untraced(&'static self, p: &IdPriv, timeout_ms: i32) -> Result<(), Errno> {
         // Upstream first asks ibacm for a route on InfiniBand devices; without
         // an ibacm answer it falls back to the kernel, which is what we do.
         log::debug!(target: "rdmacm", "resolve_route: id {} RESOLVE_ROUTE command to the kernel (no ibacm), timeout {timeout_ms} ms", p.handle());

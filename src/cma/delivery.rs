@@ -10,6 +10,7 @@ use super::alloc;
 use super::base::{Channel, Cm, EventPriv, IdPriv, Mc};
 use super::conn;
 use super::events;
+use super::trace;
 use super::public::PubEvent;
 use crate::abi::cma::*;
 use crate::abi::ucma as kabi;
@@ -235,7 +236,9 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
             p.complete_event();
             continue;
         }
+        trace::event(cm, &evt, p);
         log::debug!(target: "rdmacm", "event {} status {} on id {} (kernel: {} status {})", events::event_name(evt.event.0.event).to_string_lossy(), evt.event.0.status, p.handle(), events::event_name(resp.event).to_string_lossy(), resp.status);
+        evt.holder = crate::sys::trace::tid();
         let got = Got { ptr: &evt.event.0 as *const rdma_cm_event as *mut rdma_cm_event, event: evt.event.0.event, status: evt.event.0.status, id: evt.event.0.id };
         if let Err((e, evt)) = cm.live.events.try_insert_new(evt) {
             // The room reserved above was taken by another thread and

@@ -32,7 +32,8 @@
 //! life cycle: init, channels, ids, bind, resolution, queries, devices),
 //! [`channel`], [`id`] (and [`Held`]), [`delivery`] (reading and acking
 //! events), [`acks`], [`conn`] (connections, QPs, multicast), [`ai`]
-//! (`rdma_resolve_addrinfo`).
+//! (`rdma_resolve_addrinfo`), [`trace`] (the opt-in trail of every step
+//! and event, docs/trace.md).
 #![deny(unsafe_code)]
 
 pub mod acks;
@@ -52,6 +53,7 @@ pub mod id;
 pub mod objects;
 pub mod public;
 pub mod registry;
+pub mod trace;
 
 pub use acks::Acks;
 pub use base::{Channel, Cm, ConnState, EventPriv, IdPriv, Links};

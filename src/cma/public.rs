@@ -254,6 +254,18 @@ impl PubId {
         // SAFETY: per the above.
         unsafe { verbs::transport_type(self.verbs()) }
     }
+
+    /// The name of the id's device (`rxe0`), None without one.  Sound as
+    /// [`transport_type`](Self::transport_type) is.
+    pub fn device_name(&self) -> Option<String> {
+        let ctx = self.verbs();
+        if ctx.is_null() {
+            return None;
+        }
+        // SAFETY: ctx is the context of the device the id holds a
+        // reference on.
+        unsafe { verbs::device_name(ctx) }
+    }
 }
 
 /// Copies an address into one of `struct rdma_addr`'s unions.

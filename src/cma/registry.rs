@@ -220,6 +220,12 @@ impl<P: Addressed, const ROOM: bool> Default for Sharded<P, ROOM> {
 }
 
 impl<P: Addressed, const ROOM: bool> Sharded<P, ROOM> {
+    /// Calls `f` on every object, one shard's lock at a time: for rare
+    /// reports, not for lookups.
+    pub fn for_each(&self, mut f: impl FnMut(&P)) {
+        self.shards.iter().for_each(|s| s.table.lock().slots.iter().flatten().for_each(&mut f));
+    }
+
     #[inline]
     fn shard(&self, addr: usize) -> &Mutex<Table<P>> {
         &self.shards[shard_of(addr)].table

@@ -162,9 +162,204 @@ impl<T: Into<J>> From<Vec<T>> for J {
     }
 }
 
+/// Parses one JSON document (RFC 8259; numbers without a fraction or an
+/// exponent that fit an i64 become [`J::Int`]).  The error says where.
+pub fn parse(text: &str) -> Result<J, String> {
+    let mut p = Parser { b: text.as_bytes(), i: 0, depth: 0 };
+    p.ws();
+    let v = p.value()?;
+    p.ws();
+    if p.i != p.b.len() {
+        return Err(format!("trailing data at byte {}", p.i));
+    }
+    Ok(v)
+}
+
+struct Parser<'a> {
+    b: &'a [u8],
+    i: usize,
+    depth: u32,
+}
+
+impl Parser<'_> {
+    fn ws(&mut self) {
+        while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\t' | b'\n' | b'\r') {
+            self.i += 1;
+        }
+    }
+    fn err<T>(&self, what: &str) -> Result<T, String> {
+        Err(format!("{what} at byte {}", self.i))
+    }
+    fn eat(&mut self, c: u8) -> bool {
+        if self.b.get(self.i) == Some(&c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn lit(&mut self, w: &str, v: J) -> Result<J, String> {
+        if self.b[self.i..].starts_with(w.as_bytes()) {
+            self.i += w.len();
+            Ok(v)
+        } else {
+            self.err("unexpected character")
+        }
+    }
+    fn value(&mut self) -> Result<J, String> {
+        match self.b.get(self.i) {
+            None => self.err("unexpected end"),
+            Some(b'{') => self.nested(true),
+            Some(b'[') => self.nested(false),
+            Some(b'"') => Ok(J::Str(self.string()?)),
+            Some(b't') => self.lit("true", J::Bool(true)),
+            Some(b'f') => self.lit("false", J::Bool(false)),
+            Some(b'n') => self.lit("null", J::Null),
+            Some(_) => self.number(),
+        }
+    }
+    fn nested(&mut self, obj: bool) -> Result<J, String> {
+        self.depth += 1;
+        if self.depth > 64 {
+            return self.err("nested too deep");
+        }
+        self.i += 1;
+        let (mut m, mut a) = (Vec::new(), Vec::new());
+        self.ws();
+        let close = if obj { b'}' } else { b']' };
+        if !self.eat(close) {
+            loop {
+                self.ws();
+                if obj {
+                    if self.b.get(self.i) != Some(&b'"') {
+                        return self.err("expected a key");
+                    }
+                    let k = self.string()?;
+                    self.ws();
+                    if !self.eat(b':') {
+                        return self.err("expected ':'");
+                    }
+                    self.ws();
+                    m.push((k, self.value()?));
+                } else {
+                    a.push(self.value()?);
+                }
+                self.ws();
+                if self.eat(close) {
+                    break;
+                }
+                if !self.eat(b',') {
+                    return self.err("expected ',' or the end");
+                }
+            }
+        }
+        self.depth -= 1;
+        Ok(if obj { J::Obj(m) } else { J::Arr(a) })
+    }
+    fn hex4(&mut self) -> Result<u32, String> {
+        let h = self.b.get(self.i..self.i + 4).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u32::from_str_radix(h, 16).ok());
+        match h {
+            Some(v) => {
+                self.i += 4;
+                Ok(v)
+            }
+            None => self.err("bad \\u escape"),
+        }
+    }
+    fn string(&mut self) -> Result<String, String> {
+        self.i += 1;
+        let mut out = Vec::new();
+        loop {
+            let Some(&c) = self.b.get(self.i) else { return self.err("unterminated string") };
+            self.i += 1;
+            match c {
+                b'"' => break,
+                b'\\' => {
+                    let Some(&e) = self.b.get(self.i) else { return self.err("unterminated string") };
+                    self.i += 1;
+                    let ch = match e {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => {
+                            let mut u = self.hex4()?;
+                            if (0xd800..0xdc00).contains(&u) && self.b[self.i..].starts_with(b"\\u") {
+                                self.i += 2;
+                                let lo = self.hex4()?;
+                                u = 0x10000 + ((u - 0xd800) << 10) + (lo.wrapping_sub(0xdc00) & 0x3ff);
+                            }
+                            char::from_u32(u).unwrap_or('\u{fffd}')
+                        }
+                        _ => return self.err("bad escape"),
+                    };
+                    let mut buf = [0u8; 4];
+                    out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                }
+                c if c < 0x20 => return self.err("control character in a string"),
+                c => out.push(c),
+            }
+        }
+        String::from_utf8(out).map_err(|_| format!("invalid UTF-8 before byte {}", self.i))
+    }
+    fn number(&mut self) -> Result<J, String> {
+        let start = self.i;
+        while self.i < self.b.len() && matches!(self.b[self.i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+            self.i += 1;
+        }
+        let t = std::str::from_utf8(&self.b[start..self.i]).unwrap_or("");
+        if t.is_empty() {
+            return self.err("unexpected character");
+        }
+        if let Ok(i) = t.parse::<i64>() {
+            return Ok(J::Int(i));
+        }
+        match t.parse::<f64>() {
+            Ok(f) if f.is_finite() => Ok(J::Num(f)),
+            _ => Err(format!("bad number {t:?} at byte {start}")),
+        }
+    }
+}
+
+impl J {
+    /// The value as an integer (an integral number), if it is one.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            J::Int(i) => Some(*i),
+            J::Num(f) if f.fract() == 0.0 => Some(*f as i64),
+            _ => None,
+        }
+    }
+
+    /// The value as a string, if it is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            J::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parsing() {
+        let v = parse(r#" {"a": [1, -2.5, true, null, "x\"\u00e9\ud83d\ude00"], "b": {}} "#).unwrap();
+        assert_eq!(v.get("a"), Some(&J::Arr(vec![J::Int(1), J::Num(-2.5), J::Bool(true), J::Null, J::Str("x\"é😀".into())])));
+        assert_eq!(v.get("b"), Some(&J::obj()));
+        let round = J::obj().with("k", "a\nb\u{1}").with("n", 12i64).with("l", vec![1i32]);
+        assert_eq!(parse(&round.to_string()).unwrap(), round);
+        for bad in ["", "{", "[1,]", "{\"a\" 1}", "\"\u{1}\"", "tru", "1 2", "{\"a\":1,}", "\"\\x\""] {
+            assert!(parse(bad).is_err(), "{bad:?} parsed");
+        }
+        assert!(parse(&"[".repeat(100)).is_err());
+    }
 
     #[test]
     fn escaping() {

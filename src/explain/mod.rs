@@ -19,6 +19,7 @@
 
 pub mod devices;
 pub mod json;
+pub mod trace;
 
 use crate::abi::cma::*;
 use crate::addrinfo::{self as gai, GaiError, Hints, Rai};
@@ -1010,13 +1011,16 @@ mod tests {
         assert_eq!(rate_gbps(3), 10.0);
     }
 
-    /// rdma-resolve(1) shows the schema file verbatim (roff-escaped).
+    /// rdma-resolve(1) shows both schema files verbatim (roff-escaped):
+    /// the report's (JSON OUTPUT) and the trace lines' (TRACE).
     #[test]
     fn schema_in_man_page() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("man");
-        let schema = std::fs::read_to_string(dir.join("rdma-resolve.schema.json")).unwrap();
         let page = std::fs::read_to_string(dir.join("rdma-resolve.1")).unwrap().replace("\\e", "\\");
-        assert!(page.contains(&schema), "man/rdma-resolve.1 does not show man/rdma-resolve.schema.json as it is (regenerate the JSON OUTPUT section)");
+        for (file, section) in [("rdma-resolve.schema.json", "JSON OUTPUT"), ("rdmacm-trace.schema.json", "TRACE")] {
+            let schema = std::fs::read_to_string(dir.join(file)).unwrap();
+            assert!(page.contains(&schema), "man/rdma-resolve.1 does not show man/{file} as it is (regenerate its {section} section)");
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@ use std::os::unix::fs::OpenOptionsExt;
 pub const VARIABLES: &[(&str, &str)] = &[
     ("RDMACM_RS_LOG", "diagnostics level: error, warn, info, debug or trace; unset or off: no output"),
     ("RDMACM_RS_LOG_FILE", "append the diagnostics to this file instead of stderr"),
+    ("RDMACM_RS_TRACE", "trace every CM step and event, one JSON line each, to PREFIX.PID.jsonl (docs/trace.md)"),
     ("RDMACM_RS_FORCE_LEGACY_UCMA", "test hook: keep the ucma device's legacy command family"),
     ("RDMACM_RS_IBACM_RUNDIR", "directory holding ibacm's socket (ibacm-addr.sock) instead of /run"),
     ("RDMACM_RS_RSOCKET_CONF_DIR", "test hook: directory of the rsocket tunables instead of /etc/rdma/rsocket"),

@@ -6,8 +6,9 @@
 //! list) and the few socket and environment calls std does not offer
 //! safely ([`unix`]: send without SIGPIPE, `secure_getenv`), and the global
 //! allocator ([`alloc`]: libc malloc, fallible `Arc`/`Box`), and the fork
-//! generation with values kept per process ([`process`]), and (feature
-//! `tokio`) a descriptor's I/O-safe registration with tokio ([`reactor`]).  Imports only
+//! generation with values kept per process ([`process`]), the trace
+//! file of the CM's steps ([`trace`]), and (feature `tokio`) a
+//! descriptor's I/O-safe registration with tokio ([`reactor`]).  Imports only
 //! [`crate::abi`].
 
 pub mod alloc;
@@ -23,6 +24,7 @@ use std::ffi::c_int;
 
 pub mod rsock;
 pub mod rtnl;
+pub mod trace;
 pub mod ucma;
 pub mod unix;
 pub mod verbs;

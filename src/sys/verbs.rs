@@ -34,6 +34,7 @@ mod sys {
         pub fn ibv_free_device_list(list: *mut *mut ibv_device);
         pub fn ibv_get_device_guid(dev: *mut ibv_device) -> u64;
         pub fn ibv_get_device_index(dev: *mut ibv_device) -> c_int;
+        pub fn ibv_get_device_name(dev: *mut ibv_device) -> *const std::ffi::c_char;
         pub fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_context;
         pub fn ibv_close_device(ctx: *mut ibv_context) -> c_int;
         pub fn ibv_alloc_pd(ctx: *mut ibv_context) -> *mut ibv_pd;
@@ -220,6 +221,27 @@ pub unsafe fn set_ece(qp: *mut ibv_qp, mut e: Ece) -> Result<(), Errno> {
 pub unsafe fn context_has_device(ctx: *mut ibv_context) -> bool {
     // SAFETY: forwarded contract; only the device pointer is read.
     !unsafe { sys::rdmacm_shim_context_device(ctx) }.is_null()
+}
+
+/// The name of the device of context `ctx` (`rxe0`), None for a context
+/// without a device.
+///
+/// # Safety
+/// `ctx` must point to a readable `struct ibv_context` (an open device).
+pub unsafe fn device_name(ctx: *mut ibv_context) -> Option<String> {
+    // SAFETY: forwarded contract; only the device pointer is read.
+    let dev = unsafe { sys::rdmacm_shim_context_device(ctx) };
+    if dev.is_null() {
+        return None;
+    }
+    // SAFETY: dev is the context's device, which lives as long as the
+    // context; its name is a NUL-terminated array inside it.
+    let n = unsafe { sys::ibv_get_device_name(dev) };
+    if n.is_null() {
+        return None;
+    }
+    // SAFETY: as above.
+    Some(unsafe { std::ffi::CStr::from_ptr(n) }.to_string_lossy().into_owned())
 }
 
 /// # Safety

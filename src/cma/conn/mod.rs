@@ -26,6 +26,7 @@ mod tests;
 pub use qp::{init_qp_attr, EpInfo, create_ep, create_qp, create_qp_ex, create_srq, create_srq_ex, destroy_cqs, destroy_ep, destroy_qp_of, destroy_srq_of};
 use crate::sys::verbs::{Ece, QpAttr, IBV_LINK_LAYER_INFINIBAND, IBV_QPS_ERR, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_TRANSPORT_IB, IBV_TRANSPORT_IWARP};
 use crate::cma::base::{Channel, Cm, EventPriv, IdPriv};
+use crate::cma::trace;
 use crate::abi::cma::*;
 use crate::abi::ucma as kabi;
 use nix::errno::Errno;
@@ -205,6 +206,10 @@ fn qp_num_srq(p: &IdPriv, param: Option<&ConnParamIn>) -> Option<(u32, u8)> {
 
 /// `rdma_connect`.
 pub fn connect(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
+    trace::call(p, trace::Step::Connect, || connect_untraced(cm, p, param))
+}
+
+fn connect_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
     valid_param(p, param)?;
     let d = p.device().ok_or(Errno::EINVAL)?;
     {
@@ -228,6 +233,10 @@ pub fn connect(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Resu
 
 /// `rdma_listen`.
 pub fn listen(cm: &'static Cm, p: &IdPriv, backlog: c_int) -> Result<(), Errno> {
+    trace::call(p, trace::Step::Listen, || listen_untraced(cm, p, backlog))
+}
+
+fn listen_untraced(cm: &'static Cm, p: &IdPriv, backlog: c_int) -> Result<(), Errno> {
     cm.ucma.listen(p.fd(), p.handle(), backlog as u32)?;
     p.conn.lock().listening = true;
     // The listener's address after LISTEN.
@@ -240,6 +249,10 @@ pub fn listen(cm: &'static Cm, p: &IdPriv, backlog: c_int) -> Result<(), Errno> 
 
 /// `rdma_accept`.
 pub fn accept(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
+    trace::call(p, trace::Step::Accept, || accept_untraced(cm, p, param))
+}
+
+fn accept_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
     // Upstream reads the caller's parameters when the id has no QP.
     let (qpn, srq) = qp_num_srq(p, param).ok_or(Errno::EINVAL)?;
     valid_param(p, param)?;
@@ -311,6 +324,10 @@ pub(crate) fn stop_qp(p: &IdPriv) -> Result<(), Errno> {
 
 /// `rdma_disconnect`.
 pub fn disconnect(cm: &'static Cm, p: &IdPriv) -> Result<(), Errno> {
+    trace::call(p, trace::Step::Disconnect, || disconnect_untraced(cm, p))
+}
+
+fn disconnect_untraced(cm: &'static Cm, p: &IdPriv) -> Result<(), Errno> {
     shutdown(p)?;
     cm.ucma.disconnect(p.fd(), p.handle())?;
     cm.complete(p)

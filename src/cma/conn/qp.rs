@@ -12,6 +12,7 @@ use crate::abi::ucma as kabi;
 use crate::cma::base::{Cm, IdPriv};
 use crate::cma::objects::{NewQp, Vouched, Xrcd};
 use crate::cma::public::CPtr;
+use crate::cma::trace::{self, Step};
 use crate::sys::verbs::*;
 use nix::errno::Errno;
 use std::ffi::{c_int, c_void};
@@ -92,6 +93,10 @@ fn get_xrcd(cm: &Cm, p: &IdPriv) -> Result<Xrcd, Errno> {
 
 /// `rdma_create_qp_ex`.
 pub fn create_qp_ex(cm: &Cm, p: &IdPriv, attr: &mut Vouched<QpInitAttrEx>) -> Result<(), Errno> {
+    trace::call(p, Step::CreateQp, || create_qp_ex_untraced(cm, p, attr))
+}
+
+fn create_qp_ex_untraced(cm: &Cm, p: &IdPriv, attr: &mut Vouched<QpInitAttrEx>) -> Result<(), Errno> {
     let id = &p.id;
     let verbs = id.verbs();
     if !id.qp().is_null() {
