@@ -82,7 +82,7 @@ storm_cmtime(){ local size=$1 lib=$2 round=$3 nc=$4 c=$5 th=$6 mode=$7 port=$8 t
   w=$(storm_env "$lib"); [ "$mode" = m ] && m="-m 0"
   rm -f "$o".*
   # shellcheck disable=SC2086
-  $w ip netns exec ns1 stdbuf -oL -eL cmtime -b 192.0.2.2 -C 192.0.2.2 -p "$port" -L -P $peers -c "$c" $m -n "$th" > "$o.srv" 2>&1 & s=$!
+  $w ip netns exec ns1 ${STORM_SRV_WRAP:-} stdbuf -oL -eL cmtime -b 192.0.2.2 -C 192.0.2.2 -p "$port" -L -P $peers -c "$c" $m -n "$th" > "$o.srv" 2>&1 & s=$!
   smp+=("$s:srv:$o.srv")
   if ! bench_wait_listen $s 60 "$port"; then echo "STORM $size $lib $round FAIL server_did_not_listen"; sed 's/^/  server: /' "$o.srv" >&2
     kill $s 2>/dev/null; wait $s 2>/dev/null; return 1; fi
@@ -162,7 +162,7 @@ export storm_sample_py
 
 # STORM_SIZES: SIZE:CLIENTS:CONNS_PER_CLIENT:THREADS:MODE:TIMEOUT ... (VM_BENCH "storm=..." sets
 # it, "," for " " and "/" for ":"); STORM_CYCLES: connect/disconnect cycles per library
-STORM_SIZES_DEFAULT="noqp10k_n1:4:2500:1:m:600 noqp10k_n2:4:2500:2:m:600 noqp10k_n4:4:2500:4:m:600 qp2k_n1:4:500:1:qp:600"
+export STORM_SIZES_DEFAULT="noqp10k_n1:4:2500:1:m:600 noqp10k_n2:4:2500:2:m:600 noqp10k_n4:4:2500:4:m:600 qp2k_n1:4:500:1:qp:600"
 bench_storm(){ local first=upstream second=ours r sz size nc c th mode to port=7561 libs lib rc=0
   [ "${RDMACM_VARIANT:-}" = ours ] && { first=ours second=upstream; }
   r=1; [ "$first" = ours ] && r=2
@@ -178,6 +178,28 @@ bench_storm(){ local first=upstream second=ours r sz size nc c th mode to port=7
 }
 export -f bench_storm
 
+# on demand only (VM_BENCH=stormdiag): storm_cycles CYCLES (stormdiagcycles=, default 300) on
+# the variant's library under strace -f -c (system calls per cycle, as comment lines) and under callgrind
+# (out/callgrind/<lib>.storm_cycles: instructions per cycle, bench/callgrind-self.py), then a
+# storm of 2 clients x 1000 connections (-m 0) with the server under strace -f -c
+storm_diag(){ local lib=upstream w o n=${STORM_DIAG_CYCLES:-300} rc=0
+  [ "${RDMACM_VARIANT:-}" = ours ] && lib=ours
+  w=$(storm_env $lib); o=/tmp/storm-diag.$lib
+    # shellcheck disable=SC2086
+    timeout 600 $w strace -f -c -o "$o.strace" /extra/bin/storm_cycles "$n" 2 > "$o.out" 2>&1 || rc=1
+    grep '^CYCLES done' "$o.out" | sed "s/^/# $lib strace run: /"; sed "s/^/# strace $lib: /" "$o.strace"
+    # shellcheck disable=SC2086
+    timeout 900 $w valgrind -q --tool=callgrind --callgrind-out-file="$o.cg" /extra/bin/storm_cycles "$n" 2 > "$o.cgout" 2>&1 || rc=1
+    grep '^CYCLES done' "$o.cgout" | sed "s/^/# $lib callgrind run: /"
+    [ -s "$o.cg" ] && { mkdir -p /host/out/callgrind; cp "$o.cg" "/host/out/callgrind/$lib.storm_cycles"; grep '^summary' "$o.cg" | sed "s/^/# $lib callgrind /"; }
+    # a storm (2 clients x 1000 connections, -m 0, 1 thread) with the server under strace -f -c
+    storm_backlog
+    STORM_SRV_WRAP="strace -f -c -o $o.srvstrace" storm_cmtime diag "$lib" 1 2 1000 1 m 7590 600 | grep -E 'full_connect_total|cm_connect_total|FAIL' || rc=1
+    sed "s/^/# strace $lib server: /" "$o.srvstrace"
+  return $rc; }
+export -f storm_diag
+case ${BENCH:-} in *stormdiagcycles=*) STORM_DIAG_CYCLES=${BENCH#*stormdiagcycles=}; export STORM_DIAG_CYCLES=${STORM_DIAG_CYCLES%% *};; esac
+[[ ${BENCH:-} != *stormdiag* ]] || t storm_diag 1800 bash -c storm_diag
 case ${BENCH:-} in *storm=*) STORM_SIZES=${BENCH#*storm=}; STORM_SIZES=${STORM_SIZES%% *}; STORM_SIZES=${STORM_SIZES//,/ }; export STORM_SIZES=${STORM_SIZES//\//:};; esac
 case ${BENCH:-} in *stormcycles=*) STORM_CYCLES=${BENCH#*stormcycles=}; export STORM_CYCLES=${STORM_CYCLES%% *};; esac
 # make bench runs the storms unless its sections leave them out
