@@ -27,9 +27,15 @@ else
   BENCH_CMTIME_CONNS=${BENCH_CMTIME_CONNS:-1000}
   VM_BENCH="cmtime=$(echo $BENCH_CMTIME_CONNS | tr ' ' ,)"
   # BENCH_SECTIONS="rstream rsocket": only those sections of the driver (gai first ids threads
-  # dns rstream rsocket callgrind cmtime), e.g. the rsocket cases beside rstream in a few minutes
+  # dns rstream rsocket callgrind cmtime storm), e.g. the rsocket cases beside rstream in a few minutes;
+  # "storm" alone: the storms without the driver's cases
   [ -z "${BENCH_SECTIONS:-}" ] || VM_BENCH+=" sections=$(echo $BENCH_SECTIONS | tr ' ' ,)"
-  export VM_BENCH VM_ONLY="bench_r1 bench_r2" VM_TIMEOUT=${VM_TIMEOUT:-10800}
+  # the connection storms (vm/suite.d/storm.sh, test bench_storm) unless the sections leave them
+  # out; BENCH_STORM_SIZES / BENCH_STORM_CYCLES pick other storms (see bench_storm there)
+  storm=; [ -n "${BENCH_SECTIONS:-}" ] && [[ " $BENCH_SECTIONS " != *" storm "* ]] || storm=bench_storm
+  [ -z "${BENCH_STORM_SIZES:-}" ] || VM_BENCH+=" storm=$(echo $BENCH_STORM_SIZES | tr ' :' ,/)"
+  [ -z "${BENCH_STORM_CYCLES:-}" ] || VM_BENCH+=" stormcycles=$BENCH_STORM_CYCLES"
+  export VM_BENCH VM_ONLY="bench_r1 bench_r2${storm:+ $storm}" VM_TIMEOUT=${VM_TIMEOUT:-10800}
   export RDMACM_VM_WORK=${RDMACM_VM_WORK:-$PWD/build/vm-bench}
   log=$RDMACM_VM_WORK.log
   vm/testbed.sh host || exit 1
@@ -156,5 +162,8 @@ awk -v partial="${BENCH_SECTIONS:+1}" '
     printf "targets: %d of %d met\n", met, all }' build/bench.txt | tee -a build/bench.txt
 { echo "bench: $(date -u +%F) kernel ${kernel:-?} rdma-core ${rdmacore:-?}, ours at ${commit:-?}${load:+; host load $load}; rounds per library: \
 $(ls "$out"/bench_r[0-9]*.ours.out 2>/dev/null | wc -l); table: build/bench.txt, JSON: build/bench.json"; } >&2
+# the storm table (bench/storm-report.sh: build/storm.txt), when the run had the storms
+src=0
+if [ -e "$out/bench_storm.upstream.out" ] || [ -e "$out/bench_storm.ours.out" ]; then echo; bench/storm-report.sh "$out"; src=$?; fi
 [ $vmrc = 0 ] || echo "bench: the VM run failed (exit $vmrc): see ${log:-the run log}" >&2
-[ $rc = 0 ] && [ $vmrc = 0 ]
+[ $rc = 0 ] && [ $vmrc = 0 ] && [ $src = 0 ]
