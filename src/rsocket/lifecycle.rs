@@ -357,6 +357,7 @@ impl Stream {
             }
             if established {
                 self.accept_queue.push_back(h);
+                self.accepts = self.accepts.wrapping_add(1);
                 self.dirty = true;
             } else {
                 self.accepting.push(h);
@@ -611,6 +612,7 @@ fn cm_event(h: &Handle) -> bool {
             l.accepting.retain(|x| !Arc::ptr_eq(x, h));
             if ok && known && !l.closed && !l.broken {
                 l.accept_queue.push_back(h.clone());
+                l.accepts = l.accepts.wrapping_add(1);
                 l.dirty = true;
             } else {
                 ok = false;

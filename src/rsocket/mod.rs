@@ -136,3 +136,5 @@ mod tests_proto;
 mod tests_hostile;
 #[cfg(test)]
 mod tests_iomap;
+#[cfg(test)]
+mod tests_epoll;

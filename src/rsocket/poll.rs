@@ -44,6 +44,37 @@ impl Stream {
     }
 }
 
+/// What an edge-triggered repoll member of a stream compares between two
+/// looks: it changes with every data message received, credit or send
+/// room given back, connection queued for raccept and change of state,
+/// and not when the program reads or takes a connection. Read off fields
+/// the stream keeps anyway: nothing on the data path counts for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seq([u32; 6]);
+
+impl Stream {
+    fn readiness_seq(&self) -> Seq {
+        Seq([self.state, u32::from(self.rx.arrived()), self.accepts, u32::from(self.sseq_comp), self.sqe_avail, self.sbuf_bytes_avail])
+    }
+}
+
+/// One rsocket's ready events among `events` (as rpoll sees them) and,
+/// for a stream, its readiness sequence ([`Seq`]; None for a datagram
+/// socket, whose changes are seen only as changes of its events).
+pub fn look(s: &Sock, events: i16) -> (i16, Option<Seq>) {
+    match s {
+        Sock::Stream(h) => match lock(h) {
+            Ok(mut g) => {
+                let rev = g.poll_events(events);
+                (rev, Some(g.readiness_seq()))
+            }
+            Err(Errno::EBADF) => (libc::POLLNVAL, None),
+            Err(_) => (libc::POLLERR, None),
+        },
+        Sock::Dgram(d) => (dgram::poll_events(d, events), None),
+    }
+}
+
 /// rpoll over a mix of rsockets and ordinary descriptors: busy-polls for
 /// `polling_time`, then sleeps on the rsockets' CQ channels, this thread's
 /// wake-up descriptor (registered with each rsocket) and the ordinary

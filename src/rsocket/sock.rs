@@ -71,6 +71,12 @@ pub fn create(domain: c_int, type_: c_int, protocol: c_int) -> Result<c_int, Err
     Ok(fd)
 }
 
+/// Enters `s` under number `fd` (tests: streams over the fake fabric).
+#[cfg(test)]
+pub(super) fn insert(fd: c_int, s: Sock) {
+    TABLE.insert(fd, s);
+}
+
 /// rclose: the socket leaves the table (EBADF when another thread's rclose
 /// of the same number took it first) and is freed. Threads still sleeping
 /// in a call on it wake up and fail with EBADF.
@@ -110,7 +116,8 @@ fn storage_bytes(a: &libc::sockaddr_storage) -> Vec<u8> {
 }
 
 impl Sock {
-    fn same(&self, o: &Sock) -> bool {
+    /// Whether both are the same rsocket.
+    pub fn same(&self, o: &Sock) -> bool {
         match (self, o) {
             (Sock::Stream(a), Sock::Stream(b)) => Arc::ptr_eq(a, b),
             (Sock::Dgram(a), Sock::Dgram(b)) => Arc::ptr_eq(a, b),

@@ -139,6 +139,9 @@ pub struct Stream {
     /// Connections accepted in the background, waiting for raccept (they
     /// enter the table of rsocket numbers when raccept hands them out).
     pub(super) accept_queue: VecDeque<Handle>,
+    /// Connections ever queued for raccept (wrapping): what an
+    /// edge-triggered repoll member of a listener sees change.
+    pub(super) accepts: u32,
     /// A listener's connections still completing the handshake: they join
     /// the queue once established (upstream queues only established ones).
     pub(super) accepting: Vec<Handle>,
@@ -271,6 +274,7 @@ impl Stream {
             dst: Vec::new(),
             retries: 0,
             accept_queue: VecDeque::new(),
+            accepts: 0,
             accepting: Vec::new(),
             listener: None,
             in_svc: false,

@@ -215,6 +215,13 @@ impl Rx {
         self.head != self.tail
     }
 
+    /// Data messages received so far (wrapping): those consumed and those
+    /// queued. Only a new message changes it (a partial read does not).
+    pub fn arrived(&self) -> u16 {
+        let queued = if self.tail >= self.head { self.tail - self.head } else { self.tail + self.ring.len() - self.head };
+        self.seq_no.wrapping_add(queued as u16)
+    }
+
     /// Queues a received data message. A length beyond half the buffer
     /// would make recv read outside it: it is cut there. A peer that sends
     /// more messages than it has credits overwrites the oldest (as

@@ -184,6 +184,30 @@ impl Epoll {
         }
         Ok(())
     }
+
+    /// epoll_ctl(2) with the caller's operation, events and data (`ev`
+    /// None: no event, for EPOLL_CTL_DEL).
+    pub fn ctl(&self, op: c_int, fd: c_int, ev: Option<(u32, u64)>) -> Result<(), Errno> {
+        let mut e = ev.map(|(events, u64)| libc::epoll_event { events, u64 });
+        let p = e.as_mut().map_or(std::ptr::null_mut(), |e| e as *mut libc::epoll_event);
+        // SAFETY: p is NULL or a valid event that lives across the call.
+        if unsafe { libc::epoll_ctl(self.fd(), op, fd, p) } < 0 {
+            return Err(Errno::last());
+        }
+        Ok(())
+    }
+
+    /// epoll_wait(2) without waiting: the ready members' (events, data),
+    /// up to `max`.
+    pub fn ready(&self, max: usize) -> Result<Vec<(u32, u64)>, Errno> {
+        let mut evs = vec![libc::epoll_event { events: 0, u64: 0 }; max.clamp(1, 1024)];
+        // SAFETY: evs has evs.len() writable entries.
+        let n = unsafe { libc::epoll_wait(self.fd(), evs.as_mut_ptr(), evs.len() as c_int, 0) };
+        if n < 0 {
+            return Err(Errno::last());
+        }
+        Ok(evs[..n as usize].iter().map(|e| (e.events, e.u64)).collect())
+    }
 }
 
 /// Sets or clears O_NONBLOCK on a descriptor the caller owns.
