@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+# check.sh - rdmacm-rs-check (check/, the tool a site runs on its own fabric before a swap)
+# on the test bed's soft devices. The checker runs every program twice itself, with
+# upstream's library (the guest's, found by the loader) and with ours (--ours, by
+# LD_LIBRARY_PATH in the programs' environment only): its own environment does not reach
+# the programs. It runs as nobody (no root needed on rxe/siw).
+#   root ns: rxe0 on veth0 192.0.2.1, siw0 on veth2 198.51.100.1; rxe1's veth1 is in ns1,
+#   so rxe1 has no address here and is reported unusable.
+CHK=/extra/bin/rdmacm-rs-check
+cat > /tmp/check_lib.sh <<'SHEOF'
+CHK=/extra/bin/rdmacm-rs-check
+# as_nobody CMD...: CMD as the unprivileged user nobody (the checker needs no root here)
+as_nobody(){ setpriv --reuid=nobody --regid=nogroup --clear-groups --reset-env -- env PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
+# row CASE PORT VERDICT: the table in /tmp/chk.txt has that row
+row(){ grep -qE "^$1 +$2 +[a-z-]+ +[a-z-]+ +$3( |\$)" /tmp/chk.txt || { echo "FAIL: no row '$1 $2 ... $3'"; return 1; }; echo "ok: $1 $2 $3"; }
+# nothing_left: no program of the checker's still runs, no cm_id is left, no work dir
+nothing_left(){ local p
+  p=$(pgrep -a -x 'rping|ucmatose|udaddy|mckey|rstream|riostream|cmtime|rdma_server|rdma_client|python3' || true)
+  [ -z "$p" ] || { echo "FAIL: left running: $p"; return 1; }
+  [ -z "$(rdma res show cm_id 2>/dev/null)" ] || { echo "FAIL: cm_ids left:"; rdma res show cm_id; return 1; }
+  ! ls -d /tmp/rdmacm-rs-check.* 2>/dev/null || { echo "FAIL: a work directory is left"; return 1; }
+  echo "ok: nothing left running, no cm_id, no work directory"; }
+SHEOF
+
+# The checker makes both libraries' runs itself; the variant only sets the checker's own
+# environment, which it does not pass on to the programs (it sets LD_LIBRARY_PATH per side).
+# So the long run is made once: the ours variant runs the short set (--quick) over rxe0 and
+# siw0 and reads the table; the upstream variant runs rping alone with --json and reads the
+# document. Both as nobody, both must exit 0 with every run program's verdict AGREE.
+t checker_soft 600 bash -c '. /tmp/check_lib.sh
+  if [ "$RDMACM_VARIANT" = upstream ]; then
+    as_nobody $CHK --case rping --json --ours /extra/ours/lib > /tmp/chk.json; rc=$?; cat /tmp/chk.json; echo "rdmacm-rs-check exit $rc"
+    [ $rc = 0 ] || exit 1
+    python3 -c "import json,sys; j=json.load(open(\"/tmp/chk.json\")); r={(c[\"case\"],c[\"port\"]):c for c in j[\"cases\"]}
+ok = r[(\"rping\",\"rxe0/1\")][\"verdict\"]==\"AGREE\" and r[(\"rping\",\"siw0/1\")][\"verdict\"]==\"AGREE\" and r[(\"rping\",\"rxe1/1\")][\"verdict\"]==\"SKIP\"
+ok = ok and j[\"libraries\"][1][\"path\"].startswith(\"/extra/ours/lib/\") and j[\"libraries\"][0][\"path\"].startswith(\"/usr/lib/\")
+print(\"json ok\" if ok else \"json FAIL\"); sys.exit(0 if ok else 1)" || exit 1
+    nothing_left; exit
+  fi
+  as_nobody $CHK --quick --ours /extra/ours/lib > /tmp/chk.txt; rc=$?; cat /tmp/chk.txt; echo "rdmacm-rs-check exit $rc"
+  [ $rc = 0 ] || exit 1
+  row rping rxe0/1 AGREE && row ucmatose rxe0/1 AGREE && row udaddy rxe0/1 AGREE && row rstream rxe0/1 AGREE &&
+  row rping siw0/1 AGREE && row ucmatose siw0/1 AGREE && row udaddy siw0/1 SKIP &&
+  row rping rxe1/1 SKIP && row af_ib rxe0/1 SKIP && nothing_left'
+
+# A library of ours that fails one call: failroute.so (ctest/shim/failroute.c) preloaded into
+# ours' programs only (--env-ours) makes rdma_resolve_route fail. The checker must say DIFFER
+# for rping (which calls it) and exit 1; ucmatose over siw0 is not run (--device rxe0).
+t checker_broken 300 bash -c '. /tmp/check_lib.sh
+  as_nobody $CHK --case rping,rdma_client --device rxe0 --ours /extra/ours/lib --env-ours LD_PRELOAD=/extra/bin/failroute.so > /tmp/chk.txt
+  rc=$?; cat /tmp/chk.txt; echo "rdmacm-rs-check exit $rc"
+  [ $rc = 1 ] || { echo "FAIL: exit $rc, expected 1"; exit 1; }
+  row rping rxe0/1 DIFFER && grep -E "^rping .*DIFFER .*ours: .*rdma_resolve_route" /tmp/chk.txt && nothing_left'
+
+# Ctrl-C: SIGINT once the first program runs; the checker stops it, prints the table so far,
+# exits 130 and leaves nothing behind. (set -m: a background job of a shell without job
+# control would start with SIGINT ignored.)
+t checker_sigint 120 bash -c '. /tmp/check_lib.sh; set -m
+  as_nobody $CHK --ours /extra/ours/lib > /tmp/chk.txt 2> /tmp/chk.err & p=$!
+  for i in $(seq 200); do pgrep -x "rping|ucmatose" > /dev/null && break; sleep 0.1; done
+  pgrep -a -x "rping|ucmatose" || { echo "FAIL: no program started"; kill -9 -$p; exit 1; }
+  c=$(pgrep -x -u nobody rdmacm-rs-check); echo "SIGINT to $c"; kill -INT $c; wait $p; rc=$?
+  cat /tmp/chk.txt /tmp/chk.err; echo "rdmacm-rs-check exit $rc"
+  [ $rc = 130 ] || { echo "FAIL: exit $rc, expected 130"; exit 1; }
+  grep -q "^case .*verdict" /tmp/chk.txt && grep -q "interrupted" /tmp/chk.txt && nothing_left'
