@@ -117,7 +117,7 @@ deps:
 check: deps
 	$(MAKE) check-host vm-check
 
-check-host: check-ratchet check-msrv test-rust check-link-order check-api check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-static check-ldd ctest-valgrind check-gai fuzz-smoke check-man check-layout-abi check-deb check-rpm check-setuid check-badinput-rows check-preload-cancel
+check-host: check-ratchet check-msrv test-rust check-link-order check-api check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-static check-ldd ctest-valgrind check-gai fuzz-smoke check-man check-layout-abi check-deb check-rpm check-setuid check-badinput-rows check-preload-cancel check-tool-host
 
 # The hot path's link order held (capi/hot.txt, scripts/link-order.sh): its functions side by
 # side in the library `make lib` built.
@@ -350,6 +350,13 @@ install-preload: preload
 .PHONY: check-tool
 check-tool:
 	$(BUILD_ENV) $(CARGO) build --release --locked -p rdmacm-rs-check
+
+# The checker's unit tests, and the checker on this host, which has no RDMA device: one line
+# and exit status 3; over a stand-in sysfs whose port is down, every case skipped and exit 4.
+.PHONY: check-tool-host
+check-tool-host: lib check-tool
+	$(CARGO) test --locked -q -p rdmacm-rs-check
+	check/tests/host.sh target/release/rdmacm-rs-check
 
 # rdma-resolve (the resolution explainer) and its JSON schema; its page is man/rdma-resolve.1;
 # rdmacm-rs-check, its page man/rdmacm-rs-check.1

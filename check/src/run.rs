@@ -34,8 +34,10 @@ fn kill_group(pid: u32, sig: Signal) {
 /// How a process ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum End {
-    /// exit status (a signal n as 128 + n)
+    /// exit status
     Exit(i32),
+    /// killed by this signal (not by us)
+    Signal(i32),
     /// still running at its deadline, then killed
     Timeout,
     /// killed by us: its peer had ended, or a stop was requested
@@ -50,8 +52,8 @@ impl End {
     }
     pub fn text(&self) -> String {
         match self {
-            End::Exit(c) if *c > 128 => format!("signal {}", c - 128),
             End::Exit(c) => format!("exit {c}"),
+            End::Signal(n) => format!("killed by signal {n}"),
             End::Timeout => "timeout".into(),
             End::Killed => "stopped".into(),
             End::NoStart(e) => format!("not started: {e}"),
@@ -59,9 +61,12 @@ impl End {
     }
 }
 
-fn code(st: ExitStatus) -> i32 {
+fn end_of(st: ExitStatus) -> End {
     use std::os::unix::process::ExitStatusExt;
-    st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
+    match st.code() {
+        Some(c) => End::Exit(c),
+        None => End::Signal(st.signal().unwrap_or(0)),
+    }
 }
 
 /// A started process: its group is its pid.
@@ -75,11 +80,11 @@ pub struct Proc {
 }
 
 impl Proc {
-    /// Start `cmd` with stdout/stderr to `base.out`/`base.err`, stdin from /dev/null, in a
-    /// process group of its own.
-    pub fn start(mut cmd: Command, base: &Path, timeout: Duration) -> Proc {
-        let out = base.with_extension("out");
-        let err = base.with_extension("err");
+    /// Start `cmd` with stdout/stderr to `dir/name.out`/`dir/name.err`, stdin from
+    /// /dev/null, in a process group of its own.
+    pub fn start(mut cmd: Command, dir: &Path, name: &str, timeout: Duration) -> Proc {
+        let out = dir.join(format!("{name}.out"));
+        let err = dir.join(format!("{name}.err"));
         let files = File::create(&out).and_then(|o| Ok((o, File::create(&err)?)));
         let started = files.map_err(|e| e.to_string()).and_then(|(o, e)| {
             cmd.stdin(Stdio::null()).stdout(o).stderr(e).process_group(0).spawn().map_err(|e| e.to_string())
@@ -101,7 +106,7 @@ impl Proc {
             Ok(Some(st)) => {
                 // the program is gone; anything it left in its group goes too
                 self.kill_group(Signal::SIGKILL);
-                self.end = Some(End::Exit(code(st)));
+                self.end = Some(end_of(st));
             }
             Ok(None) if Instant::now() >= self.deadline => {
                 self.stop();
@@ -127,7 +132,7 @@ impl Proc {
         let Some(child) = self.child.as_mut() else { return };
         if let Ok(Some(st)) = child.try_wait() {
             kill_group(pid, Signal::SIGKILL);
-            self.end.get_or_insert(End::Exit(code(st)));
+            self.end.get_or_insert(end_of(st));
             return;
         }
         kill_group(pid, Signal::SIGTERM);

@@ -20,6 +20,15 @@ nothing_left(){ local p
   [ -z "$(rdma res show cm_id 2>/dev/null)" ] || { echo "FAIL: cm_ids left:"; rdma res show cm_id; return 1; }
   ! ls -d /tmp/rdmacm-rs-check.* 2>/dev/null || { echo "FAIL: a work directory is left"; return 1; }
   echo "ok: nothing left running, no cm_id, no work directory"; }
+# ours_dir: our library directory laid out as installed or built (librspreload.so under
+# rsocket/), in /tmp/ours-lib: /extra/ours/lib holds librdmacm.so* only
+ours_dir(){ rm -rf /tmp/ours-lib; mkdir -p /tmp/ours-lib/rsocket; cp -a /extra/ours/lib/. /tmp/ours-lib/
+  cp /extra/bin/librspreload.so /tmp/ours-lib/rsocket/; chmod -R a+rX /tmp/ours-lib; }
+# dump_kept: the programs' output of every row that is not AGREE or SKIP (a --keep run), then
+# the directory goes
+dump_kept(){ local d; d=$(sed -n "s/^programs.* output: //p" /tmp/chk.txt); [ -d "$d" ] || return 0
+  awk "\$5 != \"AGREE\" && \$5 != \"SKIP\" && NF >= 5 {print \$1\".\"\$2}" /tmp/chk.txt | tr / - | while read -r k; do
+    for f in "$d/$k".*; do [ -e "$f" ] && { echo "=== $f"; head -40 "$f"; }; done; done; rm -rf "$d"; }
 SHEOF
 
 # The checker makes both libraries' runs itself; the variant only sets the checker's own
@@ -29,17 +38,18 @@ SHEOF
 # document. Both as nobody, both must exit 0 with every run program's verdict AGREE.
 t checker_soft 600 bash -c '. /tmp/check_lib.sh
   if [ "$RDMACM_VARIANT" = upstream ]; then
-    as_nobody $CHK --case rping --json --ours /extra/ours/lib > /tmp/chk.json; rc=$?; cat /tmp/chk.json; echo "rdmacm-rs-check exit $rc"
+    ours_dir; as_nobody $CHK --case rping --json --ours /tmp/ours-lib > /tmp/chk.json; rc=$?; cat /tmp/chk.json; echo "rdmacm-rs-check exit $rc"
     [ $rc = 0 ] || exit 1
     python3 -c "import json,sys; j=json.load(open(\"/tmp/chk.json\")); r={(c[\"case\"],c[\"port\"]):c for c in j[\"cases\"]}
 ok = r[(\"rping\",\"rxe0/1\")][\"verdict\"]==\"AGREE\" and r[(\"rping\",\"siw0/1\")][\"verdict\"]==\"AGREE\" and r[(\"rping\",\"rxe1/1\")][\"verdict\"]==\"SKIP\"
-ok = ok and j[\"libraries\"][1][\"path\"].startswith(\"/extra/ours/lib/\") and j[\"libraries\"][0][\"path\"].startswith(\"/usr/lib/\")
+ok = ok and j[\"libraries\"][1][\"path\"].startswith(\"/tmp/ours-lib/\") and j[\"libraries\"][0][\"path\"].startswith(\"/usr/lib/\")
 print(\"json ok\" if ok else \"json FAIL\"); sys.exit(0 if ok else 1)" || exit 1
     nothing_left; exit
   fi
-  as_nobody $CHK --quick --ours /extra/ours/lib > /tmp/chk.txt; rc=$?; cat /tmp/chk.txt; echo "rdmacm-rs-check exit $rc"
-  [ $rc = 0 ] || exit 1
+  ours_dir; as_nobody $CHK --quick --keep --ours /tmp/ours-lib > /tmp/chk.txt; rc=$?; cat /tmp/chk.txt; echo "rdmacm-rs-check exit $rc"
+  dump_kept; [ $rc = 0 ] || exit 1
   row rping rxe0/1 AGREE && row ucmatose rxe0/1 AGREE && row udaddy rxe0/1 AGREE && row rstream rxe0/1 AGREE &&
+  row rspreload rxe0/1 AGREE && row rdma_client rxe0/1 AGREE && row getaddrinfo rxe0/1 AGREE &&
   row rping siw0/1 AGREE && row ucmatose siw0/1 AGREE && row udaddy siw0/1 SKIP &&
   row rping rxe1/1 SKIP && row af_ib rxe0/1 SKIP && nothing_left'
 
@@ -47,7 +57,7 @@ print(\"json ok\" if ok else \"json FAIL\"); sys.exit(0 if ok else 1)" || exit 1
 # ours' programs only (--env-ours) makes rdma_resolve_route fail. The checker must say DIFFER
 # for rping (which calls it) and exit 1; ucmatose over siw0 is not run (--device rxe0).
 t checker_broken 300 bash -c '. /tmp/check_lib.sh
-  as_nobody $CHK --case rping,rdma_client --device rxe0 --ours /extra/ours/lib --env-ours LD_PRELOAD=/extra/bin/failroute.so > /tmp/chk.txt
+  ours_dir; as_nobody $CHK --case rping,rdma_client --device rxe0 --ours /tmp/ours-lib --env-ours LD_PRELOAD=/extra/bin/failroute.so > /tmp/chk.txt
   rc=$?; cat /tmp/chk.txt; echo "rdmacm-rs-check exit $rc"
   [ $rc = 1 ] || { echo "FAIL: exit $rc, expected 1"; exit 1; }
   row rping rxe0/1 DIFFER && grep -E "^rping .*DIFFER .*ours: .*rdma_resolve_route" /tmp/chk.txt && nothing_left'
@@ -56,7 +66,7 @@ t checker_broken 300 bash -c '. /tmp/check_lib.sh
 # exits 130 and leaves nothing behind. (set -m: a background job of a shell without job
 # control would start with SIGINT ignored.)
 t checker_sigint 120 bash -c '. /tmp/check_lib.sh; set -m
-  as_nobody $CHK --ours /extra/ours/lib > /tmp/chk.txt 2> /tmp/chk.err & p=$!
+  ours_dir; as_nobody $CHK --ours /tmp/ours-lib > /tmp/chk.txt 2> /tmp/chk.err & p=$!
   for i in $(seq 200); do pgrep -x "rping|ucmatose" > /dev/null && break; sleep 0.1; done
   pgrep -a -x "rping|ucmatose" || { echo "FAIL: no program started"; kill -9 -$p; exit 1; }
   c=$(pgrep -x -u nobody rdmacm-rs-check); echo "SIGINT to $c"; kill -INT $c; wait $p; rc=$?
