@@ -40,7 +40,12 @@ pub fn find(name: &str) -> Option<&'static CaseDef> {
 /// Everything a case needs to build its command lines.
 pub struct Ctx<'a> {
     pub port: &'a Port,
+    /// the server's address (loopback: the port's own)
     pub addr: IpAddr,
+    /// the client's address (loopback: the same)
+    pub local: IpAddr,
+    /// two hosts: the serving instance runs the server side
+    pub peer: Option<&'a std::cell::RefCell<crate::peer::Peer>>,
     pub tcp_port: u16,
     pub quick: bool,
     pub work: &'a Path,
@@ -79,6 +84,7 @@ fn v(args: &[&str]) -> Vec<String> {
 /// The plan of a case over a port, or why it cannot run there.
 fn plan(name: &str, c: &Ctx) -> Result<Plan, String> {
     let a = c.addr.to_string();
+    let b = c.local.to_string();
     let p = c.tcp_port.to_string();
     let q = c.quick;
     let tr = c.port.transport;
@@ -92,6 +98,13 @@ fn plan(name: &str, c: &Ctx) -> Result<Plan, String> {
     let ib_only = || -> Result<(), String> {
         if tr != Transport::Ib {
             Err(format!("needs an InfiniBand port (this one is {})", tr.name()))
+        } else {
+            Ok(())
+        }
+    };
+    let one_host = || -> Result<(), String> {
+        if c.peer.is_some() {
+            Err("AF_IB cases run on one host only".into())
         } else {
             Ok(())
         }
@@ -120,7 +133,7 @@ fn plan(name: &str, c: &Ctx) -> Result<Plan, String> {
             let (cn, mc) = (n(1, 2), n(5, 10));
             mk(
                 v(&["ucmatose", "-b", &a, "-p", &p, "-c", &cn, "-C", &mc]),
-                v(&["ucmatose", "-s", &a, "-b", &a, "-p", &p, "-c", &cn, "-C", &mc]),
+                v(&["ucmatose", "-s", &a, "-b", &b, "-p", &p, "-c", &cn, "-C", &mc]),
                 true,
             )
         }
@@ -128,9 +141,9 @@ fn plan(name: &str, c: &Ctx) -> Result<Plan, String> {
             no_ud()?;
             let (cn, mc) = (n(1, 2), n(5, 10));
             mk(
-                // a server bound to the address fails its listen with either library
-                v(&["udaddy", "-p", &p, "-c", &cn, "-C", &mc]),
-                v(&["udaddy", "-s", &a, "-b", &a, "-p", &p, "-c", &cn, "-C", &mc]),
+                // udaddy's -p is the port space: it always uses its own port, 7174
+                v(&["udaddy", "-b", &a, "-c", &cn, "-C", &mc]),
+                v(&["udaddy", "-s", &a, "-b", &b, "-c", &cn, "-C", &mc]),
                 true,
             )
         }
@@ -140,7 +153,7 @@ fn plan(name: &str, c: &Ctx) -> Result<Plan, String> {
             let mc = n(5, 10);
             let mut pl = mk(
                 v(&["stdbuf", "-oL", "mckey", "-m", group, "-b", &a, "-C", &mc]),
-                v(&["mckey", "-m", group, "-s", "-b", &a, "-C", &mc]),
+                v(&["mckey", "-m", group, "-s", "-b", &b, "-C", &mc]),
                 false,
             );
             pl.ready = Ready::Line("joined");
@@ -148,7 +161,7 @@ fn plan(name: &str, c: &Ctx) -> Result<Plan, String> {
         }
         "rdma_client" => mk(v(&["rdma_server", "-s", &a, "-p", &p]), v(&["rdma_client", "-s", &a, "-p", &p]), true),
         "getaddrinfo" => {
-            let script = gai_script(&a, &p);
+            let script = gai_script(&a, &b, &p);
             Plan {
                 server: None,
                 client: v(&["python3", "-c", &script]),
@@ -172,7 +185,7 @@ fn plan(name: &str, c: &Ctx) -> Result<Plan, String> {
                 }
                 let mut pl = mk(
                     v(&["cmtime", "-b", &a, "-C", &a, "-L", "-p", &p, "-c", &cn]),
-                    v(&["cmtime", "-b", &a, "-C", &a, "-p", &p, "-c", &cn]),
+                    v(&["cmtime", "-b", &b, "-C", &a, "-p", &p, "-c", &cn]),
                     false,
                 );
                 pl.pass_mark = Some("test - no QPs");
@@ -203,6 +216,7 @@ fn plan(name: &str, c: &Ctx) -> Result<Plan, String> {
         }
         "af_ib" => {
             ib_only()?;
+            one_host()?;
             let g = &c.port.gid0;
             mk(
                 v(&["ucmatose", "-f", "gid", "-b", g, "-p", &p, "-c", "1", "-C", "5"]),
@@ -212,6 +226,7 @@ fn plan(name: &str, c: &Ctx) -> Result<Plan, String> {
         }
         "af_ib_rstream" => {
             ib_only()?;
+            one_host()?;
             let g = &c.port.gid0;
             mk(
                 v(&["rstream", "-f", "gid", "-b", g, "-p", &p, "-S", "10000", "-C", "20", "-T", "v"]),
@@ -239,7 +254,7 @@ fn plan(name: &str, c: &Ctx) -> Result<Plan, String> {
 
 /// rdma_getaddrinfo through pyverbs (which loads librdmacm.so.1 the usual way): one line
 /// per call, the call's result or its error.
-fn gai_script(a: &str, p: &str) -> String {
+fn gai_script(a: &str, b: &str, p: &str) -> String {
     format!(
         r#"
 import pyverbs.cmid as cmid
@@ -250,10 +265,10 @@ except Exception:
     TCP, UDP, PASSIVE, NUMERIC = 0x0106, 0x0111, 1, 2
 cases = [
     ("active dst=A service=P", dict(dst="{a}", dst_service="{p}", port_space=TCP)),
-    ("active dst=A src=A", dict(src="{a}", dst="{a}", dst_service="{p}", port_space=TCP)),
+    ("active dst=A src=B", dict(src="{b}", dst="{a}", dst_service="{p}", port_space=TCP)),
     ("active dst=A udp", dict(dst="{a}", dst_service="{p}", port_space=UDP)),
     ("active numeric dst=A", dict(dst="{a}", dst_service="{p}", port_space=TCP, flags=NUMERIC)),
-    ("passive src=A", dict(src="{a}", src_service="{p}", port_space=TCP, flags=PASSIVE)),
+    ("passive src=B", dict(src="{b}", src_service="{p}", port_space=TCP, flags=PASSIVE)),
     ("passive wildcard", dict(src_service="{p}", port_space=TCP, flags=PASSIVE)),
     ("unresolvable name", dict(dst="no-such-host.invalid", dst_service="{p}", port_space=TCP)),
     ("bad service", dict(dst="{a}", dst_service="no-such-service-x", port_space=TCP)),
@@ -478,30 +493,61 @@ fn programs_present(pl: &Plan) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs one side of a case.
-fn run_side(pl: &Plan, lib: &Lib, c: &Ctx, tag: &str) -> Result<Outcome, String> {
+/// Runs one side of a case: the server here (loopback) or on the peer, the client here.
+fn run_side(name: &str, pl: &Plan, lib: &Lib, c: &Ctx, tag: &str) -> Result<Outcome, String> {
     let t0 = Instant::now();
-    let mut srv = match &pl.server {
-        Some(argv) => Some(Proc::start(command(argv, lib, pl.preload)?, c.work, &format!("{tag}.server"), c.timeout)),
-        None => None,
-    };
     let mut note = String::new();
-    if let Some(s) = srv.as_mut() {
-        if let Err(e) = wait_ready(s, &pl.ready, Duration::from_secs(10)) {
-            note = e;
+    let mut srv = None;
+    let mut remote = false;
+    if let Some(argv) = &pl.server {
+        match c.peer {
+            Some(peer) => {
+                note = peer.borrow_mut().start(name, lib.name, c)?;
+                remote = true;
+            }
+            None => {
+                let mut s = Proc::start(command(argv, lib, pl.preload)?, c.work, &format!("{tag}.server"), c.timeout);
+                if let Err(e) = wait_ready(&mut s, &pl.ready, Duration::from_secs(10)) {
+                    note = e;
+                }
+                srv = Some(s);
+            }
         }
     }
     let mut cli = Proc::start(command(&pl.client, lib, pl.preload)?, c.work, &format!("{tag}.client"), c.timeout);
     let cend = cli.wait();
     // a server whose client is done has a few seconds to finish by itself
-    let send = srv.as_mut().map(|s| s.wait_or_stop(Duration::from_secs(if cend.ok() { 5 } else { 2 })));
+    let grace = Duration::from_secs(if cend.ok() { 5 } else { 2 });
+    let (send, sout, serr) = match (srv.as_mut(), remote, c.peer) {
+        (Some(s), _, _) => (Some(s.wait_or_stop(grace)), s.stdout(), s.stderr()),
+        (None, true, Some(peer)) => {
+            let (e, o, r) = peer.borrow_mut().finish(cend.ok())?;
+            (Some(e), o, r)
+        }
+        _ => (None, String::new(), String::new()),
+    };
     let ms = t0.elapsed().as_millis();
     let (cout, cerr) = (cli.stdout(), cli.stderr());
-    let (sout, serr) = srv.as_ref().map(|s| (s.stdout(), s.stderr())).unwrap_or_default();
-    let mut output = normalise(&cout, c.tcp_port);
+    Ok(judge_side(pl, c, cend, send, &cout, &cerr, &sout, &serr, ms, note))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn judge_side(
+    pl: &Plan,
+    c: &Ctx,
+    cend: End,
+    send: Option<End>,
+    cout: &str,
+    cerr: &str,
+    sout: &str,
+    serr: &str,
+    ms: u128,
+    mut note: String,
+) -> Outcome {
+    let mut output = normalise(cout, c.tcp_port);
     if pl.server.is_some() {
         output.push_str("--- server ---\n");
-        output.push_str(&normalise(&sout, c.tcp_port));
+        output.push_str(&normalise(sout, c.tcp_port));
     }
     let mut why = String::new();
     let marked = pl.pass_mark.is_some_and(|m| cout.contains(m) && sout.contains(m));
@@ -512,7 +558,7 @@ fn run_side(pl: &Plan, lib: &Lib, c: &Ctx, tag: &str) -> Result<Outcome, String>
             Some(s) => format!("client {}, server {}", cend.text(), s.text()),
             None => cend.text(),
         };
-        let line = first_error(&[&cerr, &cout, &serr, &sout]);
+        let line = first_error(&[cerr, cout, serr, sout]);
         why = if line.is_empty() { ends } else { format!("{ends}: {line}") };
     } else if pl.no_tcp {
         let n = tcp_sockets_on(c.tcp_port);
@@ -520,7 +566,18 @@ fn run_side(pl: &Plan, lib: &Lib, c: &Ctx, tag: &str) -> Result<Outcome, String>
             why = format!("went over TCP, not RDMA ({n} TCP socket(s) on port {})", c.tcp_port);
         }
     }
-    Ok(Outcome { client: cend, server: send, ms, output, why, note })
+    Outcome { client: cend, server: send, ms, output, why, note }
+}
+
+/// The serving side of a case (--serve): starts the server program of `name` with `lib`
+/// for a client at `c.local`, waits until it is ready.  Err: why it cannot run here.
+pub fn serve_start(name: &str, lib: &Lib, c: &Ctx, tag: &str) -> Result<(Proc, String), String> {
+    let pl = plan(name, c)?;
+    programs_present(&pl)?;
+    let argv = pl.server.as_ref().ok_or_else(|| format!("{name} has no server side"))?;
+    let mut s = Proc::start(command(argv, lib, pl.preload)?, c.work, &format!("{tag}.server"), c.timeout);
+    let note = wait_ready(&mut s, &pl.ready, Duration::from_secs(10)).err().unwrap_or_default();
+    Ok((s, note))
 }
 
 /// Runs a case over a port with both libraries and judges the pair.
@@ -564,7 +621,7 @@ pub fn run_case(name: &'static str, c: &Ctx, libs: &[Lib; 2], progress: &mut dyn
         progress(lib.name);
         let tag = format!("{}.{}.{}", name, row.port.replace('/', "-"), lib.name);
         let tc = Ctx { tcp_port: c.tcp_port + if lib.name == "ours" { 1 } else { 0 }, ..*c };
-        match run_side(&pl, lib, &tc, &tag) {
+        match run_side(name, &pl, lib, &tc, &tag) {
             Ok(o) => outs.push(Some(o)),
             Err(e) => {
                 row.verdict = Verdict::Skip(e);

@@ -6,6 +6,7 @@
 mod cases;
 mod discover;
 mod libs;
+mod peer;
 mod run;
 
 use cases::{Ctx, Row, Verdict, CASES};
@@ -26,6 +27,10 @@ const USAGE: &str = "usage: rdmacm-rs-check [options]
                       RDMACM_RS_LOG=debug); may be repeated
   --device DEV[/N]    only this device (and port)
   --case NAME[,NAME]  only these cases (--list shows them)
+  --peer HOST         two hosts: the server side of every case runs on HOST, where
+                      `rdmacm-rs-check --serve` waits (default: both on this host)
+  --serve             answer one --peer run from another host, then exit
+  --control-port N    TCP port of --serve's control connection (default 7474)
   --quick             the short set with small counts
   --timeout SECS      per program (default 30)
   --json              one JSON document on stdout instead of the table
@@ -54,6 +59,9 @@ struct Opts {
     keep: bool,
     sysfs: PathBuf,
     env_ours: Vec<(String, String)>,
+    peer: Option<String>,
+    serve: bool,
+    control_port: u16,
 }
 
 fn parse(args: &[String]) -> Result<Option<Opts>, String> {
@@ -68,6 +76,9 @@ fn parse(args: &[String]) -> Result<Option<Opts>, String> {
         keep: false,
         sysfs: PathBuf::from("/sys"),
         env_ours: Vec::new(),
+        peer: None,
+        serve: false,
+        control_port: peer::CONTROL_PORT,
     };
     let mut i = 0;
     while i < args.len() {
@@ -116,6 +127,11 @@ fn parse(args: &[String]) -> Result<Option<Opts>, String> {
                 o.cases = Some(list);
             }
             "--quick" => o.quick = true,
+            "--peer" => o.peer = Some(value("--peer")?),
+            "--serve" => o.serve = true,
+            "--control-port" => {
+                o.control_port = value("--control-port")?.parse().ok().filter(|&p| p > 0).ok_or("--control-port needs a TCP port")?
+            }
             "--timeout" => {
                 o.timeout = value("--timeout")?.parse().ok().filter(|&t| t > 0).ok_or("--timeout needs seconds > 0")?
             }
@@ -126,6 +142,9 @@ fn parse(args: &[String]) -> Result<Option<Opts>, String> {
             _ => return Err(format!("unknown argument {a}")),
         }
         i += 1;
+    }
+    if o.serve && o.peer.is_some() {
+        return Err("--serve and --peer: one or the other".into());
     }
     Ok(Some(o))
 }
@@ -294,6 +313,51 @@ fn main() -> ExitCode {
         eprintln!("rdmacm-rs-check: {}: {e}", work.display());
         return ExitCode::from(EXIT_SETUP);
     }
+    let cmtime_new = cases::cmtime_is_new();
+    let rr = cases::rdma_resolve_path();
+    if o.serve {
+        let so = peer::ServeOpts {
+            port: o.control_port,
+            quick_default: o.quick,
+            timeout: Duration::from_secs(o.timeout),
+            work: &work,
+            cmtime_new,
+            rdma_resolve: rr.as_deref(),
+        };
+        let r = peer::serve(&so, &ports, &libs);
+        finish_work_dir(&work, o.keep, true);
+        return match r {
+            Ok(n) => {
+                eprintln!("rdmacm-rs-check: served {n} case runs");
+                ExitCode::SUCCESS
+            }
+            Err(_) if run::stopping() => ExitCode::from(EXIT_INTERRUPTED),
+            Err(e) => {
+                eprintln!("rdmacm-rs-check: --serve: {e}");
+                ExitCode::from(EXIT_SETUP)
+            }
+        };
+    }
+    // --peer: the one local port that reaches the peer, and the control connection
+    let mut remote = None;
+    if let Some(h) = &o.peer {
+        let r = peer::resolve_host(h).and_then(|host| {
+            let (label, src) = peer::route_to(host, &ports)?;
+            let conn = peer::Peer::connect(host, o.control_port, Duration::from_secs(o.timeout))?;
+            Ok((host, label, src, conn))
+        });
+        match r {
+            Ok((host, label, src, conn)) => remote = Some((host, label, src, std::cell::RefCell::new(conn))),
+            Err(e) => {
+                eprintln!("rdmacm-rs-check: {e}");
+                return ExitCode::from(EXIT_SETUP);
+            }
+        }
+    }
+    let ports: Vec<_> = match &remote {
+        Some((_, label, _, _)) => ports.into_iter().filter(|p| p.label() == *label).collect(),
+        None => ports,
+    };
     let selected: Vec<&'static str> = CASES
         .iter()
         .filter(|c| match &o.cases {
@@ -329,24 +393,33 @@ fn main() -> ExitCode {
     }
     say(String::new());
     say(format!("{:<14} {:<10} {:<8} {:<8} {:<9} {}", "case", "port", "upstream", "ours", "verdict", "note"));
-    let cmtime_new = cases::cmtime_is_new();
-    let rr = cases::rdma_resolve_path();
+    if let Some((host, label, src, _)) = &remote {
+        say(format!("peer: {host} (server side there), this host {src} on {label}"));
+    }
     let mut progress = Progress { tty: std::io::stderr().is_terminal(), width: 0 };
-    let total = selected.len() * ports.len();
+    let total = selected.len() * ports.iter().filter(|p| p.unusable.is_none()).count();
     let mut rows: Vec<Row> = Vec::new();
     let mut tcp_port: u16 = 20000 + (std::process::id() % 1000) as u16 * 12;
     'outer: for p in &ports {
+        if let Some(why) = &p.unusable {
+            // one row for the port, not one per case
+            let row = Row { case: "(all)", port: p.label(), upstream: None, ours: None, verdict: Verdict::Skip(why.clone()) };
+            say(row_line(&row));
+            rows.push(row);
+            continue;
+        }
         for &name in &selected {
             if run::stopping() {
                 break 'outer;
             }
-            let row = match (&p.unusable, p.addr) {
-                (Some(why), _) => Row { case: name, port: p.label(), upstream: None, ours: None, verdict: Verdict::Skip(why.clone()) },
-                (None, None) => continue,
-                (None, Some(addr)) => {
+            let row = match p.addr {
+                None => continue,
+                Some(addr) => {
                     let c = Ctx {
                         port: p,
-                        addr,
+                        addr: remote.as_ref().map(|r| r.0).unwrap_or(addr),
+                        local: remote.as_ref().map(|r| r.2).unwrap_or(addr),
+                        peer: remote.as_ref().map(|r| &r.3),
                         tcp_port,
                         quick: o.quick,
                         work: &work,
@@ -367,6 +440,9 @@ fn main() -> ExitCode {
         }
     }
     progress.clear();
+    if let Some((_, _, _, conn)) = &remote {
+        conn.borrow_mut().bye();
+    }
     let interrupted = run::stopping();
     let differ = rows.iter().filter(|r| r.verdict.counted()).count();
     let agree = rows.iter().filter(|r| matches!(r.verdict, Verdict::Agree)).count();
