@@ -241,7 +241,13 @@ fn outcome_json(o: &Option<cases::Outcome>) -> String {
 
 fn row_line(r: &Row) -> String {
     let cell = |o: &Option<cases::Outcome>| o.as_ref().map(|o| o.cell()).unwrap_or_else(|| "-".into());
-    format!("{:<14} {:<10} {:<8} {:<8} {:<9} {}", r.case, r.port, cell(&r.upstream), cell(&r.ours), r.verdict.word(), r.verdict.note())
+    let mut note = r.verdict.note();
+    for (side, o) in [("upstream", &r.upstream), ("ours", &r.ours)] {
+        if let Some(o) = o.as_ref().filter(|o| !o.note.is_empty()) {
+            note.push_str(&format!("{}{side}: {}", if note.is_empty() { "" } else { "; " }, o.note));
+        }
+    }
+    format!("{:<14} {:<10} {:<8} {:<8} {:<9} {}", r.case, r.port, cell(&r.upstream), cell(&r.ours), r.verdict.word(), note)
 }
 
 struct Progress {
@@ -427,7 +433,8 @@ fn main() -> ExitCode {
                         cmtime_new,
                         rdma_resolve: rr.as_deref(),
                     };
-                    tcp_port = tcp_port.wrapping_add(2).max(20000);
+                    // three ports a case: upstream's, ours, upstream's second try
+                    tcp_port = tcp_port.wrapping_add(3).max(20000);
                     let n = rows.len() + 1;
                     cases::run_case(name, &c, &libs, &mut |lib| {
                         progress.show(&format!("[{n}/{total}] {name} on {} with {lib}'s library ...", p.label()))
