@@ -624,12 +624,13 @@ pub fn run_case(name: &'static str, c: &Ctx, libs: &[Lib; 2], progress: &mut dyn
         progress(lib.name);
         let tag = format!("{}.{}.{}", name, row.port.replace('/', "-"), lib.name);
         let tc = Ctx { tcp_port: c.tcp_port + if lib.name == "ours" { 1 } else { 0 }, ..*c };
-        let mut r = run_side(name, &pl, lib, &tc, &tag);
+        // each run its own port: the command lines are made for it
+        let mut r = plan(name, &tc).and_then(|pl| run_side(name, &pl, lib, &tc, &tag));
         // Upstream's run that timed out gets one more try (on the case's third port), said in
         // its note; a run of ours never does: its timeout is its result.
         if lib.name == "upstream" && !stopping() && r.as_ref().is_ok_and(|o| o.timed_out()) {
             let tc = Ctx { tcp_port: c.tcp_port + 2, ..*c };
-            r = run_side(name, &pl, lib, &tc, &format!("{tag}.retry")).map(|mut o| {
+            r = plan(name, &tc).and_then(|pl| run_side(name, &pl, lib, &tc, &format!("{tag}.retry"))).map(|mut o| {
                 o.note = format!("{}{}first run timed out, run again", o.note, if o.note.is_empty() { "" } else { "; " });
                 o
             });
