@@ -471,7 +471,7 @@ fn command(argv: &[String], lib: &Lib, preload: bool) -> Result<Command, String>
     c.args(&argv[1..]);
     lib.apply(&mut c);
     if preload {
-        let p = lib.preload.as_ref().ok_or_else(|| format!("{}'s library has no rsocket/librspreload.so", lib.name))?;
+        let p = lib.preload.as_ref().ok_or_else(|| format!("{} has no rsocket/librspreload.so", lib.called()))?;
         let mut v = p.display().to_string();
         if let Some((_, more)) = lib.env.iter().find(|(k, _)| k == "LD_PRELOAD") {
             v = format!("{v}:{more}");
@@ -608,7 +608,7 @@ pub fn run_case(name: &'static str, c: &Ctx, libs: &[Lib; 2], progress: &mut dyn
     }
     if pl.preload {
         if let Some(l) = libs.iter().find(|l| l.preload.is_none()) {
-            row.verdict = Verdict::Skip(format!("{}'s library has no rsocket/librspreload.so", l.name));
+            row.verdict = Verdict::Skip(format!("{} has no rsocket/librspreload.so", l.called()));
             return row;
         }
     }
@@ -621,7 +621,7 @@ pub fn run_case(name: &'static str, c: &Ctx, libs: &[Lib; 2], progress: &mut dyn
         if stopping() {
             return row;
         }
-        progress(lib.name);
+        progress(lib.called());
         let tag = format!("{}.{}.{}", name, row.port.replace('/', "-"), lib.name);
         let tc = Ctx { tcp_port: c.tcp_port + if lib.name == "ours" { 1 } else { 0 }, ..*c };
         // each run its own port: the command lines are made for it

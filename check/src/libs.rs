@@ -23,6 +23,15 @@ pub struct Lib {
 }
 
 impl Lib {
+    /// "upstream's library" / "our library"
+    pub fn called(&self) -> &'static str {
+        if self.name == "ours" {
+            "our library"
+        } else {
+            "upstream's library"
+        }
+    }
+
     /// The environment a program of this side runs with: the caller's, without any
     /// LD_LIBRARY_PATH / LD_PRELOAD of its own, plus this side's directory.
     pub fn apply(&self, cmd: &mut Command) {

@@ -397,11 +397,11 @@ fn main() -> ExitCode {
             p.unusable.as_ref().map(|u| format!(" (not used: {u})")).unwrap_or_default()
         ));
     }
-    say(String::new());
-    say(format!("{:<14} {:<10} {:<8} {:<8} {:<9} {}", "case", "port", "upstream", "ours", "verdict", "note"));
     if let Some((host, label, src, _)) = &remote {
         say(format!("peer: {host} (server side there), this host {src} on {label}"));
     }
+    say(String::new());
+    say(format!("{:<14} {:<10} {:<8} {:<8} {:<9} {}", "case", "port", "upstream", "ours", "verdict", "note"));
     let mut progress = Progress { tty: std::io::stderr().is_terminal(), width: 0 };
     let total = selected.len() * ports.iter().filter(|p| p.unusable.is_none()).count();
     let mut rows: Vec<Row> = Vec::new();
@@ -437,7 +437,7 @@ fn main() -> ExitCode {
                     tcp_port = tcp_port.wrapping_add(3).max(20000);
                     let n = rows.len() + 1;
                     cases::run_case(name, &c, &libs, &mut |lib| {
-                        progress.show(&format!("[{n}/{total}] {name} on {} with {lib}'s library ...", p.label()))
+                        progress.show(&format!("[{n}/{total}] {name} on {} with {lib} ...", p.label()))
                     })
                 }
             };

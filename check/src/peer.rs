@@ -273,7 +273,7 @@ pub fn serve(o: &ServeOpts, ports: &[Port], libs: &[Lib; 2]) -> Result<usize, St
                 continue;
             }
         };
-        eprintln!("rdmacm-rs-check: {case} with {}'s library for {b}", lib.name);
+        eprintln!("rdmacm-rs-check: {case} with {} for {b}", lib.called());
         send(&mut w, &format!("READY {note}\n"))?;
         let done = read_line(&mut r, o.timeout + Duration::from_secs(30));
         let ok = matches!(done.as_deref(), Ok("DONE 1"));

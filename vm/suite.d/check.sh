@@ -67,12 +67,12 @@ t checker_broken 300 bash -c '. /tmp/check_lib.sh
 # control would start with SIGINT ignored.)
 t checker_sigint 120 bash -c '. /tmp/check_lib.sh; set -m
   ours_dir; as_nobody $CHK --ours /tmp/ours-lib > /tmp/chk.txt 2> /tmp/chk.err & p=$!
-  for i in $(seq 200); do pgrep -x "rping|ucmatose" > /dev/null && break; sleep 0.1; done
-  pgrep -a -x "rping|ucmatose" || { echo "FAIL: no program started"; kill -9 -$p; exit 1; }
+  for i in $(seq 600); do pgrep -u nobody -x "rping|ucmatose" > /dev/null && break; sleep 0.1; done
+  started=0; pgrep -a -u nobody -x "rping|ucmatose" && started=1 || echo "FAIL: no program started in 60 s"
   c=$(pgrep -x -u nobody rdmacm-rs-check); echo "SIGINT to $c"; kill -INT $c; wait $p; rc=$?
   cat /tmp/chk.txt /tmp/chk.err; echo "rdmacm-rs-check exit $rc"
   [ $rc = 130 ] || { echo "FAIL: exit $rc, expected 130"; exit 1; }
-  grep -q "^case .*verdict" /tmp/chk.txt && grep -q "interrupted" /tmp/chk.txt && nothing_left'
+  grep -q "^case .*verdict" /tmp/chk.txt && grep -q "interrupted" /tmp/chk.txt && nothing_left && [ $started = 1 ]'
 
 # Two hosts: a serving instance in ns1 (rxe1 on veth1, 192.0.2.2) answers a --peer run from
 # the root namespace (rxe0 on veth0): the server side of each case there, the client here,
