@@ -248,6 +248,8 @@ fn row_line(r: &Row) -> String {
         }
     }
     format!("{:<14} {:<10} {:<8} {:<8} {:<9} {}", r.case, r.port, cell(&r.upstream), cell(&r.ours), r.verdict.word(), note)
+        .trim_end()
+        .to_string()
 }
 
 struct Progress {
