@@ -3,7 +3,10 @@
 # on the test bed's soft devices. The checker runs every program twice itself, with
 # upstream's library (the guest's, found by the loader) and with ours (--ours, by
 # LD_LIBRARY_PATH in the programs' environment only): its own environment does not reach
-# the programs. It runs as nobody (no root needed on rxe/siw).
+# the programs. It runs as nobody (no root needed on rxe/siw). Every program gets 90 s
+# (--timeout), not the default 30: under TCG with other VMs on the cores a CM exchange can
+# stall for a retry (an rdma_server/rdma_client pair over rxe0 ran out of 30 s with ours once,
+# and with upstream's once before); a run of ours is never retried.
 #   root ns: rxe0 on veth0 192.0.2.1, siw0 on veth2 198.51.100.1; rxe1's veth1 is in ns1,
 #   so rxe1 has no address here and is reported unusable.
 CHK=/extra/bin/rdmacm-rs-check
@@ -38,7 +41,7 @@ SHEOF
 # document. Both as nobody, both must exit 0 with every run program's verdict AGREE.
 t checker_soft 600 bash -c '. /tmp/check_lib.sh
   if [ "$RDMACM_VARIANT" = upstream ]; then
-    ours_dir; as_nobody $CHK --case rping --json --ours /tmp/ours-lib > /tmp/chk.json; rc=$?; cat /tmp/chk.json; echo "rdmacm-rs-check exit $rc"
+    ours_dir; as_nobody $CHK --case rping --json --timeout 90 --ours /tmp/ours-lib > /tmp/chk.json; rc=$?; cat /tmp/chk.json; echo "rdmacm-rs-check exit $rc"
     [ $rc = 0 ] || exit 1
     python3 -c "import json,sys; j=json.load(open(\"/tmp/chk.json\")); r={(c[\"case\"],c[\"port\"]):c for c in j[\"cases\"]}
 ok = r[(\"rping\",\"rxe0/1\")][\"verdict\"]==\"AGREE\" and r[(\"rping\",\"siw0/1\")][\"verdict\"]==\"AGREE\" and r[(\"(all)\",\"rxe1/1\")][\"verdict\"]==\"SKIP\"
@@ -46,7 +49,7 @@ ok = ok and j[\"libraries\"][1][\"path\"].startswith(\"/tmp/ours-lib/\") and j[\
 print(\"json ok\" if ok else \"json FAIL\"); sys.exit(0 if ok else 1)" || exit 1
     nothing_left; exit
   fi
-  ours_dir; as_nobody $CHK --quick --keep --ours /tmp/ours-lib > /tmp/chk.txt; rc=$?; cat /tmp/chk.txt; echo "rdmacm-rs-check exit $rc"
+  ours_dir; as_nobody $CHK --quick --keep --timeout 90 --ours /tmp/ours-lib > /tmp/chk.txt; rc=$?; cat /tmp/chk.txt; echo "rdmacm-rs-check exit $rc"
   dump_kept; [ $rc = 0 ] || exit 1
   row rping rxe0/1 AGREE && row ucmatose rxe0/1 AGREE && row udaddy rxe0/1 AGREE && row rstream rxe0/1 AGREE &&
   row rspreload rxe0/1 AGREE && row rdma_client rxe0/1 AGREE && row getaddrinfo rxe0/1 AGREE &&
@@ -57,7 +60,7 @@ print(\"json ok\" if ok else \"json FAIL\"); sys.exit(0 if ok else 1)" || exit 1
 # ours' programs only (--env-ours) makes rdma_resolve_route fail. The checker must say DIFFER
 # for rping (which calls it) and exit 1; ucmatose over siw0 is not run (--device rxe0).
 t checker_broken 300 bash -c '. /tmp/check_lib.sh
-  ours_dir; as_nobody $CHK --case rping,rdma_client --device rxe0 --ours /tmp/ours-lib --env-ours LD_PRELOAD=/extra/bin/failroute.so > /tmp/chk.txt
+  ours_dir; as_nobody $CHK --case rping,rdma_client --device rxe0 --timeout 90 --ours /tmp/ours-lib --env-ours LD_PRELOAD=/extra/bin/failroute.so > /tmp/chk.txt
   rc=$?; cat /tmp/chk.txt; echo "rdmacm-rs-check exit $rc"
   [ $rc = 1 ] || { echo "FAIL: exit $rc, expected 1"; exit 1; }
   row rping rxe0/1 DIFFER && grep -E "^rping .*DIFFER .*ours: .*rdma_resolve_route" /tmp/chk.txt && nothing_left'
@@ -81,10 +84,10 @@ t checker_sigint 120 bash -c '. /tmp/check_lib.sh; set -m
 # matter to the checker: the upstream variant runs rping alone.
 t checker_peer 600 bash -c '. /tmp/check_lib.sh; ours_dir
   ip netns exec ns1 setpriv --reuid=nobody --regid=nogroup --clear-groups --reset-env -- env PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-    $CHK --serve --ours /tmp/ours-lib > /tmp/chk_srv.txt 2>&1 & s=$!
+    $CHK --serve --timeout 90 --ours /tmp/ours-lib > /tmp/chk_srv.txt 2>&1 & s=$!
   for i in $(seq 100); do grep -q "serving one checking run" /tmp/chk_srv.txt && break; sleep 0.1; done
   cases=rping,udaddy,rdma_client,rspreload; [ "$RDMACM_VARIANT" = upstream ] && cases=rping
-  as_nobody $CHK --peer 192.0.2.2 --case $cases --ours /tmp/ours-lib > /tmp/chk.txt
+  as_nobody $CHK --peer 192.0.2.2 --case $cases --timeout 90 --ours /tmp/ours-lib > /tmp/chk.txt
   rc=$?; cat /tmp/chk.txt; echo "rdmacm-rs-check exit $rc"
   for i in $(seq 100); do kill -0 $s 2>/dev/null || break; sleep 0.1; done
   kill -0 $s 2>/dev/null && { echo "FAIL: the serving instance did not end"; kill $s; }
