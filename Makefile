@@ -117,7 +117,7 @@ deps:
 check: deps
 	$(MAKE) check-host vm-check
 
-check-host: check-ratchet check-msrv check-newest-deps test-rust check-link-order check-api check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-static check-ldd ctest-valgrind check-gai fuzz-smoke check-man check-layout-abi check-deb check-rpm check-setuid check-badinput-rows check-preload-cancel
+check-host: check-ratchet check-msrv check-newest-deps test-rust check-link-order check-api check-symbols check-symbols-upstream check-header check-constants check-compat check-layout ctest ctest-asan check-install check-static check-ldd ctest-valgrind check-gai fuzz-smoke check-man check-layout-abi check-deb check-rpm check-setuid check-badinput-rows check-preload-cancel check-tool-host
 
 # The hot path's link order held (capi/hot.txt, scripts/link-order.sh): its functions side by
 # side in the library `make lib` built.
@@ -284,6 +284,8 @@ vm-bin: lib $(B)/ctest/harness-ours
 	$(MAKE) preload
 	cp -f $(B)/lib/rsocket/librspreload.so $(B)/vm-bin/librspreload.so
 	cp -f target/release/rdma-resolve man/rdma-resolve.schema.json man/rdmacm-trace.schema.json $(B)/vm-bin/
+	$(MAKE) check-tool
+	cp -f target/release/rdmacm-rs-check $(B)/vm-bin/
 	$(MAKE) -C ctest/vm B=$(CURDIR)/$(B)
 
 vm-check: lib vm-bin
@@ -350,10 +352,26 @@ install-preload: preload
 	ln -sf librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1
 	ln -sf librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1.0.0
 
-# rdma-resolve (the resolution explainer and trace reader) and its JSON schemas; its page is man/rdma-resolve.1
-install-tools: lib
+# rdmacm-rs-check (check/: compares ours with upstream's on this machine's RDMA devices; its
+# own crate, it does not link the library), built with lib's flags so that the shared
+# dependencies are not rebuilt between the two.
+.PHONY: check-tool
+check-tool:
+	$(BUILD_ENV) $(CARGO) build --release --locked -p rdmacm-rs-check
+
+# The checker's unit tests, and the checker on this host, which has no RDMA device: one line
+# and exit status 3; over a stand-in sysfs whose port is down, every case skipped and exit 4.
+.PHONY: check-tool-host
+check-tool-host: lib check-tool
+	$(CARGO) test --locked -q -p rdmacm-rs-check
+	check/tests/host.sh target/release/rdmacm-rs-check
+
+# rdma-resolve (the resolution explainer and trace reader) and its JSON schemas; its page is man/rdma-resolve.1;
+# rdmacm-rs-check, its page man/rdmacm-rs-check.1
+install-tools: lib check-tool
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/rdmacm-rs
 	install -m 0755 target/release/rdma-resolve $(DESTDIR)$(BINDIR)/rdma-resolve
+	install -m 0755 target/release/rdmacm-rs-check $(DESTDIR)$(BINDIR)/rdmacm-rs-check
 	install -m 0644 man/rdma-resolve.schema.json man/rdmacm-trace.schema.json $(DESTDIR)$(DATADIR)/rdmacm-rs/
 
 uninstall:
@@ -366,7 +384,7 @@ uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1 \
 	      $(DESTDIR)$(LIBDIR)/rsocket/librspreload.so.1.0.0
 	rmdir $(DESTDIR)$(LIBDIR)/rsocket 2>/dev/null || true
-	rm -f $(DESTDIR)$(BINDIR)/rdma-resolve $(DESTDIR)$(DATADIR)/rdmacm-rs/rdma-resolve.schema.json $(DESTDIR)$(DATADIR)/rdmacm-rs/rdmacm-trace.schema.json
+	rm -f $(DESTDIR)$(BINDIR)/rdma-resolve $(DESTDIR)$(BINDIR)/rdmacm-rs-check $(DESTDIR)$(DATADIR)/rdmacm-rs/rdma-resolve.schema.json $(DESTDIR)$(DATADIR)/rdmacm-rs/rdmacm-trace.schema.json
 	-rmdir $(DESTDIR)$(DATADIR)/rdmacm-rs 2>/dev/null
 
 # make deb: the Debian packages librdmacm-rs1 (the library, in place of librdmacm1t64) and
@@ -374,9 +392,9 @@ uninstall:
 # built with debhelper from debian/ around `make lib` and the install targets, then lintian
 # (every tag it still reports is explained in debian/*.lintian-overrides and docs/packaging.md).
 # Needs debhelper, lintian, fakeroot (scripts/deps.sh). check-deb: what is in them.
-deb: lib preload static
+deb: lib preload static check-tool
 	@$(MAKE) --no-print-directory $(B)/deb/rdmacm-rs.changes
-DEB_INPUTS := target/release/librdmacm_capi.so target/release/librdmacm_capi.a target/release/librspreload.so $(wildcard debian/* debian/source/*) $(wildcard man/*) \
+DEB_INPUTS := target/release/librdmacm_capi.so target/release/rdmacm-rs-check target/release/librdmacm_capi.a target/release/librspreload.so $(wildcard debian/* debian/source/*) $(wildcard man/*) \
               $(HEADERS_RDMA) $(HEADERS_IB) librdmacm.pc.in abi/rdmacm.symbols Makefile
 $(B)/deb/rdmacm-rs.changes: $(DEB_INPUTS)
 	@v=$$(dpkg-parsechangelog -SVersion); [ "$$v" = "$(VERSION)" ] || \
@@ -396,7 +414,7 @@ $(B)/deb/rdmacm-rs.changes: $(DEB_INPUTS)
 # brp-compress is run with bash: it is bash code under #!/bin/sh, and /bin/sh is dash on Debian.
 # check-rpm: what is in them, against the .deb (ctest/check-rpm.sh). Needs rpm, rpmlint, file.
 RPM_INPUTS := $(filter-out $(wildcard debian/* debian/source/*),$(DEB_INPUTS)) $(wildcard rpm/*)
-rpm: lib preload static
+rpm: lib preload static check-tool
 	@$(MAKE) --no-print-directory $(B)/rpm/rpms.stamp
 $(B)/rpm/rpms.stamp: $(RPM_INPUTS)
 	@v=$$(sed -n 's/^Version: *//p' rpm/rdmacm-rs.spec); [ "$$v" = "$(VERSION)" ] || \
@@ -440,6 +458,11 @@ vm-examples: lib
 	@mkdir -p $(B)/vm-bin/examples
 	cp -f $(addprefix target/release/examples/,$(VM_EXAMPLES)) $(B)/vm-bin/examples/
 vm-bin: vm-examples
+# LD_PRELOAD shim of vm/suite.d/check.sh (checker_broken): rdma_resolve_route fails.
+vm-bin: $(B)/vm-bin/failroute.so
+$(B)/vm-bin/failroute.so: ctest/shim/failroute.c
+	@mkdir -p $(B)/vm-bin
+	$(CC) $(CWARN) -O1 -shared -fPIC -o $@ $<
 # LD_PRELOAD shim of vm/suite.d/kmod.sh (kmod_sysfs_fallback): no RDMA netlink socket.
 $(B)/vm-bin/nonetlink.so: ctest/shim/nonetlink.c
 	@mkdir -p $(B)/vm-bin

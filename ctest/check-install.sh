@@ -20,11 +20,14 @@ for f in $libdir/librdmacm.so.1 $libdir/librdmacm.so $prefix/include/rdma/rdma_c
     [ -e "$dest$f" ] || { echo "check-install: $f missing" >&2; exit 1; }
 done
 ls "$dest$libdir"/librdmacm.so.1.5.* >/dev/null
-# the resolution explainer, its man page and schema; it runs without any RDMA device
-for f in $prefix/bin/rdma-resolve $prefix/share/man/man1/rdma-resolve.1 $prefix/share/rdmacm-rs/rdma-resolve.schema.json $prefix/share/rdmacm-rs/rdmacm-trace.schema.json; do
+# the resolution explainer, its man page and schemas; it runs without any RDMA device; the
+# checker and its page
+for f in $prefix/bin/rdma-resolve $prefix/share/man/man1/rdma-resolve.1 $prefix/share/rdmacm-rs/rdma-resolve.schema.json \
+         $prefix/share/rdmacm-rs/rdmacm-trace.schema.json $prefix/bin/rdmacm-rs-check $prefix/share/man/man1/rdmacm-rs-check.1; do
     [ -e "$dest$f" ] || { echo "check-install: $f missing" >&2; exit 1; }
 done
 "$dest$prefix/bin/rdma-resolve" --version | grep -q '^rdma-resolve ' || { echo "check-install: rdma-resolve --version failed" >&2; exit 1; }
+"$dest$prefix/bin/rdmacm-rs-check" --version | grep -q '^rdmacm-rs-check ' || { echo "check-install: rdmacm-rs-check --version failed" >&2; exit 1; }
 n3=$(ls "$top"/man/*.3 2>/dev/null | wc -l)
 [ "$(ls "$dest$prefix"/share/man/man3/*.3 2>/dev/null | wc -l)" = "$n3" ] ||
     { echo "check-install: man pages not installed" >&2; exit 1; }
