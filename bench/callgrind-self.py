@@ -3,7 +3,7 @@
 # callgrind-self.py PROFILE CALLS [x]: self instructions per call by function (inlined code
 # merged into its function) from a bench_short profile (build/vm/suite/share/out/callgrind/
 # <variant>.<case>.1, CALLS = 10 in short mode); with a third argument also the inclusive
-# cost of each caller -> callee edge.  The profiles behind docs/performance.md (issue 10).
+# cost of each caller -> callee edge.  The profiles behind docs/performance.md.
 import sys
 from callgrind_profile import Profile
 p = Profile(sys.argv[1]); n = int(sys.argv[2]) if len(sys.argv) > 2 else 10

@@ -22,7 +22,7 @@ if [ "${1:-}" = --report ]; then
   out=${2:?usage: bench/run.sh --report DIR}; vmrc=0; log=; load=
 else
   # BENCH_CMTIME_CONNS: the cmtime sizes, passed to the guest in VM_BENCH. Default 1000:
-  # "1000 10000" adds issue 10's -c 10000 case, which upstream itself does not complete in this
+  # "1000 10000" adds the -c 10000 case, which upstream itself does not complete in this
   # guest (its no-QP test is REJECTED with status 28): that run then fails naming those cases.
   BENCH_CMTIME_CONNS=${BENCH_CMTIME_CONNS:-1000}
   VM_BENCH="cmtime=$(echo $BENCH_CMTIME_CONNS | tr ' ' ,)"
@@ -123,7 +123,7 @@ awk -v expected="$expected" -v json=build/bench.json -v date="$(date -u +%FT%TZ)
     exit (nbad > 0) }' "${files[@]}" | tee build/bench.txt
 rc=${PIPESTATUS[0]}
 
-# issue 10's and issue 21's targets against this run (they do not change the exit status: the
+# The targets against this run (they do not change the exit status: the
 # harness fails only when it could not measure). Columns of build/bench.txt: case unit up ours
 # ratio spread-up spread-ours verdict... With BENCH_SECTIONS, a target whose case this run did
 # not have is left out.
@@ -156,9 +156,9 @@ awk -v partial="${BENCH_SECTIONS:+1}" '
         "ours " ours["dns_call_returns_us"] " us, upstream " up["dns_call_returns_us"] " us; event after " ours["dns_event_arrives_us"] " us (upstream " up["dns_event_arrives_us"] ")")
     notslower("rstream_64k_xfer_us", "rstream 64 KiB throughput no worse")
     notslower("rstream_64b_lat_us", "rstream 64 B latency no worse")
-    atmost("rs_pingpong8_64b_ns_per_rt", 1.0, "issue 21: 8 streams from 8 threads, 64 B round trips at least upstream rate")
-    atmost("cg_rs_pingpong_total", 1.0, "issue 21: instructions per 64 B rsocket round trip (whole process, polling_time 0) at most upstream")
-    atmost("rs_duplex_64k_us_per_mib", 1.0, "issue 21: one stream sent and received at once, 64 KiB, at least upstream throughput")
+    atmost("rs_pingpong8_64b_ns_per_rt", 1.0, "8 streams from 8 threads, 64 B round trips at least upstream rate")
+    atmost("cg_rs_pingpong_total", 1.0, "instructions per 64 B rsocket round trip (whole process, polling_time 0) at most upstream")
+    atmost("rs_duplex_64k_us_per_mib", 1.0, "one stream sent and received at once, 64 KiB, at least upstream throughput")
     printf "targets: %d of %d met\n", met, all }' build/bench.txt | tee -a build/bench.txt
 { echo "bench: $(date -u +%F) kernel ${kernel:-?} rdma-core ${rdmacore:-?}, ours at ${commit:-?}${load:+; host load $load}; rounds per library: \
 $(ls "$out"/bench_r[0-9]*.ours.out 2>/dev/null | wc -l); table: build/bench.txt, JSON: build/bench.json"; } >&2

@@ -354,7 +354,7 @@ pub unsafe extern "C-unwind" fn rdma_event_str(event: rdma_cm_event_type) -> *co
     // The one export outside `entry`: a bounds-checked read of a static
     // table cannot panic, sets no errno and logs nothing, so the boundary
     // (its one-time set-up check and stack frame) would be all the cost
-    // (issue 10: at most upstream's instructions per call).
+    // (at most upstream's instructions per call).
     rdmacm::internal::cma::events::event_name(event).as_ptr()
 }
 symver!(rdma_event_str, "RDMACM_1.0");

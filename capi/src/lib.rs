@@ -203,7 +203,7 @@ pub fn entry<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
 /// make no cancellation point of libc: their system calls are
 /// [`cancel::raw`] ones, the cold parts (first use, devices, name lookups,
 /// the log) take the guard themselves, and their waits are the library's.
-/// Two fewer calls into libc per call (issue 20's instruction budget).
+/// Two fewer calls into libc per call (the cancellation protocol's instruction budget).
 /// Their bodies never ignore a wait's ECANCELED, so only a failed call
 /// can carry a caught cancellation: a successful one skips the check.
 #[inline(always)]

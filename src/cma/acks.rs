@@ -12,7 +12,7 @@ use std::sync::Arc;
 /// multicast membership's: upstream's `events_completed` and `cond`).
 ///
 /// The count is atomic, so that counting an ack takes no lock unless
-/// someone waits (issue 10: one lock per ack was most of what acking
+/// someone waits (one lock per ack was most of what acking
 /// cost).  A waiter announces itself (`waiters`) and registers its
 /// thread's wake-up descriptor under the lock before it reads the count;
 /// an adder adds before it reads `waiters` (both sequentially consistent):

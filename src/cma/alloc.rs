@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! Ids and events built in their allocation, field by field (no copy of
-//! a large struct, issue 10).  With [`super::public`] and
+//! a large struct).  With [`super::public`] and
 //! [`super::objects`] one of the modules of `cma` with unsafe code: what
 //! it writes is the private state declared in [`super::base`].
 #![allow(unsafe_code)]
@@ -14,7 +14,7 @@ use std::ptr::addr_of_mut;
 
 /// A new event: all zero (as upstream clears its event before each read),
 /// no id, no membership; built in its allocation (no copy of the ~350-byte
-/// struct, issue 10); ENOMEM when memory is short.
+/// struct); ENOMEM when memory is short.
 pub fn try_new_event() -> Result<Box<EventPriv>, Errno> {
     let mut b = crate::sys::alloc::try_box_uninit::<EventPriv>()?;
     let p = b.as_mut_ptr();
@@ -35,7 +35,7 @@ pub fn try_new_event() -> Result<Box<EventPriv>, Errno> {
 /// A new id (unregistered) on channel `ch`, built in its `Arc`'s block
 /// field by field: the public id is cleared in place (as upstream's
 /// calloc) and only its non-zero fields are written, so no ~650-byte
-/// struct is built on the stack and copied (issue 10).  ENOMEM when
+/// struct is built on the stack and copied.  ENOMEM when
 /// memory is short (the block is allocated and checked first:
 /// `sys::alloc::reserved`).
 #[allow(clippy::too_many_arguments)]

@@ -79,7 +79,7 @@ pub struct Channel {
 #[derive(Default)]
 pub struct ConnState {
     /// Connect data (AF_IB private-data header), if any.  (A boxed
-    /// slice: 8 bytes fewer than a `Vec` in every id, issue 10.)
+    /// slice: 8 bytes fewer than a `Vec` in every id.)
     pub connect: Box<[u8]>,
     pub connect_error: bool,
     pub initiator_depth: u8,
@@ -114,7 +114,7 @@ pub struct IdPriv {
     /// half-updated, so later calls refuse it (EIO); destroy still frees it.
     pub(super) broken: AtomicBool,
     /// The id's channel and device, under one lock (fields ordered so that
-    /// the small ones share words: memory per id, issue 10).
+    /// the small ones share words: memory per id).
     pub(super) links: Mutex<Links>,
     /// Events acked so far, which destroy and migrate wait on.
     pub(super) acks: Acks,

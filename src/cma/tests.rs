@@ -505,7 +505,7 @@ fn uid0_events_find_the_id_by_handle() {
     cm.destroy_channel(&ch);
 }
 
-/// Memory per id (issue 10): the id's `Arc` block (two counts and the
+/// Memory per id: the id's `Arc` block (two counts and the
 /// `IdPriv`) fits glibc's 608-byte chunk, one size below upstream's
 /// `cma_id_private` (624).
 #[test]

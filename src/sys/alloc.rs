@@ -215,7 +215,7 @@ pub fn reserved<R>(layout: Layout, make: impl FnOnce() -> R) -> Result<R, Errno>
     }
     let parked = Parked { ptr, size: layout.size(), align: layout.align() };
     // One visit to the thread's slot for parking, running `make` and
-    // taking back a block it left (issue 10: each visit costs a TLS
+    // taking back a block it left (each visit costs a TLS
     // lookup).  An earlier block still parked on this thread (only if
     // `make` of an outer call allocates through a nested one) is kept, and
     // this block given back, so nothing is lost.

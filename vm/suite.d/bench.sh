@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-# bench.sh - the benchmark of issue 10 (bench/run.sh, `make bench`) and its short mode.
+# bench.sh - the benchmark (bench/run.sh, `make bench`) and its short mode.
 #
 # bench_driver MODE runs every case once with the library of the variant it is started in
 # (LD_LIBRARY_PATH is inherited by every process it starts, servers in ns1 included, so both
@@ -10,15 +10,15 @@
 #   full   (VM_BENCH=1 runs only: tests bench_r1, bench_r2 = two rounds, each upstream then ours,
 #          so the libraries alternate U O U O; bench/run.sh keeps the better round per case)
 #   short  (every run: test bench_short, small counts; 42 s of VM time for both variants at
-#          host load 3, measured 2026-11-23);
+#          host load 3);
 #          the ours run also prints a ratio table against the upstream run of the same boot
 #          (/host/out/bench_short.upstream.out); its numbers mean little, only that every case
 #          still produces one.
-# Cases (issue 10): cmtime over rxe (both its tests, every step), rdma_getaddrinfo (numeric
+# Cases: cmtime over rxe (both its tests, every step), rdma_getaddrinfo (numeric
 # IPv4, IPv6, AF_IB, passive, a hosts-file name, first call in a fresh process), synchronous
 # ids (time per id, RSS per 1000), the id loop from 1/2/4/8 threads, rdma_resolve_addrinfo
 # against a DNS server that answers after 500 ms, rstream 64 KiB throughput / 64 B latency,
-# rsocket (issue 21, not in the short mode): 8 streams ping-pong 64 B from 8 threads, and one
+# rsocket (not in the short mode): 8 streams ping-pong 64 B from 8 threads, and one
 # stream with a sender and a receiver thread at once (64 KiB), instructions per call under callgrind (library object only, and the whole process).
 
 # The slow DNS server: vm/guest/slow_dns.py (answers after $1 seconds).
@@ -70,7 +70,7 @@ bench_rstream(){ local nm=$1 w=${3:-} o=/tmp/bench-rstream.$1 s c v
   else bench_fail "$nm" "rstream_rc=$c"; sed 's/^/  rstream: /' "$o" "$o.srv" >&2; fi
 }
 
-# rsocket cases of issue 21 (ctest/vm/bench_rsocket.c) across the pair, both ends on the same
+# rsocket cases (ctest/vm/bench_rsocket.c) across the pair, both ends on the same
 # library: NAME MODE PORT ARGS... (NAME: the case the program prints for these ARGS). The case
 # has a number only when both ends exit 0 (each checks every call, byte count and content).
 # the soft-RoCE devices' hardware counters, "device/counter value" a line each
@@ -172,7 +172,7 @@ bench_callgrind(){ local c=$1 n=$2 f=/tmp/bench-cg.$1 r
   bench_cg_report "$c" "$n" "$f" call
 }
 
-# instructions per rsocket round trip (issue 21): the connecting end of a 1-stream 64 B
+# instructions per rsocket round trip: the connecting end of a 1-stream 64 B
 # ping-pong under callgrind, counted inside pp_round only (WARMUP + ROUNDS calls), with
 # polling_time 0 on both ends so that no count depends on how long a spin lasted, and the
 # listening end waiting 5 ms before each echo so that the connecting end is asleep in rrecv
@@ -228,7 +228,7 @@ bench_sec(){ local t0=$SECONDS; [ -z "${BENCH_SECTIONS:-}" ] || [[ " $BENCH_SECT
   "${@:2}"; echo "# $1: $((SECONDS - t0)) s"; }
 bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECONDS
   local gn=2000 gs=500 ids=10000 tn=2000 cm="1000:900 10000:900" rs_s="-S 65536 -C 300" rs_l="-S 64 -C 1 -I 2000"
-  # rsocket (issue 21): 8 streams x 1000 round trips of 64 B; one stream, 1000 x 64 KiB each way.
+  # rsocket: 8 streams x 1000 round trips of 64 B; one stream, 1000 x 64 KiB each way.
   # Not in the short mode (make check's bench_short): make bench only.
   local rs_pp="8 1000 64" rs_dx="1000 65536"
   # BENCH_CMTIME="N ..." (bench/run.sh passes BENCH_CMTIME_CONNS through VM_BENCH) picks other sizes

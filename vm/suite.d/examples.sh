@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-# examples.sh - the Rust examples (examples/*.rs, issue 22 item 4) against upstream's C programs
+# examples.sh - the Rust examples (examples/*.rs) against upstream's C programs
 # across the rxe pair, built on the host by `make vm-bin` (vm-examples) into /extra/bin/examples.
 # The examples use this crate's Rust API (no librdmacm.so at all); the C program on the other
 # side loads the variant's librdmacm: upstream's in the upstream run, ours in the ours run. So

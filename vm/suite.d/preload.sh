@@ -124,7 +124,7 @@ pl_tests(){ local s=$1 L=$2 R=$3
     ". /tmp/pl_lib.sh; pl_lib $L || exit 1; p0=\$(rxe_pkts); t0=\$(tcp_opens)
      pl_watch 60 env LD_PRELOAD=$L iperf3 -c 192.0.2.2 -p 5201 -n 8M -f m; r=\$?; over_rdma \$p0 \$t0 8192 && exit \$r"
   # iperf3 in time mode (-t 3): each test ends with pthread_cancel of the stream threads, which
-  # are blocked in a receive on an rsocket (issue 20: with our librdmacm the process aborted,
+  # are blocked in a receive on an rsocket (a library whose panic boundary catches that forced unwind aborts the process,
   # "FATAL: exception not rethrown"); both ends must exit 0, the data over RDMA (at least 1000
   # packets on rxe0, no TCP connection). The upstream variant runs upstream's librspreload (R)
   # in both tests: ours over upstream's librdmacm is no reference here (upstream's rrecv leaves
