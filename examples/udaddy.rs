@@ -161,8 +161,9 @@ impl Node {
 
     /// `count` datagrams to the remote end, each with our QP number as
     /// immediate data (work requests count.., after the receives).
-    fn send_all(&self, o: &Opts, text: &str, signaled: bool) -> Result<(), String> {
-        let (Some(mr), Some(ah), Some(to)) = (&self.mr, &self.ah, &self.remote) else {
+    fn send_all(&mut self, o: &Opts, text: &str, signaled: bool) -> Result<(), String> {
+        let qpn = self.my_qpn();
+        let (Some(mr), Some(ah), Some(to)) = (&mut self.mr, &self.ah, &self.remote) else {
             return Err("no address to send to".into());
         };
         let off = Node::slot(o) * o.count as usize;
@@ -172,7 +173,7 @@ impl Node {
         mr.write(off, &msg).map_err(|e| format!("fill datagram: {e}"))?;
         let sge = mr.sge(off..off + o.size).map_err(|e| format!("send buffer: {e}"))?;
         for i in 0..o.count {
-            self.id.post_ud_send_with_imm(u64::from(o.count + i), &[sge], ah, to.qp_num(), to.qkey(), self.my_qpn(), signaled).map_err(|e| format!("post send: {e}"))?;
+            self.id.post_ud_send_with_imm(u64::from(o.count + i), &[sge], ah, to.qp_num(), to.qkey(), qpn, signaled).map_err(|e| format!("post send: {e}"))?;
         }
         Ok(())
     }
@@ -251,12 +252,12 @@ fn run_client(o: &Opts, server: &str) -> Result<(), String> {
     let dst = SocketAddr::new(ip, PORT);
     let src = o.bind.map(|b| SocketAddr::new(b, 0));
     let end = Instant::now() + o.timeout;
-    let nodes = if o.sync { connect_sync(o, src, dst)? } else { connect_async(o, src, dst, end)? };
+    let mut nodes = if o.sync { connect_sync(o, src, dst)? } else { connect_async(o, src, dst, end)? };
     if o.count == 0 {
         return Ok(());
     }
     println!("initiating data transfers");
-    for (i, n) in nodes.iter().enumerate() {
+    for (i, n) in nodes.iter_mut().enumerate() {
         n.send_all(o, &format!("udaddy-rs datagram of connection {i}"), false)?;
     }
     println!("receiving data transfers");
@@ -397,7 +398,7 @@ fn run_server(o: &Opts) -> Result<(), String> {
         println!("udaddy: connection {i}: {} datagrams from {from}, each with the client's QP number as immediate data", o.count);
     }
     println!("sending replies");
-    for (i, n) in nodes.iter().enumerate() {
+    for (i, n) in nodes.iter_mut().enumerate() {
         n.send_all(o, &format!("udaddy-rs reply of connection {i}"), true)?;
     }
     for n in &nodes {
