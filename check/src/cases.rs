@@ -519,8 +519,7 @@ fn run_side(name: &str, pl: &Plan, lib: &Lib, c: &Ctx, tag: &str) -> Result<Outc
     }
     let mut cli = Proc::start(command(&pl.client, lib, pl.preload)?, c.work, &format!("{tag}.client"), c.timeout);
     let cend = cli.wait();
-    // a server whose client is done has a few seconds to finish by itself
-    let grace = Duration::from_secs(if cend.ok() { 5 } else { 2 });
+    let grace = server_grace(cend.ok());
     let (send, sout, serr) = match (srv.as_mut(), remote, c.peer) {
         (Some(s), _, _) => (Some(s.wait_or_stop(grace)), s.stdout(), s.stderr()),
         (None, true, Some(peer)) => {
@@ -570,6 +569,13 @@ fn judge_side(
         }
     }
     Outcome { client: cend, server: send, ms, output, why, note }
+}
+
+/// How long a server whose client has ended may take to end by itself before it is
+/// stopped: after a client that passed, long enough for a disconnect whose CM message was
+/// lost to be retried (a CM retry waits seconds); after a client that failed, a moment.
+pub fn server_grace(client_ok: bool) -> Duration {
+    Duration::from_secs(if client_ok { 20 } else { 2 })
 }
 
 /// The serving side of a case (--serve): starts the server program of `name` with `lib`

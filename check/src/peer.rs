@@ -277,7 +277,7 @@ pub fn serve(o: &ServeOpts, ports: &[Port], libs: &[Lib; 2]) -> Result<usize, St
         send(&mut w, &format!("READY {note}\n"))?;
         let done = read_line(&mut r, o.timeout + Duration::from_secs(30));
         let ok = matches!(done.as_deref(), Ok("DONE 1"));
-        let end = srv.wait_or_stop(Duration::from_secs(if ok { 5 } else { 2 }));
+        let end = srv.wait_or_stop(cases::server_grace(ok));
         done?;
         let (out, err) = (srv.stdout(), srv.stderr());
         send(&mut w, &format!("END {}\nOUT {}\n{out}ERR {}\n{err}", end_token(&end), out.len(), err.len()))?;
