@@ -97,7 +97,10 @@ fn plan(name: &str, c: &Ctx) -> Result<Plan, String> {
     };
     let ib_only = || -> Result<(), String> {
         if tr != Transport::Ib {
-            Err(format!("needs an InfiniBand port (this one is {})", tr.name()))
+            Err(format!(
+                "needs an InfiniBand port (this one is {})",
+                tr.name()
+            ))
         } else {
             Ok(())
         }
@@ -133,7 +136,9 @@ fn plan(name: &str, c: &Ctx) -> Result<Plan, String> {
             let (cn, mc) = (n(1, 2), n(5, 10));
             mk(
                 v(&["ucmatose", "-b", &a, "-p", &p, "-c", &cn, "-C", &mc]),
-                v(&["ucmatose", "-s", &a, "-b", &b, "-p", &p, "-c", &cn, "-C", &mc]),
+                v(&[
+                    "ucmatose", "-s", &a, "-b", &b, "-p", &p, "-c", &cn, "-C", &mc,
+                ]),
                 true,
             )
         }
@@ -149,7 +154,11 @@ fn plan(name: &str, c: &Ctx) -> Result<Plan, String> {
         }
         "mckey" => {
             no_ud()?;
-            let group = if c.addr.is_ipv4() { "239.255.74.71" } else { "ff15::7471" };
+            let group = if c.addr.is_ipv4() {
+                "239.255.74.71"
+            } else {
+                "ff15::7471"
+            };
             let mc = n(5, 10);
             let mut pl = mk(
                 v(&["stdbuf", "-oL", "mckey", "-m", group, "-b", &a, "-C", &mc]),
@@ -159,7 +168,11 @@ fn plan(name: &str, c: &Ctx) -> Result<Plan, String> {
             pl.ready = Ready::Line("joined");
             pl
         }
-        "rdma_client" => mk(v(&["rdma_server", "-s", &a, "-p", &p]), v(&["rdma_client", "-s", &a, "-p", &p]), true),
+        "rdma_client" => mk(
+            v(&["rdma_server", "-s", &a, "-p", &p]),
+            v(&["rdma_client", "-s", &a, "-p", &p]),
+            true,
+        ),
         "getaddrinfo" => {
             let script = gai_script(&a, &b, &p);
             Plan {
@@ -181,7 +194,10 @@ fn plan(name: &str, c: &Ctx) -> Result<Plan, String> {
                 // phase with QPs before it is the comparison: a side passes once both its
                 // programs reached the phase without QPs.
                 if tr == Transport::Iwarp {
-                    return Err("this rdma-core's cmtime also connects without QPs, which iWARP cannot".into());
+                    return Err(
+                        "this rdma-core's cmtime also connects without QPs, which iWARP cannot"
+                            .into(),
+                    );
                 }
                 let mut pl = mk(
                     v(&["cmtime", "-b", &a, "-C", &a, "-L", "-p", &p, "-c", &cn]),
@@ -191,22 +207,34 @@ fn plan(name: &str, c: &Ctx) -> Result<Plan, String> {
                 pl.pass_mark = Some("test - no QPs");
                 pl
             } else {
-                mk(v(&["cmtime", "-b", &a, "-p", &p, "-c", &cn]), v(&["cmtime", "-s", &a, "-p", &p, "-c", &cn]), false)
+                mk(
+                    v(&["cmtime", "-b", &a, "-p", &p, "-c", &cn]),
+                    v(&["cmtime", "-s", &a, "-p", &p, "-c", &cn]),
+                    false,
+                )
             }
         }
         "rstream" | "riostream" => {
             let cnt = n(20, 100);
             mk(
-                v(&[name, "-b", &a, "-p", &p, "-S", "10000", "-C", &cnt, "-T", "v"]),
-                v(&[name, "-s", &a, "-p", &p, "-S", "10000", "-C", &cnt, "-T", "v"]),
+                v(&[
+                    name, "-b", &a, "-p", &p, "-S", "10000", "-C", &cnt, "-T", "v",
+                ]),
+                v(&[
+                    name, "-s", &a, "-p", &p, "-S", "10000", "-C", &cnt, "-T", "v",
+                ]),
                 false,
             )
         }
         "rspreload" => {
             let cnt = n(20, 100);
             let mut pl = mk(
-                v(&["rstream", "-T", "s", "-b", &a, "-p", &p, "-S", "10000", "-C", &cnt]),
-                v(&["rstream", "-T", "s", "-s", &a, "-p", &p, "-S", "10000", "-C", &cnt]),
+                v(&[
+                    "rstream", "-T", "s", "-b", &a, "-p", &p, "-S", "10000", "-C", &cnt,
+                ]),
+                v(&[
+                    "rstream", "-T", "s", "-s", &a, "-p", &p, "-S", "10000", "-C", &cnt,
+                ]),
                 false,
             );
             pl.preload = true;
@@ -219,8 +247,12 @@ fn plan(name: &str, c: &Ctx) -> Result<Plan, String> {
             one_host()?;
             let g = &c.port.gid0;
             mk(
-                v(&["ucmatose", "-f", "gid", "-b", g, "-p", &p, "-c", "1", "-C", "5"]),
-                v(&["ucmatose", "-f", "gid", "-s", g, "-b", g, "-p", &p, "-c", "1", "-C", "5"]),
+                v(&[
+                    "ucmatose", "-f", "gid", "-b", g, "-p", &p, "-c", "1", "-C", "5",
+                ]),
+                v(&[
+                    "ucmatose", "-f", "gid", "-s", g, "-b", g, "-p", &p, "-c", "1", "-C", "5",
+                ]),
                 true,
             )
         }
@@ -229,8 +261,12 @@ fn plan(name: &str, c: &Ctx) -> Result<Plan, String> {
             one_host()?;
             let g = &c.port.gid0;
             mk(
-                v(&["rstream", "-f", "gid", "-b", g, "-p", &p, "-S", "10000", "-C", "20", "-T", "v"]),
-                v(&["rstream", "-f", "gid", "-s", g, "-p", &p, "-S", "10000", "-C", "20", "-T", "v"]),
+                v(&[
+                    "rstream", "-f", "gid", "-b", g, "-p", &p, "-S", "10000", "-C", "20", "-T", "v",
+                ]),
+                v(&[
+                    "rstream", "-f", "gid", "-s", g, "-p", &p, "-S", "10000", "-C", "20", "-T", "v",
+                ]),
                 false,
             )
         }
@@ -350,7 +386,9 @@ impl Verdict {
     }
     pub fn note(&self) -> String {
         match self {
-            Verdict::Differ(s) | Verdict::BothFail(s) | Verdict::Info(s) | Verdict::Skip(s) => s.clone(),
+            Verdict::Differ(s) | Verdict::BothFail(s) | Verdict::Info(s) | Verdict::Skip(s) => {
+                s.clone()
+            }
             Verdict::OursOnly => "ours passes where upstream fails".into(),
             Verdict::Stopped => "interrupted".into(),
             Verdict::Agree => String::new(),
@@ -368,7 +406,10 @@ pub struct Row {
 
 /// Every `rdma res show cm_id` entry of `pid` in state LISTEN.  None: the tool cannot say.
 fn listening(pid: u32) -> Option<bool> {
-    let out = Command::new("rdma").args(["-j", "res", "show", "cm_id"]).output().ok()?;
+    let out = Command::new("rdma")
+        .args(["-j", "res", "show", "cm_id"])
+        .output()
+        .ok()?;
     if !out.status.success() {
         return None;
     }
@@ -440,7 +481,17 @@ fn normalise(s: &str, port: u16) -> String {
 
 /// The first line that says what went wrong: an error, a failure or an event name.
 fn first_error(texts: &[&str]) -> String {
-    let keys = ["error", "fail", "unable", "RDMA_CM_EVENT", "errno", "refused", "timed out", "timeout", "unreachable"];
+    let keys = [
+        "error",
+        "fail",
+        "unable",
+        "RDMA_CM_EVENT",
+        "errno",
+        "refused",
+        "timed out",
+        "timeout",
+        "unreachable",
+    ];
     for t in texts {
         for l in t.lines() {
             let low = l.to_ascii_lowercase();
@@ -449,7 +500,15 @@ fn first_error(texts: &[&str]) -> String {
             }
         }
     }
-    texts.iter().flat_map(|t| t.lines()).find(|l| !l.trim().is_empty()).unwrap_or("").trim().chars().take(160).collect()
+    texts
+        .iter()
+        .flat_map(|t| t.lines())
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+        .chars()
+        .take(160)
+        .collect()
 }
 
 /// TCP sockets (any state, TIME_WAIT included) whose local or remote port is `port`.
@@ -471,7 +530,10 @@ fn command(argv: &[String], lib: &Lib, preload: bool) -> Result<Command, String>
     c.args(&argv[1..]);
     lib.apply(&mut c);
     if preload {
-        let p = lib.preload.as_ref().ok_or_else(|| format!("{} has no rsocket/librspreload.so", lib.called()))?;
+        let p = lib
+            .preload
+            .as_ref()
+            .ok_or_else(|| format!("{} has no rsocket/librspreload.so", lib.called()))?;
         let mut v = p.display().to_string();
         if let Some((_, more)) = lib.env.iter().find(|(k, _)| k == "LD_PRELOAD") {
             v = format!("{v}:{more}");
@@ -485,7 +547,11 @@ fn command(argv: &[String], lib: &Lib, preload: bool) -> Result<Command, String>
 fn programs_present(pl: &Plan) -> Result<(), String> {
     let mut progs: Vec<&str> = vec![pl.client[0].as_str()];
     if let Some(s) = &pl.server {
-        progs.push(if s[0] == "stdbuf" { s[2].as_str() } else { s[0].as_str() });
+        progs.push(if s[0] == "stdbuf" {
+            s[2].as_str()
+        } else {
+            s[0].as_str()
+        });
         progs.push(s[0].as_str());
     }
     for p in progs {
@@ -509,7 +575,12 @@ fn run_side(name: &str, pl: &Plan, lib: &Lib, c: &Ctx, tag: &str) -> Result<Outc
                 remote = true;
             }
             None => {
-                let mut s = Proc::start(command(argv, lib, pl.preload)?, c.work, &format!("{tag}.server"), c.timeout);
+                let mut s = Proc::start(
+                    command(argv, lib, pl.preload)?,
+                    c.work,
+                    &format!("{tag}.server"),
+                    c.timeout,
+                );
                 if let Err(e) = wait_ready(&mut s, &pl.ready, Duration::from_secs(10)) {
                     note = e;
                 }
@@ -517,10 +588,14 @@ fn run_side(name: &str, pl: &Plan, lib: &Lib, c: &Ctx, tag: &str) -> Result<Outc
             }
         }
     }
-    let mut cli = Proc::start(command(&pl.client, lib, pl.preload)?, c.work, &format!("{tag}.client"), c.timeout);
+    let mut cli = Proc::start(
+        command(&pl.client, lib, pl.preload)?,
+        c.work,
+        &format!("{tag}.client"),
+        c.timeout,
+    );
     let cend = cli.wait();
-    // a server whose client is done has a few seconds to finish by itself
-    let grace = Duration::from_secs(if cend.ok() { 5 } else { 2 });
+    let grace = server_grace(cend.ok());
     let (send, sout, serr) = match (srv.as_mut(), remote, c.peer) {
         (Some(s), _, _) => (Some(s.wait_or_stop(grace)), s.stdout(), s.stderr()),
         (None, true, Some(peer)) => {
@@ -531,7 +606,9 @@ fn run_side(name: &str, pl: &Plan, lib: &Lib, c: &Ctx, tag: &str) -> Result<Outc
     };
     let ms = t0.elapsed().as_millis();
     let (cout, cerr) = (cli.stdout(), cli.stderr());
-    Ok(judge_side(pl, c, cend, send, &cout, &cerr, &sout, &serr, ms, note))
+    Ok(judge_side(
+        pl, c, cend, send, &cout, &cerr, &sout, &serr, ms, note,
+    ))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -553,7 +630,9 @@ fn judge_side(
         output.push_str(&normalise(sout, c.tcp_port));
     }
     let mut why = String::new();
-    let marked = pl.pass_mark.is_some_and(|m| cout.contains(m) && sout.contains(m));
+    let marked = pl
+        .pass_mark
+        .is_some_and(|m| cout.contains(m) && sout.contains(m));
     if marked {
         note = format!("passed on reaching '{}'", pl.pass_mark.unwrap_or_default());
     } else if !cend.ok() || send.as_ref().is_some_and(|e| !e.ok()) {
@@ -562,14 +641,35 @@ fn judge_side(
             None => cend.text(),
         };
         let line = first_error(&[cerr, cout, serr, sout]);
-        why = if line.is_empty() { ends } else { format!("{ends}: {line}") };
+        why = if line.is_empty() {
+            ends
+        } else {
+            format!("{ends}: {line}")
+        };
     } else if pl.no_tcp {
         let n = tcp_sockets_on(c.tcp_port);
         if n > 0 {
-            why = format!("went over TCP, not RDMA ({n} TCP socket(s) on port {})", c.tcp_port);
+            why = format!(
+                "went over TCP, not RDMA ({n} TCP socket(s) on port {})",
+                c.tcp_port
+            );
         }
     }
-    Outcome { client: cend, server: send, ms, output, why, note }
+    Outcome {
+        client: cend,
+        server: send,
+        ms,
+        output,
+        why,
+        note,
+    }
+}
+
+/// How long a server whose client has ended may take to end by itself before it is
+/// stopped: after a client that passed, long enough for a disconnect whose CM message was
+/// lost to be retried (a CM retry waits seconds); after a client that failed, a moment.
+pub fn server_grace(client_ok: bool) -> Duration {
+    Duration::from_secs(if client_ok { 20 } else { 2 })
 }
 
 /// The serving side of a case (--serve): starts the server program of `name` with `lib`
@@ -577,16 +677,37 @@ fn judge_side(
 pub fn serve_start(name: &str, lib: &Lib, c: &Ctx, tag: &str) -> Result<(Proc, String), String> {
     let pl = plan(name, c)?;
     programs_present(&pl)?;
-    let argv = pl.server.as_ref().ok_or_else(|| format!("{name} has no server side"))?;
-    let mut s = Proc::start(command(argv, lib, pl.preload)?, c.work, &format!("{tag}.server"), c.timeout);
-    let note = wait_ready(&mut s, &pl.ready, Duration::from_secs(10)).err().unwrap_or_default();
+    let argv = pl
+        .server
+        .as_ref()
+        .ok_or_else(|| format!("{name} has no server side"))?;
+    let mut s = Proc::start(
+        command(argv, lib, pl.preload)?,
+        c.work,
+        &format!("{tag}.server"),
+        c.timeout,
+    );
+    let note = wait_ready(&mut s, &pl.ready, Duration::from_secs(10))
+        .err()
+        .unwrap_or_default();
     Ok((s, note))
 }
 
 /// Runs a case over a port with both libraries and judges the pair.
-pub fn run_case(name: &'static str, c: &Ctx, libs: &[Lib; 2], progress: &mut dyn FnMut(&str)) -> Row {
+pub fn run_case(
+    name: &'static str,
+    c: &Ctx,
+    libs: &[Lib; 2],
+    progress: &mut dyn FnMut(&str),
+) -> Row {
     let port = c.port.label();
-    let mut row = Row { case: name, port, upstream: None, ours: None, verdict: Verdict::Stopped };
+    let mut row = Row {
+        case: name,
+        port,
+        upstream: None,
+        ours: None,
+        verdict: Verdict::Stopped,
+    };
     let pl = match plan(name, c).and_then(|pl| programs_present(&pl).map(|_| pl)) {
         Ok(pl) => pl,
         Err(why) => {
@@ -623,17 +744,29 @@ pub fn run_case(name: &'static str, c: &Ctx, libs: &[Lib; 2], progress: &mut dyn
         }
         progress(lib.called());
         let tag = format!("{}.{}.{}", name, row.port.replace('/', "-"), lib.name);
-        let tc = Ctx { tcp_port: c.tcp_port + if lib.name == "ours" { 1 } else { 0 }, ..*c };
+        let tc = Ctx {
+            tcp_port: c.tcp_port + if lib.name == "ours" { 1 } else { 0 },
+            ..*c
+        };
         // each run its own port: the command lines are made for it
         let mut r = plan(name, &tc).and_then(|pl| run_side(name, &pl, lib, &tc, &tag));
         // Upstream's run that timed out gets one more try (on the case's third port), said in
         // its note; a run of ours never does: its timeout is its result.
         if lib.name == "upstream" && !stopping() && r.as_ref().is_ok_and(|o| o.timed_out()) {
-            let tc = Ctx { tcp_port: c.tcp_port + 2, ..*c };
-            r = plan(name, &tc).and_then(|pl| run_side(name, &pl, lib, &tc, &format!("{tag}.retry"))).map(|mut o| {
-                o.note = format!("{}{}first run timed out, run again", o.note, if o.note.is_empty() { "" } else { "; " });
-                o
-            });
+            let tc = Ctx {
+                tcp_port: c.tcp_port + 2,
+                ..*c
+            };
+            r = plan(name, &tc)
+                .and_then(|pl| run_side(name, &pl, lib, &tc, &format!("{tag}.retry")))
+                .map(|mut o| {
+                    o.note = format!(
+                        "{}{}first run timed out, run again",
+                        o.note,
+                        if o.note.is_empty() { "" } else { "; " }
+                    );
+                    o
+                });
         }
         match r {
             Ok(o) => outs.push(Some(o)),
@@ -650,11 +783,16 @@ pub fn run_case(name: &'static str, c: &Ctx, libs: &[Lib; 2], progress: &mut dyn
     }
     let (u, o) = (outs[0].clone(), outs[1].clone());
     row.verdict = match (&u, &o) {
-        (None, Some(o)) if o.ok() => Verdict::Info("ours only: resolved, ibv_gid_reachable answered".into()),
+        (None, Some(o)) if o.ok() => {
+            Verdict::Info("ours only: resolved, ibv_gid_reachable answered".into())
+        }
         (None, Some(o)) => Verdict::Info(format!("ours only: {}", o.why)),
         (Some(u), Some(o)) if u.ok() && o.ok() => {
             if pl.compare && u.output != o.output {
-                Verdict::Differ(format!("output differs: {}", first_diff(&u.output, &o.output)))
+                Verdict::Differ(format!(
+                    "output differs: {}",
+                    first_diff(&u.output, &o.output)
+                ))
             } else {
                 Verdict::Agree
             }
@@ -684,7 +822,11 @@ fn first_diff(a: &str, b: &str) -> String {
             return format!("upstream '{}', ours '{}'", x.trim(), y.trim());
         }
     }
-    format!("upstream {} lines, ours {} lines", a.lines().count(), b.lines().count())
+    format!(
+        "upstream {} lines, ours {} lines",
+        a.lines().count(),
+        b.lines().count()
+    )
 }
 
 /// Whether this rdma-core's cmtime is the newer one (out-of-band control socket: -C/-L).
@@ -693,7 +835,8 @@ pub fn cmtime_is_new() -> bool {
         .arg("-h")
         .output()
         .map(|o| {
-            let t = String::from_utf8_lossy(&o.stderr).into_owned() + &String::from_utf8_lossy(&o.stdout);
+            let t = String::from_utf8_lossy(&o.stderr).into_owned()
+                + &String::from_utf8_lossy(&o.stdout);
             t.contains("[-L")
         })
         .unwrap_or(false)
@@ -714,12 +857,18 @@ mod tests {
 
     #[test]
     fn normalise_masks_port_and_pointers() {
-        assert_eq!(normalise("listening on 7471 at 0x55d1ab, 74710\n", 7471), "listening on PORT at 0xADDR, 74710\n");
+        assert_eq!(
+            normalise("listening on 7471 at 0x55d1ab, 74710\n", 7471),
+            "listening on PORT at 0xADDR, 74710\n"
+        );
     }
 
     #[test]
     fn first_error_picks_the_telling_line() {
-        assert_eq!(first_error(&["", "starting\nrdma_connect: Connection refused\n"]), "rdma_connect: Connection refused");
+        assert_eq!(
+            first_error(&["", "starting\nrdma_connect: Connection refused\n"]),
+            "rdma_connect: Connection refused"
+        );
         assert_eq!(first_error(&["", "just this\n"]), "just this");
     }
 }

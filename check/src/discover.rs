@@ -61,9 +61,11 @@ fn rdma_link_netdevs() -> Vec<(String, u32, String)> {
     };
     let mut v = Vec::new();
     for obj in json_objects(&out) {
-        let (Some(dev), Some(port), Some(nd)) =
-            (json_str(obj, "ifname"), json_num(obj, "port"), json_str(obj, "netdev"))
-        else {
+        let (Some(dev), Some(port), Some(nd)) = (
+            json_str(obj, "ifname"),
+            json_num(obj, "port"),
+            json_str(obj, "netdev"),
+        ) else {
             continue;
         };
         v.push((dev, port as u32, nd));
@@ -95,7 +97,9 @@ fn sysfs_netdev(devdir: &Path, dev: &str, port: u32) -> Option<String> {
         if !p.join("device/infiniband").join(dev).exists() {
             continue;
         }
-        let dp = read(&p.join("dev_port")).and_then(|s| s.parse::<u32>().ok()).unwrap_or(0);
+        let dp = read(&p.join("dev_port"))
+            .and_then(|s| s.parse::<u32>().ok())
+            .unwrap_or(0);
         if dp + 1 == port {
             return Some(e.file_name().to_string_lossy().into_owned());
         }
@@ -120,14 +124,17 @@ fn netdev_addr(netdev: &str) -> Result<IpAddr, String> {
         if json_str(obj, "scope").as_deref() != Some("global") {
             continue;
         }
-        let Some(local) = json_str(obj, "local") else { continue };
+        let Some(local) = json_str(obj, "local") else {
+            continue;
+        };
         match local.parse::<IpAddr>() {
             Ok(a @ IpAddr::V4(_)) if v4.is_none() => v4 = Some(a),
             Ok(a @ IpAddr::V6(_)) if v6.is_none() => v6 = Some(a),
             _ => {}
         }
     }
-    v4.or(v6).ok_or_else(|| format!("{netdev} has no global IP address"))
+    v4.or(v6)
+        .ok_or_else(|| format!("{netdev} has no global IP address"))
 }
 
 /// Every port of every RDMA device, in name order.  Err when the machine has none.
@@ -139,21 +146,34 @@ pub fn ports(sysfs: &Path) -> Result<Vec<Port>, String> {
     };
     devs.sort();
     if devs.is_empty() {
-        return Err(format!("no RDMA device on this machine ({} is empty or missing)", class.display()));
+        return Err(format!(
+            "no RDMA device on this machine ({} is empty or missing)",
+            class.display()
+        ));
     }
     let links = rdma_link_netdevs();
     let mut ports = Vec::new();
     for d in devs {
-        let dev = d.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let dev = d
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let node = read(&d.join("node_type")).unwrap_or_default();
         let mut nums: Vec<u32> = fs::read_dir(d.join("ports"))
-            .map(|rd| rd.flatten().filter_map(|e| e.file_name().to_string_lossy().parse().ok()).collect())
+            .map(|rd| {
+                rd.flatten()
+                    .filter_map(|e| e.file_name().to_string_lossy().parse().ok())
+                    .collect()
+            })
             .unwrap_or_default();
         nums.sort();
         for n in nums {
             let pd = d.join(format!("ports/{n}"));
             let state = read(&pd.join("state")).unwrap_or_default();
-            let state = state.split_once(": ").map(|(_, s)| s.to_string()).unwrap_or(state);
+            let state = state
+                .split_once(": ")
+                .map(|(_, s)| s.to_string())
+                .unwrap_or(state);
             let link_layer = read(&pd.join("link_layer")).unwrap_or_else(|| "unknown".into());
             let transport = if node.contains("RNIC") {
                 Transport::Iwarp
@@ -168,7 +188,17 @@ pub fn ports(sysfs: &Path) -> Result<Vec<Port>, String> {
                 .find(|(ld, lp, _)| *ld == dev && *lp == n)
                 .map(|(_, _, nd)| nd.clone())
                 .or_else(|| sysfs_netdev(&d, &dev, n));
-            let mut p = Port { dev: dev.clone(), port: n, state, link_layer, transport, gid0, netdev, addr: None, unusable: None };
+            let mut p = Port {
+                dev: dev.clone(),
+                port: n,
+                state,
+                link_layer,
+                transport,
+                gid0,
+                netdev,
+                addr: None,
+                unusable: None,
+            };
             if p.state != "ACTIVE" {
                 p.unusable = Some(format!("port state {}", p.state));
             } else if let Some(nd) = p.netdev.clone() {

@@ -48,13 +48,17 @@ impl Lib {
 /// PATH lookup.
 pub fn which(prog: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(prog)).find(|p| p.is_file())
+    std::env::split_paths(&path)
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
 }
 
 /// The librdmacm.so.1 that `ldd PROG` resolves with LD_LIBRARY_PATH=dir (or none).
 pub fn resolve(prog: &Path, dir: Option<&Path>) -> Result<PathBuf, String> {
     let mut c = Command::new("ldd");
-    c.arg(prog).env_remove("LD_LIBRARY_PATH").env_remove("LD_PRELOAD");
+    c.arg(prog)
+        .env_remove("LD_LIBRARY_PATH")
+        .env_remove("LD_PRELOAD");
     if let Some(d) = dir {
         c.env("LD_LIBRARY_PATH", d);
     }
@@ -65,21 +69,28 @@ pub fn resolve(prog: &Path, dir: Option<&Path>) -> Result<PathBuf, String> {
         if !l.starts_with("librdmacm.so.1 ") {
             continue;
         }
-        let Some((_, rest)) = l.split_once("=> ") else { continue };
+        let Some((_, rest)) = l.split_once("=> ") else {
+            continue;
+        };
         let path = rest.split_whitespace().next().unwrap_or("");
         if path == "not" || path.is_empty() {
             return Err(format!("{} finds no librdmacm.so.1", prog.display()));
         }
         return fs::canonicalize(path).map_err(|e| format!("{path}: {e}"));
     }
-    Err(format!("{} is not linked with librdmacm.so.1 (ldd)", prog.display()))
+    Err(format!(
+        "{} is not linked with librdmacm.so.1 (ldd)",
+        prog.display()
+    ))
 }
 
 /// Ours defines the symbol version RDMACM_RS_1.0 (for ibv_gid_reachable); upstream's
 /// library does not.
 pub fn is_ours(lib: &Path) -> bool {
     let needle = b"RDMACM_RS_1.0";
-    fs::read(lib).map(|b| b.windows(needle.len()).any(|w| w == needle)).unwrap_or(false)
+    fs::read(lib)
+        .map(|b| b.windows(needle.len()).any(|w| w == needle))
+        .unwrap_or(false)
 }
 
 /// librspreload.so beside a librdmacm (rdma-core and our packages: LIBDIR/rsocket/).

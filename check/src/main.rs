@@ -92,7 +92,9 @@ fn parse(args: &[String]) -> Result<Option<Opts>, String> {
                 return Ok(v);
             }
             i += 1;
-            args.get(i).cloned().ok_or_else(|| format!("{name} needs a value"))
+            args.get(i)
+                .cloned()
+                .ok_or_else(|| format!("{name} needs a value"))
         };
         match key {
             "-h" | "--help" => {
@@ -105,7 +107,12 @@ fn parse(args: &[String]) -> Result<Option<Opts>, String> {
             }
             "--list" => {
                 for c in CASES {
-                    println!("{:<14} {}{}", c.name, c.what, if c.quick { "" } else { " (not in --quick)" });
+                    println!(
+                        "{:<14} {}{}",
+                        c.name,
+                        c.what,
+                        if c.quick { "" } else { " (not in --quick)" }
+                    );
                 }
                 return Ok(None);
             }
@@ -114,7 +121,10 @@ fn parse(args: &[String]) -> Result<Option<Opts>, String> {
             "--device" => o.device = Some(value("--device")?),
             "--env-ours" => {
                 let kv = value("--env-ours")?;
-                let (k, v) = kv.split_once('=').filter(|(k, _)| !k.is_empty()).ok_or("--env-ours needs VAR=VALUE")?;
+                let (k, v) = kv
+                    .split_once('=')
+                    .filter(|(k, _)| !k.is_empty())
+                    .ok_or("--env-ours needs VAR=VALUE")?;
                 o.env_ours.push((k.to_string(), v.to_string()));
             }
             "--case" => {
@@ -130,10 +140,18 @@ fn parse(args: &[String]) -> Result<Option<Opts>, String> {
             "--peer" => o.peer = Some(value("--peer")?),
             "--serve" => o.serve = true,
             "--control-port" => {
-                o.control_port = value("--control-port")?.parse().ok().filter(|&p| p > 0).ok_or("--control-port needs a TCP port")?
+                o.control_port = value("--control-port")?
+                    .parse()
+                    .ok()
+                    .filter(|&p| p > 0)
+                    .ok_or("--control-port needs a TCP port")?
             }
             "--timeout" => {
-                o.timeout = value("--timeout")?.parse().ok().filter(|&t| t > 0).ok_or("--timeout needs seconds > 0")?
+                o.timeout = value("--timeout")?
+                    .parse()
+                    .ok()
+                    .filter(|&t| t > 0)
+                    .ok_or("--timeout needs seconds > 0")?
             }
             "--json" => o.json = true,
             "--keep" => o.keep = true,
@@ -157,7 +175,8 @@ fn watch_signals() -> Result<(), String> {
     set.add(Signal::SIGINT);
     set.add(Signal::SIGTERM);
     set.add(Signal::SIGHUP);
-    set.thread_block().map_err(|e| format!("cannot block signals: {e}"))?;
+    set.thread_block()
+        .map_err(|e| format!("cannot block signals: {e}"))?;
     std::thread::spawn(move || loop {
         if let Ok(sig) = set.wait() {
             run::STOP_SIGNAL.store(sig as i32, Ordering::SeqCst);
@@ -169,7 +188,8 @@ fn watch_signals() -> Result<(), String> {
 
 /// Upstream's and our library, each checked to be what it is said to be.
 fn libraries(o: &Opts) -> Result<[Lib; 2], String> {
-    let probe = libs::which("rping").ok_or("rping is not installed (rdma-core's rdmacm-utils): nothing to run")?;
+    let probe = libs::which("rping")
+        .ok_or("rping is not installed (rdma-core's rdmacm-utils): nothing to run")?;
     let system = libs::resolve(&probe, None)?;
     let system_is_ours = libs::is_ours(&system);
     let up_dir = match &o.upstream {
@@ -194,14 +214,26 @@ fn libraries(o: &Opts) -> Result<[Lib; 2], String> {
     let up = libs::resolve(&probe, up_dir.as_deref())?;
     let ours = libs::resolve(&probe, ours_dir.as_deref())?;
     if libs::is_ours(&up) {
-        return Err(format!("upstream's side loads {}, which is ours", up.display()));
+        return Err(format!(
+            "upstream's side loads {}, which is ours",
+            up.display()
+        ));
     }
     if !libs::is_ours(&ours) {
-        return Err(format!("our side loads {}, which is not ours (no RDMACM_RS_1.0 version)", ours.display()));
+        return Err(format!(
+            "our side loads {}, which is not ours (no RDMACM_RS_1.0 version)",
+            ours.display()
+        ));
     }
     let mk = |name, dir: Option<PathBuf>, resolved: PathBuf| {
         let preload = libs::preload_of(&resolved, dir.as_deref());
-        Lib { name, dir, resolved, preload, env: Vec::new() }
+        Lib {
+            name,
+            dir,
+            resolved,
+            preload,
+            env: Vec::new(),
+        }
     };
     let mut ours = mk("ours", ours_dir, ours);
     ours.env = o.env_ours.clone();
@@ -231,7 +263,10 @@ fn outcome_json(o: &Option<cases::Outcome>) -> String {
             "{{\"result\":{},\"client\":{},\"server\":{},\"ms\":{},\"why\":{},\"note\":{}}}",
             json_esc(&o.cell()),
             json_esc(&o.client.text()),
-            o.server.as_ref().map(|s| json_esc(&s.text())).unwrap_or_else(|| "null".into()),
+            o.server
+                .as_ref()
+                .map(|s| json_esc(&s.text()))
+                .unwrap_or_else(|| "null".into()),
             o.ms,
             json_esc(&o.why),
             json_esc(&o.note)
@@ -240,16 +275,29 @@ fn outcome_json(o: &Option<cases::Outcome>) -> String {
 }
 
 fn row_line(r: &Row) -> String {
-    let cell = |o: &Option<cases::Outcome>| o.as_ref().map(|o| o.cell()).unwrap_or_else(|| "-".into());
+    let cell =
+        |o: &Option<cases::Outcome>| o.as_ref().map(|o| o.cell()).unwrap_or_else(|| "-".into());
     let mut note = r.verdict.note();
     for (side, o) in [("upstream", &r.upstream), ("ours", &r.ours)] {
         if let Some(o) = o.as_ref().filter(|o| !o.note.is_empty()) {
-            note.push_str(&format!("{}{side}: {}", if note.is_empty() { "" } else { "; " }, o.note));
+            note.push_str(&format!(
+                "{}{side}: {}",
+                if note.is_empty() { "" } else { "; " },
+                o.note
+            ));
         }
     }
-    format!("{:<14} {:<10} {:<8} {:<8} {:<9} {}", r.case, r.port, cell(&r.upstream), cell(&r.ours), r.verdict.word(), note)
-        .trim_end()
-        .to_string()
+    format!(
+        "{:<14} {:<10} {:<8} {:<8} {:<9} {}",
+        r.case,
+        r.port,
+        cell(&r.upstream),
+        cell(&r.ours),
+        r.verdict.word(),
+        note
+    )
+    .trim_end()
+    .to_string()
 }
 
 struct Progress {
@@ -313,7 +361,10 @@ fn main() -> ExitCode {
         })
         .collect();
     if ports.is_empty() {
-        eprintln!("rdmacm-rs-check: --device {}: no such RDMA device or port", o.device.as_deref().unwrap_or(""));
+        eprintln!(
+            "rdmacm-rs-check: --device {}: no such RDMA device or port",
+            o.device.as_deref().unwrap_or("")
+        );
         return ExitCode::from(EXIT_SETUP);
     }
     let work = std::env::temp_dir().join(format!("rdmacm-rs-check.{}", std::process::id()));
@@ -355,7 +406,9 @@ fn main() -> ExitCode {
             Ok((host, label, src, conn))
         });
         match r {
-            Ok((host, label, src, conn)) => remote = Some((host, label, src, std::cell::RefCell::new(conn))),
+            Ok((host, label, src, conn)) => {
+                remote = Some((host, label, src, std::cell::RefCell::new(conn)))
+            }
             Err(e) => {
                 eprintln!("rdmacm-rs-check: {e}");
                 return ExitCode::from(EXIT_SETUP);
@@ -384,7 +437,10 @@ fn main() -> ExitCode {
             "{:<9} {}{}",
             format!("{}:", l.name),
             l.resolved.display(),
-            l.preload.as_ref().map(|p| format!(" (preload {})", p.display())).unwrap_or_default()
+            l.preload
+                .as_ref()
+                .map(|p| format!(" (preload {})", p.display()))
+                .unwrap_or_default()
         ));
     }
     for p in &ports {
@@ -396,22 +452,39 @@ fn main() -> ExitCode {
             p.link_layer,
             p.netdev.as_deref().unwrap_or("-"),
             p.addr.map(|a| a.to_string()).unwrap_or_else(|| "-".into()),
-            p.unusable.as_ref().map(|u| format!(" (not used: {u})")).unwrap_or_default()
+            p.unusable
+                .as_ref()
+                .map(|u| format!(" (not used: {u})"))
+                .unwrap_or_default()
         ));
     }
     if let Some((host, label, src, _)) = &remote {
-        say(format!("peer: {host} (server side there), this host {src} on {label}"));
+        say(format!(
+            "peer: {host} (server side there), this host {src} on {label}"
+        ));
     }
     say(String::new());
-    say(format!("{:<14} {:<10} {:<8} {:<8} {:<9} {}", "case", "port", "upstream", "ours", "verdict", "note"));
-    let mut progress = Progress { tty: std::io::stderr().is_terminal(), width: 0 };
+    say(format!(
+        "{:<14} {:<10} {:<8} {:<8} {:<9} {}",
+        "case", "port", "upstream", "ours", "verdict", "note"
+    ));
+    let mut progress = Progress {
+        tty: std::io::stderr().is_terminal(),
+        width: 0,
+    };
     let total = selected.len() * ports.iter().filter(|p| p.unusable.is_none()).count();
     let mut rows: Vec<Row> = Vec::new();
     let mut tcp_port: u16 = 20000 + (std::process::id() % 1000) as u16 * 12;
     'outer: for p in &ports {
         if let Some(why) = &p.unusable {
             // one row for the port, not one per case
-            let row = Row { case: "(all)", port: p.label(), upstream: None, ours: None, verdict: Verdict::Skip(why.clone()) };
+            let row = Row {
+                case: "(all)",
+                port: p.label(),
+                upstream: None,
+                ours: None,
+                verdict: Verdict::Skip(why.clone()),
+            };
             say(row_line(&row));
             rows.push(row);
             continue;
@@ -439,7 +512,10 @@ fn main() -> ExitCode {
                     tcp_port = tcp_port.wrapping_add(3).max(20000);
                     let n = rows.len() + 1;
                     cases::run_case(name, &c, &libs, &mut |lib| {
-                        progress.show(&format!("[{n}/{total}] {name} on {} with {lib} ...", p.label()))
+                        progress.show(&format!(
+                            "[{n}/{total}] {name} on {} with {lib} ...",
+                            p.label()
+                        ))
                     })
                 }
             };
@@ -454,7 +530,10 @@ fn main() -> ExitCode {
     }
     let interrupted = run::stopping();
     let differ = rows.iter().filter(|r| r.verdict.counted()).count();
-    let agree = rows.iter().filter(|r| matches!(r.verdict, Verdict::Agree)).count();
+    let agree = rows
+        .iter()
+        .filter(|r| matches!(r.verdict, Verdict::Agree))
+        .count();
     let count = |w: &str| rows.iter().filter(|r| r.verdict.word() == w).count();
     let summary = format!(
         "{} agree, {} differ, {} both fail, {} ours only, {} skipped{}",
@@ -473,7 +552,10 @@ fn main() -> ExitCode {
                 if i > 0 { "," } else { "" },
                 json_esc(l.name),
                 json_esc(&l.resolved.display().to_string()),
-                l.preload.as_ref().map(|p| json_esc(&p.display().to_string())).unwrap_or_else(|| "null".into())
+                l.preload
+                    .as_ref()
+                    .map(|p| json_esc(&p.display().to_string()))
+                    .unwrap_or_else(|| "null".into())
             ));
         }
         j.push_str("],\"ports\":[");
@@ -505,7 +587,11 @@ fn main() -> ExitCode {
                 outcome_json(&r.ours)
             ));
         }
-        j.push_str(&format!("],\"interrupted\":{},\"summary\":{}}}", interrupted, json_esc(&summary)));
+        j.push_str(&format!(
+            "],\"interrupted\":{},\"summary\":{}}}",
+            interrupted,
+            json_esc(&summary)
+        ));
         println!("{j}");
     } else {
         println!("\n{summary}");
@@ -513,8 +599,14 @@ fn main() -> ExitCode {
     finish_work_dir(&work, o.keep, o.json);
     if interrupted {
         let sig = run::STOP_SIGNAL.load(Ordering::SeqCst);
-        eprintln!("rdmacm-rs-check: interrupted (signal {sig}): every program it started is stopped");
-        return ExitCode::from(if sig == Signal::SIGINT as i32 { EXIT_INTERRUPTED } else { 128 + sig as u8 });
+        eprintln!(
+            "rdmacm-rs-check: interrupted (signal {sig}): every program it started is stopped"
+        );
+        return ExitCode::from(if sig == Signal::SIGINT as i32 {
+            EXIT_INTERRUPTED
+        } else {
+            128 + sig as u8
+        });
     }
     if differ > 0 {
         ExitCode::from(EXIT_DIFFER)

@@ -66,7 +66,12 @@ fn read_line(r: &mut BufReader<TcpStream>, max: Duration) -> Result<String, Stri
                 return Ok(buf);
             }
             Ok(_) => {}
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
                 if stopping() {
                     return Err("interrupted".into());
                 }
@@ -93,7 +98,12 @@ fn read_blob(r: &mut BufReader<TcpStream>, head: &str, max: Duration) -> Result<
         match r.read(&mut b[got..]) {
             Ok(0) => return Err("the peer closed the control connection".into()),
             Ok(k) => got += k,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
                 if stopping() || Instant::now() >= t {
                     return Err("control connection: output cut short".into());
                 }
@@ -105,7 +115,9 @@ fn read_blob(r: &mut BufReader<TcpStream>, head: &str, max: Duration) -> Result<
 }
 
 fn send(w: &mut TcpStream, s: &str) -> Result<(), String> {
-    w.write_all(s.as_bytes()).and_then(|_| w.flush()).map_err(|e| format!("control connection: {e}"))
+    w.write_all(s.as_bytes())
+        .and_then(|_| w.flush())
+        .map_err(|e| format!("control connection: {e}"))
 }
 
 impl Peer {
@@ -113,32 +125,52 @@ impl Peer {
         let sa = SocketAddr::new(host, port);
         let s = TcpStream::connect_timeout(&sa, Duration::from_secs(10))
             .map_err(|e| format!("cannot reach the serving instance at {sa} ({e}): is `rdmacm-rs-check --serve` running there?"))?;
-        s.set_read_timeout(Some(Duration::from_millis(500))).map_err(|e| e.to_string())?;
+        s.set_read_timeout(Some(Duration::from_millis(500)))
+            .map_err(|e| e.to_string())?;
         let w = s.try_clone().map_err(|e| e.to_string())?;
-        let mut p = Peer { r: BufReader::new(s), w, wait: timeout + Duration::from_secs(30) };
+        let mut p = Peer {
+            r: BufReader::new(s),
+            w,
+            wait: timeout + Duration::from_secs(30),
+        };
         send(&mut p.w, &format!("HELLO {}\n", env!("CARGO_PKG_VERSION")))?;
         let l = read_line(&mut p.r, p.wait)?;
         if l != "OK" {
-            return Err(format!("the serving instance says: {}", l.strip_prefix("NO ").unwrap_or(&l)));
+            return Err(format!(
+                "the serving instance says: {}",
+                l.strip_prefix("NO ").unwrap_or(&l)
+            ));
         }
         Ok(p)
     }
 
     /// Has the peer start the server side; Ok(note) once it is ready.
     pub fn start(&mut self, case: &str, lib: &str, c: &Ctx) -> Result<String, String> {
-        send(&mut self.w, &format!("RUN {case} {lib} {} {} {} {}\n", c.addr, c.local, c.tcp_port, c.quick as u8))?;
+        send(
+            &mut self.w,
+            &format!(
+                "RUN {case} {lib} {} {} {} {}\n",
+                c.addr, c.local, c.tcp_port, c.quick as u8
+            ),
+        )?;
         let l = read_line(&mut self.r, self.wait)?;
         if let Some(n) = l.strip_prefix("READY") {
             return Ok(n.trim().to_string());
         }
-        Err(format!("the peer cannot run it: {}", l.strip_prefix("NOTRUN ").unwrap_or(&l)))
+        Err(format!(
+            "the peer cannot run it: {}",
+            l.strip_prefix("NOTRUN ").unwrap_or(&l)
+        ))
     }
 
     /// Tells the peer the client is done; its server's end and output.
     pub fn finish(&mut self, ok: bool) -> Result<(End, String, String), String> {
         send(&mut self.w, &format!("DONE {}\n", ok as u8))?;
         let l = read_line(&mut self.r, self.wait)?;
-        let end = end_parse(l.strip_prefix("END ").ok_or_else(|| format!("control connection: got '{l}'"))?);
+        let end = end_parse(
+            l.strip_prefix("END ")
+                .ok_or_else(|| format!("control connection: got '{l}'"))?,
+        );
         let out = read_blob(&mut self.r, "OUT ", self.wait)?;
         let err = read_blob(&mut self.r, "ERR ", self.wait)?;
         Ok((end, out, err))
@@ -156,7 +188,10 @@ pub fn route_to(host: IpAddr, ports: &[Port]) -> Result<(String, IpAddr), String
         .output()
         .map_err(|e| format!("cannot run ip: {e}"))?;
     let text = String::from_utf8_lossy(&out.stdout);
-    let obj = crate::discover::json_objects(&text).first().copied().unwrap_or("");
+    let obj = crate::discover::json_objects(&text)
+        .first()
+        .copied()
+        .unwrap_or("");
     let dev = crate::discover::json_str(obj, "dev").ok_or_else(|| format!("no route to {host}"))?;
     let src = crate::discover::json_str(obj, "prefsrc")
         .and_then(|s| s.parse().ok())
@@ -164,7 +199,9 @@ pub fn route_to(host: IpAddr, ports: &[Port]) -> Result<(String, IpAddr), String
     let p = ports
         .iter()
         .find(|p| p.netdev.as_deref() == Some(dev.as_str()) && p.unusable.is_none())
-        .ok_or_else(|| format!("{host} is reached through {dev}, which is not a usable RDMA port's interface"))?;
+        .ok_or_else(|| {
+            format!("{host} is reached through {dev}, which is not a usable RDMA port's interface")
+        })?;
     Ok((p.label(), src))
 }
 
@@ -172,7 +209,12 @@ pub fn resolve_host(h: &str) -> Result<IpAddr, String> {
     if let Ok(a) = h.parse() {
         return Ok(a);
     }
-    (h, 0).to_socket_addrs().ok().and_then(|mut i| i.next()).map(|s| s.ip()).ok_or_else(|| format!("--peer {h}: no such host"))
+    (h, 0)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut i| i.next())
+        .map(|s| s.ip())
+        .ok_or_else(|| format!("--peer {h}: no such host"))
 }
 
 pub struct ServeOpts<'a> {
@@ -209,13 +251,20 @@ pub fn serve(o: &ServeOpts, ports: &[Port], libs: &[Lib; 2]) -> Result<usize, St
     drop(l);
     eprintln!("rdmacm-rs-check: checking run from {from}");
     s.set_nonblocking(false).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(Duration::from_millis(500))).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_millis(500)))
+        .map_err(|e| e.to_string())?;
     let mut w = s.try_clone().map_err(|e| e.to_string())?;
     let mut r = BufReader::new(s);
     let idle = Duration::from_secs(3600);
     let hello = read_line(&mut r, Duration::from_secs(30))?;
     if hello != format!("HELLO {}", env!("CARGO_PKG_VERSION")) {
-        send(&mut w, &format!("NO version {} here, the client sent '{hello}'\n", env!("CARGO_PKG_VERSION")))?;
+        send(
+            &mut w,
+            &format!(
+                "NO version {} here, the client sent '{hello}'\n",
+                env!("CARGO_PKG_VERSION")
+            ),
+        )?;
         return Err(format!("the client is not this version: '{hello}'"));
     }
     send(&mut w, "OK\n")?;
@@ -236,7 +285,10 @@ pub fn serve(o: &ServeOpts, ports: &[Port], libs: &[Lib; 2]) -> Result<usize, St
         }
         let parsed = (|| -> Result<(&'static str, &Lib, IpAddr, IpAddr, u16, bool), String> {
             let case = cases::find(f[1]).ok_or("no such case")?.name;
-            let lib = libs.iter().find(|l| l.name == f[2]).ok_or("no such library")?;
+            let lib = libs
+                .iter()
+                .find(|l| l.name == f[2])
+                .ok_or("no such library")?;
             let a: IpAddr = f[3].parse().map_err(|_| "bad address")?;
             let b: IpAddr = f[4].parse().map_err(|_| "bad address")?;
             let p: u16 = f[5].parse().map_err(|_| "bad port")?;
@@ -249,8 +301,14 @@ pub fn serve(o: &ServeOpts, ports: &[Port], libs: &[Lib; 2]) -> Result<usize, St
                 continue;
             }
         };
-        let Some(port) = ports.iter().find(|pt| pt.addr == Some(a) && pt.unusable.is_none()) else {
-            send(&mut w, &format!("NOTRUN no usable RDMA port here has the address {a}\n"))?;
+        let Some(port) = ports
+            .iter()
+            .find(|pt| pt.addr == Some(a) && pt.unusable.is_none())
+        else {
+            send(
+                &mut w,
+                &format!("NOTRUN no usable RDMA port here has the address {a}\n"),
+            )?;
             continue;
         };
         let c = Ctx {
@@ -277,10 +335,18 @@ pub fn serve(o: &ServeOpts, ports: &[Port], libs: &[Lib; 2]) -> Result<usize, St
         send(&mut w, &format!("READY {note}\n"))?;
         let done = read_line(&mut r, o.timeout + Duration::from_secs(30));
         let ok = matches!(done.as_deref(), Ok("DONE 1"));
-        let end = srv.wait_or_stop(Duration::from_secs(if ok { 5 } else { 2 }));
+        let end = srv.wait_or_stop(cases::server_grace(ok));
         done?;
         let (out, err) = (srv.stdout(), srv.stderr());
-        send(&mut w, &format!("END {}\nOUT {}\n{out}ERR {}\n{err}", end_token(&end), out.len(), err.len()))?;
+        send(
+            &mut w,
+            &format!(
+                "END {}\nOUT {}\n{out}ERR {}\n{err}",
+                end_token(&end),
+                out.len(),
+                err.len()
+            ),
+        )?;
         served += 1;
     }
 }

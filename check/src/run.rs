@@ -87,12 +87,31 @@ impl Proc {
         let err = dir.join(format!("{name}.err"));
         let files = File::create(&out).and_then(|o| Ok((o, File::create(&err)?)));
         let started = files.map_err(|e| e.to_string()).and_then(|(o, e)| {
-            cmd.stdin(Stdio::null()).stdout(o).stderr(e).process_group(0).spawn().map_err(|e| e.to_string())
+            cmd.stdin(Stdio::null())
+                .stdout(o)
+                .stderr(e)
+                .process_group(0)
+                .spawn()
+                .map_err(|e| e.to_string())
         });
         let deadline = Instant::now() + timeout;
         match started {
-            Ok(c) => Proc { pid: c.id(), child: Some(c), out, err, deadline, end: None },
-            Err(e) => Proc { child: None, pid: 0, out, err, deadline, end: Some(End::NoStart(e)) },
+            Ok(c) => Proc {
+                pid: c.id(),
+                child: Some(c),
+                out,
+                err,
+                deadline,
+                end: None,
+            },
+            Err(e) => Proc {
+                child: None,
+                pid: 0,
+                out,
+                err,
+                deadline,
+                end: Some(End::NoStart(e)),
+            },
         }
     }
 
@@ -129,7 +148,9 @@ impl Proc {
     /// reaps it.
     pub fn stop(&mut self) {
         let pid = self.pid;
-        let Some(child) = self.child.as_mut() else { return };
+        let Some(child) = self.child.as_mut() else {
+            return;
+        };
         if let Ok(Some(st)) = child.try_wait() {
             kill_group(pid, Signal::SIGKILL);
             self.end.get_or_insert(end_of(st));
