@@ -56,6 +56,7 @@ impl Acks {
 
     /// Waits as [`wait`](Self::wait) does; when `after_ms` have passed with
     /// events still unacked, calls `slow(acked)` once (the wait goes on).
+    #[inline]
     pub fn wait_reporting(&self, reported: u32, after_ms: i32, slow: &mut dyn FnMut(u32)) -> Result<(), Errno> {
         if self.n.load(Ordering::SeqCst) >= reported {
             return Ok(());

@@ -210,6 +210,7 @@ impl Cm {
         trace::create(|| self.create_id_untraced(ch, context, ps, qp_type))
     }
 
+    #[inline]
     fn create_id_untraced(&'static self, ch: Option<&Arc<Channel>>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<Arc<IdPriv>, Errno> {
         let opened;
         let (ch, sync) = match ch {
@@ -305,6 +306,7 @@ impl Cm {
         trace::call(p, Step::DestroyId, || self.destroy_id_untraced(p))
     }
 
+    #[inline]
     fn destroy_id_untraced(&self, p: &Arc<IdPriv>) -> Result<(), Errno> {
         let reported = match p.acks.pending() {
             Some(n) => n,
@@ -432,6 +434,7 @@ impl Cm {
         trace::call(p, Step::ResolveAddr, || self.resolve_addr_untraced(p, src, dst, timeout_ms))
     }
 
+    #[inline]
     fn resolve_addr_untraced(&'static self, p: &IdPriv, src: Option<SockAddr>, dst: Option<SockAddr>, timeout_ms: i32) -> Result<(), Errno> {
         let dst = dst.filter(|a| !a.is_empty()).ok_or(Errno::EINVAL)?;
         if matches!(src, Some(s) if s.is_empty()) {
@@ -453,6 +456,7 @@ impl Cm {
         trace::call(p, Step::ResolveRoute, || self.resolve_route_untraced(p, timeout_ms))
     }
 
+    #[inline]
     fn resolve_route_untraced(&'static self, p: &IdPriv, timeout_ms: i32) -> Result<(), Errno> {
         // Upstream first asks ibacm for a route on InfiniBand devices; without
         // an ibacm answer it falls back to the kernel, which is what we do.

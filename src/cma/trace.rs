@@ -111,24 +111,29 @@ pub fn id_number(p: &IdPriv) -> u64 {
 /// Runs `f`, the call of `step` on `p`, and traces it (when on).
 #[inline]
 pub fn call<R>(p: &IdPriv, step: Step, f: impl FnOnce() -> Result<R, Errno>) -> Result<R, Errno> {
-    if !on() {
-        return f();
-    }
-    let t0 = st::mono_us();
+    // `f` appears once, so that it is inlined once.
+    let t0 = if on() { Some(st::mono_us()) } else { None };
     let r = f();
-    record_call(p, step, t0, r.as_ref().err().copied());
+    if let Some(t0) = t0 {
+        record_call(p, step, t0, r.as_ref().err().copied());
+    }
     r
 }
 
 /// `create_id`: runs `f` and traces the new id (or the failure, id 0).
 #[inline]
 pub fn create(f: impl FnOnce() -> Result<Arc<IdPriv>, Errno>) -> Result<Arc<IdPriv>, Errno> {
-    if !on() {
-        return f();
-    }
-    let t0 = st::mono_us();
+    let t0 = if on() { Some(st::mono_us()) } else { None };
     let r = f();
-    match &r {
+    if let Some(t0) = t0 {
+        record_create(&r, t0);
+    }
+    r
+}
+
+#[cold]
+fn record_create(r: &Result<Arc<IdPriv>, Errno>, t0: u64) {
+    match r {
         Ok(p) => record_call(p, Step::CreateId, t0, None),
         Err(e) => {
             let mut l = Line::start(0, "create_id", "call");
@@ -136,7 +141,6 @@ pub fn create(f: impl FnOnce() -> Result<Arc<IdPriv>, Errno>) -> Result<Arc<IdPr
             l.finish();
         }
     }
-    r
 }
 
 #[cold]

@@ -17,7 +17,7 @@ t trace_storm_rxe 120 bash -c '
   S=/tmp/trace_storm; RR=/extra/bin/rdma-resolve; rm -rf $S; mkdir -p $S/t
   env -u RDMACM_RS_TRACE ip netns exec ns1 stdbuf -oL ucmatose -c 20 -C 0 -p 7481 > $S/srv1.out 2>&1 & srv1=$!
   env -u RDMACM_RS_TRACE ip netns exec ns1 stdbuf -oL ucmatose -c 20 -C 0 -p 7482 > $S/srv2.out 2>&1 & srv2=$!
-  for i in $(seq 50); do rdma res show cm_id 2>/dev/null | grep -q "LISTEN.*:7482" && break; sleep 0.2; done
+  for i in $(seq 50); do l=$(rdma res show cm_id 2>/dev/null | grep LISTEN); [[ $l == *:7481* && $l == *:7482* ]] && break; sleep 0.2; done
   kill -STOP $srv2
   RDMACM_RS_TRACE=$S/t/ timeout 60 stdbuf -oL ucmatose -s 192.0.2.2 -c 20 -C 0 -p 7481 > $S/a.out 2>&1 & a=$!
   RDMACM_RS_TRACE=$S/t/ timeout 8 stdbuf -oL ucmatose -s 192.0.2.2 -c 20 -C 0 -p 7482 > $S/b.out 2>&1 & b=$!

@@ -209,6 +209,7 @@ pub fn connect(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Resu
     trace::call(p, trace::Step::Connect, || connect_untraced(cm, p, param))
 }
 
+#[inline]
 fn connect_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
     valid_param(p, param)?;
     let d = p.device().ok_or(Errno::EINVAL)?;
@@ -236,6 +237,7 @@ pub fn listen(cm: &'static Cm, p: &IdPriv, backlog: c_int) -> Result<(), Errno> 
     trace::call(p, trace::Step::Listen, || listen_untraced(cm, p, backlog))
 }
 
+#[inline]
 fn listen_untraced(cm: &'static Cm, p: &IdPriv, backlog: c_int) -> Result<(), Errno> {
     cm.ucma.listen(p.fd(), p.handle(), backlog as u32)?;
     p.conn.lock().listening = true;
@@ -252,6 +254,7 @@ pub fn accept(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Resul
     trace::call(p, trace::Step::Accept, || accept_untraced(cm, p, param))
 }
 
+#[inline]
 fn accept_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
     // Upstream reads the caller's parameters when the id has no QP.
     let (qpn, srq) = qp_num_srq(p, param).ok_or(Errno::EINVAL)?;
@@ -327,6 +330,7 @@ pub fn disconnect(cm: &'static Cm, p: &IdPriv) -> Result<(), Errno> {
     trace::call(p, trace::Step::Disconnect, || disconnect_untraced(cm, p))
 }
 
+#[inline]
 fn disconnect_untraced(cm: &'static Cm, p: &IdPriv) -> Result<(), Errno> {
     shutdown(p)?;
     cm.ucma.disconnect(p.fd(), p.handle())?;

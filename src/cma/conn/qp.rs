@@ -96,6 +96,7 @@ pub fn create_qp_ex(cm: &Cm, p: &IdPriv, attr: &mut Vouched<QpInitAttrEx>) -> Re
     trace::call(p, Step::CreateQp, || create_qp_ex_untraced(cm, p, attr))
 }
 
+#[inline]
 fn create_qp_ex_untraced(cm: &Cm, p: &IdPriv, attr: &mut Vouched<QpInitAttrEx>) -> Result<(), Errno> {
     let id = &p.id;
     let verbs = id.verbs();
