@@ -263,3 +263,14 @@ EOF
 pair --srv-wait 10 preload_nginx 180 \
   "pl=$PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP; bash /tmp/pl_nginx_srv.sh \$pl" \
   "pl=$PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP; bash /tmp/pl_nginx_cli.sh \$pl"
+# The kernel's epoll rules as a server sees them (ctest/vm/epoll_rules.c: epoll_ctl's error
+# numbers, level-triggered after a partial read, EPOLLET, EPOLLONESHOT, EPOLLEXCLUSIVE, a closed
+# socket leaving its sets and its number added afresh, two sets on one socket): the transcript on
+# kernel sockets and kernel epoll, then under the preload library (rsockets in repoll sets, no
+# TCP connection opened) must be the same. The upstream variant runs upstream's pair.
+t preload_epoll_rules 60 bash -c ". /tmp/pl_lib.sh; pl=$PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP
+   /extra/bin/epoll_rules 5310 > /tmp/pl_er.kernel || { cat /tmp/pl_er.kernel; exit 1; }
+   pl_lib \$pl || exit 1; t0=\$(tcp_opens)
+   pl_watch 40 env LD_PRELOAD=\$pl /extra/bin/epoll_rules 5311 > /tmp/pl_er.preload; r=\$?
+   t=\$(( \$(tcp_opens) - t0 )); echo \"exit \$r, \$t TCP connection(s) opened; the transcripts:\"
+   diff /tmp/pl_er.kernel /tmp/pl_er.preload && echo same; d=\$?; [ \$r = 0 ] && [ \$t = 0 ] && [ \$d = 0 ]"
