@@ -152,8 +152,11 @@ impl Udp {
     }
 }
 
-/// An epoll set over descriptors (a datagram rsocket's CQ channels): one
-/// descriptor to sleep on for all of them.
+/// An epoll set over descriptors (a datagram rsocket's CQ channels, a
+/// repoll set's ordinary descriptors): one descriptor to sleep on for all
+/// of them. Made and used with the system calls themselves, not libc's
+/// functions: a preload library (upstream's librspreload) replaces those
+/// with ones that call repoll back, which would come here again.
 pub struct Epoll {
     fd: std::os::fd::OwnedFd,
 }
@@ -161,7 +164,7 @@ pub struct Epoll {
 impl Epoll {
     pub fn new() -> Result<Epoll, Errno> {
         // SAFETY: plain system call.
-        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        let fd = unsafe { libc::syscall(libc::SYS_epoll_create1, libc::c_long::from(libc::EPOLL_CLOEXEC)) } as c_int;
         if fd < 0 {
             return Err(Errno::last());
         }
@@ -179,7 +182,7 @@ impl Epoll {
     pub fn add(&self, fd: c_int) -> Result<(), Errno> {
         let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: fd as u64 };
         // SAFETY: ev is a valid event; fd is a descriptor the caller keeps open while added.
-        if unsafe { libc::epoll_ctl(self.fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
+        if unsafe { epoll_ctl(self.fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
             return Err(Errno::last());
         }
         Ok(())
@@ -191,7 +194,7 @@ impl Epoll {
         let mut e = ev.map(|(events, u64)| libc::epoll_event { events, u64 });
         let p = e.as_mut().map_or(std::ptr::null_mut(), |e| e as *mut libc::epoll_event);
         // SAFETY: p is NULL or a valid event that lives across the call.
-        if unsafe { libc::epoll_ctl(self.fd(), op, fd, p) } < 0 {
+        if unsafe { epoll_ctl(self.fd(), op, fd, p) } < 0 {
             return Err(Errno::last());
         }
         Ok(())
@@ -202,12 +205,23 @@ impl Epoll {
     pub fn ready(&self, max: usize) -> Result<Vec<(u32, u64)>, Errno> {
         let mut evs = vec![libc::epoll_event { events: 0, u64: 0 }; max.clamp(1, 1024)];
         // SAFETY: evs has evs.len() writable entries.
-        let n = unsafe { libc::epoll_wait(self.fd(), evs.as_mut_ptr(), evs.len() as c_int, 0) };
+        let n = unsafe {
+            libc::syscall(libc::SYS_epoll_pwait, libc::c_long::from(self.fd()), evs.as_mut_ptr(), evs.len() as libc::c_long, 0 as libc::c_long, std::ptr::null::<libc::sigset_t>(), 0 as libc::c_long)
+        };
         if n < 0 {
             return Err(Errno::last());
         }
         Ok(evs[..n as usize].iter().map(|e| (e.events, e.u64)).collect())
     }
+}
+
+/// The epoll_ctl system call.
+///
+/// # Safety
+/// `ev` is NULL or points to a valid event.
+unsafe fn epoll_ctl(epfd: c_int, op: c_int, fd: c_int, ev: *mut libc::epoll_event) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { libc::syscall(libc::SYS_epoll_ctl, libc::c_long::from(epfd), libc::c_long::from(op), libc::c_long::from(fd), ev) as c_int }
 }
 
 /// Sets or clears O_NONBLOCK on a descriptor the caller owns.
