@@ -11,9 +11,14 @@ CARGO=${CARGO:-cargo}
 fail(){ echo "check-newest-deps: $*" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# What cargo reads to build the package: the workspace's manifests, sources and build inputs.
-cp -r Cargo.toml Cargo.lock build.rs src abi api examples tests README.md capi preload "$tmp"/
-rm -rf "$tmp"/capi/target "$tmp"/preload/target
+# What cargo reads to build the package: the workspace's tracked files (every member's manifest
+# and sources; a member added later needs no change here), or outside git the known ones.
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files -z | xargs -0 cp --parents -t "$tmp"/
+else
+    cp -r Cargo.toml Cargo.lock build.rs src abi api examples tests README.md capi preload check "$tmp"/
+    rm -rf "$tmp"/capi/target "$tmp"/preload/target "$tmp"/check/target
+fi
 if ! out=$(cd "$tmp" && $CARGO update 2>&1); then
     echo "$out" >&2
     fail "cargo update could not resolve the newest dependencies (above)"
