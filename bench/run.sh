@@ -40,7 +40,7 @@ else
   log=$RDMACM_VM_WORK.log
   vm/testbed.sh host || exit 1
   vm/testbed.sh image || exit 1
-  echo "bench: booting the VM (log: $log; ~20 min under TCG with cmtime -c 1000; -c 10000 adds up to an hour)" >&2
+  echo "bench: booting the VM (log: $log; ~20 min under TCG with cmtime -c 1000; -c 10000 adds up to an hour; the storms (bench_storm) 10-35 min)" >&2
   # The host's load while the VM ran (1-minute averages before and after, and its cores): the
   # times under TCG follow it, so the report carries it (a loaded host made one run of ours
   # look 4-10x slower on some cases; the same loops in one quiet boot showed no difference).

@@ -67,9 +67,11 @@ with open(out, "w") as f:
         f.write("%s %d %d %d %d %d\n" % (p["label"], b[0], p["peak"][0], b[1], p["peak"][1], p["peak"][2]))
 '
 
-# storm_env LIB: the command words that put a process on LIB's librdmacm (upstream | ours)
+# storm_env LIB: the command words that put a process on LIB's librdmacm (upstream | ours |
+# a build of ours that bench/storm-ab.sh shipped as /extra/bin/ab/LIB)
 storm_env(){ case $1 in upstream) echo "env -u LD_LIBRARY_PATH RDMACM_VARIANT=upstream";;
-  *) echo "env LD_LIBRARY_PATH=/extra/ours/lib RDMACM_VARIANT=ours";; esac; }
+  ours) echo "env LD_LIBRARY_PATH=/extra/ours/lib RDMACM_VARIANT=ours";;
+  *) echo "env LD_LIBRARY_PATH=/extra/bin/ab/$1 RDMACM_VARIANT=ab";; esac; }
 
 # storm_cmtime SIZE LIB ROUND CLIENTS CONNS THREADS MODE(m|qp) PORT TIMEOUT: one storm; prints
 # STORM lines (see above) and returns non-zero when it failed. Per client step: total(us) is the
@@ -163,16 +165,17 @@ export storm_sample_py
 # STORM_SIZES: SIZE:CLIENTS:CONNS_PER_CLIENT:THREADS:MODE:TIMEOUT ... (VM_BENCH "storm=..." sets
 # it, "," for " " and "/" for ":"); STORM_CYCLES: connect/disconnect cycles per library
 export STORM_SIZES_DEFAULT="noqp10k_n1:4:2500:1:m:600 noqp10k_n2:4:2500:2:m:600 noqp10k_n4:4:2500:4:m:600 qp2k_n1:4:500:1:qp:600"
-bench_storm(){ local first=upstream second=ours r sz size nc c th mode to port=7561 libs lib rc=0
-  [ "${RDMACM_VARIANT:-}" = ours ] && { first=ours second=upstream; }
-  r=1; [ "$first" = ours ] && r=2
+bench_storm(){ local r sz size nc c th mode to port=7561 lib rc=0 libs=(upstream ${STORM_AB:-ours}) order=()
+  # the upstream variant's run takes the libraries in order, the ours run in reverse
+  r=1; [ "${RDMACM_VARIANT:-}" = ours ] && r=2
+  for lib in "${libs[@]}"; do if [ $r = 1 ]; then order+=("$lib"); else order=("$lib" "${order[@]}"); fi; done
   storm_backlog
   echo "# storm: max_backlog $(cat /proc/sys/net/rdma_ucm/max_backlog 2>/dev/null), $(nproc) CPUs, $(awk '/MemTotal/ { print $2 " kB" }' /proc/meminfo)"
   for sz in ${STORM_SIZES:-$STORM_SIZES_DEFAULT}; do IFS=: read -r size nc c th mode to <<< "$sz"
-    for lib in $first $second; do port=$((port + 1)); local t0=$SECONDS
+    for lib in "${order[@]}"; do port=$((port + 1)); local t0=$SECONDS
       storm_cmtime "$size" "$lib" "$r" "$nc" "$c" "$th" "$mode" "$port" "$to" || rc=1
       echo "# storm $size $lib round $r: $((SECONDS - t0)) s"; done; done
-  for lib in $first $second; do local t0=$SECONDS
+  [ "${STORM_CYCLES:-2000}" = 0 ] || for lib in "${order[@]}"; do local t0=$SECONDS
     storm_cyc cycles "$lib" "$r" "${STORM_CYCLES:-2000}" || rc=1; echo "# storm cycles $lib round $r: $((SECONDS - t0)) s"; done
   return $rc
 }
@@ -201,6 +204,8 @@ export -f storm_diag
 case ${BENCH:-} in *stormdiagcycles=*) STORM_DIAG_CYCLES=${BENCH#*stormdiagcycles=}; export STORM_DIAG_CYCLES=${STORM_DIAG_CYCLES%% *};; esac
 [[ ${BENCH:-} != *stormdiag* ]] || t storm_diag 1800 bash -c storm_diag
 case ${BENCH:-} in *storm=*) STORM_SIZES=${BENCH#*storm=}; STORM_SIZES=${STORM_SIZES%% *}; STORM_SIZES=${STORM_SIZES//,/ }; export STORM_SIZES=${STORM_SIZES//\//:};; esac
+# "stormlibs=a,b" (bench/storm-ab.sh): the storms on upstream's and on these builds of ours
+case ${BENCH:-} in *stormlibs=*) STORM_AB=${BENCH#*stormlibs=}; STORM_AB=${STORM_AB%% *}; export STORM_AB=${STORM_AB//,/ };; esac
 case ${BENCH:-} in *stormcycles=*) STORM_CYCLES=${BENCH#*stormcycles=}; export STORM_CYCLES=${STORM_CYCLES%% *};; esac
 # make bench runs the storms unless its sections leave them out
 if [ -n "${BENCH:-}" ] && [ -z "${BENCH_AB:-}" ] && { [ -z "${BENCH_SECTIONS:-}" ] || [[ " $BENCH_SECTIONS " == *" storm "* ]]; }; then
