@@ -191,7 +191,7 @@ impl Cm {
         }
     }
 
-        /// How long a destroy waits for acks before it says which events it
+    /// How long a destroy waits for acks before it says which events it
     /// waits for ([`Cm::report_held`]); the wait goes on.
     pub const HELD_REPORT_MS: i32 = 1000;
 
