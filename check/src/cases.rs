@@ -37,6 +37,15 @@ pub fn find(name: &str) -> Option<&'static CaseDef> {
     CASES.iter().find(|c| c.name == name)
 }
 
+/// The server side of a case run by another host (two hosts: the serving instance, reached
+/// by the control connection of peer.rs).
+pub trait RemoteServer {
+    /// Has the other host start the server side; Ok(note) once it is ready.
+    fn start(&mut self, case: &str, lib: &str, c: &Ctx) -> Result<String, String>;
+    /// Tells it the client is done; its server's end and output.
+    fn finish(&mut self, ok: bool) -> Result<(End, String, String), String>;
+}
+
 /// Everything a case needs to build its command lines.
 pub struct Ctx<'a> {
     pub port: &'a Port,
@@ -45,7 +54,7 @@ pub struct Ctx<'a> {
     /// the client's address (loopback: the same)
     pub local: IpAddr,
     /// two hosts: the serving instance runs the server side
-    pub peer: Option<&'a std::cell::RefCell<crate::peer::Peer>>,
+    pub peer: Option<&'a std::cell::RefCell<dyn RemoteServer + 'a>>,
     pub tcp_port: u16,
     pub quick: bool,
     pub work: &'a Path,

@@ -500,7 +500,7 @@ fn main() -> ExitCode {
                         port: p,
                         addr: remote.as_ref().map(|r| r.0).unwrap_or(addr),
                         local: remote.as_ref().map(|r| r.2).unwrap_or(addr),
-                        peer: remote.as_ref().map(|r| &r.3),
+                        peer: remote.as_ref().map(|r| &r.3 as &std::cell::RefCell<dyn cases::RemoteServer>),
                         tcp_port,
                         quick: o.quick,
                         work: &work,

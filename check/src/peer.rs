@@ -144,8 +144,13 @@ impl Peer {
         Ok(p)
     }
 
-    /// Has the peer start the server side; Ok(note) once it is ready.
-    pub fn start(&mut self, case: &str, lib: &str, c: &Ctx) -> Result<String, String> {
+    pub fn bye(&mut self) {
+        let _ = send(&mut self.w, "BYE\n");
+    }
+}
+
+impl cases::RemoteServer for Peer {
+    fn start(&mut self, case: &str, lib: &str, c: &Ctx) -> Result<String, String> {
         send(
             &mut self.w,
             &format!(
@@ -163,8 +168,7 @@ impl Peer {
         ))
     }
 
-    /// Tells the peer the client is done; its server's end and output.
-    pub fn finish(&mut self, ok: bool) -> Result<(End, String, String), String> {
+    fn finish(&mut self, ok: bool) -> Result<(End, String, String), String> {
         send(&mut self.w, &format!("DONE {}\n", ok as u8))?;
         let l = read_line(&mut self.r, self.wait)?;
         let end = end_parse(
@@ -174,10 +178,6 @@ impl Peer {
         let out = read_blob(&mut self.r, "OUT ", self.wait)?;
         let err = read_blob(&mut self.r, "ERR ", self.wait)?;
         Ok((end, out, err))
-    }
-
-    pub fn bye(&mut self) {
-        let _ = send(&mut self.w, "BYE\n");
     }
 }
 
