@@ -20,30 +20,17 @@
 # runs per library and case (a duplex run is ~10 s under TCG).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. bench/ab-common.sh
 rounds=3 cases=duplex out= wrap=
 while [ $# -gt 0 ]; do case $1 in
   -r) rounds=$2; shift 2;; -w) wrap=$2; shift 2;; -c) cases=$2; shift 2;; --report) out=$2; shift 2;;
   -h|--help) sed -n '3,18p' "$0"; exit 0;; *) break;; esac; done
 if [ -z "$out" ]; then
   [ $# -gt 0 ] || { echo "usage: bench/ab.sh [-r ROUNDS] [-c CASES] NAME=DIR..." >&2; exit 2; }
-  names=()
-  rm -rf build/vm-bin/ab
-  for a in "$@"; do n=${a%%=*} d=${a#*=}
-    [[ $n =~ ^[A-Za-z0-9_-]+$ ]] && [ "$n" != upstream ] && [ "$n" != "$a" ] || { echo "bench/ab.sh: want NAME=DIR, not '$a'" >&2; exit 2; }
-    [ -e "$d/librdmacm.so.1" ] || { echo "bench/ab.sh: no $d/librdmacm.so.1" >&2; exit 2; }
-    mkdir -p "build/vm-bin/ab/$n"; cp -L "$d/librdmacm.so.1" "build/vm-bin/ab/$n/librdmacm.so.1"; names+=("$n")
-  done
-  make -s lib vm-bin >/dev/null || exit 1
+  ab_stage bench/ab.sh "upstream" "$@"
   export VM_ONLY=bench_ab VM_TIMEOUT=${VM_TIMEOUT:-10800} RDMACM_VM_WORK=${RDMACM_VM_WORK:-$PWD/build/vm-ab}
   export VM_BENCH="ab=$(IFS=,; echo "${names[*]}") abrounds=$rounds abcases=$(echo $cases | tr ' ' ,)${wrap:+ abwrap=$wrap}"
-  log=$RDMACM_VM_WORK.log
-  vm/testbed.sh host && vm/testbed.sh image || exit 1
-  echo "bench/ab.sh: booting the VM (log: $log)" >&2
-  load0=$(cut -d' ' -f1 /proc/loadavg)
-  vm/testbed.sh run > "$log" 2>&1; vmrc=$?
-  echo "bench/ab.sh: host load $load0 -> $(cut -d' ' -f1 /proc/loadavg) on $(nproc) cores" >&2
-  out=$RDMACM_VM_WORK/suite/share/out
-  [ $vmrc = 0 ] || echo "bench/ab.sh: the VM run failed (exit $vmrc): see $log" >&2
+  ab_boot bench/ab.sh
 fi
 awk '
   BEGIN { seen["upstream"] = 1; lib[nl++] = "upstream" }

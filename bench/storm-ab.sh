@@ -13,30 +13,17 @@
 #   bench/storm-ab.sh --report DIR
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. bench/ab-common.sh
 sizes="noqp10k_n2:4:2500:2:m:900" cycles=0 out=
 while [ $# -gt 0 ]; do case $1 in
   -s) sizes=$2; shift 2;; -y) cycles=$2; shift 2;; --report) out=$2; shift 2;;
   -h|--help) sed -n '3,14p' "$0"; exit 0;; *) break;; esac; done
 if [ -z "$out" ]; then
   [ $# -gt 0 ] || { echo "usage: bench/storm-ab.sh [-s SIZES] [-y CYCLES] NAME=DIR..." >&2; exit 2; }
-  names=()
-  rm -rf build/vm-bin/ab
-  for a in "$@"; do n=${a%%=*} d=${a#*=}
-    [[ $n =~ ^[A-Za-z0-9_-]+$ ]] && [ "$n" != upstream ] && [ "$n" != ours ] && [ "$n" != "$a" ] || { echo "bench/storm-ab.sh: want NAME=DIR, not '$a'" >&2; exit 2; }
-    [ -e "$d/librdmacm.so.1" ] || { echo "bench/storm-ab.sh: no $d/librdmacm.so.1" >&2; exit 2; }
-    mkdir -p "build/vm-bin/ab/$n"; cp -L "$d/librdmacm.so.1" "build/vm-bin/ab/$n/librdmacm.so.1"; names+=("$n")
-  done
-  make -s lib vm-bin >/dev/null || exit 1
+  ab_stage bench/storm-ab.sh "upstream ours" "$@"
   export VM_ONLY=bench_storm VM_TIMEOUT=${VM_TIMEOUT:-7200} RDMACM_VM_WORK=${RDMACM_VM_WORK:-$PWD/build/vm-storm-ab}
   export VM_BENCH="sections=storm stormlibs=$(IFS=,; echo "${names[*]}") storm=$(echo $sizes | tr ' :' ,/) stormcycles=$cycles"
-  log=$RDMACM_VM_WORK.log
-  vm/testbed.sh host && vm/testbed.sh image || exit 1
-  echo "bench/storm-ab.sh: booting the VM (log: $log)" >&2
-  load0=$(cut -d' ' -f1 /proc/loadavg)
-  vm/testbed.sh run > "$log" 2>&1; vmrc=$?
-  echo "bench/storm-ab.sh: host load $load0 -> $(cut -d' ' -f1 /proc/loadavg) on $(nproc) cores" >&2
-  out=$RDMACM_VM_WORK/suite/share/out
-  [ $vmrc = 0 ] || echo "bench/storm-ab.sh: the VM run failed (exit $vmrc): see $log" >&2
+  ab_boot bench/storm-ab.sh
 fi
 awk '
   $1 == "STORM" && $5 == "FAIL" { printf "FAIL %s %s round %s: %s\n", $2, $3, $4, $6; next }
