@@ -66,12 +66,13 @@ t checker_broken 300 bash -c '. /tmp/check_lib.sh
   row rping rxe0/1 DIFFER && grep -E "^rping .*DIFFER .*ours: .*rdma_resolve_route" /tmp/chk.txt && nothing_left'
 
 # Ctrl-C: SIGINT once the first program runs; the checker stops it, prints the table so far,
-# exits 130 and leaves nothing behind. (set -m: a background job of a shell without job
+# exits 130 and leaves nothing behind. A program counts as started when one poll saw it (a short
+# run may have ended before a second look). (set -m: a background job of a shell without job
 # control would start with SIGINT ignored.)
 t checker_sigint 120 bash -c '. /tmp/check_lib.sh; set -m
   ours_dir; as_nobody $CHK --ours /tmp/ours-lib > /tmp/chk.txt 2> /tmp/chk.err & p=$!
-  for i in $(seq 600); do pgrep -u nobody -x "rping|ucmatose" > /dev/null && break; sleep 0.1; done
-  started=0; pgrep -a -u nobody -x "rping|ucmatose" && started=1 || echo "FAIL: no program started in 60 s"
+  started=0; for i in $(seq 600); do pgrep -a -u nobody -x "rping|ucmatose" && { started=1; break; }; sleep 0.1; done
+  [ $started = 1 ] || echo "FAIL: no program started in 60 s"
   c=$(pgrep -x -u nobody rdmacm-rs-check); echo "SIGINT to $c"; kill -INT $c; wait $p; rc=$?
   cat /tmp/chk.txt /tmp/chk.err; echo "rdmacm-rs-check exit $rc"
   [ $rc = 130 ] || { echo "FAIL: exit $rc, expected 130"; exit 1; }
