@@ -66,7 +66,7 @@ for f in files:
         elif re.match(r"pub (async )?fn |pub (struct|enum|trait|type|const|static|mod|use) |pub [a-z_0-9]+: ", line):
             # join a multi-line signature or use list
             full = line
-            while not re.search(r"[{;]\s*$|\)\s*$|,\s*$", full.split("//")[0]) or (full.startswith("pub use") and ";" not in full):
+            while not re.search(r"[{;]\s*$|\{\s*\}\s*$|\)\s*$|,\s*$", full.split("//")[0]) or (full.startswith("pub use") and ";" not in full):
                 if i >= len(lines): break
                 full += " " + lines[i].strip(); i += 1
                 code = strip_str.sub('""', full)

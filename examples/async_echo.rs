@@ -159,7 +159,8 @@ async fn echo_conn(id: AsyncCmId, open: Rc<Cell<usize>>, peak: Rc<Cell<usize>>) 
 
 async fn server(bind: SocketAddr, conns: usize) -> Res<()> {
     let listener = AsyncCmId::new(PortSpace::Tcp).map_err(err("create id"))?;
-    listener.listen(bind, 64).map_err(err("listen"))?;
+    listener.bind_addr(bind).map_err(err("bind"))?;
+    listener.listen(64).map_err(err("listen"))?;
     let (open, peak) = (Rc::new(Cell::new(0)), Rc::new(Cell::new(0)));
     let mut tasks = Vec::new();
     while conns == 0 || tasks.len() < conns {

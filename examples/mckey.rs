@@ -34,7 +34,7 @@
 
 #![forbid(unsafe_code)]
 
-use rdmacm::{Access, AddressHandle, CmId, EventChannel, EventKind, MemoryRegion, PortSpace, QpCaps, UdParam, WcFlags, WcOpcode, WcStatus, WorkCompletion, GRH_LEN};
+use rdmacm::{Access, OnChannel, AddressHandle, CmId, EventChannel, EventKind, MemoryRegion, PortSpace, QpCaps, UdParam, WcFlags, WcOpcode, WcStatus, WorkCompletion, GRH_LEN};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -111,7 +111,7 @@ fn parse() -> Opts {
 
 /// The next event of the channel (non-blocking), which must be `want` for
 /// `id`, within EVENT_TIMEOUT.
-fn expect_event(ch: &EventChannel, id: &CmId, want: EventKind) -> Result<Option<UdParam>, String> {
+fn expect_event(ch: &EventChannel, id: &CmId<OnChannel>, want: EventKind) -> Result<Option<UdParam>, String> {
     let end = Instant::now() + EVENT_TIMEOUT;
     loop {
         match ch.get_event() {
@@ -202,7 +202,7 @@ fn run(o: &Opts) -> Result<(), String> {
     }
 }
 
-fn send(o: &Opts, id: &CmId, mr: &mut MemoryRegion, ah: &AddressHandle, ud: &UdParam) -> Result<(), String> {
+fn send(o: &Opts, id: &CmId<OnChannel>, mr: &mut MemoryRegion, ah: &AddressHandle, ud: &UdParam) -> Result<(), String> {
     let e = |what: &'static str| move |err: rdmacm::Error| format!("{what}: {err}");
     println!("mckey: sending {} datagrams of {} bytes", o.count, o.size);
     let slot = o.size + GRH_LEN;
@@ -224,7 +224,7 @@ fn send(o: &Opts, id: &CmId, mr: &mut MemoryRegion, ah: &AddressHandle, ud: &UdP
     Ok(())
 }
 
-fn receive(o: &Opts, id: &CmId, mr: &MemoryRegion) -> Result<(), String> {
+fn receive(o: &Opts, id: &CmId<OnChannel>, mr: &MemoryRegion) -> Result<(), String> {
     let e = |what: &'static str| move |err: rdmacm::Error| format!("{what}: {err}");
     println!("mckey: receiving {} datagrams of {} bytes", o.count, o.size);
     let end = Instant::now() + o.timeout;

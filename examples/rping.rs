@@ -32,7 +32,7 @@
 
 #![forbid(unsafe_code)]
 
-use rdmacm::{Access, CmId, ConnParam, EventChannel, EventKind, MemoryRegion, PortSpace, QpCaps, SendOp, WcOpcode, WcStatus, WorkCompletion};
+use rdmacm::{Access, OnChannel, CmId, ConnParam, EventChannel, EventKind, MemoryRegion, PortSpace, QpCaps, SendOp, WcOpcode, WcStatus, WorkCompletion};
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
@@ -163,7 +163,7 @@ struct Buffers {
 }
 
 impl Buffers {
-    fn new(id: &CmId, size: usize, client: bool) -> Result<Buffers, Fail> {
+    fn new(id: &CmId<OnChannel>, size: usize, client: bool) -> Result<Buffers, Fail> {
         let remote = Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE;
         Ok(Buffers {
             recv: MemoryRegion::new(id, MSG_LEN, Access::LOCAL_WRITE).map_err(fail("recv buffer"))?,
@@ -175,11 +175,11 @@ impl Buffers {
 }
 
 /// The QP both sides use: rping's send queue depth, two receives.
-fn create_qp(id: &CmId) -> Result<(), Fail> {
+fn create_qp(id: &CmId<OnChannel>) -> Result<(), Fail> {
     id.create_qp(QpCaps { max_send_wr: 16, max_recv_wr: 2, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 }).map(drop).map_err(fail("create_qp"))
 }
 
-fn post_recv(id: &CmId, b: &Buffers) -> Result<(), Fail> {
+fn post_recv(id: &CmId<OnChannel>, b: &Buffers) -> Result<(), Fail> {
     let sge = b.recv.sge(0..MSG_LEN).map_err(fail("recv sge"))?;
     id.post_recv(WR_RECV, &[sge]).map_err(fail("post recv"))
 }
@@ -190,7 +190,7 @@ fn conn_param() -> ConnParam {
 }
 
 /// Waits for the next event of `ch` for `id` and requires it to be `want`.
-fn expect_event(ch: &EventChannel, id: &CmId, want: EventKind) -> Result<(), Fail> {
+fn expect_event(ch: &EventChannel, id: &CmId<OnChannel>, want: EventKind) -> Result<(), Fail> {
     loop {
         let ev = ch.get_event().map_err(fail("rdma_get_cm_event"))?;
         if !ev.is_for(id) {
@@ -212,7 +212,7 @@ enum Waited {
 
 /// The next completion of kind `want`; completions of our sends (adverts,
 /// go-aheads) are passed over.
-fn wait_for(id: &CmId, want: WcOpcode) -> Result<Waited, Fail> {
+fn wait_for(id: &CmId<OnChannel>, want: WcOpcode) -> Result<Waited, Fail> {
     loop {
         let wc = id.wait_cq().map_err(fail("waiting for a completion"))?;
         match wc.status {
@@ -230,7 +230,7 @@ fn wait_for(id: &CmId, want: WcOpcode) -> Result<Waited, Fail> {
 }
 
 /// `wait_for` where the connection must stay up.
-fn need(id: &CmId, want: WcOpcode) -> Result<WorkCompletion, Fail> {
+fn need(id: &CmId<OnChannel>, want: WcOpcode) -> Result<WorkCompletion, Fail> {
     match wait_for(id, want)? {
         Waited::Done(wc) => Ok(wc),
         Waited::Flushed => Err(format!("disconnected while waiting for {want:?}")),
@@ -238,7 +238,7 @@ fn need(id: &CmId, want: WcOpcode) -> Result<WorkCompletion, Fail> {
 }
 
 /// A received advert: (address, rkey, length).
-fn received_advert(id: &CmId, b: &Buffers, wc: &WorkCompletion) -> Result<(u64, u32, u32), Fail> {
+fn received_advert(id: &CmId<OnChannel>, b: &Buffers, wc: &WorkCompletion) -> Result<(u64, u32, u32), Fail> {
     if wc.byte_len as usize != MSG_LEN {
         return Err(format!("received bogus data, size {}", wc.byte_len));
     }
@@ -254,7 +254,7 @@ fn received_advert(id: &CmId, b: &Buffers, wc: &WorkCompletion) -> Result<(u64, 
 
 /// Sends the advert of the first `len` bytes of the region at `addr`
 /// with `rkey`.
-fn send_advert(id: &CmId, b: &mut Buffers, (addr, rkey): (u64, u32), len: usize) -> Result<(), Fail> {
+fn send_advert(id: &CmId<OnChannel>, b: &mut Buffers, (addr, rkey): (u64, u32), len: usize) -> Result<(), Fail> {
     let mut m = [0u8; MSG_LEN];
     m[0..8].copy_from_slice(&addr.to_be_bytes());
     m[8..12].copy_from_slice(&rkey.to_be_bytes());
@@ -265,7 +265,7 @@ fn send_advert(id: &CmId, b: &mut Buffers, (addr, rkey): (u64, u32), len: usize)
 
 /// Sends the 16-byte message in the send buffer (an advert, or as the
 /// server's go-ahead whatever it holds).
-fn send_msg(id: &CmId, b: &Buffers) -> Result<(), Fail> {
+fn send_msg(id: &CmId<OnChannel>, b: &Buffers) -> Result<(), Fail> {
     let sge = b.send.sge(0..MSG_LEN).map_err(fail("send sge"))?;
     id.post_send(WR_SEND, &[sge], SendOp::Send, true).map_err(fail("post send"))
 }
@@ -284,7 +284,7 @@ fn c_string(mr: &MemoryRegion, size: usize) -> Result<Vec<u8>, Fail> {
 /// puts our QP into the error state and flushes what the data path waits
 /// for. Connection requests that come meanwhile are refused (their events
 /// are dropped untaken).
-fn watch(ch: &EventChannel, conn: &CmId, who: &str, gone: &AtomicBool) {
+fn watch(ch: &EventChannel, conn: &CmId<OnChannel>, who: &str, gone: &AtomicBool) {
     loop {
         let ev = match ch.get_event() {
             Ok(ev) => ev,
@@ -310,7 +310,7 @@ fn watch(ch: &EventChannel, conn: &CmId, who: &str, gone: &AtomicBool) {
 
 /// Runs `work` on the connection with `watch` beside it; exits the process
 /// on a failure (the watcher would wait for an event that may not come).
-fn with_watcher(ch: &EventChannel, conn: &CmId, who: &str, work: impl FnOnce(&AtomicBool) -> Result<(), Fail>) {
+fn with_watcher(ch: &EventChannel, conn: &CmId<OnChannel>, who: &str, work: impl FnOnce(&AtomicBool) -> Result<(), Fail>) {
     let gone = AtomicBool::new(false);
     std::thread::scope(|s| {
         s.spawn(|| watch(ch, conn, who, &gone));
@@ -346,7 +346,7 @@ fn run_server(o: &Opts) -> Result<(), Fail> {
 }
 
 /// The server's loop: one ping per turn, until the client disconnects.
-fn serve(id: &CmId, b: &Buffers, o: &Opts, gone: &AtomicBool) -> Result<(), Fail> {
+fn serve(id: &CmId<OnChannel>, b: &Buffers, o: &Opts, gone: &AtomicBool) -> Result<(), Fail> {
     let mut out = std::io::stdout().lock();
     loop {
         // The client's source advert, or its disconnect.
@@ -419,7 +419,7 @@ fn ping_text(buf: &mut [u8], n: u64, first: u8) {
 }
 
 /// The client's loop: `count` pings (0: forever).
-fn ping(id: &CmId, b: &mut Buffers, o: &Opts) -> Result<(), Fail> {
+fn ping(id: &CmId<OnChannel>, b: &mut Buffers, o: &Opts) -> Result<(), Fail> {
     let (src, sink) = match &b.start {
         Some(start) => ((start.addr(), start.rkey()), (b.rdma.addr(), b.rdma.rkey())),
         None => return Err("the client has no source buffer".into()),

@@ -23,7 +23,7 @@
 
 #![forbid(unsafe_code)]
 
-use rdmacm::{Access, CmId, ConnParam, Event, EventChannel, EventKind, MemoryRegion, PortSpace, QpCaps, SendOp, WcOpcode, WorkCompletion};
+use rdmacm::{Access, OnChannel, CmId, ConnParam, Event, EventChannel, EventKind, MemoryRegion, PortSpace, QpCaps, SendOp, WcOpcode, WorkCompletion};
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -49,14 +49,14 @@ const IMM_SEND: u32 = 0x0102_0304;
 const IMM_WRITE: u32 = 0xa0b0_c0d0;
 
 /// The next event within `LONG`, which must be `kind`, for `id`.
-fn expect<'a>(ch: &'a EventChannel, id: &CmId, kind: EventKind) -> Res<Event<'a>> {
+fn expect<'a>(ch: &'a EventChannel, id: &CmId<OnChannel>, kind: EventKind) -> Res<Event<'a>> {
     let ev = ch.get_event_timeout(LONG).map_err(err("get_event_timeout"))?.ok_or_else(|| format!("no event in {LONG:?} (waiting for {kind})"))?;
     check(ev.kind() == kind && ev.is_for(id) && ev.status() == 0, || format!("{} (status {}) where {kind} was expected", ev.kind(), ev.status()))?;
     Ok(ev)
 }
 
 /// The next completion within `LONG`.
-fn completion(id: &CmId, what: &str) -> Res<WorkCompletion> {
+fn completion(id: &CmId<OnChannel>, what: &str) -> Res<WorkCompletion> {
     let wc = id.wait_cq_timeout(LONG).map_err(err("wait_cq_timeout"))?.ok_or_else(|| format!("{what}: no completion in {LONG:?}"))?;
     check(wc.is_ok(), || format!("{what}: {:?}", wc.status))?;
     Ok(wc)

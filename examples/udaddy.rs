@@ -46,7 +46,7 @@
 
 #![forbid(unsafe_code)]
 
-use rdmacm::{Access, AddressHandle, CmId, ConnParam, Event, EventChannel, EventKind, MemoryRegion, PortSpace, QpCaps, UdParam, WcFlags, WcOpcode, WcStatus, WorkCompletion, GRH_LEN};
+use rdmacm::{Access, AddressHandle, Blocking, CmId, ConnParam, Event, EventChannel, EventKind, MemoryRegion, Mode, OnChannel, PortSpace, QpCaps, UdParam, WcFlags, WcOpcode, WcStatus, WorkCompletion, GRH_LEN};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -127,25 +127,26 @@ fn parse() -> Opts {
 }
 
 /// One connection: its id, a region of `count` receive slots and one send
-/// slot (each GRH_LEN + size bytes), and the remote end once known.
-struct Node {
-    id: CmId,
+/// slot (each GRH_LEN + size bytes), and the remote end once known. The
+/// id is on an event channel, or synchronous (`-y`).
+struct Node<M: Mode = OnChannel> {
+    id: CmId<M>,
     mr: Option<MemoryRegion>,
     ah: Option<AddressHandle>,
     remote: Option<UdParam>,
 }
 
-impl Node {
-    fn slot(o: &Opts) -> usize {
-        GRH_LEN + o.size
-    }
+fn slot(o: &Opts) -> usize {
+    GRH_LEN + o.size
+}
 
+impl<M: Mode> Node<M> {
     /// The UD QP, the region and the receives (before connecting or
     /// accepting, so no datagram finds the queue empty).
     fn init(&mut self, o: &Opts) -> Result<(), String> {
         let n = o.count.max(1);
         self.id.create_qp(QpCaps { max_send_wr: n, max_recv_wr: n, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 }).map_err(|e| format!("create QP: {e}"))?;
-        let slot = Node::slot(o);
+        let slot = slot(o);
         let mr = MemoryRegion::new(&self.id, slot * (o.count as usize + 1), Access::LOCAL_WRITE).map_err(|e| format!("register memory: {e}"))?;
         for i in 0..o.count as usize {
             let sge = mr.sge(i * slot..(i + 1) * slot).map_err(|e| format!("receive buffer: {e}"))?;
@@ -166,7 +167,7 @@ impl Node {
         let (Some(mr), Some(ah), Some(to)) = (&mut self.mr, &self.ah, &self.remote) else {
             return Err("no address to send to".into());
         };
-        let off = Node::slot(o) * o.count as usize;
+        let off = slot(o) * o.count as usize;
         let mut msg = vec![0u8; o.size];
         let l = text.len().min(o.size);
         msg[..l].copy_from_slice(&text.as_bytes()[..l]);
@@ -212,7 +213,7 @@ impl Node {
     fn grh(&self, o: &Opts, wc: &WorkCompletion) -> Result<[u8; GRH_LEN], String> {
         let mut grh = [0u8; GRH_LEN];
         let mr = self.mr.as_ref().ok_or("no region")?;
-        mr.read(wc.wr_id as usize * Node::slot(o), &mut grh).map_err(|e| format!("read GRH: {e}"))?;
+        mr.read(wc.wr_id as usize * slot(o), &mut grh).map_err(|e| format!("read GRH: {e}"))?;
         Ok(grh)
     }
 }
@@ -252,7 +253,15 @@ fn run_client(o: &Opts, server: &str) -> Result<(), String> {
     let dst = SocketAddr::new(ip, PORT);
     let src = o.bind.map(|b| SocketAddr::new(b, 0));
     let end = Instant::now() + o.timeout;
-    let mut nodes = if o.sync { connect_sync(o, src, dst)? } else { connect_async(o, src, dst, end)? };
+    if o.sync {
+        transfer(o, connect_sync(o, src, dst)?, end)
+    } else {
+        transfer(o, connect_async(o, src, dst, end)?, end)
+    }
+}
+
+/// The client's datagrams on its connections, and the server's replies.
+fn transfer<M: Mode>(o: &Opts, mut nodes: Vec<Node<M>>, end: Instant) -> Result<(), String> {
     if o.count == 0 {
         return Ok(());
     }
@@ -285,7 +294,7 @@ fn run_client(o: &Opts, server: &str) -> Result<(), String> {
 
 /// The client's connections on synchronous ids: each step waits for its
 /// outcome; the answer is the id's `peer_ud_param`.
-fn connect_sync(o: &Opts, src: Option<SocketAddr>, dst: SocketAddr) -> Result<Vec<Node>, String> {
+fn connect_sync(o: &Opts, src: Option<SocketAddr>, dst: SocketAddr) -> Result<Vec<Node<Blocking>>, String> {
     println!("udaddy: connecting");
     let mut nodes = Vec::new();
     for _ in 0..o.connections {

@@ -68,7 +68,7 @@
 mod api;
 
 pub use api::{
-    getaddrinfo, gid_reachable, Access, AddrInfo, AddrInfoHints, AddressHandle, CmId, ConnParam, Error, Event, EventChannel, EventKind, IdKey, MemoryRegion, PortSpace, QpCaps,
+    getaddrinfo, gid_reachable, Access, AddrInfo, AddrInfoHints, AddressHandle, Blocking, CmId, ConnParam, Error, Event, EventChannel, EventKind, IdKey, MemoryRegion, Mode, OnChannel, PortSpace, QpCaps,
     RListener, RStream, Result, SendOp, Sge, UdParam, WcFlags, WcOpcode, WcStatus, WorkCompletion, GRH_LEN,
 };
 

@@ -5,7 +5,8 @@
 //! the `AsyncFd` owns what it watches: a duplicate of it), and
 //! ids whose resolve, connect, accept and disconnect are `async`
 //! ([`AsyncCmId`]: each has a channel of its own, so the event a call
-//! awaits is its own).
+//! awaits is its own). An `AsyncCmId`'s calls have the names, arguments and
+//! results of a blocking [`CmId`]'s, awaited.
 //!
 //! Must be used inside a tokio runtime with I/O enabled.
 //!
@@ -18,15 +19,16 @@
 //! id.resolve_addr(None, "192.0.2.1:7471".parse().unwrap(), Duration::from_secs(2)).await?;
 //! id.resolve_route(Duration::from_secs(2)).await?;
 //! id.id().create_qp(QpCaps::default())?;
-//! let answer = id.connect(&ConnParam::default()).await?;
+//! id.connect(&ConnParam::default()).await?;
+//! let answer = id.peer_private_data();
 //! # Ok(()) }
 //! ```
 
 #![deny(unsafe_code)]
 
 use super::error::{Error, Result};
-use super::event::{ConnParam, EventKind};
-use super::id::{CmId, Event, EventChannel, PortSpace};
+use super::event::{ConnParam, EventKind, UdParam};
+use super::id::{CmId, Event, EventChannel, OnChannel, PortSpace};
 use super::verbs::WorkCompletion;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -109,16 +111,20 @@ fn event_error(ev: &Event<'_>) -> Error {
     })
 }
 
-/// An id with a channel of its own, whose calls are awaited. Its data
-/// path is the [`CmId`]'s ([`AsyncCmId::id`]: post and poll);
+/// An id with a channel of its own, whose calls are awaited: the calls of
+/// a blocking [`CmId`], with the same names, arguments and results. Its
+/// data path is the [`CmId`]'s ([`AsyncCmId::id`]: post and poll);
 /// [`AsyncCmId::wait_cq`] awaits a completion.
 pub struct AsyncCmId {
     // First: deregistered (and its duplicate closed) before the id and its
     // completion channel go.
     cq: OnceLock<Watched>,
     // Then the id, before its channel.
-    id: CmId,
+    id: CmId<OnChannel>,
     ch: AsyncEventChannel,
+    /// The peer's answer to the last awaited connect or accept: its
+    /// private data and UD parameters.
+    answer: parking_lot::Mutex<(Vec<u8>, Option<UdParam>)>,
 }
 
 impl std::fmt::Debug for AsyncCmId {
@@ -132,20 +138,27 @@ impl AsyncCmId {
     pub fn new(ps: PortSpace) -> Result<AsyncCmId> {
         let ch = AsyncEventChannel::new()?;
         let id = ch.channel().create_id(ps)?;
-        Ok(AsyncCmId { cq: OnceLock::new(), id, ch })
+        Ok(AsyncCmId::from_parts(id, ch))
     }
 
-    /// The id (bind, listen, QP, data path).
-    pub fn id(&self) -> &CmId {
+    fn from_parts(id: CmId<OnChannel>, ch: AsyncEventChannel) -> AsyncCmId {
+        AsyncCmId { cq: OnceLock::new(), id, ch, answer: parking_lot::Mutex::new((Vec::new(), None)) }
+    }
+
+    /// The id (addresses, QP, data path).
+    pub fn id(&self) -> &CmId<OnChannel> {
         &self.id
     }
 
-    /// Waits for the id's next event and requires it to be `want`; its
-    /// private data.
-    async fn expect(&self, want: EventKind) -> Result<Vec<u8>> {
+    /// Waits for the id's next event and requires it to be `want`; keeps
+    /// its private data and UD parameters when it is an answer.
+    async fn expect(&self, want: EventKind) -> Result<()> {
         let ev = self.ch.next_event().await?;
         if ev.kind() == want && ev.status() == 0 {
-            return Ok(ev.private_data().to_vec());
+            if want == EventKind::Established {
+                *self.answer.lock() = (ev.private_data().to_vec(), ev.ud_param());
+            }
+            return Ok(());
         }
         Err(event_error(&ev))
     }
@@ -153,32 +166,54 @@ impl AsyncCmId {
     /// [`CmId::resolve_addr`], awaited.
     pub async fn resolve_addr(&self, src: Option<SocketAddr>, dst: SocketAddr, timeout: Duration) -> Result<()> {
         self.id.resolve_addr(src, dst, timeout)?;
-        self.expect(EventKind::AddrResolved).await.map(drop)
+        self.expect(EventKind::AddrResolved).await
     }
 
     /// [`CmId::resolve_route`], awaited.
     pub async fn resolve_route(&self, timeout: Duration) -> Result<()> {
         self.id.resolve_route(timeout)?;
-        self.expect(EventKind::RouteResolved).await.map(drop)
+        self.expect(EventKind::RouteResolved).await
     }
 
-    /// [`CmId::connect`], awaited until established; the private data of
-    /// the peer's accept.
-    pub async fn connect(&self, param: &ConnParam) -> Result<Vec<u8>> {
+    /// [`CmId::connect`], awaited until established (the peer's answer:
+    /// [`AsyncCmId::peer_private_data`], [`AsyncCmId::peer_ud_param`]).
+    pub async fn connect(&self, param: &ConnParam) -> Result<()> {
         self.id.connect(param)?;
         self.expect(EventKind::Established).await
     }
 
-    /// Binds and listens ([`CmId::bind_addr`], [`CmId::listen`]).
-    pub fn listen(&self, addr: SocketAddr, backlog: i32) -> Result<()> {
-        self.id.bind_addr(addr)?;
+    /// [`CmId::bind_addr`].
+    pub fn bind_addr(&self, addr: SocketAddr) -> Result<()> {
+        self.id.bind_addr(addr)
+    }
+
+    /// [`CmId::listen`].
+    pub fn listen(&self, backlog: i32) -> Result<()> {
         self.id.listen(backlog)
+    }
+
+    /// The private data of the peer's answer to the last awaited
+    /// [`AsyncCmId::connect`] (as [`CmId::peer_private_data`]); empty
+    /// before one.
+    pub fn peer_private_data(&self) -> Vec<u8> {
+        self.answer.lock().0.clone()
+    }
+
+    /// The remote end a UD id's awaited [`AsyncCmId::connect`] resolved
+    /// (as [`CmId::peer_ud_param`]); `None` on other ids.
+    pub fn peer_ud_param(&self) -> Option<UdParam> {
+        self.answer.lock().1
+    }
+
+    /// [`CmId::reject`].
+    pub fn reject(&self, private_data: &[u8]) -> Result<()> {
+        self.id.reject(private_data)
     }
 
     /// The next connection request of this listening id: the new
     /// connection's id (on a channel of its own) and the request's
     /// parameters. Accept it with [`AsyncCmId::accept`] or refuse it with
-    /// [`CmId::reject`].
+    /// [`AsyncCmId::reject`].
     pub async fn get_request(&self) -> Result<(AsyncCmId, ConnParam)> {
         loop {
             let mut ev = self.ch.next_event().await?;
@@ -191,20 +226,20 @@ impl AsyncCmId {
             drop(ev);
             let ch = AsyncEventChannel::new()?;
             id.migrate(ch.channel())?;
-            return Ok((AsyncCmId { cq: OnceLock::new(), id, ch }, param));
+            return Ok((AsyncCmId::from_parts(id, ch), param));
         }
     }
 
     /// [`CmId::accept`], awaited until established.
     pub async fn accept(&self, param: &ConnParam) -> Result<()> {
         self.id.accept(param)?;
-        self.expect(EventKind::Established).await.map(drop)
+        self.expect(EventKind::Established).await
     }
 
     /// [`CmId::disconnect`], awaited until disconnected.
     pub async fn disconnect(&self) -> Result<()> {
         self.id.disconnect()?;
-        self.expect(EventKind::Disconnected).await.map(drop)
+        self.expect(EventKind::Disconnected).await
     }
 
     /// The next completion of the id's CQ (after [`CmId::create_qp`]),

@@ -9,6 +9,10 @@
 //!   held is destroyed when the last such event is dropped (never a wait
 //!   for an acknowledgement the waiting thread itself owes).
 //! * A connection request's id is owned ([`Event::take_request`]).
+//! * An id's mode is in its type: [`CmId<Blocking>`](CmId) (the default:
+//!   [`CmId::new`], each call waits for its outcome) or
+//!   [`CmId<OnChannel>`](CmId) ([`EventChannel::create_id`], outcomes come
+//!   as events). What only one mode can do is only on that mode's type.
 
 #![deny(unsafe_code)]
 
@@ -22,6 +26,7 @@ use crate::cma::Channel;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -115,7 +120,7 @@ impl EventChannel {
 
     /// A new id reporting to this channel (`rdma_create_id`). Its calls
     /// return once issued; their outcome comes as an event.
-    pub fn create_id(&self, ps: PortSpace) -> Result<CmId> {
+    pub fn create_id(&self, ps: PortSpace) -> Result<CmId<OnChannel>> {
         let id = capi::CmId::create_on(&self.inner.ch, ps.raw())?;
         Ok(CmId::from_parts(id, Some(self.inner.clone())))
     }
@@ -193,10 +198,30 @@ impl std::fmt::Debug for EventChannel {
 /// addresses, route, connection and QP. Dropping it destroys its QP and
 /// the id (after every event reported for it has been dropped).
 ///
-/// An id is either **asynchronous**, made by [`EventChannel::create_id`]
-/// (every call returns once issued; the outcome is an event of the
-/// channel), or **synchronous**, made by [`CmId::new`] (a private channel;
-/// every call waits for its own outcome).
+/// The mode is a type parameter:
+///
+/// * `CmId<Blocking>`, written `CmId`, made by [`CmId::new`] (and
+///   [`CmId::get_request`]): synchronous, with a private channel; every
+///   call waits for its own outcome. Only this mode has
+///   [`CmId::get_request`], [`CmId::peer_private_data`] and
+///   [`CmId::peer_ud_param`] (the outcome the call waited for).
+/// * `CmId<OnChannel>`, made by [`EventChannel::create_id`] (and
+///   [`Event::take_request`]): asynchronous; every call returns once
+///   issued and its outcome is an event of the channel, which carries the
+///   private data and UD parameters. Only this mode has
+///   [`CmId::migrate`] (to another channel).
+///
+/// Everything else (addresses, resolution, connect, accept, reject,
+/// disconnect, multicast, the QP and its data path) is the same for both.
+///
+/// A method of the other mode does not compile:
+///
+/// ```compile_fail
+/// # fn f(ch: &rdmacm::EventChannel) -> rdmacm::Result<()> {
+/// let id = ch.create_id(rdmacm::PortSpace::Tcp)?;
+/// let (conn, _) = id.get_request()?; // only a blocking id waits for a request
+/// # Ok(()) }
+/// ```
 ///
 /// A synchronous client:
 ///
@@ -212,9 +237,34 @@ impl std::fmt::Debug for EventChannel {
 /// println!("server said {:?}", id.peer_private_data());
 /// # Ok(()) }
 /// ```
-pub struct CmId {
+pub struct CmId<M: Mode = Blocking> {
     pub(crate) id: Arc<IdInner>,
+    // The mode, without owning one (a function pointer type: Send and
+    // Sync whatever the marker).
+    mode: PhantomData<fn() -> M>,
 }
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The mode of a [`CmId`]: [`Blocking`] or [`OnChannel`]. Sealed: the
+/// library defines both and no other.
+pub trait Mode: sealed::Sealed + 'static {}
+
+/// The mode of an id whose calls wait for their outcome ([`CmId::new`]).
+#[derive(Debug)]
+pub enum Blocking {}
+
+/// The mode of an id whose outcomes are events of a channel
+/// ([`EventChannel::create_id`]).
+#[derive(Debug)]
+pub enum OnChannel {}
+
+impl sealed::Sealed for Blocking {}
+impl sealed::Sealed for OnChannel {}
+impl Mode for Blocking {}
+impl Mode for OnChannel {}
 
 /// An id and the channel it holds open. Memory regions and address
 /// handles hold it too (their PD is the id's device's), so the id, and
@@ -244,7 +294,7 @@ impl std::ops::Deref for IdInner {
     }
 }
 
-impl std::fmt::Debug for CmId {
+impl<M: Mode> std::fmt::Debug for CmId<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CmId").field("key", &self.key()).field("local", &self.local_addr()).field("peer", &self.peer_addr()).finish()
     }
@@ -329,31 +379,14 @@ fn ms(d: Duration) -> i32 {
     d.as_millis().min(i32::MAX as u128) as i32
 }
 
-impl CmId {
-    pub(crate) fn from_parts(id: capi::CmId, chan: Option<Arc<ChanInner>>) -> CmId {
+impl<M: Mode> CmId<M> {
+    pub(crate) fn from_parts(id: capi::CmId, chan: Option<Arc<ChanInner>>) -> CmId<M> {
         let uid = id.uid();
         let inner = Arc::new(IdInner { id, cq_nb: NbMode::default(), chan: parking_lot::Mutex::new(chan.clone()) });
         if let Some(c) = chan {
             c.ids.lock().insert(uid, Arc::downgrade(&inner));
         }
-        CmId { id: inner }
-    }
-
-    /// A synchronous id with a private channel: each call waits for its
-    /// own outcome.
-    pub fn new(ps: PortSpace) -> Result<CmId> {
-        let id = match ps {
-            PortSpace::Tcp => capi::CmId::create_tcp()?,
-            PortSpace::Udp => capi::CmId::create_udp()?,
-            other => {
-                // Only TCP and UDP have a synchronous constructor below; the
-                // others go through a channel of their own, left to the id.
-                let ch = EventChannel::new()?;
-                let id = capi::CmId::create_on(&ch.inner.ch, other.raw())?;
-                return Ok(CmId::from_parts(id, Some(ch.inner)));
-            }
-        };
-        Ok(CmId::from_parts(id, None))
+        CmId { id: inner, mode: PhantomData }
     }
 
     /// What events name this id by.
@@ -412,34 +445,6 @@ impl CmId {
         Ok(self.id.disconnect()?)
     }
 
-    /// The next connection request of a synchronous listening id
-    /// (`rdma_get_request`): its id and parameters (with the private data).
-    pub fn get_request(&self) -> Result<(CmId, ConnParam)> {
-        let (id, p) = self.id.get_request()?;
-        Ok((CmId::from_parts(id, None), ConnParam::from_inner(&p)))
-    }
-
-    /// The private data of the last answer a synchronous call waited for
-    /// (the peer's accept after [`CmId::connect`]); empty when none.
-    /// Padded by the transport as [`Event::private_data`] says.
-    pub fn peer_private_data(&self) -> Vec<u8> {
-        self.id.parked_private_data()
-    }
-
-    /// The remote end a synchronous UD id's [`CmId::connect`] resolved
-    /// (its QP number, qkey and address: for
-    /// [`AddressHandle::new`](crate::AddressHandle::new) and
-    /// [`CmId::post_ud_send`]); `None` on other ids.
-    pub fn peer_ud_param(&self) -> Option<UdParam> {
-        // Only an answer carries them (see UdParam): the parked event of a
-        // successful connect.
-        let kind = self.id.parked_event()?;
-        if !super::event::carries_ud_param(kind, 0) {
-            return None;
-        }
-        self.id.parked_ud().map(|raw| UdParam { raw })
-    }
-
     /// Joins the multicast group at `addr` (`rdma_join_multicast`):
     /// [`EventKind::MulticastJoin`](crate::EventKind::MulticastJoin).
     pub fn join_multicast(&self, addr: SocketAddr) -> Result<()> {
@@ -449,27 +454,6 @@ impl CmId {
     /// Leaves a multicast group (`rdma_leave_multicast`).
     pub fn leave_multicast(&self, addr: SocketAddr) -> Result<()> {
         Ok(self.id.leave_multicast(to_sockaddr(&addr).as_bytes())?)
-    }
-
-    /// Moves the id to another channel (`rdma_migrate_id`); it then holds
-    /// that channel open, and no longer this one once dropped.
-    pub fn migrate(&self, to: &EventChannel) -> Result<()> {
-        // The old channel is released once the id has left it (the lock
-        // is not held across the migration, which may wait for acks).  On
-        // the new channel's list first: its events may come at once.
-        let uid = self.id.uid();
-        to.inner.ids.lock().insert(uid, Arc::downgrade(&self.id));
-        if let Err(e) = self.id.migrate(&to.inner.ch) {
-            to.inner.ids.lock().remove(&uid);
-            return Err(e.into());
-        }
-        let old = self.id.chan.lock().replace(to.inner.clone());
-        if let Some(old) = old {
-            if !Arc::ptr_eq(&old, &to.inner) {
-                old.ids.lock().remove(&uid);
-            }
-        }
-        Ok(())
     }
 
     /// The local address (after bind or resolution), if IPv4 or IPv6.
@@ -501,6 +485,65 @@ impl CmId {
     /// (`RDMA_OPTION_ID_REUSEADDR`).
     pub fn set_reuseaddr(&self, on: bool) -> Result<()> {
         Ok(self.id.set_reuseaddr(on.into())?)
+    }
+}
+
+impl CmId<Blocking> {
+    /// A synchronous id with a private channel: each call waits for its
+    /// own outcome.
+    pub fn new(ps: PortSpace) -> Result<CmId<Blocking>> {
+        Ok(CmId::from_parts(capi::CmId::create_sync(ps.raw())?, None))
+    }
+
+    /// The next connection request of a synchronous listening id
+    /// (`rdma_get_request`): its id and parameters (with the private data).
+    pub fn get_request(&self) -> Result<(CmId<Blocking>, ConnParam)> {
+        let (id, p) = self.id.get_request()?;
+        Ok((CmId::from_parts(id, None), ConnParam::from_inner(&p)))
+    }
+
+    /// The private data of the last answer a synchronous call waited for
+    /// (the peer's accept after [`CmId::connect`]); empty when none.
+    /// Padded by the transport as [`Event::private_data`] says.
+    pub fn peer_private_data(&self) -> Vec<u8> {
+        self.id.parked_private_data()
+    }
+
+    /// The remote end a synchronous UD id's [`CmId::connect`] resolved
+    /// (its QP number, qkey and address: for
+    /// [`AddressHandle::new`](crate::AddressHandle::new) and
+    /// [`CmId::post_ud_send`]); `None` on other ids.
+    pub fn peer_ud_param(&self) -> Option<UdParam> {
+        // Only an answer carries them (see UdParam): the parked event of a
+        // successful connect.
+        let kind = self.id.parked_event()?;
+        if !super::event::carries_ud_param(kind, 0) {
+            return None;
+        }
+        self.id.parked_ud().map(|raw| UdParam { raw })
+    }
+}
+
+impl CmId<OnChannel> {
+    /// Moves the id to another channel (`rdma_migrate_id`); it then holds
+    /// that channel open, and no longer this one once dropped.
+    pub fn migrate(&self, to: &EventChannel) -> Result<()> {
+        // The old channel is released once the id has left it (the lock
+        // is not held across the migration, which may wait for acks).  On
+        // the new channel's list first: its events may come at once.
+        let uid = self.id.uid();
+        to.inner.ids.lock().insert(uid, Arc::downgrade(&self.id));
+        if let Err(e) = self.id.migrate(&to.inner.ch) {
+            to.inner.ids.lock().remove(&uid);
+            return Err(e.into());
+        }
+        let old = self.id.chan.lock().replace(to.inner.clone());
+        if let Some(old) = old {
+            if !Arc::ptr_eq(&old, &to.inner) {
+                old.ids.lock().remove(&uid);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -550,7 +593,7 @@ impl<'a> Event<'a> {
     }
 
     /// Whether the event is for `id` (see [`Event::id_key`]).
-    pub fn is_for(&self, id: &CmId) -> bool {
+    pub fn is_for<M: Mode>(&self, id: &CmId<M>) -> bool {
         self.id_key() == id.key()
     }
 
@@ -591,7 +634,7 @@ impl<'a> Event<'a> {
     /// Takes a connection request's new id (once; `None` for other
     /// events). The id reports to the same channel as its listener and
     /// keeps the channel open.
-    pub fn take_request(&mut self) -> Option<CmId> {
+    pub fn take_request(&mut self) -> Option<CmId<OnChannel>> {
         let id = self.raw.request.take()?;
         Some(CmId::from_parts(id, Some(self.ch.inner.clone())))
     }
@@ -626,6 +669,7 @@ mod tests {
         fn send_sync<T: Send + Sync>() {}
         send_sync::<EventChannel>();
         send_sync::<CmId>();
+        send_sync::<CmId<OnChannel>>();
         // An event borrows its channel: it cannot be returned past the
         // channel (a compile-time rule; see the compile_fail doc test of
         // crate::api). Here: the signature says so.

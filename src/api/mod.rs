@@ -22,6 +22,6 @@ pub mod asyncio;
 pub use error::{Error, Result};
 pub use event::{ConnParam, EventKind, UdParam};
 pub use gai::{getaddrinfo, AddrInfo, AddrInfoHints};
-pub use id::{CmId, Event, EventChannel, IdKey, PortSpace};
+pub use id::{Blocking, CmId, Event, EventChannel, IdKey, Mode, OnChannel, PortSpace};
 pub use stream::{RListener, RStream};
 pub use verbs::{gid_reachable, Access, AddressHandle, MemoryRegion, QpCaps, SendOp, Sge, WcFlags, WcOpcode, WcStatus, WorkCompletion, GRH_LEN};

@@ -29,7 +29,7 @@
 use super::error::{Error, Result};
 use super::event::UdParam;
 use crate::cma::api::RawUd;
-use super::id::{CmId, EventChannel, IdInner};
+use super::id::{CmId, EventChannel, IdInner, Mode};
 use crate::abi::cma::{ibv_ah_attr, ibv_comp_channel, ibv_context, ibv_cq, ibv_pd, ibv_qp};
 use crate::cma::api::{self as capi, QpPtrs};
 use nix::errno::Errno;
@@ -255,7 +255,7 @@ impl MemoryRegion {
     /// Allocates `len` zeroed bytes (at least 1) and registers them on the
     /// id's device with `access` (`EINVAL` before the id has a device:
     /// resolve or bind it first).
-    pub fn new(id: &CmId, len: usize, access: Access) -> Result<MemoryRegion> {
+    pub fn new<M: Mode>(id: &CmId<M>, len: usize, access: Access) -> Result<MemoryRegion> {
         let pd = id.id.pd_ptr().ok_or(Error::from_errno(libc::EINVAL))?;
         let len = len.max(1);
         let mut access = access;
@@ -669,7 +669,7 @@ impl WorkCompletion {
 
 /// The address vector back to the sender of a UD receive
 /// (`ibv_init_ah_from_wc` on the id's device and port).
-fn ah_attr_from_wc(id: &CmId, wc: &WorkCompletion, grh: &[u8; GRH_LEN]) -> Result<ibv_ah_attr> {
+fn ah_attr_from_wc<M: Mode>(id: &CmId<M>, wc: &WorkCompletion, grh: &[u8; GRH_LEN]) -> Result<ibv_ah_attr> {
     let ctx = id.id.verbs_context();
     if ctx.is_null() {
         return Err(Error::from_errno(libc::EINVAL));
@@ -708,7 +708,7 @@ unsafe impl Sync for AddressHandle {}
 impl AddressHandle {
     /// An address handle on the id's PD for the remote end an event
     /// reported ([`Event::ud_param`](crate::Event::ud_param)).
-    pub fn new(id: &CmId, to: &UdParam) -> Result<AddressHandle> {
+    pub fn new<M: Mode>(id: &CmId<M>, to: &UdParam) -> Result<AddressHandle> {
         let pd = id.id.pd_ptr().ok_or(Error::from_errno(libc::EINVAL))?;
         let mut attr = to.raw.ah_attr;
         // SAFETY: pd is the id's live PD; attr is a valid ibv_ah_attr
@@ -732,7 +732,7 @@ impl AddressHandle {
     /// parameters; `EINVAL` before the id has a device). Send to [`WorkCompletion::src_qp`] (or the QP number
     /// the peer's protocol names) with the qkey both ends use
     /// ([`CmId::qkey`] for the UDP port space's).
-    pub fn from_wc(id: &CmId, wc: &WorkCompletion, grh: &[u8; GRH_LEN]) -> Result<AddressHandle> {
+    pub fn from_wc<M: Mode>(id: &CmId<M>, wc: &WorkCompletion, grh: &[u8; GRH_LEN]) -> Result<AddressHandle> {
         let ud = RawUd { ah_attr: ah_attr_from_wc(id, wc, grh)?, qp_num: wc.src_qp, qkey: 0 };
         AddressHandle::new(id, &UdParam { raw: ud })
     }
@@ -764,7 +764,7 @@ impl UdParam {
     /// id's own QP ([`CmId::qkey`]: ends of one port space share it).
     /// `EINVAL` before the id has a device and a QP; otherwise the errors
     /// of [`AddressHandle::from_wc`]'s address.
-    pub fn from_wc(id: &CmId, wc: &WorkCompletion, grh: &[u8; GRH_LEN]) -> Result<UdParam> {
+    pub fn from_wc<M: Mode>(id: &CmId<M>, wc: &WorkCompletion, grh: &[u8; GRH_LEN]) -> Result<UdParam> {
         let qkey = id.qkey()?;
         Ok(UdParam { raw: RawUd { ah_attr: ah_attr_from_wc(id, wc, grh)?, qp_num: wc.src_qp, qkey } })
     }
@@ -787,7 +787,7 @@ fn cq_entries(caps: &QpCaps) -> u32 {
 }
 
 /// The QP and the data calls of `rdma_verbs.h`.
-impl CmId {
+impl<M: Mode> CmId<M> {
     /// Creates the id's QP (`rdma_create_qp`; RC, or UD for
     /// [`PortSpace::Udp`](crate::PortSpace::Udp)) on the device's PD, with
     /// one CQ for both directions and its own completion channel. Once per
@@ -1046,7 +1046,7 @@ impl CmId {
 /// `timeout_ms` (0: the default); `Ok(())` when reachable, otherwise the
 /// reason (`EHOSTUNREACH`, `ETIMEDOUT`, ...). This is the
 /// `ibv_gid_reachable` extension of the C library.
-pub fn gid_reachable(id: &CmId, port: u32, gid: &[u8; 16], timeout_ms: i32) -> Result<()> {
+pub fn gid_reachable<M: Mode>(id: &CmId<M>, port: u32, gid: &[u8; 16], timeout_ms: i32) -> Result<()> {
     let ctx = id.id.verbs_context();
     if ctx.is_null() {
         return Err(Error::from_errno(libc::EINVAL));

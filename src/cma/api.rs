@@ -76,16 +76,20 @@ impl std::fmt::Debug for CmId {
 impl CmId {
     /// A synchronous id with its own event channel, port space TCP.
     pub fn create_tcp() -> Result<CmId, Errno> {
-        let cm = super::cm::global();
-        let p = cm.create_id(None, null_mut(), RDMA_PS_TCP)?;
-        Ok(CmId { p, cm })
+        Self::create_sync(RDMA_PS_TCP)
     }
 
     /// A synchronous id with its own event channel, port space UDP (UD QPs:
     /// datagram rsockets).
     pub fn create_udp() -> Result<CmId, Errno> {
+        Self::create_sync(RDMA_PS_UDP)
+    }
+
+    /// A synchronous id with its own event channel in port space `ps`
+    /// (`RDMA_PS_*`).
+    pub fn create_sync(ps: u32) -> Result<CmId, Errno> {
         let cm = super::cm::global();
-        let p = cm.create_id(None, null_mut(), RDMA_PS_UDP)?;
+        let p = cm.create_id(None, null_mut(), ps)?;
         Ok(CmId { p, cm })
     }
 
