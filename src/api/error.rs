@@ -49,10 +49,11 @@ impl Error {
     }
 }
 
-impl From<Errno> for Error {
-    fn from(e: Errno) -> Error {
-        Error::from_errno(e as i32)
-    }
+/// The error of an errno value the layers below return (`.map_err(errno)`:
+/// not a `From` impl, so that no type of the `nix` crate is part of the
+/// public API).
+pub(crate) fn errno(e: Errno) -> Error {
+    Error::from_errno(e as i32)
 }
 
 impl From<Error> for std::io::Error {
@@ -90,7 +91,7 @@ mod tests {
 
     #[test]
     fn errno_round_trip() {
-        let e: Error = Errno::ETIMEDOUT.into();
+        let e = errno(Errno::ETIMEDOUT);
         assert_eq!(e.errno(), libc::ETIMEDOUT);
         assert_eq!(e.gai_code(), None);
         let io = std::io::Error::from(e);

@@ -4,7 +4,7 @@
 #![deny(unsafe_code)]
 
 use super::addr::from_sockaddr;
-use super::error::{Error, Result};
+use super::error::{errno, Error, Result};
 use super::id::PortSpace;
 use crate::abi::cma::{IBV_QPT_RC, IBV_QPT_UD, RAI_FAMILY, RAI_NOROUTE, RAI_NUMERICHOST, RAI_PASSIVE};
 use crate::addrinfo::{self as ai, GaiError, Hints, Rai};
@@ -105,7 +105,7 @@ pub fn getaddrinfo(node: Option<&str>, service: Option<&str>, hints: &AddrInfoHi
     let r = crate::sys::cancel::nocancel(|| ai::getaddrinfo(node.as_deref(), service.as_deref(), &h, &crate::cma::ai::CmaBackend));
     match r {
         Ok(list) => Ok(list.into_iter().map(AddrInfo::from_rai).collect()),
-        Err(GaiError::Sys(e)) => Err(e.into()),
+        Err(GaiError::Sys(e)) => Err(errno(e)),
         Err(GaiError::Eai(code)) => Err(Error::from_gai(code)),
     }
 }

@@ -17,7 +17,7 @@
 #![deny(unsafe_code)]
 
 use super::addr::{from_storage, to_sockaddr};
-use super::error::Result;
+use super::error::{errno, Result};
 use super::event::{ConnParam, EventKind, UdParam};
 use crate::cma::api::RawEvent;
 use crate::abi::cma::{RDMA_PS_IB, RDMA_PS_IPOIB, RDMA_PS_TCP, RDMA_PS_UDP};
@@ -114,14 +114,14 @@ pub struct EventChannel {
 impl EventChannel {
     /// Opens a channel (`rdma_create_event_channel`).
     pub fn new() -> Result<EventChannel> {
-        let ch = capi::create_channel()?;
+        let ch = capi::create_channel().map_err(errno)?;
         Ok(EventChannel { inner: Arc::new(ChanInner::new(ch)) })
     }
 
     /// A new id reporting to this channel (`rdma_create_id`). Its calls
     /// return once issued; their outcome comes as an event.
     pub fn create_id(&self, ps: PortSpace) -> Result<CmId<OnChannel>> {
-        let id = capi::CmId::create_on(&self.inner.ch, ps.raw())?;
+        let id = capi::CmId::create_on(&self.inner.ch, ps.raw()).map_err(errno)?;
         Ok(CmId::from_parts(id, Some(self.inner.clone())))
     }
 
@@ -138,7 +138,7 @@ impl EventChannel {
                 Err(nix::errno::Errno::EAGAIN) if !nb.user() => {
                     wait_readable(self.as_raw_fd(), None)?;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(errno(e)),
             }
         }
     }
@@ -171,7 +171,7 @@ impl EventChannel {
                         return Ok(None);
                     }
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(errno(e)),
             }
         }
     }
@@ -359,7 +359,7 @@ pub(crate) fn wait_readable(fd: RawFd, deadline: Option<Instant>) -> Result<bool
             Ok(0) => {}
             Ok(_) => return Ok(true),
             Err(nix::errno::Errno::EINTR) => {}
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(errno(e)),
         }
     }
 }
@@ -367,10 +367,10 @@ pub(crate) fn wait_readable(fd: RawFd, deadline: Option<Instant>) -> Result<bool
 /// Sets or clears O_NONBLOCK on a descriptor the caller owns.
 pub(crate) fn set_nonblocking(fd: RawFd, on: bool) -> Result<()> {
     use nix::fcntl::{fcntl, FcntlArg, OFlag};
-    let fl = OFlag::from_bits_retain(fcntl(fd, FcntlArg::F_GETFL)?);
+    let fl = OFlag::from_bits_retain(fcntl(fd, FcntlArg::F_GETFL).map_err(errno)?);
     let nf = if on { fl | OFlag::O_NONBLOCK } else { fl - OFlag::O_NONBLOCK };
     if nf != fl {
-        fcntl(fd, FcntlArg::F_SETFL(nf))?;
+        fcntl(fd, FcntlArg::F_SETFL(nf)).map_err(errno)?;
     }
     Ok(())
 }
@@ -396,7 +396,7 @@ impl<M: Mode> CmId<M> {
 
     /// Binds the id to a local address (`rdma_bind_addr`); port 0 picks one.
     pub fn bind_addr(&self, addr: SocketAddr) -> Result<()> {
-        Ok(self.id.bind(to_sockaddr(&addr).as_bytes())?)
+        self.id.bind(to_sockaddr(&addr).as_bytes()).map_err(errno)
     }
 
     /// Listens for connection requests (`rdma_listen`). `backlog` is how
@@ -406,54 +406,54 @@ impl<M: Mode> CmId<M> {
     /// sysctl, 1024 unless changed), not "no requests". The value goes to
     /// the kernel unchanged.
     pub fn listen(&self, backlog: i32) -> Result<()> {
-        Ok(self.id.listen(backlog)?)
+        self.id.listen(backlog).map_err(errno)
     }
 
     /// Resolves the destination (and the source, if given) to RDMA addresses
     /// (`rdma_resolve_addr`): [`EventKind::AddrResolved`](crate::EventKind::AddrResolved).
     pub fn resolve_addr(&self, src: Option<SocketAddr>, dst: SocketAddr, timeout: Duration) -> Result<()> {
         let s = src.map(|a| to_sockaddr(&a));
-        Ok(self.id.resolve_addr_from(s.as_ref().map(|a| a.as_bytes()), to_sockaddr(&dst).as_bytes(), ms(timeout))?)
+        self.id.resolve_addr_from(s.as_ref().map(|a| a.as_bytes()), to_sockaddr(&dst).as_bytes(), ms(timeout)).map_err(errno)
     }
 
     /// Resolves the route to the destination (`rdma_resolve_route`):
     /// [`EventKind::RouteResolved`](crate::EventKind::RouteResolved).
     pub fn resolve_route(&self, timeout: Duration) -> Result<()> {
-        Ok(self.id.resolve_route(ms(timeout))?)
+        self.id.resolve_route(ms(timeout)).map_err(errno)
     }
 
     /// Connects (`rdma_connect`): [`EventKind::Established`](crate::EventKind::Established)
     /// (a synchronous id returns once connected: see
     /// [`CmId::peer_private_data`]).
     pub fn connect(&self, param: &ConnParam) -> Result<()> {
-        Ok(self.id.connect_with(Some(&param.to_inner()))?)
+        self.id.connect_with(Some(&param.to_inner())).map_err(errno)
     }
 
     /// Accepts a connection request on the request's id (`rdma_accept`).
     pub fn accept(&self, param: &ConnParam) -> Result<()> {
-        Ok(self.id.accept_with(Some(&param.to_inner()))?)
+        self.id.accept_with(Some(&param.to_inner())).map_err(errno)
     }
 
     /// Rejects a connection request, with private data (`rdma_reject`).
     pub fn reject(&self, private_data: &[u8]) -> Result<()> {
-        Ok(self.id.reject_with(private_data)?)
+        self.id.reject_with(private_data).map_err(errno)
     }
 
     /// Disconnects (`rdma_disconnect`):
     /// [`EventKind::Disconnected`](crate::EventKind::Disconnected).
     pub fn disconnect(&self) -> Result<()> {
-        Ok(self.id.disconnect()?)
+        self.id.disconnect().map_err(errno)
     }
 
     /// Joins the multicast group at `addr` (`rdma_join_multicast`):
     /// [`EventKind::MulticastJoin`](crate::EventKind::MulticastJoin).
     pub fn join_multicast(&self, addr: SocketAddr) -> Result<()> {
-        Ok(self.id.join_multicast(to_sockaddr(&addr).as_bytes())?)
+        self.id.join_multicast(to_sockaddr(&addr).as_bytes()).map_err(errno)
     }
 
     /// Leaves a multicast group (`rdma_leave_multicast`).
     pub fn leave_multicast(&self, addr: SocketAddr) -> Result<()> {
-        Ok(self.id.leave_multicast(to_sockaddr(&addr).as_bytes())?)
+        self.id.leave_multicast(to_sockaddr(&addr).as_bytes()).map_err(errno)
     }
 
     /// The local address (after bind or resolution), if IPv4 or IPv6.
@@ -484,7 +484,7 @@ impl<M: Mode> CmId<M> {
     /// Sets `SO_REUSEADDR`-like reuse of the id's address
     /// (`RDMA_OPTION_ID_REUSEADDR`).
     pub fn set_reuseaddr(&self, on: bool) -> Result<()> {
-        Ok(self.id.set_reuseaddr(on.into())?)
+        self.id.set_reuseaddr(on.into()).map_err(errno)
     }
 }
 
@@ -492,13 +492,13 @@ impl CmId<Blocking> {
     /// A synchronous id with a private channel: each call waits for its
     /// own outcome.
     pub fn new(ps: PortSpace) -> Result<CmId<Blocking>> {
-        Ok(CmId::from_parts(capi::CmId::create_sync(ps.raw())?, None))
+        Ok(CmId::from_parts(capi::CmId::create_sync(ps.raw()).map_err(errno)?, None))
     }
 
     /// The next connection request of a synchronous listening id
     /// (`rdma_get_request`): its id and parameters (with the private data).
     pub fn get_request(&self) -> Result<(CmId<Blocking>, ConnParam)> {
-        let (id, p) = self.id.get_request()?;
+        let (id, p) = self.id.get_request().map_err(errno)?;
         Ok((CmId::from_parts(id, None), ConnParam::from_inner(&p)))
     }
 
@@ -535,7 +535,7 @@ impl CmId<OnChannel> {
         to.inner.ids.lock().insert(uid, Arc::downgrade(&self.id));
         if let Err(e) = self.id.migrate(&to.inner.ch) {
             to.inner.ids.lock().remove(&uid);
-            return Err(e.into());
+            return Err(errno(e));
         }
         let old = self.id.chan.lock().replace(to.inner.clone());
         if let Some(old) = old {

@@ -5,7 +5,7 @@
 
 use super::addr::{from_sockaddr, to_sockaddr};
 use crate::abi::sockaddr::SockAddr;
-use super::error::{Error, Result};
+use super::error::{errno, Error, Result};
 use crate::rsocket as rs;
 use std::io;
 use std::net::{Shutdown, SocketAddr};
@@ -35,7 +35,7 @@ fn socket_addr(b: &[u8]) -> Result<SocketAddr> {
 }
 
 fn new_stream_socket(a: &SocketAddr) -> Result<Fd> {
-    Ok(Fd(rs::create(family(a), libc::SOCK_STREAM, 0)?))
+    Ok(Fd(rs::create(family(a), libc::SOCK_STREAM, 0).map_err(errno)?))
 }
 
 /// A connected rsocket stream (`rsocket(SOCK_STREAM)` + `rconnect`): bytes
@@ -57,18 +57,18 @@ impl RStream {
     /// Connects to `addr`.
     pub fn connect(addr: SocketAddr) -> Result<RStream> {
         let fd = new_stream_socket(&addr)?;
-        rs::lookup(fd.0)?.connect(to_sockaddr(&addr).as_bytes())?;
+        rs::lookup(fd.0).map_err(errno)?.connect(to_sockaddr(&addr).as_bytes()).map_err(errno)?;
         Ok(RStream { fd })
     }
 
     /// The peer's address.
     pub fn peer_addr(&self) -> Result<SocketAddr> {
-        socket_addr(&rs::lookup(self.fd.0)?.peer_name()?)
+        socket_addr(&rs::lookup(self.fd.0).map_err(errno)?.peer_name().map_err(errno)?)
     }
 
     /// The local address.
     pub fn local_addr(&self) -> Result<SocketAddr> {
-        socket_addr(&rs::lookup(self.fd.0)?.sock_name()?)
+        socket_addr(&rs::lookup(self.fd.0).map_err(errno)?.sock_name().map_err(errno)?)
     }
 
     /// Shuts down reading, writing or both (`rshutdown`).
@@ -78,7 +78,7 @@ impl RStream {
             Shutdown::Write => libc::SHUT_WR,
             Shutdown::Both => libc::SHUT_RDWR,
         };
-        Ok(rs::lookup(self.fd.0)?.shutdown(how)?)
+        rs::lookup(self.fd.0).map_err(errno)?.shutdown(how).map_err(errno)
     }
 
     /// The rsocket descriptor (an rsocket number, not a kernel descriptor:
@@ -90,15 +90,15 @@ impl RStream {
 
 impl io::Read for RStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let s = rs::lookup(self.fd.0).map_err(Error::from)?;
-        Ok(s.recv(buf, 0).map_err(Error::from)?)
+        let s = rs::lookup(self.fd.0).map_err(errno)?;
+        Ok(s.recv(buf, 0).map_err(errno)?)
     }
 }
 
 impl io::Write for RStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let s = rs::lookup(self.fd.0).map_err(Error::from)?;
-        Ok(s.send(buf, 0).map_err(Error::from)?)
+        let s = rs::lookup(self.fd.0).map_err(errno)?;
+        Ok(s.send(buf, 0).map_err(errno)?)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -132,16 +132,16 @@ impl RListener {
     /// Binds to `addr` and listens with `backlog`.
     pub fn bind(addr: SocketAddr, backlog: i32) -> Result<RListener> {
         let fd = new_stream_socket(&addr)?;
-        let s = rs::lookup(fd.0)?;
+        let s = rs::lookup(fd.0).map_err(errno)?;
         let a = to_sockaddr(&addr);
-        s.bind(a.as_bytes(), a.len())?;
-        s.listen(backlog)?;
+        s.bind(a.as_bytes(), a.len()).map_err(errno)?;
+        s.listen(backlog).map_err(errno)?;
         Ok(RListener { fd })
     }
 
     /// The next connection (blocks until one comes) and its peer's address.
     pub fn accept(&self) -> Result<(RStream, Option<SocketAddr>)> {
-        let (fd, _) = rs::lookup(self.fd.0)?.accept()?;
+        let (fd, _) = rs::lookup(self.fd.0).map_err(errno)?.accept().map_err(errno)?;
         let s = RStream { fd: Fd(fd) };
         let peer = s.peer_addr().ok();
         Ok((s, peer))
@@ -149,7 +149,7 @@ impl RListener {
 
     /// The local address.
     pub fn local_addr(&self) -> Result<SocketAddr> {
-        socket_addr(&rs::lookup(self.fd.0)?.sock_name()?)
+        socket_addr(&rs::lookup(self.fd.0).map_err(errno)?.sock_name().map_err(errno)?)
     }
 }
 

@@ -26,7 +26,7 @@
 //! completion channels (`AsFd`), each with its `// SAFETY:` argument.
 #![allow(unsafe_code)]
 
-use super::error::{Error, Result};
+use super::error::{errno, Error, Result};
 use super::event::UdParam;
 use crate::cma::api::RawUd;
 use super::id::{CmId, EventChannel, IdInner, Mode};
@@ -95,7 +95,7 @@ mod ffi {
 
 /// A verbs return value (0, an errno value, or -1 with errno) as a Result.
 fn check(ret: c_int) -> Result<()> {
-    Ok(crate::sys::verbs::check(ret)?)
+    crate::sys::verbs::check(ret).map_err(errno)
 }
 
 
@@ -272,7 +272,7 @@ impl MemoryRegion {
             let e = Errno::last();
             // SAFETY: allocated above with this layout, never registered.
             unsafe { std::alloc::dealloc(buf.as_ptr(), layout) };
-            return Err(if e == Errno::UnknownErrno { Errno::ENOMEM } else { e }.into());
+            return Err(errno(if e == Errno::UnknownErrno { Errno::ENOMEM } else { e }));
         };
         let (mut lkey, mut rkey) = (0, 0);
         // SAFETY: mr is the live registration just made.
@@ -681,7 +681,7 @@ fn ah_attr_from_wc<M: Mode>(id: &CmId<M>, wc: &WorkCompletion, grh: &[u8; GRH_LE
     let r = unsafe { ffi::rdmacm_shim_api_init_ah_from_wc(ctx, id.id.port_num(), &raw, grh.as_ptr(), attr.as_mut_ptr()) };
     if r != 0 {
         let e = Errno::last();
-        return Err(if e == Errno::UnknownErrno { Errno::EINVAL } else { e }.into());
+        return Err(errno(if e == Errno::UnknownErrno { Errno::EINVAL } else { e }));
     }
     // SAFETY: zeroed (a valid ibv_ah_attr: integers and bytes), then
     // filled by ibv_init_ah_from_wc.
@@ -714,7 +714,7 @@ impl AddressHandle {
         // SAFETY: pd is the id's live PD; attr is a valid ibv_ah_attr
         // (copied from the kernel's event).
         let ah = unsafe { ffi::rdmacm_shim_api_create_ah(pd.as_ptr(), &mut attr) };
-        let ah = NonNull::new(ah).ok_or_else(|| Error::from(Errno::last()))?;
+        let ah = NonNull::new(ah).ok_or_else(|| errno(Errno::last()))?;
         Ok(AddressHandle { ah, _id: id.id.clone() })
     }
 
@@ -810,7 +810,7 @@ impl<M: Mode> CmId<M> {
         let c = capi::QpCaps { max_send_wr: caps.max_send_wr, max_recv_wr: caps.max_recv_wr, max_send_sge: caps.max_send_sge, max_recv_sge: caps.max_recv_sge, max_inline_data: caps.max_inline_data };
         // sq_sig_all = 0: `signaled` decides (C's rdma_create_qp passes
         // the caller's sq_sig_all instead).
-        let got = if self.id.is_ud() { self.id.create_ud_qp(cqe, c, false)? } else { self.id.create_rc_qp(cqe, c, false)? };
+        let got = if self.id.is_ud() { self.id.create_ud_qp(cqe, c, false).map_err(errno)? } else { self.id.create_rc_qp(cqe, c, false).map_err(errno)? };
         Ok(QpCaps { max_send_wr: got.max_send_wr, max_recv_wr: got.max_recv_wr, max_send_sge: got.max_send_sge, max_recv_sge: got.max_recv_sge, max_inline_data: got.max_inline_data })
     }
 
@@ -985,7 +985,7 @@ impl<M: Mode> CmId<M> {
                         return Ok(false);
                     }
                 }
-                e => return Err(e.into()),
+                e => return Err(errno(e)),
             }
         }
     }
@@ -1054,7 +1054,7 @@ pub fn gid_reachable<M: Mode>(id: &CmId<M>, port: u32, gid: &[u8; 16], timeout_m
     // SAFETY: the id's device context, open while the id holds its device
     // (we hold the id for the call).
     let ctx = unsafe { crate::cma::objects::Vouched::new(ctx) };
-    Ok(crate::gid::gid_reachable(&crate::cma::gid_env::CmGidEnv::new(crate::cma::global(), ctx), port, gid, timeout_ms)?)
+    crate::gid::gid_reachable(&crate::cma::gid_env::CmGidEnv::new(crate::cma::global(), ctx), port, gid, timeout_ms).map_err(errno)
 }
 
 #[cfg(test)]
