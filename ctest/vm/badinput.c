@@ -52,6 +52,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 #include <rdma/rsocket.h>
+#include "common.h"
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -84,17 +85,6 @@ static const struct { const char *fn, *name, *why; } DEVS[] = {
 
 /* ---- outcome of the case (written by the child to the parent) ---- */
 static char OUT[256];
-static const char *en(int e)
-{
-	if (!e)
-		return "0";
-	static char b[32];
-	const char *n = strerrorname_np(e);
-	if (n)
-		return n;
-	snprintf(b, sizeof b, "errno=%d", e);
-	return b;
-}
 #define RI(e)                                                                                   \
 	do {                                                                                    \
 		errno = 0;                                                                      \

@@ -59,14 +59,10 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rsocket.h>
 #include "cancel.h"
+#include "common.h"
 
 #define ADDR "192.0.2.1"
 
-static const char *en(int e)
-{
-	const char *n = e > 0 ? strerrorname_np(e) : NULL;
-	return e == 0 ? "0" : n ? n : "E?";
-}
 static struct sockaddr_in sa4(const char *ip, int port)
 {
 	struct sockaddr_in s = { .sin_family = AF_INET, .sin_port = htons(port) };

@@ -12,6 +12,7 @@
  *
  *   cm_conn [-l] [case ...]     list, or run only the named cases
  */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+#include "common.h"
 
 #define EV_WAIT_MS 8000
 #define ADDR "192.0.2.1"
@@ -30,34 +32,6 @@ static const char *pair_addr = ADDR;
 
 static int port_base = 20000;
 
-static const char *en(int e)
-{
-	static char b[32];
-
-	switch (e) {
-	case 0: return "0";
-	case EPERM: return "EPERM";
-	case ENOENT: return "ENOENT";
-	case EAGAIN: return "EAGAIN";
-	case ENOMEM: return "ENOMEM";
-	case EBUSY: return "EBUSY";
-	case ENODEV: return "ENODEV";
-	case EINVAL: return "EINVAL";
-	case ENOSYS: return "ENOSYS";
-	case ENODATA: return "ENODATA";
-	case EOPNOTSUPP: return "EOPNOTSUPP";
-	case EADDRINUSE: return "EADDRINUSE";
-	case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
-	case ECONNREFUSED: return "ECONNREFUSED";
-	case ECONNRESET: return "ECONNRESET";
-	case ETIMEDOUT: return "ETIMEDOUT";
-	case ENOTCONN: return "ENOTCONN";
-	case EISCONN: return "EISCONN";
-	default:
-		snprintf(b, sizeof b, "errno%d", e);
-		return b;
-	}
-}
 
 static void rc(const char *what, int ret)
 {

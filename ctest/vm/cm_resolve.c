@@ -18,6 +18,7 @@
  * Addresses of the test bed: rxe0 192.0.2.1 / 2001:db8::1 (root ns) <->
  * rxe1 192.0.2.2 / 2001:db8::2 (ns1); siw0 198.51.100.1 (root ns).
  */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +38,7 @@
 #include <infiniband/verbs.h>
 #include <infiniband/ib.h>
 #include <rdma/rdma_cma.h>
+#include "common.h"
 
 #ifndef AF_IB
 #define AF_IB 27
@@ -44,44 +46,6 @@
 
 #define EV_WAIT_MS 8000
 
-static const char *en(int e)
-{
-	switch (e) {
-	case 0: return "0";
-	case EPERM: return "EPERM";
-	case ENOENT: return "ENOENT";
-	case EINTR: return "EINTR";
-	case EIO: return "EIO";
-	case EBADF: return "EBADF";
-	case EAGAIN: return "EAGAIN";
-	case ENOMEM: return "ENOMEM";
-	case EFAULT: return "EFAULT";
-	case EBUSY: return "EBUSY";
-	case EEXIST: return "EEXIST";
-	case ENODEV: return "ENODEV";
-	case EINVAL: return "EINVAL";
-	case ENOSYS: return "ENOSYS";
-	case ENODATA: return "ENODATA";
-	case EBADE: return "EBADE";
-	case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
-	case EOPNOTSUPP: return "EOPNOTSUPP";
-	case EAFNOSUPPORT: return "EAFNOSUPPORT";
-	case EADDRINUSE: return "EADDRINUSE";
-	case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
-	case ENETDOWN: return "ENETDOWN";
-	case ENETUNREACH: return "ENETUNREACH";
-	case ECONNREFUSED: return "ECONNREFUSED";
-	case ECONNRESET: return "ECONNRESET";
-	case ETIMEDOUT: return "ETIMEDOUT";
-	case EHOSTUNREACH: return "EHOSTUNREACH";
-	case ENOTCONN: return "ENOTCONN";
-	default: {
-		static char b[32];
-		snprintf(b, sizeof b, "errno%d", e);
-		return b;
-	}
-	}
-}
 
 static void rc(const char *what, int ret)
 {

@@ -24,14 +24,10 @@
 #include <rdma/rdma_cma.h>
 #include "scenarios.h"
 #include <rdma/rsocket.h>
+#include "common.h"
 
 #define MAXOBJ 4096
 
-static const char *en(int e)
-{
-	const char *n = strerrorname_np(e);
-	return e == 0 ? "0" : n ? n : "E?";
-}
 static int open_fds(void)
 {
 	int n = 0;

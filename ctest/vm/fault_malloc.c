@@ -32,6 +32,7 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+#include "common.h"
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
@@ -67,11 +68,6 @@ int posix_memalign(void **out, size_t al, size_t n)
 	return 0;
 }
 
-static const char *en(int e)
-{
-	const char *n = strerrorname_np(e);
-	return e == 0 ? "0" : n ? n : "E?";
-}
 static struct sockaddr_in A1, A2;
 #define SA(x) ((struct sockaddr *)&(x))
 

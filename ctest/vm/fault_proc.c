@@ -28,12 +28,8 @@
 #include <rdma/rdma_cma.h>
 #include "scenarios.h"
 #include <rdma/rdma_verbs.h>
+#include "common.h"
 
-static const char *en(int e)
-{
-	const char *n = strerrorname_np(e);
-	return e == 0 ? "0" : n ? n : "E?";
-}
 static struct sockaddr_in sa4(const char *ip, int port)
 {
 	struct sockaddr_in s = { .sin_family = AF_INET, .sin_port = htons(port) };

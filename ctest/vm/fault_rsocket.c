@@ -42,12 +42,8 @@
 #include <unistd.h>
 #include <rdma/rsocket.h>
 #include "scenarios.h"
+#include "common.h"
 
-static const char *en(int e)
-{
-	const char *n = strerrorname_np(e);
-	return e == 0 ? "0" : n ? n : "E?";
-}
 static struct sockaddr_in sa4(int port)
 {
 	struct sockaddr_in s = { .sin_family = AF_INET, .sin_port = htons(port) };

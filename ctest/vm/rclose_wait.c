@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <rdma/rsocket.h>
+#include "common.h"
 
 #define ADDR "192.0.2.1"
 #define PORT 23457
@@ -28,23 +29,6 @@
 static struct sockaddr_in sin_addr;
 static int cli = -1, cli_ret = -1;
 
-static const char *en(int e)
-{
-	static char b[32];
-
-	switch (e) {
-	case 0: return "0";
-	case EBADF: return "EBADF";
-	case EINVAL: return "EINVAL";
-	case ECONNRESET: return "ECONNRESET";
-	case ENOTCONN: return "ENOTCONN";
-	case EIO: return "EIO";
-	case EAGAIN: return "EAGAIN";
-	default:
-		snprintf(b, sizeof b, "%d", e);
-		return b;
-	}
-}
 
 static void die(const char *what)
 {

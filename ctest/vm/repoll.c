@@ -8,6 +8,7 @@
  * transcript prints what repoll_ctl and repoll_wait return and report, so
  * upstream's library and ours must print the same text.
  */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <rdma/rsocket.h>
+#include "common.h"
 
 #define ADDR "192.0.2.1"
 #define PORT 23456
@@ -28,24 +30,6 @@ static struct sockaddr_in sin_addr;
 static int cli = -1;
 static int cli_ret = -1;
 
-static const char *en(int e)
-{
-	static char b[32];
-
-	switch (e) {
-	case 0: return "0";
-	case ENOENT: return "ENOENT";
-	case EBADF: return "EBADF";
-	case EEXIST: return "EEXIST";
-	case EBUSY: return "EBUSY";
-	case EINVAL: return "EINVAL";
-	case EFAULT: return "EFAULT";
-	case ENOSYS: return "ENOSYS";
-	default:
-		snprintf(b, sizeof b, "%d", e);
-		return b;
-	}
-}
 
 static void die(const char *what)
 {

@@ -23,6 +23,7 @@
  * Upstream's datagram rsockets need the udgrh shim on RoCE (see
  * preload/udgrh.c): the suite runs this with LD_PRELOAD=libudgrh.so.
  */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -38,36 +39,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <rdma/rsocket.h>
+#include "common.h"
 
 #define ADDR "192.0.2.1"
 #define PORT_B 23461
 #define PORT_C 23462
 #define PORT_A 23463
 
-static const char *en(int e)
-{
-	static char b[32];
-
-	switch (e) {
-	case 0: return "0";
-	case EBADF: return "EBADF";
-	case EINVAL: return "EINVAL";
-	case ENOTSUP: return "ENOTSUP";
-	case ENOPROTOOPT: return "ENOPROTOOPT";
-	case EAGAIN: return "EAGAIN";
-	case EFAULT: return "EFAULT";
-	case ENOENT: return "ENOENT";
-	case EEXIST: return "EEXIST";
-	case ENOTCONN: return "ENOTCONN";
-	case EISCONN: return "EISCONN";
-	case EMSGSIZE: return "EMSGSIZE";
-	case EDESTADDRREQ: return "EDESTADDRREQ";
-	case ENOSYS: return "ENOSYS";
-	default:
-		snprintf(b, sizeof b, "%d", e);
-		return b;
-	}
-}
 
 static void pr(const char *what, long ret)
 {

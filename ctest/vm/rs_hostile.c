@@ -34,15 +34,11 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 #include <rdma/rsocket.h>
+#include "common.h"
 
 #define ADDR "192.0.2.1"
 #define MEM 65536
 
-static const char *en(int e)
-{
-	const char *n = strerrorname_np(e);
-	return e == 0 ? "0" : n ? n : "E?";
-}
 
 /* ---- the server: the library under test ---- */
 static int server(int port, int ready)

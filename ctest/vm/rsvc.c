@@ -74,36 +74,12 @@
 #include <rdma/rdma_cma.h>
 #include <infiniband/ib.h>
 #include <endian.h>
+#include "common.h"
 
 #define ADDR "192.0.2.1"
 
 static int failed;
 
-static const char *en(int e)
-{
-	static char b[32];
-
-	switch (e) {
-	case 0: return "0";
-	case EBADF: return "EBADF";
-	case EINVAL: return "EINVAL";
-	case EAGAIN: return "EAGAIN";
-	case EINPROGRESS: return "EINPROGRESS";
-	case ECONNREFUSED: return "ECONNREFUSED";
-	case ECONNRESET: return "ECONNRESET";
-	case ENOTCONN: return "ENOTCONN";
-	case ETIMEDOUT: return "ETIMEDOUT";
-	case ENOTSUP: return "ENOTSUP";
-	case EISCONN: return "EISCONN";
-	case EAFNOSUPPORT: return "EAFNOSUPPORT";
-	case ENODEV: return "ENODEV";
-	case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
-	case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
-	default:
-		snprintf(b, sizeof b, "%d", e);
-		return b;
-	}
-}
 
 static const char *ev(short r)
 {
