@@ -25,6 +25,7 @@
  *
  *   stress_cm [-t threads] [-s seconds] [-p port] [-a addr] [-m margin]
  */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <execinfo.h>
@@ -40,6 +41,7 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+#include "common.h"
 
 #define MAXT 64
 #define EV_WAIT_MS 15000	/* one event of a worker (TCG is slow) */
@@ -101,15 +103,6 @@ static void fail(struct worker *w, const char *fmt, ...)
 
 /* ---- watchdog ---------------------------------------------------------- */
 
-/* SIGUSR1: the thread prints its own stack (raw addresses; symbolize with addr2line). */
-static void bt_handler(int sig)
-{
-	void *b[48];
-	int n = backtrace(b, 48);
-
-	(void)sig;
-	backtrace_symbols_fd(b, n, 2);
-}
 
 static void dump(const char *who, int i, pthread_t th)
 {
@@ -467,12 +460,7 @@ int main(int argc, char **argv)
 	if (nthreads < 1 || nthreads > MAXT)
 		nthreads = 16;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	{
-		void *b[2];
-
-		backtrace(b, 2);	/* loads libgcc_s now, not in the handler */
-		signal(SIGUSR1, bt_handler);
-	}
+	stacks_on_sigusr1();
 	pthread_create(&wd, NULL, watchdog, NULL);
 
 	memset(&dst, 0, sizeof dst);

@@ -40,6 +40,7 @@
  *   stress_rsocket [-r runners] [-s seconds] [-p port] [-a addr] [-X] [-C] [-M mode]
  *                  [-m margin] [-b call-bound]
  */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <execinfo.h>
@@ -55,6 +56,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <rdma/rsocket.h>
+#include "common.h"
 
 #define MAXSLOT 64
 #define DATA_BYTES (256 * 1024)
@@ -158,15 +160,6 @@ static void fail(struct slot *s, const char *fmt, ...)
 	failed = 1;
 }
 
-/* SIGUSR1: the thread prints its own stack (raw addresses; symbolize with addr2line). */
-static void bt_handler(int sig)
-{
-	void *b[48];
-	int n = backtrace(b, 48);
-
-	(void)sig;
-	backtrace_symbols_fd(b, n, 2);
-}
 
 static void *watchdog(void *arg)
 {
@@ -509,12 +502,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	{
-		void *b[2];
-
-		backtrace(b, 2);	/* loads libgcc_s now, not in the handler */
-		signal(SIGUSR1, bt_handler);
-	}
+	stacks_on_sigusr1();
 	pthread_create(&wd, NULL, watchdog, NULL);
 	for (int i = 0; i < runners; i++) {
 		struct slot *s = slot_get("main (listener %d)", i);
