@@ -69,7 +69,7 @@ mod api;
 
 pub use api::{
     getaddrinfo, gid_reachable, Access, AddrInfo, AddrInfoHints, AddressHandle, CmId, ConnParam, Error, Event, EventChannel, EventKind, IdKey, MemoryRegion, PortSpace, QpCaps,
-    RListener, RStream, Result, SendOp, Sge, UdParam, WcFlags, WcOpcode, WcStatus, WorkCompletion, GRH_LEN,
+    RegisterBuffer, RListener, RStream, Result, SendOp, Sge, UdParam, WcFlags, WcOpcode, WcStatus, WorkCompletion, GRH_LEN,
 };
 
 #[cfg(feature = "tokio")]
