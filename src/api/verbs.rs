@@ -434,6 +434,10 @@ impl<B: RegisterBuffer> MemoryRegion<B> {
     /// A region the device may only read (no write right in `access`)
     /// lends its bytes in place ([`MemoryRegion::as_slice`],
     /// [`MemoryRegion::as_mut_slice`]); see the type's doc.
+    ///
+    /// Registration covers whole pages: where libibverbs' fork protection
+    /// is on (`RDMAV_FORK_SAFE` on a kernel that needs it) a forked child
+    /// does not get them, other heap data sharing those pages included.
     pub fn from_buffer(id: &CmId, buf: B, access: Access) -> std::result::Result<MemoryRegion<B>, (Error, B)> {
         let access = full_access(access);
         let Some(pd) = id.id.pd_ptr() else {
