@@ -450,7 +450,7 @@ $(B)/vm-bin/cm_conn_static: lib static
 # The Rust examples (examples/*.rs) for vm/suite.d/examples.sh, shipped as
 # /extra/bin/examples/. Built with lib's flags, so cargo does not rebuild the crate's shared
 # dependencies between the two, and with every feature an example needs (async_echo: tokio).
-VM_EXAMPLES := rping async_echo rstream hello_rdma mckey timeouts udaddy
+VM_EXAMPLES := rping async_echo rstream hello_rdma mckey timeouts udaddy bulk
 .PHONY: vm-examples
 vm-examples: lib
 	$(BUILD_ENV) \

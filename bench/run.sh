@@ -27,7 +27,7 @@ else
   BENCH_CMTIME_CONNS=${BENCH_CMTIME_CONNS:-1000}
   VM_BENCH="cmtime=$(echo $BENCH_CMTIME_CONNS | tr ' ' ,)"
   # BENCH_SECTIONS="rstream rsocket": only those sections of the driver (gai first ids threads
-  # dns rstream rsocket callgrind cmtime storm), e.g. the rsocket cases beside rstream in a few minutes;
+  # dns rstream rsocket zc callgrind cmtime storm), e.g. the rsocket cases beside rstream in a few minutes;
   # "storm" alone: the storms without the driver's cases
   [ -z "${BENCH_SECTIONS:-}" ] || VM_BENCH+=" sections=$(echo $BENCH_SECTIONS | tr ' ' ,)"
   # the connection storms (vm/suite.d/storm.sh, test bench_storm) unless the sections leave them
@@ -68,6 +68,7 @@ want threads ids_threads_1_ns_per_id ids_threads_2_ns_per_id ids_threads_4_ns_pe
 want dns dns_call_returns_us dns_event_arrives_us
 want rstream rstream_64k_xfer_us rstream_64b_lat_us
 want rsocket rs_pingpong8_64b_ns_per_rt rs_duplex_64k_us_per_mib
+want zc zc_1m_copy_us zc_1m_sendinplace_us zc_1m_zerocopy_us cg_zc_1m_copy cg_zc_1m_sendinplace cg_zc_1m_zerocopy
 for c in gai create_destroy get_ack event_str rs_pingpong; do want callgrind cg_${c}_lib cg_${c}_total; done
 for n in ${BENCH_CMTIME_CONNS:-1000}; do for t in qp noqp; do
   for s in full_connect create_id bind_addr resolve_addr resolve_route create_qp init_qp_attr init_qp \
@@ -159,6 +160,14 @@ awk -v partial="${BENCH_SECTIONS:+1}" '
     atmost("rs_pingpong8_64b_ns_per_rt", 1.0, "8 streams from 8 threads, 64 B round trips at least upstream rate")
     atmost("cg_rs_pingpong_total", 1.0, "instructions per 64 B rsocket round trip (whole process, polling_time 0) at most upstream")
     atmost("rs_duplex_64k_us_per_mib", 1.0, "one stream sent and received at once, 64 KiB, at least upstream throughput")
+    # zero-copy registration (examples/bulk, the Rust API alone: the same program in both
+    # variants, so the comparison is within the ours column): 1 MiB transfers
+    if (num("cg_zc_1m_copy") || !partial) say(num("cg_zc_1m_copy") && num("cg_zc_1m_zerocopy") && ours["cg_zc_1m_zerocopy"] * 4 <= ours["cg_zc_1m_copy"] + 0,
+        "zero-copy 1 MiB transfer: at most 1/4 of the instructions of the copying form (user space)",
+        "zerocopy " ours["cg_zc_1m_zerocopy"] " / copy " ours["cg_zc_1m_copy"] " instr/xfer")
+    if (num("zc_1m_copy_us") || !partial) say(num("zc_1m_copy_us") && num("zc_1m_sendinplace_us") && ours["zc_1m_sendinplace_us"] + 0 < ours["zc_1m_copy_us"] + 0,
+        "1 MiB transfer sent in place (one copy fewer, no registration per transfer) faster than the copying form",
+        "copy " ours["zc_1m_copy_us"] ", sent in place " ours["zc_1m_sendinplace_us"] ", zero-copy (a registration per transfer) " ours["zc_1m_zerocopy_us"] " us/xfer")
     printf "targets: %d of %d met\n", met, all }' build/bench.txt | tee -a build/bench.txt
 { echo "bench: $(date -u +%F) kernel ${kernel:-?} rdma-core ${rdmacore:-?}, ours at ${commit:-?}${load:+; host load $load}; rounds per library: \
 $(ls "$out"/bench_r[0-9]*.ours.out 2>/dev/null | wc -l); table: build/bench.txt, JSON: build/bench.json"; } >&2

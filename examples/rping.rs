@@ -25,14 +25,23 @@
 //!
 //! The example shows an event channel with a listening id and a connection
 //! request's owned id, a QP on an id, registered memory, sends, receives,
-//! RDMA reads and writes and their completions. A second thread reads the
+//! RDMA reads and writes and their completions.
+//!
+//! The ping data is never copied by the program: the buffers are plain
+//! `Vec<u8>`s registered in place (`MemoryRegion::from_buffer`). The
+//! client's source, which the device only reads, stays registered and is
+//! filled through `as_mut_slice`; a buffer the device writes (the client's
+//! sink, the server's copy of the ping) is registered for one step and
+//! taken back with `into_inner` once its completion (or the peer's
+//! go-ahead) says the bytes are there, so the program reads them in place.
+//! Only the 16-byte messages go through copying regions. A second thread reads the
 //! channel's events once the connection is up: the peer's disconnect moves
 //! our QP to the error state (our own `disconnect`), which flushes the
 //! receive the data path is waiting for.
 
 #![forbid(unsafe_code)]
 
-use rdmacm::{Access, OnChannel, CmId, ConnParam, EventChannel, EventKind, MemoryRegion, PortSpace, QpCaps, SendOp, WcOpcode, WcStatus, WorkCompletion};
+use rdmacm::{OnChannel, Access, CmId, ConnParam, EventChannel, EventKind, MemoryRegion, PortSpace, QpCaps, SendOp, WcOpcode, WcStatus, WorkCompletion};
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
@@ -149,29 +158,33 @@ fn fail<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> Fail + '_ {
     move |e| format!("{what}: {e}")
 }
 
-/// The registered buffers of one side.
+/// The registered message buffers of one side (the ping data has its own,
+/// see `serve` and `ping`).
 struct Buffers {
     /// Where adverts and go-aheads arrive.
     recv: MemoryRegion,
     /// What this side sends (its adverts, or the server's go-aheads).
     send: MemoryRegion,
-    /// The server's copy of the ping (RDMA READ into it, RDMA WRITE from it);
-    /// the client's sink (the server RDMA-WRITEs into it).
-    rdma: MemoryRegion,
-    /// The client's source buffer (the server RDMA-READs it).
-    start: Option<MemoryRegion>,
 }
 
 impl Buffers {
-    fn new(id: &CmId<OnChannel>, size: usize, client: bool) -> Result<Buffers, Fail> {
-        let remote = Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE;
+    fn new(id: &CmId<OnChannel>) -> Result<Buffers, Fail> {
         Ok(Buffers {
             recv: MemoryRegion::new(id, MSG_LEN, Access::LOCAL_WRITE).map_err(fail("recv buffer"))?,
             send: MemoryRegion::new(id, MSG_LEN, Access::NONE).map_err(fail("send buffer"))?,
-            rdma: MemoryRegion::new(id, size, remote).map_err(fail("rdma buffer"))?,
-            start: if client { Some(MemoryRegion::new(id, size, remote).map_err(fail("start buffer"))?) } else { None },
         })
     }
+}
+
+/// Registers the program's `buf` in place for one step (no copy).
+fn register(id: &CmId<OnChannel>, buf: Vec<u8>, access: Access, what: &str) -> Result<MemoryRegion<Vec<u8>>, Fail> {
+    MemoryRegion::from_buffer(id, buf, access).map_err(|(e, _)| format!("registering the {what}: {e}"))
+}
+
+/// Deregisters `mr` and takes its buffer back, with the bytes the device
+/// put there.
+fn take_back(mr: MemoryRegion<Vec<u8>>, what: &str) -> Result<Vec<u8>, Fail> {
+    mr.into_inner().map_err(|(e, _)| format!("deregistering the {what}: {e}"))
 }
 
 /// The QP both sides use: rping's send queue depth, two receives.
@@ -270,13 +283,9 @@ fn send_msg(id: &CmId<OnChannel>, b: &Buffers) -> Result<(), Fail> {
     id.post_send(WR_SEND, &[sge], SendOp::Send, true).map_err(fail("post send"))
 }
 
-/// The bytes of `mr` up to its first NUL (a C string), as text.
-fn c_string(mr: &MemoryRegion, size: usize) -> Result<Vec<u8>, Fail> {
-    let mut v = mr.to_vec(0..size).map_err(fail("rdma buffer"))?;
-    if let Some(n) = v.iter().position(|&c| c == 0) {
-        v.truncate(n);
-    }
-    Ok(v)
+/// The bytes of `buf` up to its first NUL (a C string).
+fn c_string(buf: &[u8]) -> &[u8] {
+    &buf[..buf.iter().position(|&c| c == 0).unwrap_or(buf.len())]
 }
 
 /// Reads the peer's disconnect (or device removal) off the channel once
@@ -337,7 +346,7 @@ fn run_server(o: &Opts) -> Result<(), Fail> {
         eprintln!("unhandled event: {}, ignoring", ev.kind());
     };
     create_qp(&conn)?;
-    let b = Buffers::new(&conn, o.size, false)?;
+    let b = Buffers::new(&conn)?;
     post_recv(&conn, &b)?;
     conn.accept(&conn_param()).map_err(fail("rdma_accept"))?;
     expect_event(&ch, &conn, EventKind::Established)?;
@@ -346,8 +355,12 @@ fn run_server(o: &Opts) -> Result<(), Fail> {
 }
 
 /// The server's loop: one ping per turn, until the client disconnects.
+/// Its copy of the ping is a `Vec` registered for the RDMA READ into it
+/// (the device writes it), read in place once taken back, and registered
+/// again, read-only, for the RDMA WRITE from it.
 fn serve(id: &CmId<OnChannel>, b: &Buffers, o: &Opts, gone: &AtomicBool) -> Result<(), Fail> {
     let mut out = std::io::stdout().lock();
+    let mut buf = vec![0u8; o.size];
     loop {
         // The client's source advert, or its disconnect.
         let wc = match wait_for(id, WcOpcode::Recv)? {
@@ -360,22 +373,27 @@ fn serve(id: &CmId<OnChannel>, b: &Buffers, o: &Opts, gone: &AtomicBool) -> Resu
         if len > o.size {
             return Err(format!("the client's buffer ({len} bytes) is larger than ours ({})", o.size));
         }
-        let sge = b.rdma.sge(0..len).map_err(fail("rdma sge"))?;
+        let mr = register(id, buf, Access::LOCAL_WRITE, "rdma buffer")?;
+        let sge = mr.sge(0..len).map_err(fail("rdma sge"))?;
         id.post_send(WR_RDMA, &[sge], SendOp::Read { remote_addr: addr, rkey }, true).map_err(fail("post rdma read"))?;
         need(id, WcOpcode::RdmaRead)?;
-        let ping = c_string(&b.rdma, o.size)?;
+        buf = take_back(mr, "rdma buffer")?;
+        let n = c_string(&buf).len();
         if o.verbose {
-            writeln!(out, "server ping data: {}", String::from_utf8_lossy(&ping)).map_err(fail("stdout"))?;
+            writeln!(out, "server ping data: {}", String::from_utf8_lossy(&buf[..n])).map_err(fail("stdout"))?;
         }
         // Go ahead: the client sends its sink.
         send_msg(id, b)?;
         let wc = need(id, WcOpcode::Recv)?;
         let (addr, rkey, _) = received_advert(id, b, &wc)?;
-        // The ping back, with its NUL.
-        let n = (ping.len() + 1).min(o.size);
-        let sge = b.rdma.sge(0..n).map_err(fail("rdma sge"))?;
+        // The ping back, with its NUL, from the same bytes (the device only
+        // reads them now).
+        let n = (n + 1).min(o.size);
+        let mr = register(id, buf, Access::NONE, "rdma buffer")?;
+        let sge = mr.sge(0..n).map_err(fail("rdma sge"))?;
         id.post_send(WR_RDMA, &[sge], SendOp::Write { remote_addr: addr, rkey }, true).map_err(fail("post rdma write"))?;
         need(id, WcOpcode::RdmaWrite)?;
+        buf = take_back(mr, "rdma buffer")?;
         // Go ahead: the next ping.
         send_msg(id, b)?;
     }
@@ -390,7 +408,7 @@ fn run_client(o: &Opts) -> Result<(), Fail> {
     id.resolve_route(RESOLVE_TIMEOUT).map_err(fail("rdma_resolve_route"))?;
     expect_event(&ch, &id, EventKind::RouteResolved)?;
     create_qp(&id)?;
-    let mut b = Buffers::new(&id, o.size, true)?;
+    let mut b = Buffers::new(&id)?;
     post_recv(&id, &b)?;
     id.connect(&conn_param()).map_err(fail("rdma_connect"))?;
     expect_event(&ch, &id, EventKind::Established)?;
@@ -418,37 +436,35 @@ fn ping_text(buf: &mut [u8], n: u64, first: u8) {
     buf[last] = 0;
 }
 
-/// The client's loop: `count` pings (0: forever).
+/// The client's loop: `count` pings (0: forever). The source is a `Vec`
+/// registered once, read-only for the device (the server RDMA-READs it),
+/// and written in place; the sink is a `Vec` registered for the server's
+/// RDMA WRITE of each ping and taken back after the go-ahead, to be
+/// compared and printed in place.
 fn ping(id: &CmId<OnChannel>, b: &mut Buffers, o: &Opts) -> Result<(), Fail> {
-    let (src, sink) = match &b.start {
-        Some(start) => ((start.addr(), start.rkey()), (b.rdma.addr(), b.rdma.rkey())),
-        None => return Err("the client has no source buffer".into()),
-    };
+    let mut start = register(id, vec![0u8; o.size], Access::REMOTE_READ, "start buffer")?;
+    let mut sink = vec![0u8; o.size];
     let mut out = std::io::stdout().lock();
-    let mut text = vec![0u8; o.size];
     let mut first = b'A';
     let mut n = 0u64;
     while o.count == 0 || n < o.count {
-        ping_text(&mut text, n, first);
+        ping_text(start.as_mut_slice().map_err(fail("start buffer"))?, n, first);
         first = if first >= b'z' { b'A' } else { first + 1 };
-        if let Some(start) = &mut b.start {
-            start.write(0, &text).map_err(fail("start buffer"))?;
-        }
         // Our source: the server reads it, then says go ahead.
-        send_advert(id, b, src, o.size)?;
+        send_advert(id, b, (start.addr(), start.rkey()), o.size)?;
         let wc = need(id, WcOpcode::Recv)?;
         received_advert(id, b, &wc)?;
         // Our sink: the server writes the ping back, then says go ahead.
-        send_advert(id, b, sink, o.size)?;
+        let mr = register(id, sink, Access::LOCAL_WRITE | Access::REMOTE_WRITE, "rdma buffer")?;
+        send_advert(id, b, (mr.addr(), mr.rkey()), o.size)?;
         let wc = need(id, WcOpcode::Recv)?;
         received_advert(id, b, &wc)?;
-        let back = b.rdma.to_vec(0..o.size).map_err(fail("rdma buffer"))?;
-        if o.validate && back != text {
+        sink = take_back(mr, "rdma buffer")?;
+        if o.validate && sink[..] != *start.as_slice().map_err(fail("start buffer"))? {
             return Err("data mismatch!".into());
         }
         if o.verbose {
-            let s = c_string(&b.rdma, o.size)?;
-            writeln!(out, "ping data: {}", String::from_utf8_lossy(&s)).map_err(fail("stdout"))?;
+            writeln!(out, "ping data: {}", String::from_utf8_lossy(c_string(&sink))).map_err(fail("stdout"))?;
         }
         n += 1;
     }

@@ -69,7 +69,7 @@ mod api;
 
 pub use api::{
     getaddrinfo, gid_reachable, Access, AddrInfo, AddrInfoHints, AddressHandle, Blocking, CmId, ConnParam, Error, Event, EventChannel, EventKind, IdKey, MemoryRegion, Mode, OnChannel, PortSpace, QpCaps,
-    RListener, RStream, Result, SendOp, Sge, UdParam, WcFlags, WcOpcode, WcStatus, WorkCompletion, GRH_LEN,
+    RegisterBuffer, RListener, RStream, Result, SendOp, Sge, UdParam, WcFlags, WcOpcode, WcStatus, WorkCompletion, GRH_LEN,
 };
 
 #[cfg(feature = "tokio")]

@@ -24,4 +24,4 @@ pub use event::{ConnParam, EventKind, UdParam};
 pub use gai::{getaddrinfo, AddrInfo, AddrInfoHints};
 pub use id::{Blocking, CmId, Event, EventChannel, IdKey, Mode, OnChannel, PortSpace};
 pub use stream::{RListener, RStream};
-pub use verbs::{gid_reachable, Access, AddressHandle, MemoryRegion, QpCaps, SendOp, Sge, WcFlags, WcOpcode, WcStatus, WorkCompletion, GRH_LEN};
+pub use verbs::{gid_reachable, Access, AddressHandle, MemoryRegion, QpCaps, RegisterBuffer, SendOp, Sge, WcFlags, WcOpcode, WcStatus, WorkCompletion, GRH_LEN};

@@ -5,18 +5,25 @@
 //! completions ([`CmId::poll_cq`], [`CmId::wait_cq`]).
 //!
 //! Safety argument (why none of this needs `unsafe` from a caller):
-//! * a [`MemoryRegion`] owns its buffer, a heap block that never moves and
-//!   is freed only after it is deregistered; the device reaches it only
-//!   through an [`Sge`] (made by [`MemoryRegion::sge`], bounds-checked) or
-//!   its rkey, so every access is checked by the device against a live
-//!   registration: after the region is dropped, work naming it completes
-//!   with an error instead of touching freed memory;
+//! * a [`MemoryRegion`] owns its buffer (its own, or a caller's
+//!   [`RegisterBuffer`] taken over without a copy), a heap block that never
+//!   moves and is freed or handed back only after it is deregistered; the
+//!   device reaches it only through an [`Sge`] (made by
+//!   [`MemoryRegion::sge`], bounds-checked) or its rkey, so every access is
+//!   checked by the device against a live registration: after the region
+//!   is dropped, work naming it completes with an error instead of
+//!   touching freed memory; a failed deregistration leaks the block;
 //! * the buffer is read and written by copies ([`MemoryRegion::read`],
 //!   [`MemoryRegion::write`]), never through Rust references, because the
 //!   device may write it at any time; a copy into it needs `&mut` (one
 //!   writer, and no reader meanwhile, on the Rust side), a copy out of it
 //!   `&`: two threads never race on it (the device is not a Rust thread;
 //!   what its accesses mean is said at [`MemoryRegion`]);
+//! * the one exception: a region registered without any write right of
+//!   the device lends its bytes as `&[u8]` / `&mut [u8]`
+//!   ([`MemoryRegion::as_slice`], [`MemoryRegion::as_mut_slice`]): the
+//!   device checks its rights on every access, so nothing but the program
+//!   (through `&mut self`) writes the bytes under such a reference;
 //! * a region keeps its id, and so the id's PD and device, alive;
 //! * the QP, CQ and completion channel belong to the id (destroyed with it).
 //!
@@ -34,6 +41,7 @@ use crate::abi::cma::{ibv_ah_attr, ibv_comp_channel, ibv_context, ibv_cq, ibv_pd
 use crate::cma::api::{self as capi, QpPtrs};
 use nix::errno::Errno;
 use std::ffi::{c_int, c_void};
+use std::marker::PhantomData;
 use std::ops::Range;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
@@ -188,8 +196,92 @@ impl Sge {
     }
 }
 
-/// A zeroed buffer registered with an id's device (`ibv_reg_mr` on the id's
-/// PD). It keeps the id alive; dropping it deregisters and frees it.
+mod sealed {
+    use std::ptr::NonNull;
+
+    /// What makes a [`super::RegisterBuffer`]: the raw parts of an owned
+    /// heap buffer (pointer, length, capacity), and the buffer again from
+    /// them.
+    pub trait Sealed: Sized {
+        /// Gives up the buffer: its first byte, its length and capacity.
+        fn into_raw(self) -> (NonNull<u8>, usize, usize);
+        /// The buffer again.
+        ///
+        /// # Safety
+        /// The parts come from `into_raw` of this type and are used once.
+        unsafe fn from_raw(ptr: NonNull<u8>, len: usize, cap: usize) -> Self;
+    }
+
+    impl Sealed for Vec<u8> {
+        fn into_raw(self) -> (NonNull<u8>, usize, usize) {
+            let mut v = std::mem::ManuallyDrop::new(self);
+            (NonNull::new(v.as_mut_ptr()).expect("a Vec's pointer is never null"), v.len(), v.capacity())
+        }
+        unsafe fn from_raw(ptr: NonNull<u8>, len: usize, cap: usize) -> Self {
+            // SAFETY: the parts of a Vec<u8> (into_raw), used once (caller).
+            unsafe { Vec::from_raw_parts(ptr.as_ptr(), len, cap) }
+        }
+    }
+
+    impl Sealed for Box<[u8]> {
+        fn into_raw(self) -> (NonNull<u8>, usize, usize) {
+            let len = self.len();
+            let p = Box::into_raw(self).cast::<u8>();
+            (NonNull::new(p).expect("a Box's pointer is never null"), len, len)
+        }
+        unsafe fn from_raw(ptr: NonNull<u8>, len: usize, _cap: usize) -> Self {
+            // SAFETY: the pointer and length of a Box<[u8]> (into_raw), used
+            // once (caller).
+            unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr.as_ptr(), len)) }
+        }
+    }
+}
+
+/// An owned byte buffer that [`MemoryRegion::from_buffer`] registers in
+/// place (no copy) and [`MemoryRegion::into_inner`] hands back: `Vec<u8>`
+/// (its `len()` bytes are registered; the spare capacity is neither
+/// registered nor touched) and `Box<[u8]>`.
+///
+/// Sealed: what a region relies on is that the bytes live on the heap (they
+/// stay where they are when the value moves) and that nothing but the
+/// region reaches them while it holds them (it keeps the buffer as raw
+/// parts: no one can resize, reallocate or free it meanwhile).
+pub trait RegisterBuffer: sealed::Sealed + Send + 'static {
+    // Nothing beyond its supertraits: the sealed one carries the raw parts.
+}
+impl RegisterBuffer for Vec<u8> {}
+impl RegisterBuffer for Box<[u8]> {}
+
+/// A registration (`struct ibv_mr`): a real one, which keeps the id (and
+/// so its PD) alive, or in unit tests a fake one.
+enum Reg {
+    Real { mr: NonNull<IbvMr>, _id: Arc<IdInner> },
+    #[cfg(test)]
+    Fake(Arc<tests::FakeReg>),
+}
+
+impl Reg {
+    /// Deregisters (`ibv_dereg_mr`). `Ok` once the device can no longer
+    /// reach the memory; after an error the registration is still there
+    /// (libibverbs keeps it: a later call may deregister it) and the
+    /// memory must stay.
+    fn dereg(&self) -> Result<()> {
+        match self {
+            // SAFETY: the live registration; deregistered until one call
+            // succeeds (then never again: its owner is gone or going).
+            Reg::Real { mr, .. } => check(unsafe { ffi::rdmacm_shim_rs_dereg_mr(mr.as_ptr()) }),
+            #[cfg(test)]
+            Reg::Fake(f) => f.dereg(),
+        }
+    }
+}
+
+/// Bytes registered with an id's device (`ibv_reg_mr` on the id's PD): a
+/// zeroed buffer of its own ([`MemoryRegion::new`]) or a caller's buffer,
+/// registered in place without a copy ([`MemoryRegion::from_buffer`], any
+/// [`RegisterBuffer`]: `Vec<u8>`, `Box<[u8]>`). It keeps the id alive;
+/// dropping it deregisters and frees the buffer, [`MemoryRegion::into_inner`]
+/// deregisters and hands the buffer back.
 ///
 /// The program writes it with [`MemoryRegion::write`] (`&mut self`: one
 /// writer at a time, no reader meanwhile) and reads it with
@@ -218,6 +310,52 @@ impl Sge {
 /// (never undefined behaviour: the copy does not make a Rust reference to
 /// them).
 ///
+/// # Without a copy
+///
+/// A region the device may only read — registered without
+/// [`Access::LOCAL_WRITE`], [`Access::REMOTE_WRITE`] and
+/// [`Access::REMOTE_ATOMIC`] — lends its bytes in place:
+/// [`MemoryRegion::as_slice`] (`&self`) and [`MemoryRegion::as_mut_slice`]
+/// (`&mut self`). The device checks every access against the registration,
+/// so no receive, RDMA read result or peer's write ever lands in such a
+/// region (the work fails with a protection error instead), and a Rust
+/// reference into it never aliases a write the program does not make. The
+/// device may still read it while the program writes through
+/// `as_mut_slice`: what a send posted before that carries is then
+/// unspecified, as with `write`.
+///
+/// A region the device may write has no such view (`EACCES`): a posted
+/// receive, or a peer holding its rkey, could write it under the
+/// reference, and a region cannot know what is posted or what a peer does.
+/// Its bytes come out without a copy by taking the buffer back:
+/// [`MemoryRegion::into_inner`] deregisters, after which the device reaches
+/// the memory no more, and returns the buffer as plain memory.
+///
+/// ```no_run
+/// # fn f(id: &rdmacm::CmId) -> rdmacm::Result<()> {
+/// use rdmacm::{Access, MemoryRegion, SendOp};
+/// let data: Vec<u8> = vec![7; 1 << 20];
+/// // A send buffer, in place: the device only reads it.
+/// let mut src = MemoryRegion::from_buffer(id, data, Access::NONE).map_err(|(e, _)| e)?;
+/// src.as_mut_slice()?[..4].copy_from_slice(b"ping");
+/// id.post_send(1, &[src.sge(0..src.len())?], SendOp::Send, true)?;
+/// id.wait_cq()?;
+/// // A receive buffer: the device writes it; its bytes come back with it.
+/// let sink = MemoryRegion::from_buffer(id, vec![0u8; 1 << 20], Access::LOCAL_WRITE).map_err(|(e, _)| e)?;
+/// id.post_recv(2, &[sink.sge(0..sink.len())?])?;
+/// let wc = id.wait_cq()?;
+/// let received: Vec<u8> = sink.into_inner().map_err(|(e, _)| e)?;
+/// let payload = &received[..wc.byte_len as usize];
+/// # let _ = payload; Ok(()) }
+/// ```
+///
+/// # A failed deregistration
+///
+/// If `ibv_dereg_mr` fails the device may still reach the memory, so it is
+/// never freed: [`MemoryRegion::into_inner`] returns the error with the
+/// region (to try again, or to drop), and a drop whose deregistration fails
+/// leaks the buffer (and logs a warning on the `rdmacm` target).
+///
 /// ```no_run
 /// # fn f(id: &rdmacm::CmId) -> rdmacm::Result<()> {
 /// use rdmacm::{Access, MemoryRegion};
@@ -227,57 +365,124 @@ impl Sge {
 /// id.post_send(1, &[sge], rdmacm::SendOp::Send, true)?;
 /// # Ok(()) }
 /// ```
-pub struct MemoryRegion {
-    mr: NonNull<IbvMr>,
+pub struct MemoryRegion<B: RegisterBuffer = Box<[u8]>> {
+    reg: Reg,
     buf: NonNull<u8>,
     len: usize,
+    cap: usize,
     lkey: u32,
     rkey: u32,
-    // After the registration: the PD lives while the id does.
-    _id: Arc<IdInner>,
+    access: Access,
+    _buf: PhantomData<B>,
 }
 
 // SAFETY: Send: the fields are a registration (`struct ibv_mr`, which
 // libibverbs lets any thread use and deregister: it has no thread
-// affinity), a heap block owned by the region alone (allocated in `new`,
-// freed in `drop`, whichever thread runs them), plain keys, and an
-// `Arc<IdInner>` (Send + Sync).  Nothing refers to the thread that made it.
-unsafe impl Send for MemoryRegion {}
+// affinity, and an `Arc<IdInner>`, Send + Sync), the raw parts of a buffer
+// owned by the region alone (B: Send; freed or handed back by whichever
+// thread drops the region or calls `into_inner`), and plain keys. Nothing
+// refers to the thread that made it.
+unsafe impl<B: RegisterBuffer> Send for MemoryRegion<B> {}
 // SAFETY: Sync: what `&MemoryRegion` allows from several threads at once
-// is reading: `read`/`to_vec` copy out of the block (concurrent reads are
-// no race), the rest reads immutable fields.  The only copy into the block
-// (`write`) takes `&mut self`, so it never runs beside another access of
-// the program's threads.  The device's accesses are not a Rust thread's;
-// they are ordered by work requests and completions (see the type's doc).
-unsafe impl Sync for MemoryRegion {}
+// is reading: `read`/`to_vec` copy out of the block and `as_slice` lends it
+// (concurrent reads are no race), the rest reads immutable fields. Every
+// write of the program into the block (`write`, `as_mut_slice`) takes
+// `&mut self`, so it never runs beside another access of the program's
+// threads. The device's accesses are not a Rust thread's; they are ordered
+// by work requests and completions, and `as_slice` exists only for regions
+// the device cannot write (see the type's doc).
+unsafe impl<B: RegisterBuffer> Sync for MemoryRegion<B> {}
+
+/// `access` with what it implies: a region a peer may write or run atomics
+/// on is locally writable too.
+fn full_access(access: Access) -> Access {
+    if access.contains(Access::REMOTE_WRITE) || access.contains(Access::REMOTE_ATOMIC) {
+        access | Access::LOCAL_WRITE
+    } else {
+        access
+    }
+}
+
+/// Whether the device may write a region registered with `access`.
+fn device_writes(access: Access) -> bool {
+    access.0 & (Access::LOCAL_WRITE.0 | Access::REMOTE_WRITE.0 | Access::REMOTE_ATOMIC.0) != 0
+}
 
 impl MemoryRegion {
-    /// Allocates `len` zeroed bytes (at least 1) and registers them on the
-    /// id's device with `access` (`EINVAL` before the id has a device:
-    /// resolve or bind it first).
+    /// Allocates `len` zeroed bytes (at least 1; `ENOMEM` when they cannot
+    /// be had) and registers them on the id's device with `access`
+    /// (`EINVAL` before the id has a device: resolve or bind it first).
+    /// [`MemoryRegion::into_inner`] hands them back as a `Box<[u8]>`.
     pub fn new<M: Mode>(id: &CmId<M>, len: usize, access: Access) -> Result<MemoryRegion> {
-        let pd = id.id.pd_ptr().ok_or(Error::from_errno(libc::EINVAL))?;
+        id.id.pd_ptr().ok_or(Error::from_errno(libc::EINVAL))?;
         let len = len.max(1);
-        let mut access = access;
-        if access.contains(Access::REMOTE_WRITE) || access.contains(Access::REMOTE_ATOMIC) {
-            access = access | Access::LOCAL_WRITE;
-        }
-        let layout = std::alloc::Layout::from_size_align(len, 64).map_err(|_| Error::from_errno(libc::EINVAL))?;
-        // SAFETY: layout has a non-zero size.
-        let buf = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).ok_or(Error::from_errno(libc::ENOMEM))?;
-        // SAFETY: pd is the id's live PD; buf is len bytes we own and keep
-        // until after the deregistration.
-        let mr = unsafe { ffi::rdmacm_shim_api_reg_mr(pd.as_ptr(), buf.as_ptr().cast(), len, access.0 as c_int) };
-        let Some(mr) = NonNull::new(mr) else {
-            let e = Errno::last();
-            // SAFETY: allocated above with this layout, never registered.
-            unsafe { std::alloc::dealloc(buf.as_ptr(), layout) };
-            return Err(errno(if e == Errno::UnknownErrno { Errno::ENOMEM } else { e }));
+        let mut v = Vec::new();
+        v.try_reserve_exact(len).map_err(|_| Error::from_errno(libc::ENOMEM))?;
+        v.resize(len, 0);
+        MemoryRegion::from_buffer(id, v.into_boxed_slice(), access).map_err(|(e, _)| e)
+    }
+}
+
+impl<B: RegisterBuffer> MemoryRegion<B> {
+    /// Registers the caller's buffer in place, without a copy, on the id's
+    /// device with `access` (`ibv_reg_mr` of its bytes: a `Vec`'s `len()`
+    /// bytes). The region owns the buffer until it is dropped (which frees
+    /// it) or [`MemoryRegion::into_inner`] hands it back. On an error the
+    /// buffer comes back with it: `EINVAL` for an empty buffer or an id
+    /// without a device yet, else what the registration failed with.
+    ///
+    /// A region the device may only read (no write right in `access`)
+    /// lends its bytes in place ([`MemoryRegion::as_slice`],
+    /// [`MemoryRegion::as_mut_slice`]); see the type's doc.
+    ///
+    /// Registration covers whole pages: where libibverbs' fork protection
+    /// is on (`RDMAV_FORK_SAFE` on a kernel that needs it) a forked child
+    /// does not get them, other heap data sharing those pages included.
+    pub fn from_buffer<M: Mode>(id: &CmId<M>, buf: B, access: Access) -> std::result::Result<MemoryRegion<B>, (Error, B)> {
+        let access = full_access(access);
+        let Some(pd) = id.id.pd_ptr() else {
+            return Err((Error::from_errno(libc::EINVAL), buf));
+        };
+        let (ptr, len, cap) = buf.into_raw();
+        let mr = if len == 0 {
+            Err(Errno::EINVAL)
+        } else {
+            // SAFETY: pd is the id's live PD; ptr is len bytes we own (the
+            // region keeps them until after the deregistration).
+            let mr = unsafe { ffi::rdmacm_shim_api_reg_mr(pd.as_ptr(), ptr.as_ptr().cast(), len, access.0 as c_int) };
+            NonNull::new(mr).ok_or_else(|| match Errno::last() {
+                Errno::UnknownErrno => Errno::ENOMEM,
+                e => e,
+            })
+        };
+        let mr = match mr {
+            Ok(mr) => mr,
+            // SAFETY: the parts taken above, used once (nothing registered them).
+            Err(e) => return Err((errno(e), unsafe { B::from_raw(ptr, len, cap) })),
         };
         let (mut lkey, mut rkey) = (0, 0);
         // SAFETY: mr is the live registration just made.
         unsafe { ffi::rdmacm_shim_rs_mr_keys(mr.as_ptr(), &mut lkey, &mut rkey) };
-        Ok(MemoryRegion { mr, buf, len, lkey, rkey, _id: id.id.clone() })
+        Ok(MemoryRegion { reg: Reg::Real { mr, _id: id.id.clone() }, buf: ptr, len, cap, lkey, rkey, access, _buf: PhantomData })
+    }
+
+    /// Deregisters and hands the buffer back, as it was given (its bytes as
+    /// the program and the device left them). The device cannot reach it
+    /// any more. If the deregistration fails the region comes back with
+    /// the error, still registered: try again, or drop it (which leaks the
+    /// buffer rather than free memory the device may still reach).
+    pub fn into_inner(self) -> std::result::Result<B, (Error, MemoryRegion<B>)> {
+        if let Err(e) = self.reg.dereg() {
+            return Err((e, self));
+        }
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped again: its registration
+        // (deregistered above) is read out once and dropped here (which
+        // releases the id), and the buffer's parts are used once.
+        unsafe {
+            drop(std::ptr::read(&this.reg));
+            Ok(B::from_raw(this.buf, this.len, this.cap))
+        }
     }
 
     /// Its length in bytes.
@@ -288,6 +493,12 @@ impl MemoryRegion {
     /// Always false (a region has at least one byte).
     pub fn is_empty(&self) -> bool {
         false
+    }
+
+    /// The access rights it was registered with (`LOCAL_WRITE` added where
+    /// a remote right implies it).
+    pub fn access(&self) -> Access {
+        self.access
     }
 
     /// The local key.
@@ -341,8 +552,8 @@ impl MemoryRegion {
         self.range(offset, out.len())?;
         // SAFETY: in bounds (checked); a raw copy, no reference to the
         // buffer is made (the device may write it concurrently); the only
-        // writer of the program's threads (`write`) holds &mut self, so
-        // none runs beside this read.
+        // writers of the program's threads (`write`, `as_mut_slice`) hold
+        // &mut self, so none runs beside this read.
         unsafe { std::ptr::copy_nonoverlapping(self.buf.as_ptr().add(offset), out.as_mut_ptr(), out.len()) };
         Ok(())
     }
@@ -354,6 +565,44 @@ impl MemoryRegion {
         Ok(v)
     }
 
+    /// The region's bytes in place, without a copy, for a region the
+    /// device may only read ([`MemoryRegion::access`] has none of
+    /// `LOCAL_WRITE`, `REMOTE_WRITE`, `REMOTE_ATOMIC`); `EACCES` for one it
+    /// may write (read that by copies, or take the buffer back with
+    /// [`MemoryRegion::into_inner`]). Shared (`&self`): any number of
+    /// threads may hold it at once.
+    pub fn as_slice(&self) -> Result<&[u8]> {
+        if device_writes(self.access) {
+            return Err(Error::from_errno(libc::EACCES));
+        }
+        // SAFETY: len initialised bytes of the owned buffer, alive while
+        // self is; nothing writes them while the slice lives: the device
+        // has no write right on the registration (it checks every access
+        // against it), and the program's writers take &mut self.
+        Ok(unsafe { std::slice::from_raw_parts(self.buf.as_ptr(), self.len) })
+    }
+
+    /// The region's bytes in place, writable, without a copy, for a region
+    /// the device may only read (as [`MemoryRegion::as_slice`]: `EACCES`
+    /// otherwise). Exclusive (`&mut self`). Bytes a posted send may still
+    /// read are changed for it too (see the type's doc).
+    ///
+    /// ```compile_fail
+    /// fn shared(mr: &rdmacm::MemoryRegion<Vec<u8>>) {
+    ///     mr.as_mut_slice(); // error: `mr` is a `&` reference
+    /// }
+    /// ```
+    pub fn as_mut_slice(&mut self) -> Result<&mut [u8]> {
+        if device_writes(self.access) {
+            return Err(Error::from_errno(libc::EACCES));
+        }
+        // SAFETY: as in as_slice, and &mut self: no other reference of the
+        // program's threads into the buffer lives meanwhile. The device may
+        // read the bytes meanwhile (a posted send): it then carries
+        // unspecified bytes, which is no access of the program's.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.buf.as_ptr(), self.len) })
+    }
+
     /// A scatter entry for `range` of the region (`EINVAL` past its end).
     pub fn sge(&self, range: Range<usize>) -> Result<Sge> {
         let n = range.end.checked_sub(range.start).ok_or(Error::from_errno(libc::EINVAL))?;
@@ -363,25 +612,23 @@ impl MemoryRegion {
     }
 }
 
-impl std::fmt::Debug for MemoryRegion {
+impl<B: RegisterBuffer> std::fmt::Debug for MemoryRegion<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemoryRegion").field("addr", &self.addr()).field("len", &self.len).field("lkey", &self.lkey).field("rkey", &self.rkey).finish()
+        f.debug_struct("MemoryRegion").field("addr", &self.addr()).field("len", &self.len).field("lkey", &self.lkey).field("rkey", &self.rkey).field("access", &self.access).finish()
     }
 }
 
-impl Drop for MemoryRegion {
+impl<B: RegisterBuffer> Drop for MemoryRegion<B> {
     fn drop(&mut self) {
-        // SAFETY: the live registration; deregistered once.
-        let r = unsafe { ffi::rdmacm_shim_rs_dereg_mr(self.mr.as_ptr()) };
-        if r != 0 {
+        if let Err(e) = self.reg.dereg() {
             // The device may still reach the memory: leak it rather than
             // free memory a registration names.
-            log::warn!(target: "rdmacm", "ibv_dereg_mr failed ({r}): the region's memory is leaked");
+            log::warn!(target: "rdmacm", "ibv_dereg_mr failed ({e}): the region's {} bytes are leaked", self.len);
             return;
         }
-        let layout = std::alloc::Layout::from_size_align(self.len, 64).expect("checked in new");
-        // SAFETY: allocated in new with this layout; no registration names it.
-        unsafe { std::alloc::dealloc(self.buf.as_ptr(), layout) };
+        // SAFETY: the parts of the buffer the region owns, used once; no
+        // registration names it any more.
+        drop(unsafe { B::from_raw(self.buf, self.len, self.cap) });
     }
 }
 
@@ -1104,6 +1351,111 @@ mod tests {
         assert_eq!(plain.imm, None);
         assert_eq!(WorkCompletion::default(), WorkCompletion::EMPTY);
         assert_eq!(GRH_LEN, 40);
+    }
+
+    /// A registration on no device: counts its deregistrations, fails
+    /// them while `fail` is set.
+    #[derive(Default)]
+    pub(super) struct FakeReg {
+        fail: std::sync::atomic::AtomicBool,
+        deregs: std::sync::atomic::AtomicUsize,
+    }
+
+    impl FakeReg {
+        pub(super) fn dereg(&self) -> Result<()> {
+            use std::sync::atomic::Ordering::SeqCst;
+            self.deregs.fetch_add(1, SeqCst);
+            if self.fail.load(SeqCst) {
+                return Err(Error::from_errno(libc::EBUSY));
+            }
+            Ok(())
+        }
+    }
+
+    /// A region over a fake registration, as `from_buffer` makes one.
+    fn fake<B: RegisterBuffer>(buf: B, access: Access) -> (MemoryRegion<B>, Arc<FakeReg>) {
+        let f = Arc::new(FakeReg::default());
+        let (buf, len, cap) = buf.into_raw();
+        let mr = MemoryRegion { reg: Reg::Fake(f.clone()), buf, len, cap, lkey: 5, rkey: 6, access: full_access(access), _buf: PhantomData };
+        (mr, f)
+    }
+
+    /// The caller's buffer is registered where it is and comes back as it
+    /// was: the same heap block (no copy), with what was written into it;
+    /// a Vec keeps its spare capacity.
+    #[test]
+    fn buffer_comes_back_without_a_copy() {
+        let mut v = Vec::with_capacity(64);
+        v.extend_from_slice(b"0123456789");
+        let at = v.as_ptr() as usize as u64;
+        let (mut mr, f) = fake(v, Access::NONE);
+        assert_eq!((mr.addr(), mr.len()), (at, 10));
+        mr.as_mut_slice().unwrap()[..4].copy_from_slice(b"ping");
+        assert_eq!(mr.as_slice().unwrap(), b"ping456789");
+        let sge = mr.sge(2..6).unwrap();
+        assert_eq!((sge.addr(), sge.len(), sge.lkey), (at + 2, 4, 5));
+        assert!(mr.sge(8..11).is_err());
+        let v = mr.into_inner().map_err(|(e, _)| e).unwrap();
+        assert_eq!((v.as_ptr() as usize as u64, v.capacity(), &v[..]), (at, 64, &b"ping456789"[..]));
+        assert_eq!(f.deregs.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+        let b: Box<[u8]> = vec![1u8, 2, 3].into_boxed_slice();
+        let at = b.as_ptr() as usize as u64;
+        let (mut mr, _) = fake(b, Access::REMOTE_READ);
+        mr.write(1, &[9]).unwrap();
+        let b = mr.into_inner().map_err(|(e, _)| e).unwrap();
+        assert_eq!((b.as_ptr() as usize as u64, &b[..]), (at, &[1u8, 9, 3][..]));
+    }
+
+    /// In-place views only where the device cannot write: any write right
+    /// (LOCAL_WRITE, or a remote one, which implies it) refuses them.
+    #[test]
+    fn views_only_without_device_writes() {
+        for (a, lends) in [
+            (Access::NONE, true),
+            (Access::REMOTE_READ, true),
+            (Access::LOCAL_WRITE, false),
+            (Access::REMOTE_WRITE, false),
+            (Access::REMOTE_ATOMIC, false),
+            (Access::REMOTE_READ | Access::LOCAL_WRITE, false),
+        ] {
+            let (mut mr, _) = fake(vec![0u8; 8], a);
+            assert_eq!(mr.as_slice().is_ok(), lends, "{a:?}");
+            assert_eq!(mr.as_mut_slice().is_ok(), lends, "{a:?}");
+            if !lends {
+                assert_eq!(mr.as_slice().unwrap_err().errno(), libc::EACCES);
+                assert!(mr.access().contains(Access::LOCAL_WRITE));
+                // copies still work
+                mr.write(0, b"ab").unwrap();
+                assert_eq!(mr.to_vec(0..2).unwrap(), b"ab");
+            }
+        }
+    }
+
+    /// A failed deregistration never frees the buffer: into_inner hands
+    /// the region back (and a retry can succeed); a drop that fails leaks.
+    #[test]
+    fn failed_deregistration_keeps_the_buffer() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let (mr, f) = fake(vec![7u8; 16], Access::LOCAL_WRITE);
+        f.fail.store(true, SeqCst);
+        let (e, mr) = mr.into_inner().unwrap_err();
+        assert_eq!(e.errno(), libc::EBUSY);
+        assert_eq!(mr.to_vec(0..2).unwrap(), [7, 7]);
+        f.fail.store(false, SeqCst);
+        assert_eq!(mr.into_inner().map_err(|(e, _)| e).unwrap(), vec![7u8; 16]);
+        assert_eq!(f.deregs.load(SeqCst), 2);
+
+        // Dropped while the deregistration fails: leaked, not freed (Miri
+        // reports the leak: run this one with -Zmiri-ignore-leaks).
+        let (mr, f) = fake(vec![1u8; 16], Access::LOCAL_WRITE);
+        f.fail.store(true, SeqCst);
+        drop(mr);
+        assert_eq!(f.deregs.load(SeqCst), 1);
+        // Dropped after a good deregistration: freed once (Miri checks).
+        let (mr, f) = fake(vec![1u8; 16].into_boxed_slice(), Access::NONE);
+        drop(mr);
+        assert_eq!(f.deregs.load(SeqCst), 1);
     }
 
     #[test]

@@ -316,15 +316,39 @@ pub struct FakeQp {
 pub struct FakeMr {
     fab: Arc<Fabric>,
     key: u32,
+    /// [`FakeMr::fail_release`]: deregistrations fail (it stays registered).
+    fail: std::sync::atomic::AtomicBool,
 }
 
 impl FakeMr {
     pub fn key(&self) -> u32 {
         self.key
     }
-    /// Unregisters (idempotent): call before freeing the memory.
-    pub fn release(&self) {
+    /// Unregisters (idempotent): call before freeing the memory. False
+    /// when it failed ([`FakeMr::fail_release`]): the registration stays,
+    /// and the fabric may still reach the memory.
+    pub fn release(&self) -> bool {
+        if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
+            return false;
+        }
         self.fab.inner.lock().mrs.remove(&self.key);
+        true
+    }
+    /// Makes every later deregistration fail (as `ibv_dereg_mr` may).
+    pub fn fail_release(&self) {
+        self.fail.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Fabric {
+    /// The bytes of registration `key`, read as the device would (None
+    /// when it is not registered).
+    pub fn region_bytes(&self, key: u32) -> Option<Vec<u8>> {
+        let i = self.inner.lock();
+        let r = i.mrs.get(&key)?;
+        let mut v = vec![0u8; r.len];
+        r.mem.read(0, &mut v);
+        Some(v)
     }
 }
 
@@ -350,7 +374,7 @@ impl FakeQp {
         i.next_key += 1;
         let len = mem.len();
         i.mrs.insert(key, Region { side: self.side, addr, len, remote_write, mem });
-        FakeMr { fab: self.fab.clone(), key }
+        FakeMr { fab: self.fab.clone(), key, fail: Default::default() }
     }
 
     pub fn post_recv(&self, wr_id: u64, sge: Option<FakeSge>) -> Result<(), Errno> {

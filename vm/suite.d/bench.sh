@@ -222,6 +222,30 @@ bench_first(){ local k=$1 i v vals=()
   printf '%s\n' "${vals[@]}" | sort -n | awk '{ v[NR] = $1 } END { printf "BENCH gai_first_call %s ns\n", v[int((NR + 1) / 2)] }'
 }
 
+# --- zc: zero-copy registration (examples/bulk), 1 MiB RDMA writes with immediate data on
+# rxe0's loopback, 2 transfers' bytes copied per transfer (MemoryRegion::new, write in, read
+# out: zc_1m_copy), one (the sender's Vec registered once, in place: from_buffer, as_mut_slice;
+# the receiver's copied out of a region registered once: zc_1m_sendinplace) and none (the
+# receiver's Vec registered for each transfer and taken back with into_inner: zc_1m_zerocopy). The example is the Rust API alone (no librdmacm), so both
+# variants run the same program: what matters is copy against zero-copy within a variant
+# (bench/run.sh's target line). Time per transfer (N transfers), and in the first round the
+# process's instructions per transfer under callgrind (5 transfers, counted inside the
+# transfer loop only; user space only: the rxe driver's own copy in the kernel is not counted).
+bench_zc(){ local n=$1 m fl fn f v
+  for m in copy sendinplace zerocopy; do
+    case $m in copy) fl=--copy fn=with_copies;; sendinplace) fl=--send-in-place fn=send_in_place;; *) fl= fn=zero_copy;; esac
+    v=$(timeout 600 /extra/bin/examples/bulk -a 192.0.2.1 -p 7476 -S 1048576 -C "$n" $fl | sed -n 's/.*: \([0-9.]*\) us per transfer$/\1/p')
+    if [ -n "$v" ]; then echo "BENCH zc_1m_${m}_us $v us/xfer"; else bench_fail zc_1m_${m}_us no_time; fi
+    [ "${BENCH_ROUND:-1}" = 1 ] || continue
+    f=/tmp/bench-cg.zc_$m; rm -f $f
+    timeout 900 valgrind -q --tool=callgrind --toggle-collect="bulk::$fn*" --callgrind-out-file=$f \
+      /extra/bin/examples/bulk -a 192.0.2.1 -p 7477 -S 1048576 -C 5 $fl > $f.out 2> $f.err
+    v=$(awk '/^summary:/ { print $2 }' $f 2>/dev/null)
+    if [ -n "$v" ] && [ "$v" -gt 0 ] && grep -q ' us per transfer$' $f.out; then echo "BENCH cg_zc_1m_$m $((v / 5)) instr/xfer"
+    else bench_fail cg_zc_1m_$m no_instructions_counted; sed 's/^/  valgrind: /' $f.err $f.out >&2; fi
+  done
+}
+
 # bench_sec NAME CMD...: run a section, then say how long it took (a comment line)
 # (BENCH_SECTIONS, when set, names the sections to run: for debugging the harness)
 bench_sec(){ local t0=$SECONDS; [ -z "${BENCH_SECTIONS:-}" ] || [[ " $BENCH_SECTIONS " == *" $1 "* ]] || return 0
@@ -231,13 +255,15 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   # rsocket: 8 streams x 1000 round trips of 64 B; one stream, 1000 x 64 KiB each way.
   # Not in the short mode (make check's bench_short): make bench only.
   local rs_pp="8 1000 64" rs_dx="1000 65536"
+  # zc: transfers of 1 MiB each way of moving them (make bench only, as the rsocket cases)
+  local zc=20
   # BENCH_CMTIME="N ..." (bench/run.sh passes BENCH_CMTIME_CONNS through VM_BENCH) picks other sizes
   [ -z "${BENCH_CMTIME:-}" ] || cm=$(for n in $BENCH_CMTIME; do echo "$n:900"; done)
   local cg=100 cgc="gai create_destroy get_ack write_get_ack event_str" first=11
   export BENCH_ROUND=$round
   # callgrind counts are repeatable: only the first round counts them
   [ "$round" = 1 ] || cgc=
-  if [ "$mode" = short ]; then gn=200 gs=50 ids=200 tn=80 cm=10:60 rs_s= rs_l="-S 64 -C 1 -I 50" cg=10 first=3 rs_pp= rs_dx=; fi
+  if [ "$mode" = short ]; then gn=200 gs=50 ids=200 tn=80 cm=10:60 rs_s= rs_l="-S 64 -C 1 -I 50" cg=10 first=3 rs_pp= rs_dx= zc=; fi
   {
     echo "# bench $mode: ${RDMACM_VARIANT:-?} librdmacm: $(/extra/bin/whichlib | sed -n 's/^librdmacm //p')"
     bench_sec gai bench_gai gai_numeric_v4 192.0.2.2 7471 numeric inet $gn
@@ -253,6 +279,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
     bench_sec rstream bench_rstream rstream_64b_lat_us "$rs_l"
     [ -z "$rs_pp" ] || bench_sec rsocket bench_rsock rs_pingpong8_64b_ns_per_rt pingpong 7472 $rs_pp
     [ -z "$rs_dx" ] || bench_sec rsocket bench_rsock rs_duplex_64k_us_per_mib duplex 7473 $rs_dx
+    [ -z "$zc" ] || bench_sec zc bench_zc $zc
     for c in $cgc; do bench_sec callgrind bench_callgrind $c $cg; done
     [ -z "$cgc" ] || [ -z "$rs_pp" ] || bench_sec callgrind bench_cg_rsock 300
     [[ " ${BENCH_SECTIONS:-} " != *" rs_strace "* ]] || bench_sec rs_strace bench_rs_strace
@@ -273,6 +300,8 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   [ -z "$rs_s" ] || bench_want rstream rstream_64k_xfer_us
   [ -z "$rs_pp" ] || bench_want rsocket rs_pingpong8_64b_ns_per_rt
   [ -z "$rs_dx" ] || bench_want rsocket rs_duplex_64k_us_per_mib
+  [ -z "$zc" ] || bench_want zc zc_1m_copy_us zc_1m_sendinplace_us zc_1m_zerocopy_us
+  [ -z "$zc" ] || [ "$round" != 1 ] || bench_want zc cg_zc_1m_copy cg_zc_1m_sendinplace cg_zc_1m_zerocopy
   for t in $([ "$mode" = short ] && echo 1 8 || echo 1 2 4 8); do bench_want threads ids_threads_${t}_ns_per_id; done
   for c in $cgc; do bench_want callgrind cg_${c}_lib cg_${c}_total; done
   [ -z "$cgc" ] || [ -z "$rs_pp" ] || bench_want callgrind cg_rs_pingpong_lib cg_rs_pingpong_total
@@ -284,7 +313,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   done
   ! grep -q '^BENCH [^ ]* FAIL' $out && [ $rc = 0 ]
 }
-export -f bench_rxe_moved bench_rs_pair bench_rs_strace bench_rs_cg_duplex bench_rs_prof_duplex bench_sec bench_wait_listen bench_stop bench_rxe_counters bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
+export -f bench_zc bench_rxe_moved bench_rs_pair bench_rs_strace bench_rs_cg_duplex bench_rs_prof_duplex bench_sec bench_wait_listen bench_stop bench_rxe_counters bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
   bench_etc bench_dns bench_first bench_driver
 
 # the short mode's table, in the ours run: this run against the upstream run of the same boot

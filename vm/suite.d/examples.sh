@@ -20,6 +20,12 @@
 #   example_udaddy_sync_rxe  udaddy -c 2 (server)  <->  examples/udaddy -s -y -c 2 (synchronous ids)
 #   example_mckey_recv_rxe   examples/mckey (receiver, ns1)  <-  mckey -s (UD multicast 239.0.0.1)
 #   example_mckey_send_rxe   mckey (receiver, ns1)  <-  examples/mckey -s
+#   example_bulk_rxe         examples/bulk alone on rxe0 (loopback): 1 MiB RDMA writes with immediate
+#                            data through copying regions and through the program's own Vecs
+#                            registered in place (from_buffer, as_mut_slice, into_inner), every
+#                            byte checked; a receive and a peer's RDMA write into a region the
+#                            device may only read both fail and leave its bytes alone (Rust API
+#                            only: both variants run the same program)
 #   example_timeouts_rxe     examples/timeouts alone on rxe0 (192.0.2.1, loopback): timed event
 #                            and completion waits (None after the time, and a wakeup by what
 #                            comes meanwhile), an id dropped while its event is held, listen(0),
@@ -78,6 +84,10 @@ pair example_rstream_cli_rxe 60 "rstream -b 192.0.2.2 -S 1000 -C 50 -T v" \
 
 # --- timeouts: the Rust API's timed waits and send signalling, one process, rxe0 loopback -----
 t --cmp example_timeouts_rxe 60 $EX/timeouts -a 192.0.2.1
+
+# --- bulk: zero-copy registration (the program's Vecs) against copying regions, rxe0 loopback ---
+t --cmp --filter 's/: [0-9.]* us per transfer$/: (time)/' example_bulk_rxe 120 \
+  bash -c "$EX/bulk -a 192.0.2.1 -S 1048576 -C 4 -V --copy && $EX/bulk -a 192.0.2.1 -S 1048576 -C 4 -V -P"
 
 # --- README.md's example, as printed there: a client of rdma_server --------------------------
 pair --cmp example_hello_rxe 60 "rdma_server" "$EX/hello_rdma"

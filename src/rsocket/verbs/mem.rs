@@ -106,16 +106,20 @@ enum Reg {
 
 impl Reg {
     /// Deregisters; called exactly once, by the owner's Drop, before the
-    /// memory may go.
-    fn release(&self) {
-        match self {
+    /// memory may go. False when the deregistration failed: the device may
+    /// still reach the memory, so it must not be freed (it is leaked, and
+    /// a warning logged: the policy of the Rust API's `MemoryRegion` too).
+    fn release(&self) -> bool {
+        let ok = match self {
             // SAFETY: the MR came from reg_mr and is deregistered once.
-            Reg::Real { mr, .. } => unsafe {
-                rdmacm_shim_rs_dereg_mr(mr.as_ptr());
-            },
+            Reg::Real { mr, .. } => unsafe { rdmacm_shim_rs_dereg_mr(mr.as_ptr()) == 0 },
             #[cfg(test)]
             Reg::Fake(m) => m.release(),
+        };
+        if !ok {
+            log::warn!(target: "rdmacm", "ibv_dereg_mr failed: the registered memory is leaked");
         }
+        ok
     }
 }
 
@@ -284,8 +288,11 @@ impl super::super::wire::Buf for RegBuf {
 impl Drop for RegBuf {
     fn drop(&mut self) {
         // The MR covers our buffer; after it is gone the device cannot
-        // touch the memory, which is then freed once.
-        self.reg.release();
+        // touch the memory, which is then freed once. While it is there
+        // (a failed deregistration) the memory stays: leaked.
+        if !self.reg.release() {
+            return;
+        }
         // SAFETY: from posix_memalign (page_alloc), freed once, no longer registered.
         unsafe { libc::free(self.ptr.as_ptr() as *mut c_void) };
     }
@@ -372,6 +379,8 @@ impl UserMr {
 
 impl Drop for UserMr {
     fn drop(&mut self) {
+        // The memory is the caller's (riomap's C contract): a failed
+        // deregistration can only be logged.
         self.reg.release();
     }
 }
@@ -491,5 +500,28 @@ mod tests {
             // SAFETY: from posix_memalign.
             unsafe { libc::free(p.as_ptr() as *mut c_void) };
         }
+    }
+
+    /// A failed deregistration leaves the memory allocated (leaked), as
+    /// the device may still reach it: after the drop the registration's
+    /// bytes still read back (1 MiB: freed, it would be unmapped).
+    #[test]
+    fn failed_deregistration_leaks_the_buffer() {
+        let fab = crate::rsocket::fake::Fabric::new();
+        let (a, _b) = fab.ends();
+        let rb = RegBuf::new_fake(&a, 1 << 20, true).expect("register");
+        rb.write((1 << 20) - 4, b"kept");
+        let key = rb.rkey();
+        let Reg::Fake(m) = &rb.reg else { unreachable!() };
+        m.fail_release();
+        drop(rb);
+        let bytes = fab.region_bytes(key).expect("still registered");
+        assert_eq!(&bytes[(1 << 20) - 4..], b"kept");
+
+        // A good deregistration: gone from the fabric (and freed).
+        let rb = RegBuf::new_fake(&a, 64, true).expect("register");
+        let key = rb.rkey();
+        drop(rb);
+        assert!(fab.region_bytes(key).is_none());
     }
 }
