@@ -7,6 +7,10 @@
 //! ([`AsyncCmId`]: each has a channel of its own, so the event a call
 //! awaits is its own).
 //!
+//! Rsocket streams whose reads and writes are awaited
+//! ([`AsyncRStream`]: `tokio::io::AsyncRead + AsyncWrite`) and their
+//! listener ([`AsyncRListener`]).
+//!
 //! Must be used inside a tokio runtime with I/O enabled.
 //!
 //! ```no_run
@@ -24,6 +28,7 @@
 
 #![deny(unsafe_code)]
 
+pub use super::astream::{AsyncRListener, AsyncRStream};
 use super::error::{Error, Result};
 use super::event::{ConnParam, EventKind};
 use super::id::{CmId, Event, EventChannel, PortSpace};
