@@ -19,7 +19,12 @@
 use rdmacm::asyncio::AsyncRStream;
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Bytes written and read so far (printed when the time limit ends the run).
+static SENT: AtomicUsize = AtomicUsize::new(0);
+static GOT: AtomicUsize = AtomicUsize::new(0);
 
 fn pattern(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i % 251) as u8 ^ (i >> 12) as u8).collect()
@@ -58,12 +63,21 @@ async fn run(o: Opts) -> Result<(), String> {
         // Uneven pieces: the writes and the echoes interleave.
         for piece in out.chunks(7919) {
             wr.write_all(piece).await.map_err(|e| format!("write: {e}"))?;
+            SENT.fetch_add(piece.len(), Ordering::Relaxed);
         }
         wr.shutdown().await.map_err(|e| format!("shutdown: {e}"))?;
         Ok::<_, String>(wr)
     });
     let mut got = Vec::with_capacity(o.size);
-    rd.read_to_end(&mut got).await.map_err(|e| format!("read: {e}"))?;
+    let mut buf = vec![0u8; 65536];
+    loop {
+        let n = rd.read(&mut buf).await.map_err(|e| format!("read: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+        GOT.fetch_add(n, Ordering::Relaxed);
+    }
     let wr = writer.await.map_err(|e| e.to_string())??;
     drop(rd.unsplit(wr));
     if got.len() != data.len() {
@@ -103,7 +117,7 @@ fn time_limit(secs: u64) {
     if secs > 0 {
         std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_secs(secs));
-            eprintln!("async_rstream: not done after {secs} s");
+            eprintln!("async_rstream: not done after {secs} s ({} bytes sent, {} read)", SENT.load(Ordering::Relaxed), GOT.load(Ordering::Relaxed));
             std::process::exit(3);
         });
     }
