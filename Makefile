@@ -449,8 +449,8 @@ $(B)/vm-bin/cm_conn_static: lib static
 	ctest/check-static.sh build ctest/vm/cm_conn.c $@
 # The Rust examples (examples/*.rs) for vm/suite.d/examples.sh, shipped as
 # /extra/bin/examples/. Built with lib's flags, so cargo does not rebuild the crate's shared
-# dependencies between the two, and with every feature an example needs (async_echo: tokio).
-VM_EXAMPLES := rping async_echo rstream hello_rdma mckey timeouts udaddy bulk
+# dependencies between the two, and with every feature an example needs (the async ones: tokio).
+VM_EXAMPLES := rping async_echo rstream hello_rdma mckey timeouts udaddy bulk rhttp async_rstream
 .PHONY: vm-examples
 vm-examples: lib
 	$(BUILD_ENV) \

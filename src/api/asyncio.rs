@@ -8,6 +8,10 @@
 //! awaits is its own). An `AsyncCmId`'s calls have the names, arguments and
 //! results of a blocking [`CmId`]'s, awaited.
 //!
+//! Rsocket streams whose reads and writes are awaited
+//! ([`AsyncRStream`]: `tokio::io::AsyncRead + AsyncWrite`) and their
+//! listener ([`AsyncRListener`]).
+//!
 //! Must be used inside a tokio runtime with I/O enabled.
 //!
 //! ```no_run
@@ -26,6 +30,7 @@
 
 #![deny(unsafe_code)]
 
+pub use super::astream::{AsyncRListener, AsyncRStream};
 use super::error::{Error, Result};
 use super::event::{ConnParam, EventKind, UdParam};
 use super::id::{CmId, Event, EventChannel, OnChannel, PortSpace};

@@ -17,6 +17,8 @@ mod stream;
 mod verbs;
 
 #[cfg(feature = "tokio")]
+mod astream;
+#[cfg(feature = "tokio")]
 pub mod asyncio;
 
 pub use error::{Error, Result};

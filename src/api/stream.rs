@@ -19,7 +19,7 @@ fn family(a: &SocketAddr) -> i32 {
 }
 
 /// An rsocket descriptor, closed on drop.
-struct Fd(i32);
+pub(super) struct Fd(pub(super) i32);
 
 impl Drop for Fd {
     fn drop(&mut self) {
@@ -30,11 +30,11 @@ impl Drop for Fd {
 }
 
 /// A socket address from the bytes rgetpeername/rgetsockname give.
-fn socket_addr(b: &[u8]) -> Result<SocketAddr> {
+pub(super) fn socket_addr(b: &[u8]) -> Result<SocketAddr> {
     from_sockaddr(&SockAddr::from_prefix(b)).ok_or(Error::from_errno(libc::EAFNOSUPPORT))
 }
 
-fn new_stream_socket(a: &SocketAddr) -> Result<Fd> {
+pub(super) fn new_stream_socket(a: &SocketAddr) -> Result<Fd> {
     Ok(Fd(rs::create(family(a), libc::SOCK_STREAM, 0).map_err(errno)?))
 }
 
@@ -50,7 +50,7 @@ fn new_stream_socket(a: &SocketAddr) -> Result<Fd> {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct RStream {
-    fd: Fd,
+    pub(super) fd: Fd,
 }
 
 impl RStream {
@@ -125,7 +125,7 @@ impl std::fmt::Debug for RStream {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct RListener {
-    fd: Fd,
+    pub(super) fd: Fd,
 }
 
 impl RListener {

@@ -11,7 +11,10 @@ use super::guard::{guards_held, lock, WaitToken};
 use super::sock::{self, Sock};
 use super::state::*;
 use super::verbs;
-use crate::sys::wake;
+use crate::sys::rsock;
+use crate::sys::wake::{self, Wake};
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 impl Stream {
@@ -202,4 +205,79 @@ pub(super) fn check_fds(fds: &mut [libc::pollfd]) -> Result<c_int, Errno> {
         }
     }
     Ok(n)
+}
+
+/// A waiter on one stream that is not a thread (an async task): a
+/// wake-up descriptor of its own, registered with the stream as a
+/// sleeper's is, so that whoever changes the stream (a completion taken by
+/// another caller, the service thread's connect, accept or disconnect,
+/// rclose) signals it. Non-blocking throughout: the caller waits, on
+/// [`Waiter::wake_fd`] and on the stream's CQ channel ([`Waiter::cq_channel`]),
+/// as rpoll waits on its thread's descriptor and the channels.
+///
+/// The order that loses no wake-up, as rpoll's: [`Waiter::arm`] (arm the
+/// CQ, look, register) before the wait, [`Waiter::done`] after it (and
+/// then try the operation again).
+pub struct Waiter {
+    wake: Arc<Wake>,
+}
+
+impl Waiter {
+    pub fn new() -> Result<Waiter, Errno> {
+        Ok(Waiter { wake: Arc::new(Wake::new()?) })
+    }
+
+    /// A duplicate of the wake-up descriptor (readable once signalled,
+    /// until [`Waiter::done`]).
+    pub fn wake_fd(&self) -> Result<OwnedFd, Errno> {
+        rsock::dup_cloexec(self.wake.fd())
+    }
+
+    /// A duplicate of the stream's CQ channel once it is connected (None
+    /// before: the service thread signals the changes until then). Its
+    /// events are taken by [`Waiter::done`].
+    pub fn cq_channel(&self, s: &Sock) -> Result<Option<OwnedFd>, Errno> {
+        let Sock::Stream(h) = s else { return Err(Errno::ENOTSUP) };
+        let g = lock(h)?;
+        match g.wait_fd() {
+            fd if fd >= 0 => rsock::dup_cloexec(fd).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// Arms the CQ, looks (rpoll's view: completions taken first) and,
+    /// when none of `events` is ready, registers this waiter for any
+    /// change, all under the stream's lock: a change after the look
+    /// signals the wake-up descriptor, a completion raises a CQ event.
+    /// The ready events (0: wait).
+    pub fn arm(&self, s: &Sock, events: i16) -> Result<i16, Errno> {
+        let Sock::Stream(h) = s else { return Err(Errno::ENOTSUP) };
+        let mut g = lock(h)?;
+        g.arm();
+        let rev = g.poll_events(events);
+        // What the look changed goes to the other sleepers now, not to
+        // this one (it is about to look again anyway).
+        g.flush_wakes();
+        if rev == 0 {
+            match g.sleepers.iter_mut().find(|(w, _)| Arc::ptr_eq(w, &self.wake)) {
+                Some(e) => e.1 = WANTS_ALL,
+                None => g.sleepers.push((self.wake.clone(), WANTS_ALL)),
+            }
+        }
+        Ok(rev)
+    }
+
+    /// After a wake-up: resets the wake-up descriptor, drops the
+    /// registration and, when the CQ channel was readable, takes its event
+    /// (the CQ is armed again by the next [`Waiter::arm`]).
+    pub fn done(&self, s: &Sock, cq_readable: bool) {
+        self.wake.drain();
+        let Sock::Stream(h) = s else { return };
+        if let Ok(mut g) = lock(h) {
+            g.sleepers.retain(|(w, _)| !Arc::ptr_eq(w, &self.wake));
+            if cq_readable {
+                g.consume_cq_event();
+            }
+        }
+    }
 }

@@ -10,7 +10,12 @@ use tokio::io::unix::AsyncFd;
 /// runtime.  The `AsyncFd` owns the duplicate: it stays open, naming that
 /// file, for as long as the registration, whatever becomes of `fd`.
 pub fn watch(fd: BorrowedFd<'_>) -> std::io::Result<AsyncFd<OwnedFd>> {
-    let own = fd.try_clone_to_owned()?;
+    watch_owned(fd.try_clone_to_owned()?)
+}
+
+/// `own` registered with the current tokio runtime, for readability; the
+/// `AsyncFd` owns it.
+pub fn watch_owned(own: OwnedFd) -> std::io::Result<AsyncFd<OwnedFd>> {
     // SAFETY: `register` needs the descriptor `own.as_raw_fd()` returns
     // to be open, to name the same open file and to be returned by every
     // call, until the AsyncFd is dropped (it deregisters, then drops the

@@ -239,3 +239,16 @@ pub fn set_nonblock(fd: c_int, on: bool) -> Result<(), Errno> {
     Ok(())
 }
 
+
+/// A close-on-exec duplicate of a descriptor the caller holds open (the
+/// same open file: the same readiness), owned by the caller.
+pub fn dup_cloexec(fd: c_int) -> Result<std::os::fd::OwnedFd, Errno> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: fcntl on a descriptor, no memory arguments.
+    let n = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if n < 0 {
+        return Err(Errno::last());
+    }
+    // SAFETY: `n` is a fresh descriptor that nothing else owns.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(n) })
+}
