@@ -11,7 +11,7 @@ set -euo pipefail
 OUT=$1 EXPECTED=$2
 MIRROR=${RDMACM_VM_MIRROR:-http://deb.debian.org/debian}
 APT="apt-get -q -y -o Acquire::Check-Valid-Until=false"   # sid's Release may be served expired
-PKGS=libibverbs1,ibverbs-providers,librdmacm1t64,rdmacm-utils,ibverbs-utils,python3-pyverbs,iproute2,kmod,procps,strace,psmisc,valgrind,iperf3,socat,netcat-openbsd,python3-jsonschema,nginx,curl
+PKGS=libibverbs1,ibverbs-providers,librdmacm1t64,rdmacm-utils,ibverbs-utils,python3-pyverbs,iproute2,kmod,procps,strace,psmisc,valgrind,iperf3,socat,netcat-openbsd,python3-jsonschema,nginx,curl,rsync,netperf
 MODS="veth rdma_rxe siw rdma_ucm ib_uverbs ib_umad 9pnet_virtio 9p"
 say(){ echo "[build-image $(date +%T)] $*" >&2; }
 die(){ echo "build-image: ERROR: $*" >&2; exit 1; }

@@ -216,6 +216,24 @@ pub mod real {
         __fxstat64(ver: c_int, fd: c_int, st: *mut libc::stat64) -> c_int;
     }
 
+    /// libc's ioctl: variadic in C, called with its optional argument as
+    /// a machine word.
+    ///
+    /// # Safety
+    /// ioctl's contract for `req` and `arg`.
+    pub unsafe fn ioctl(fd: c_int, req: c_ulong, arg: c_ulong) -> c_int {
+        static P: AtomicUsize = AtomicUsize::new(0);
+        let p = lookup(&P, libc::RTLD_NEXT, b"ioctl\0", None);
+        if p == usize::MAX {
+            set_errno(libc::ENOSYS);
+            return -1;
+        }
+        // SAFETY: p is libc's variadic ioctl.
+        let f: unsafe extern "C-unwind" fn(c_int, c_ulong, ...) -> c_int = unsafe { std::mem::transmute::<usize, _>(p) };
+        // SAFETY: the caller keeps ioctl's contract.
+        unsafe { f(fd, req, arg) }
+    }
+
     /// libc's fcntl (or fcntl64): variadic in C, called with its one
     /// optional argument as a machine word (ignored by commands without one).
     ///

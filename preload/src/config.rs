@@ -26,7 +26,8 @@ pub struct Config {
     pub inline: i32,
     pub fork: bool,
     /// RDMACM_RS_LOG set: the library says on stderr what it does with
-    /// fork-mode sockets (off otherwise, like the main library's logging).
+    /// each socket and with fork-mode sockets (off otherwise, like the
+    /// main library's logging).
     pub trace: bool,
     pub rules: Vec<Rule>,
 }

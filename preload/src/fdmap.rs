@@ -56,6 +56,8 @@ pub struct Entry {
     /// The domain the socket was created with (AF_INET, AF_INET6 or
     /// AF_IB), for replacing it by a real socket when rconnect fails.
     pub domain: i32,
+    /// A datagram socket (SOCK_DGRAM) rather than a stream.
+    pub dgram: bool,
 }
 
 struct Slot {
@@ -85,7 +87,7 @@ fn encode(e: Entry) -> u64 {
         libc::AF_IB => 2,
         _ => 0,
     };
-    (e.inner as u32 as u64) | kind << 32 | fork << 40 | domain << 48
+    (e.inner as u32 as u64) | kind << 32 | fork << 40 | domain << 48 | (e.dgram as u64) << 52
 }
 
 fn decode(w: u64) -> Option<Entry> {
@@ -107,7 +109,7 @@ fn decode(w: u64) -> Option<Entry> {
         2 => libc::AF_IB,
         _ => libc::AF_INET,
     };
-    Some(Entry { kind, fork, inner: w as u32 as i32, domain })
+    Some(Entry { kind, fork, inner: w as u32 as i32, domain, dgram: (w >> 52) & 1 != 0 })
 }
 
 fn slot(fd: i32, create: bool) -> Option<&'static Slot> {
@@ -196,8 +198,10 @@ mod tests {
             for fork in [Fork::Ready, Fork::Fresh, Fork::Listen, Fork::Active, Fork::Passive] {
                 for domain in [libc::AF_INET, libc::AF_INET6, libc::AF_IB] {
                     for inner in [0, 7, 65535, i32::MAX] {
-                        let e = Entry { kind, fork, inner, domain };
-                        assert_eq!(decode(encode(e)), Some(e));
+                        for dgram in [false, true] {
+                            let e = Entry { kind, fork, inner, domain, dgram };
+                            assert_eq!(decode(encode(e)), Some(e));
+                        }
                     }
                 }
             }
@@ -207,7 +211,7 @@ mod tests {
 
     #[test]
     fn set_get_clear_and_refs() {
-        let e = Entry { kind: Kind::Rsocket, fork: Fork::Ready, inner: 900_001, domain: libc::AF_INET };
+        let e = Entry { kind: Kind::Rsocket, fork: Fork::Ready, inner: 900_001, domain: libc::AF_INET, dgram: false };
         assert!(get(5000).is_none());
         assert!(set(5000, e));
         assert_eq!(get(5000), Some(e));

@@ -58,6 +58,16 @@ fn config() -> &'static (Config, String) {
     C.get_or_init(|| quiet(|| (config::load(), config::program_name())))
 }
 
+/// Under RDMACM_RS_LOG: one line on stderr about what the library does
+/// with a socket (an rsocket, a kernel socket, a fallback).
+macro_rules! trace {
+    ($($t:tt)*) => {
+        if config().0.trace {
+            eprintln!("librspreload[{}]: {}", std::process::id(), format_args!($($t)*));
+        }
+    };
+}
+
 /// Where a call on program descriptor `fd` goes.
 #[derive(Clone, Copy)]
 enum To {
@@ -111,8 +121,8 @@ fn reserve_placeholder(cloexec: bool) -> Option<Reserved> {
 }
 
 /// Records `idx` as standing for `inner` (one more holder of `inner`).
-fn adopt(idx: c_int, kind: Kind, fork: Fork, inner: c_int, domain: c_int) {
-    fdmap::set(idx, Entry { kind, fork, inner, domain });
+fn adopt(idx: c_int, kind: Kind, fork: Fork, inner: c_int, domain: c_int, dgram: bool) {
+    fdmap::set(idx, Entry { kind, fork, inner, domain, dgram });
     fdmap::hold(inner);
 }
 
@@ -167,14 +177,17 @@ fn socket_plan(domain: c_int, type_: c_int, protocol: c_int) -> Sock {
 
 /// After rsocket returned `r`: the placeholder's number, or None when the
 /// real socket is to be made instead.
-fn socket_rs_done(res: Reserved, r: c_int, domain: c_int) -> Option<c_int> {
+fn socket_rs_done(res: Reserved, r: c_int, domain: c_int, type_: c_int) -> Option<c_int> {
     let idx = held::unreserve(res);
+    let dgram = type_ & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) == libc::SOCK_DGRAM;
     if r >= 0 {
-        adopt(idx, Kind::Rsocket, Fork::Ready, r, domain);
+        adopt(idx, Kind::Rsocket, Fork::Ready, r, domain, dgram);
+        trace!("socket: descriptor {idx} is rsocket {r} ({})", if dgram { "datagram" } else { "stream" });
         tune(r);
         return Some(idx);
     }
     // not an rsocket (no RDMA device, an unsupported type, ...): the real thing
+    trace!("socket: no rsocket (errno {}): a kernel socket instead", errno());
     close_nocancel(idx);
     None
 }
@@ -188,7 +201,7 @@ fn settle(res: Reserved, r: c_int, kind: Kind, fork: Fork, domain: c_int) -> c_i
         keep_errno(|| close_nocancel(idx));
         return -1;
     }
-    adopt(idx, kind, fork, r, domain);
+    adopt(idx, kind, fork, r, domain, false);
     idx
 }
 
@@ -211,7 +224,7 @@ pub unsafe extern "C-unwind" fn socket(domain: c_int, type_: c_int, protocol: c_
         Sock::Rs(res) => {
             // SAFETY: rsocket takes no pointers.
             let r = inside_nocancel(|| unsafe { rs::rsocket(domain, type_, protocol) });
-            match boundary(Some(-1), || socket_rs_done(res, r, domain)) {
+            match boundary(Some(-1), || socket_rs_done(res, r, domain, type_)) {
                 Some(idx) => idx,
                 // SAFETY: libc's socket, the caller's arguments.
                 None => unsafe { real::socket(domain, type_, protocol) },
@@ -284,6 +297,7 @@ fn accept_rs_done(e: Entry, res: Reserved, r: c_int, flags: Option<c_int>) -> c_
         return -1;
     }
     tune(r);
+    trace!("accept: descriptor {idx} is rsocket {r} (flags {:#x})", flags.unwrap_or(0));
     if flags.unwrap_or(0) & libc::SOCK_NONBLOCK != 0 {
         // SAFETY: rfcntl on our rsocket.
         let ok = quiet(|| inside(|| unsafe {
@@ -412,6 +426,7 @@ fn connect_plan(fd: c_int, e: Entry) -> Conn {
 fn connect_fallback(fd: c_int, e: Entry) -> c_int {
     // SAFETY: libc's socket.
     let s = unsafe { real::socket(e.domain, libc::SOCK_STREAM, 0) };
+    trace!("connect: no RDMA path to the peer (errno {}): descriptor {fd} continues over TCP", errno());
     if s < 0 {
         return -1;
     }
@@ -419,7 +434,7 @@ fn connect_fallback(fd: c_int, e: Entry) -> c_int {
         keep_errno(|| close_nocancel(s));
         return -1;
     }
-    fdmap::set(fd, Entry { kind: Kind::Real, fork: Fork::Ready, inner: s, domain: e.domain });
+    fdmap::set(fd, Entry { kind: Kind::Real, fork: Fork::Ready, inner: s, ..e });
     fdmap::hold(s);
     if fdmap::release(e.inner) {
         // SAFETY: the rsocket no program descriptor refers to any more.
@@ -462,14 +477,6 @@ pub unsafe extern "C-unwind" fn connect(fd: c_int, addr: *const sockaddr, len: s
 // for them, then connects the rsocket.  Upstream's protocol, so either side
 // may be upstream's library.  On any failure the socket stays TCP. ---
 
-macro_rules! trace {
-    ($($t:tt)*) => {
-        if config().0.trace {
-            eprintln!("librspreload[{}]: {}", std::process::id(), format_args!($($t)*));
-        }
-    };
-}
-
 fn fork_switch(fd: c_int, e: Entry) {
     trace!("fork mode: descriptor {fd} (TCP {}) {:?} becomes an rsocket", e.inner, e.fork);
     keep_errno(|| match e.fork {
@@ -485,7 +492,7 @@ fn replace_with_rsocket(fd: c_int, e: Entry, r: c_int) {
     unsafe {
         real::shutdown(e.inner, libc::SHUT_RDWR);
     }
-    fdmap::set(fd, Entry { kind: Kind::Rsocket, fork: Fork::Ready, inner: r, domain: e.domain });
+    fdmap::set(fd, Entry { kind: Kind::Rsocket, fork: Fork::Ready, inner: r, ..e });
     fdmap::hold(r);
     if fdmap::release(e.inner) {
         // SAFETY: as above.
@@ -631,8 +638,93 @@ macro_rules! plain_call {
 plain_call!(shutdown, rshutdown, (how: c_int));
 plain_call!(getpeername, rgetpeername, (addr: *mut sockaddr, len: *mut socklen_t));
 plain_call!(getsockname, rgetsockname, (addr: *mut sockaddr, len: *mut socklen_t));
-plain_call!(setsockopt, rsetsockopt, (level: c_int, name: c_int, val: *const c_void, len: socklen_t));
-plain_call!(getsockopt, rgetsockopt, (level: c_int, name: c_int, val: *mut c_void, len: *mut socklen_t));
+
+#[no_mangle]
+pub unsafe extern "C-unwind" fn setsockopt(fd: c_int, level: c_int, name: c_int, val: *const c_void, len: socklen_t) -> c_int {
+    // SAFETY (all forwarding below): the callee has the caller's contract.
+    match route(fd) {
+        To::Rs(r) => {
+            let ret = inside_nocancel(|| unsafe { rs::rsetsockopt(r, level, name, val, len) });
+            if ret < 0 && errno() == libc::ENOTSUP {
+                // (as getsockopt: the kernel's errno for an unknown option)
+                trace!("setsockopt: descriptor {fd}: option {level}/{name} not supported by rsockets");
+                set_errno(libc::ENOPROTOOPT);
+            }
+            ret
+        }
+        To::Real(f) => unsafe { real::setsockopt(f, level, name, val, len) },
+        To::Failed => -1,
+    }
+}
+
+/// The socket options that say what a socket is (SO_TYPE, SO_DOMAIN,
+/// SO_PROTOCOL), which the rsocket API does not answer: the table knows.
+fn identity_option(e: Entry, level: c_int, name: c_int) -> Option<c_int> {
+    if level != libc::SOL_SOCKET {
+        return None;
+    }
+    match name {
+        libc::SO_TYPE => Some(if e.dgram { libc::SOCK_DGRAM } else { libc::SOCK_STREAM }),
+        libc::SO_DOMAIN => Some(e.domain),
+        libc::SO_PROTOCOL => Some(match (e.domain, e.dgram) {
+            (libc::AF_IB, _) => 0,
+            (_, true) => libc::IPPROTO_UDP,
+            (_, false) => libc::IPPROTO_TCP,
+        }),
+        _ => None,
+    }
+}
+
+/// getsockopt of an identity option on an rsocket: the value written to
+/// the caller's buffer as the kernel writes an int option (truncated to a
+/// shorter buffer).
+///
+/// # Safety
+/// getsockopt's contract for `val` and `len`.
+unsafe fn identity_out(v: c_int, val: *mut c_void, len: *mut socklen_t) -> c_int {
+    if len.is_null() || val.is_null() {
+        set_errno(libc::EFAULT);
+        return -1;
+    }
+    // SAFETY: the caller's length.
+    let room = unsafe { *len };
+    if (room as c_int) < 0 {
+        set_errno(libc::EINVAL);
+        return -1;
+    }
+    let n = (room as usize).min(std::mem::size_of::<c_int>());
+    // SAFETY: the caller's buffer holds `room` >= n bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping((&v as *const c_int).cast::<u8>(), val.cast::<u8>(), n);
+        *len = n as socklen_t;
+    }
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C-unwind" fn getsockopt(fd: c_int, level: c_int, name: c_int, val: *mut c_void, len: *mut socklen_t) -> c_int {
+    match fdmap::get(fd) {
+        Some(e @ Entry { kind: Kind::Rsocket, inner, .. }) => {
+            if let Some(v) = identity_option(e, level, name) {
+                // SAFETY: the caller's buffer and length.
+                return unsafe { identity_out(v, val, len) };
+            }
+            // SAFETY: rgetsockopt has getsockopt's contract.
+            let r = inside_nocancel(|| unsafe { rs::rgetsockopt(inner, level, name, val, len) });
+            if r < 0 && errno() == libc::ENOTSUP {
+                // an option rsockets do not have: the kernel's answer for an
+                // option a socket does not know
+                trace!("getsockopt: descriptor {fd}: option {level}/{name} not supported by rsockets");
+                set_errno(libc::ENOPROTOOPT);
+            }
+            r
+        }
+        // SAFETY: libc's getsockopt with the caller's arguments.
+        Some(Entry { kind: Kind::Real, inner, .. }) => unsafe { real::getsockopt(inner, level, name, val, len) },
+        // SAFETY: as above.
+        _ => unsafe { real::getsockopt(fd, level, name, val, len) },
+    }
+}
 
 // --- poll, select ---
 
@@ -864,7 +956,7 @@ fn dup_done(old: Option<Entry>, new: c_int) -> c_int {
             set_errno(libc::EMFILE);
             return -1;
         }
-        adopt(new, e.kind, e.fork, e.inner, e.domain);
+        adopt(new, e.kind, e.fork, e.inner, e.domain, e.dgram);
     }
     new
 }
@@ -961,6 +1053,98 @@ pub unsafe extern "C-unwind" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_
 pub unsafe extern "C-unwind" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
     // SAFETY: the caller's arguments.
     unsafe { fcntl_common(true, fd, cmd, arg) }
+}
+
+// --- ioctl: FIONBIO is O_NONBLOCK by another name; the descriptor-flag
+// requests belong to the program's descriptor; an rsocket answers no other
+// request (ENOTTY, as the placeholder would) ---
+
+// ioctl is variadic in C: its optional argument is taken as one machine
+// word, as fcntl's (see there).
+#[no_mangle]
+pub unsafe extern "C-unwind" fn ioctl(fd: c_int, req: c_ulong, arg: c_ulong) -> c_int {
+    let e = fdmap::get(fd);
+    match e {
+        Some(Entry { kind: Kind::Rsocket, inner, .. }) => match req {
+            libc::FIONBIO => {
+                let p = arg as *const c_int;
+                if p.is_null() {
+                    set_errno(libc::EFAULT);
+                    return -1;
+                }
+                // SAFETY: FIONBIO's argument is a pointer to an int.
+                let on = unsafe { *p } != 0;
+                // SAFETY: rfcntl on our rsocket.
+                inside_nocancel(|| unsafe {
+                    let fl = rs::rfcntl(inner, libc::F_GETFL);
+                    if fl < 0 {
+                        return -1;
+                    }
+                    let fl = if on { fl | libc::O_NONBLOCK } else { fl & !libc::O_NONBLOCK };
+                    rs::rfcntl(inner, libc::F_SETFL, fl)
+                })
+            }
+            // SAFETY: libc's ioctl on the program's descriptor.
+            libc::FIOCLEX | libc::FIONCLEX => unsafe { real::ioctl(fd, req, arg) },
+            _ => {
+                trace!("ioctl: descriptor {fd}: request {req:#x} not supported by rsockets");
+                set_errno(libc::ENOTTY);
+                -1
+            }
+        },
+        // SAFETY: libc's ioctl on the real socket, with the caller's arguments.
+        Some(Entry { kind: Kind::Real, inner, .. }) if !matches!(req, libc::FIOCLEX | libc::FIONCLEX) => unsafe { real::ioctl(inner, req, arg) },
+        // SAFETY: as above.
+        _ => unsafe { real::ioctl(fd, req, arg) },
+    }
+}
+
+// --- the checking variants that _FORTIFY_SOURCE makes of read, recv,
+// recvfrom and poll: libc's own would reach the kernel directly, past
+// this library, with the placeholder ---
+
+extern "C" {
+    fn __chk_fail() -> !;
+}
+
+#[no_mangle]
+pub unsafe extern "C-unwind" fn __read_chk(fd: c_int, buf: *mut c_void, len: size_t, room: size_t) -> ssize_t {
+    if len > room {
+        // SAFETY: ends the process as libc's own check does.
+        unsafe { __chk_fail() }
+    }
+    // SAFETY: the caller's arguments, checked.
+    unsafe { read(fd, buf, len) }
+}
+
+#[no_mangle]
+pub unsafe extern "C-unwind" fn __recv_chk(fd: c_int, buf: *mut c_void, len: size_t, room: size_t, flags: c_int) -> ssize_t {
+    if len > room {
+        // SAFETY: as above.
+        unsafe { __chk_fail() }
+    }
+    // SAFETY: as above.
+    unsafe { recv(fd, buf, len, flags) }
+}
+
+#[no_mangle]
+pub unsafe extern "C-unwind" fn __recvfrom_chk(fd: c_int, buf: *mut c_void, len: size_t, room: size_t, flags: c_int, addr: *mut sockaddr, alen: *mut socklen_t) -> ssize_t {
+    if len > room {
+        // SAFETY: as above.
+        unsafe { __chk_fail() }
+    }
+    // SAFETY: as above.
+    unsafe { recvfrom(fd, buf, len, flags, addr, alen) }
+}
+
+#[no_mangle]
+pub unsafe extern "C-unwind" fn __poll_chk(fds: *mut pollfd, nfds: nfds_t, timeout: c_int, room: size_t) -> c_int {
+    if (room / std::mem::size_of::<pollfd>()) < nfds as usize {
+        // SAFETY: as above.
+        unsafe { __chk_fail() }
+    }
+    // SAFETY: as above.
+    unsafe { poll(fds, nfds, timeout) }
 }
 
 // --- sendfile: the file's bytes are read here and written to the rsocket

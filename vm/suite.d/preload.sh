@@ -274,3 +274,36 @@ t preload_epoll_rules 60 bash -c ". /tmp/pl_lib.sh; pl=$PL_RS; [ \"\$RDMACM_VARI
    pl_watch 40 env LD_PRELOAD=\$pl /extra/bin/epoll_rules 5311 > /tmp/pl_er.preload; r=\$?
    t=\$(( \$(tcp_opens) - t0 )); echo \"exit \$r, \$t TCP connection(s) opened; the transcripts:\"
    diff /tmp/pl_er.kernel /tmp/pl_er.preload && echo same; d=\$?; [ \$r = 0 ] && [ \$t = 0 ] && [ \$d = 0 ]"
+# What a server does between accept and its first byte (ctest/vm/accept_calls.c: accept4's
+# SOCK_NONBLOCK and SOCK_CLOEXEC, fcntl, ioctl(FIONBIO), the socket options a server queries,
+# getsockname/getpeername, sendfile from a file, shutdown), on an accepted and a connected
+# socket: the transcript on kernel sockets and under the preload library must be the same, no
+# TCP connection opened. Ours runs with RDMACM_RS_LOG: its log must say that both sockets
+# became rsockets. The upstream variant runs upstream's pair (its outcome recorded:
+# vm/upstream-failures.txt).
+t preload_accept_calls 60 bash -c ". /tmp/pl_lib.sh; pl=$PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP
+   /extra/bin/accept_calls 5320 > /tmp/pl_ac.kernel || { cat /tmp/pl_ac.kernel; exit 1; }
+   pl_lib \$pl || exit 1; t0=\$(tcp_opens)
+   pl_watch 40 env LD_PRELOAD=\$pl RDMACM_RS_LOG=1 /extra/bin/accept_calls 5321 > /tmp/pl_ac.preload 2> /tmp/pl_ac.log; r=\$?
+   grep librspreload /tmp/pl_ac.log | head -20; t=\$(( \$(tcp_opens) - t0 )); echo \"exit \$r, \$t TCP connection(s) opened; the transcripts:\"
+   diff /tmp/pl_ac.kernel /tmp/pl_ac.preload && echo same; d=\$?
+   lg=0; [ \$pl = $PL_UP ] || grep -q 'accept: descriptor .* is rsocket' /tmp/pl_ac.log || { echo 'FAIL: no log line for the accepted rsocket'; lg=1; }
+   [ \$r = 0 ] && [ \$t = 0 ] && [ \$d = 0 ] && [ \$lg = 0 ]"
+# netperf, unmodified (Debian's package): netserver in ns1 (-D: in the foreground; -f: each
+# test in the netserver process itself, no child per test), netperf in the root ns, a
+# TCP_STREAM and a TCP_RR test of 3 s each. Both ends under the preload library; the control
+# connection and the data connection must both be RDMA's (no TCP connection opened in either
+# namespace; rxe0 sent at least 1000 packets; each test's result, 10^6 bits/s or transactions/s,
+# above 0). The upstream variant runs upstream's pair. netserver logs what it makes of each socket.
+pair --srv-wait 10 preload_netperf 120 \
+  ". /tmp/pl_lib.sh; pl=$PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP; t0=\$(tcp_opens)
+   pl_watch 100 env LD_PRELOAD=\$pl RDMACM_RS_LOG=1 netserver -D -f -4 -L 192.0.2.2 -p 12865; r=\$?
+   echo \"netserver exit \$r\"; no_tcp \$t0" \
+  ". /tmp/pl_lib.sh; pl=$PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP; pl_lib \$pl || exit 1
+   for i in \$(seq 100); do [ -n \"\$($N1 ss -Hltn 'sport = :12865')\$(rdma res show cm_id 2>/dev/null | grep LISTEN | grep 12865)\" ] && break; sleep 0.1; done
+   p0=\$(rxe_pkts); t0=\$(tcp_opens); r=0
+   for test in TCP_STREAM TCP_RR; do
+     pl_watch 40 env LD_PRELOAD=\$pl netperf -4 -H 192.0.2.2 -p 12865 -L 192.0.2.1 -t \$test -l 3 > /tmp/pl_np.out; x=\$?
+     cat /tmp/pl_np.out; rate=\$(awk '\$1 ~ /^[0-9]+\$/ && NF >= 5 { v = \$NF } END { print v + 0 }' /tmp/pl_np.out)
+     echo \"netperf -t \$test: exit \$x, result \$rate\"; [ \$x = 0 ] && awk -v v=\$rate 'BEGIN { exit !(v > 0) }' || r=1; done
+   $N1 pkill -TERM -x netserver; over_rdma \$p0 \$t0 1000 && exit \$r"
