@@ -6,7 +6,7 @@
 # `make bench` keeps the best of two rounds, which cannot tell a few per cent from the
 # TCG noise; this takes as many rounds as asked and pairs them.
 #
-#   bench/ab.sh [-r ROUNDS] [-c "duplex pingpong rstream64k"] [-w syscount] NAME=DIR...
+#   bench/ab.sh [-r ROUNDS] [-c "duplex pingpong rstream64k cg_create_destroy cg_get_ack"] [-w syscount] NAME=DIR...
 #       DIR holds a librdmacm.so.1 (e.g. build/lib, or a copy of it made before a change);
 #       -w syscount: both ends under ctest/vm/preload/syscount.c, and a table of the system
 #       calls and context switches per message (duplex) or round trip (pingpong) and end

@@ -5,8 +5,10 @@
 # storm size (and thread count) and case, each library's best round, ours/upstream, the spread
 # of each library's rounds ((worst - best) / best) and a verdict ("~": the ratio is within the
 # larger spread). First a matrix of the step totals (ours/upstream, size by size), then every
-# case. Writes build/storm.txt. Exit status: non-zero when a storm has no number for a library
-# in some round (a FAIL line), naming it.
+# case, then (storms run on ours with RDMACM_RS_TRACE on too) the trace's cost: ours with it on
+# / ours with it off, step by step, and the lines and bytes it wrote per connection. Writes
+# build/storm.txt. Exit status: non-zero when a storm has no number for a library in some
+# round (a FAIL line), naming it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: bench/storm-report.sh DIR}
@@ -44,7 +46,19 @@ awk '
       for (k = 0; k < nc[s]; k++) { c = co[s, k]
         u = (s, c, "upstream") in best ? best[s, c, "upstream"] : "-"; o = (s, c, "ours") in best ? best[s, c, "ours"] : "-"
         if (u == 0 && o == 0 && worst[s, c, "upstream"] == 0 && worst[s, c, "ours"] == 0) continue
+        if (u == "-" && o == "-") continue
         printf "%-12s %-28s %12s %12s %7s %8.0f%% %8.0f%%  %s |%s\n", s, c, u, o, mark(s, c), spread(s, c, "upstream") * 100, spread(s, c, "ours") * 100, vals[s, c, "upstream"], vals[s, c, "ours"] } }
+    # the trace: ours with RDMACM_RS_TRACE on against ours with it off, same storms and boot
+    t = "ours+trace"; ht = 0
+    for (i = 0; i < nsz; i++) { s = szo[i]
+      for (k = 0; k < nc[s]; k++) { c = co[s, k]; if (!((s, c, t) in best)) continue
+        if (!ht) { ht = 1; printf "\ntrace on/off (ours with RDMACM_RS_TRACE on / ours with it off; below 1 = faster on)\n"
+          printf "%-12s %-28s %12s %12s %7s %9s %9s  %s\n", "storm", "case", "ours", "ours+trace", "on/off", "spread-of", "spread-on", "rounds (off | on)" }
+        if (c !~ /_total$|^trace_/) continue
+        o = best[s, c, "ours"]; if (o == "") o = "-"; u = best[s, c, t]
+        q = spread(s, c, "ours"); if (spread(s, c, t) > q) q = spread(s, c, t)
+        rr = o != "-" && o > 0 ? u / o : ""
+        printf "%-12s %-28s %12s %12s %7s %8.0f%% %8.0f%%  %s |%s\n", s, c, o, u, rr == "" ? "-" : sprintf("%.2f%s", rr, (rr - 1 <= q && 1 - rr <= q && rr != 1) ? "~" : ""), spread(s, c, "ours") * 100, spread(s, c, t) * 100, vals[s, c, "ours"], vals[s, c, t] } }
     bad = 0; for (k in fail) { printf "storm: FAIL %s: %s\n", k, fail[k] > "/dev/stderr"; bad = 1 }
     exit bad }' "${files[@]}" | tee build/storm.txt
 rc=${PIPESTATUS[0]}

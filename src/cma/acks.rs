@@ -54,6 +54,12 @@ impl Acks {
         self.wait_inner(reported, f, None)
     }
 
+    /// Whether `reported` events have been acked.
+    #[inline]
+    pub fn reached(&self, reported: u32) -> bool {
+        self.n.load(Ordering::SeqCst) >= reported
+    }
+
     /// Waits as [`wait`](Self::wait) does; when `after_ms` have passed with
     /// events still unacked, calls `slow(acked)` once (the wait goes on).
     #[inline]

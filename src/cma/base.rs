@@ -144,9 +144,9 @@ pub struct EventPriv {
     pub id_priv: Option<Arc<IdPriv>>,
     /// The multicast membership of a multicast event.
     pub mc: Option<Arc<Mc>>,
-    /// The thread that got the event (its gettid): a destroy that waits
-    /// for the event's ack names it.
-    pub(super) holder: u32,
+    /// The thread that got the event ([`crate::sys::trace::thread_key`]):
+    /// a destroy that waits for the event's ack says whether it holds it.
+    pub(super) holder: usize,
 }
 
 /// One membership (upstream's `struct cma_multicast`); its address is the

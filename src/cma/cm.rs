@@ -207,10 +207,19 @@ impl Cm {
     /// Creates an id with an explicit QP type (also used by the endpoint
     /// and connection code).
     pub fn create_id_inner(&'static self, ch: Option<&Arc<Channel>>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<Arc<IdPriv>, Errno> {
+        if trace::on() {
+            return self.create_id_traced(ch, context, ps, qp_type);
+        }
+        self.create_id_untraced(ch, context, ps, qp_type)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn create_id_traced(&'static self, ch: Option<&Arc<Channel>>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<Arc<IdPriv>, Errno> {
         trace::create(|| self.create_id_untraced(ch, context, ps, qp_type))
     }
 
-    #[inline]
+    #[inline(always)]
     fn create_id_untraced(&'static self, ch: Option<&Arc<Channel>>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<Arc<IdPriv>, Errno> {
         let opened;
         let (ch, sync) = match ch {
@@ -303,10 +312,19 @@ impl Cm {
     /// kernel's id is gone): a later `rdma_destroy_id` of it waits again
     /// and frees it.
     pub fn destroy_id(&self, p: &Arc<IdPriv>) -> Result<(), Errno> {
+        if trace::on() {
+            return self.destroy_id_traced(p);
+        }
+        self.destroy_id_untraced(p)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn destroy_id_traced(&self, p: &Arc<IdPriv>) -> Result<(), Errno> {
         trace::call(p, Step::DestroyId, || self.destroy_id_untraced(p))
     }
 
-    #[inline]
+    #[inline(always)]
     fn destroy_id_untraced(&self, p: &Arc<IdPriv>) -> Result<(), Errno> {
         let reported = match p.acks.pending() {
             Some(n) => n,
@@ -318,12 +336,24 @@ impl Cm {
                 n
             }
         };
-        if let Err(e) = p.acks.wait_reporting(reported, Self::HELD_REPORT_MS, &mut |acked| self.report_held(p, reported, acked)) {
-            p.acks.set_pending(reported);
-            return Err(e);
+        if !p.acks.reached(reported) {
+            self.wait_acks(p, reported)?;
         }
         self.free_id(p);
         Ok(())
+    }
+
+    /// The destroy's wait for the acks of `reported` events, not all
+    /// acked yet; after [`Self::HELD_REPORT_MS`] it says which are held.
+    /// Out of line: most destroys find every event acked.
+    #[cold]
+    #[inline(never)]
+    fn wait_acks(&self, p: &Arc<IdPriv>, reported: u32) -> Result<(), Errno> {
+        let r = p.acks.wait_reporting(reported, Self::HELD_REPORT_MS, &mut |acked| self.report_held(p, reported, acked));
+        if r.is_err() {
+            p.acks.set_pending(reported);
+        }
+        r
     }
 
     /// Says (debug log at warn level, trace) that a destroy of `p` has
@@ -332,7 +362,7 @@ impl Cm {
     /// ack ends the wait).
     #[cold]
     fn report_held(&self, p: &IdPriv, reported: u32, acked: u32) {
-        let me = crate::sys::trace::tid();
+        let me = crate::sys::trace::thread_key();
         let mut held: Vec<(u32, i32, bool)> = Vec::new();
         self.live.events.for_each(|e| {
             if e.id_priv.as_deref().is_some_and(|q| std::ptr::eq(q, p)) {
@@ -431,10 +461,19 @@ impl Cm {
     /// `rdma_resolve_addr`.
     /// (Addresses at their own length, as for [`Cm::bind`].)
     pub fn resolve_addr(&'static self, p: &IdPriv, src: Option<SockAddr>, dst: Option<SockAddr>, timeout_ms: i32) -> Result<(), Errno> {
+        if trace::on() {
+            return self.resolve_addr_traced(p, src, dst, timeout_ms);
+        }
+        self.resolve_addr_untraced(p, src, dst, timeout_ms)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn resolve_addr_traced(&'static self, p: &IdPriv, src: Option<SockAddr>, dst: Option<SockAddr>, timeout_ms: i32) -> Result<(), Errno> {
         trace::call(p, Step::ResolveAddr, || self.resolve_addr_untraced(p, src, dst, timeout_ms))
     }
 
-    #[inline]
+    #[inline(always)]
     fn resolve_addr_untraced(&'static self, p: &IdPriv, src: Option<SockAddr>, dst: Option<SockAddr>, timeout_ms: i32) -> Result<(), Errno> {
         let dst = dst.filter(|a| !a.is_empty()).ok_or(Errno::EINVAL)?;
         if matches!(src, Some(s) if s.is_empty()) {
@@ -453,10 +492,19 @@ impl Cm {
 
     /// `rdma_resolve_route`.
     pub fn resolve_route(&'static self, p: &IdPriv, timeout_ms: i32) -> Result<(), Errno> {
+        if trace::on() {
+            return self.resolve_route_traced(p, timeout_ms);
+        }
+        self.resolve_route_untraced(p, timeout_ms)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn resolve_route_traced(&'static self, p: &IdPriv, timeout_ms: i32) -> Result<(), Errno> {
         trace::call(p, Step::ResolveRoute, || self.resolve_route_untraced(p, timeout_ms))
     }
 
-    #[inline]
+    #[inline(always)]
     fn resolve_route_untraced(&'static self, p: &IdPriv, timeout_ms: i32) -> Result<(), Errno> {
         // Upstream first asks ibacm for a route on InfiniBand devices; without
         // an ibacm answer it falls back to the kernel, which is what we do.

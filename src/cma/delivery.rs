@@ -238,7 +238,7 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
         }
         trace::event(cm, &evt, p);
         log::debug!(target: "rdmacm", "event {} status {} on id {} (kernel: {} status {})", events::event_name(evt.event.0.event).to_string_lossy(), evt.event.0.status, p.handle(), events::event_name(resp.event).to_string_lossy(), resp.status);
-        evt.holder = crate::sys::trace::tid();
+        evt.holder = crate::sys::trace::thread_key();
         let got = Got { ptr: &evt.event.0 as *const rdma_cm_event as *mut rdma_cm_event, event: evt.event.0.event, status: evt.event.0.status, id: evt.event.0.id };
         if let Err((e, evt)) = cm.live.events.try_insert_new(evt) {
             // The room reserved above was taken by another thread and

@@ -2,7 +2,8 @@
 //! The trail of the CM's steps (docs/trace.md): with `RDMACM_RS_TRACE`
 //! set, every call that starts a step of an id and every event delivered
 //! for it becomes one JSON line ([`crate::sys::trace`] writes it).  Off,
-//! each hook costs one relaxed load ([`on`]).
+//! each hook costs one relaxed load and a branch ([`call`], [`on`]),
+//! with no call frame of its own.
 //!
 //! An id gets a number, 1, 2, ... in the order the process first traces
 //! it, kept until its destroy; the call that starts an asynchronous step
@@ -108,30 +109,33 @@ pub fn id_number(p: &IdPriv) -> u64 {
     number(p, None, false, false).0
 }
 
-/// Runs `f`, the call of `step` on `p`, and traces it (when on).
-#[inline]
+// How a call is traced: its function tests [`on`] and, off, runs its
+// body (an `#[inline(always)]` function) in its own frame; on, it calls a
+// `#[cold]` copy of itself that runs the body through [`call`] or
+// [`create`].  Off, the trace costs one relaxed load and a branch, with no
+// call frame, closure or argument passing of its own (a closure run on
+// both paths would be compiled out of line).
+
+/// Runs `f`, the call of `step` on `p`, and traces it (the trace is on).
+#[inline(always)]
 pub fn call<R>(p: &IdPriv, step: Step, f: impl FnOnce() -> Result<R, Errno>) -> Result<R, Errno> {
-    // `f` appears once, so that it is inlined once.
-    let t0 = if on() { Some(st::mono_us()) } else { None };
+    let t0 = st::mono_us();
     let r = f();
-    if let Some(t0) = t0 {
-        record_call(p, step, t0, r.as_ref().err().copied());
-    }
+    record_call(p, step, t0, r.as_ref().err().copied());
     r
 }
 
 /// `create_id`: runs `f` and traces the new id (or the failure, id 0).
-#[inline]
+#[inline(always)]
 pub fn create(f: impl FnOnce() -> Result<Arc<IdPriv>, Errno>) -> Result<Arc<IdPriv>, Errno> {
-    let t0 = if on() { Some(st::mono_us()) } else { None };
+    let t0 = st::mono_us();
     let r = f();
-    if let Some(t0) = t0 {
-        record_create(&r, t0);
-    }
+    record_create(&r, t0);
     r
 }
 
 #[cold]
+#[inline(never)]
 fn record_create(r: &Result<Arc<IdPriv>, Errno>, t0: u64) {
     match r {
         Ok(p) => record_call(p, Step::CreateId, t0, None),
@@ -144,6 +148,7 @@ fn record_create(r: &Result<Arc<IdPriv>, Errno>, t0: u64) {
 }
 
 #[cold]
+#[inline(never)]
 fn record_call(p: &IdPriv, step: Step, t0: u64, err: Option<Errno>) {
     let open = if err.is_none() && step.asynchronous() { Some((step, t0)) } else { None };
     let (n, _) = number(p, open, false, step == Step::DestroyId && err.is_none());
@@ -163,6 +168,7 @@ pub fn event(cm: &Cm, evt: &EventPriv, p: &IdPriv) {
 }
 
 #[cold]
+#[inline(never)]
 fn record_event(cm: &Cm, evt: &EventPriv, p: &IdPriv) {
     let e = &evt.event.0;
     let np = if e.event == RDMA_CM_EVENT_CONNECT_REQUEST && e.id != p.raw() { cm.live.ids.get(e.id as usize) } else { None };

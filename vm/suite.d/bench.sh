@@ -159,14 +159,16 @@ bench_cg_report(){ local c=$1 n=$2 f=$3 u=$4
       printf "BENCH cg_%s_lib %.0f instr/%s\n", c, lib / n, u; printf "BENCH cg_%s_total %.0f instr/%s\n", c, total / n, u }' "$f"
 }
 
-# instructions per call under callgrind (counted inside measured_<case> only)
-bench_callgrind(){ local c=$1 n=$2 f=/tmp/bench-cg.$1 r
+# instructions per call under callgrind (counted inside measured_<case> only); [WRAP NAME]:
+# under the command words WRAP (bench_ab's library choice), the profile kept as NAME.<case>.<round>
+bench_callgrind(){ local c=$1 n=$2 f=/tmp/bench-cg.$1 r w=${3:-} nm=${4:-${RDMACM_VARIANT:-x}}
   rm -f "$f"
-  timeout 600 valgrind -q --tool=callgrind --toggle-collect="measured_$c" --callgrind-out-file="$f" \
+  # shellcheck disable=SC2086
+  timeout 600 $w valgrind -q --tool=callgrind --toggle-collect="measured_$c" --callgrind-out-file="$f" \
     /extra/bin/bench_calls "$c" "$n" > "$f.out" 2> "$f.err"; r=$?
   # keep the profile in the run's work dir (suite/share/out/callgrind/<variant>.<case>.<round>)
   # for callgrind_annotate on the host
-  if [ -d /host/out ] && [ -s "$f" ]; then mkdir -p /host/out/callgrind; cp "$f" "/host/out/callgrind/${RDMACM_VARIANT:-x}.$c.${BENCH_ROUND:-1}"; fi
+  if [ -d /host/out ] && [ -s "$f" ]; then mkdir -p /host/out/callgrind; cp "$f" "/host/out/callgrind/$nm.$c.${BENCH_ROUND:-1}"; fi
   if [ $r != 0 ] || ! grep -qx "calls $n" "$f.out"; then
     bench_fail "cg_${c}_lib" "rc=$r"; bench_fail "cg_${c}_total" "rc=$r"; sed 's/^/  valgrind: /' "$f.err" >&2; return; fi
   bench_cg_report "$c" "$n" "$f" call
@@ -345,6 +347,8 @@ bench_ab(){ local r lib w cs c nm v e i o=/tmp/bench-ab rc=0 port=7480 sc= libs=
     for c in ${BENCH_AB_CASES:-duplex}; do
       case $c in duplex) nm=rs_duplex_64k_us_per_mib cs="1000 65536";; pingpong) nm=rs_pingpong8_64b_ns_per_rt cs="8 1000 64";;
         rstream64k) nm=rstream_64k_xfer_us cs="-S 65536 -C 300";;
+        # instructions per call in the library under callgrind (100 calls; counts repeat exactly)
+        cg_create_destroy|cg_get_ack|cg_write_get_ack) nm=${c}_lib cs=;;
         *) echo "bench_ab: unknown case $c"; return 1;; esac
       # the order turns by one each round (no library always runs first, or after the same one)
       for i in "${!libs[@]}"; do lib=${libs[$(( (i + r) % ${#libs[@]} ))]}
@@ -353,6 +357,8 @@ bench_ab(){ local r lib w cs c nm v e i o=/tmp/bench-ab rc=0 port=7480 sc= libs=
         if [ $c = rstream64k ]; then
           # (bench_rstream reports a failure itself)
           v=$(bench_rstream "$nm" "$cs" "$w" | awk '$1 == "BENCH" && $3 ~ /^[0-9.]+$/ { print $3 }')
+        elif [[ $c == cg_* ]]; then
+          v=$(BENCH_ROUND=$r bench_callgrind "${c#cg_}" 100 "$w" "$lib" | awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9.]+$/ { print $3 }')
         else
           [ "${BENCH_AB_WRAP:-}" != syscount ] || { sc="LD_PRELOAD=/extra/bin/libsyscount.so SYSCOUNT_FILE=$o.sc"; rm -f "$o".sc.*; }
           port=$((port + 1))

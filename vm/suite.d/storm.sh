@@ -68,10 +68,13 @@ with open(out, "w") as f:
 '
 
 # storm_env LIB: the command words that put a process on LIB's librdmacm (upstream | ours |
-# a build of ours that bench/storm-ab.sh shipped as /extra/bin/ab/LIB)
-storm_env(){ case $1 in upstream) echo "env -u LD_LIBRARY_PATH RDMACM_VARIANT=upstream";;
-  ours) echo "env LD_LIBRARY_PATH=/extra/ours/lib RDMACM_VARIANT=ours";;
-  *) echo "env LD_LIBRARY_PATH=/extra/bin/ab/$1 RDMACM_VARIANT=ab";; esac; }
+# a build of ours that bench/storm-ab.sh shipped as /extra/bin/ab/LIB); LIB+trace: the same
+# library with its trace on (RDMACM_RS_TRACE, one file per process in $storm_trace_dir)
+storm_trace_dir=/tmp/storm-trace
+storm_env(){ local t=; case $1 in *+trace) t=" RDMACM_RS_TRACE=$storm_trace_dir/"; set -- "${1%+trace}";; esac
+  case $1 in upstream) echo "env -u LD_LIBRARY_PATH RDMACM_VARIANT=upstream$t";;
+  ours) echo "env LD_LIBRARY_PATH=/extra/ours/lib RDMACM_VARIANT=ours$t";;
+  *) echo "env LD_LIBRARY_PATH=/extra/bin/ab/$1 RDMACM_VARIANT=ab$t";; esac; }
 
 # storm_cmtime SIZE LIB ROUND CLIENTS CONNS THREADS MODE(m|qp) PORT TIMEOUT: one storm; prints
 # STORM lines (see above) and returns non-zero when it failed. Per client step: total(us) is the
@@ -83,6 +86,7 @@ storm_cmtime(){ local size=$1 lib=$2 round=$3 nc=$4 c=$5 th=$6 mode=$7 port=$8 t
   local o=/tmp/storm.$size.$lib.$round w s k pids=() smp=() rc=0 m= peers=$(( $4 + 1 )) end why=
   w=$(storm_env "$lib"); [ "$mode" = m ] && m="-m 0"
   rm -f "$o".*
+  [[ $lib != *+trace ]] || { rm -rf "$storm_trace_dir"; mkdir -p "$storm_trace_dir"; }
   # shellcheck disable=SC2086
   $w ip netns exec ns1 ${STORM_SRV_WRAP:-} stdbuf -oL -eL cmtime -b 192.0.2.2 -C 192.0.2.2 -p "$port" -L -P $peers -c "$c" $m -n "$th" > "$o.srv" 2>&1 & s=$!
   smp+=("$s:srv:$o.srv")
@@ -120,6 +124,13 @@ storm_cmtime(){ local size=$1 lib=$2 round=$3 nc=$4 c=$5 th=$6 mode=$7 port=$8 t
       if (conns > 0 && ns > 0) printf "STORM %s %s %s srv_rss_bytes_per_conn %.0f\nSTORM %s %s %s srv_fds_per_conn %.3f\nSTORM %s %s %s srv_threads %d\n", size, lib, r, srss * 1024 / conns, size, lib, r, sfd / conns, size, lib, r, sth
       if (conns > 0 && n > 0) printf "STORM %s %s %s cli_rss_bytes_per_conn %.0f\nSTORM %s %s %s cli_fds_per_conn %.3f\nSTORM %s %s %s cli_threads %d\n", size, lib, r, crss * 1024 / conns, size, lib, r, cfd / conns, size, lib, r, cth
       exit bad || n == 0 || ns == 0 }' "$o.srv" "$o".c[0-9]* > "$o.storm" || why+=" no_table"
+  # with the trace on: its lines and bytes per connection (all processes' files), then gone
+  if [[ $lib == *+trace ]]; then
+    cat "$storm_trace_dir"/*.jsonl 2>/dev/null | awk -v p="STORM $size $lib $round" -v conns=$((nc * c)) -v files="$(ls "$storm_trace_dir" | wc -l)" \
+      '{ b += length($0) + 1 } END { printf "%s trace_files %d\n%s trace_lines %d\n%s trace_bytes_per_conn %.0f\n", p, files, p, NR, p, conns ? b / conns : 0
+        if (NR == 0) exit 1 }' >> "$o.storm" || why+=" no_trace_lines"
+    rm -rf "$storm_trace_dir"
+  fi
   if [ -z "$why" ]; then cat "$o.storm"; return 0; fi
   why=${why# }; echo "STORM $size $lib $round FAIL ${why// /,}"
   { echo "storm $size $lib round $round:$why"; for k in "$o.srv" "$o".c[0-9]*; do echo "== $k"; tail -8 "$k"; done; } >&2
@@ -160,19 +171,27 @@ storm_small(){ local lib=upstream up=/host/out/storm_small.upstream.out rc=0
       exit bad }' $up /tmp/storm.small.out
 }
 export -f storm_small storm_cmtime storm_cyc storm_env storm_backlog
-export storm_sample_py
+export storm_sample_py storm_trace_dir
 
 # STORM_SIZES: SIZE:CLIENTS:CONNS_PER_CLIENT:THREADS:MODE:TIMEOUT ... (VM_BENCH "storm=..." sets
 # it, "," for " " and "/" for ":"); STORM_CYCLES: connect/disconnect cycles per library
+# STORM_TRACE: the storms (by size name) that also run on ours with its trace on (library
+# "ours+trace"; with stormlibs, the last of them; the report's trace table: ours+trace / ours)
 export STORM_SIZES_DEFAULT="noqp10k_n1:4:2500:1:m:600 noqp10k_n2:4:2500:2:m:600 noqp10k_n4:4:2500:4:m:600 qp2k_n1:4:500:1:qp:600"
-bench_storm(){ local r sz size nc c th mode to port=7561 lib rc=0 libs=(upstream ${STORM_AB:-ours}) order=()
+export STORM_TRACE_DEFAULT="noqp10k_n2"
+bench_storm(){ local r sz size nc c th mode to port=7561 lib rc=0 libs=(upstream ${STORM_AB:-ours}) order=() o2
   # the upstream variant's run takes the libraries in order, the ours run in reverse
   r=1; [ "${RDMACM_VARIANT:-}" = ours ] && r=2
   for lib in "${libs[@]}"; do if [ $r = 1 ]; then order+=("$lib"); else order=("$lib" "${order[@]}"); fi; done
   storm_backlog
   echo "# storm: max_backlog $(cat /proc/sys/net/rdma_ucm/max_backlog 2>/dev/null), $(nproc) CPUs, $(awk '/MemTotal/ { print $2 " kB" }' /proc/meminfo)"
   for sz in ${STORM_SIZES:-$STORM_SIZES_DEFAULT}; do IFS=: read -r size nc c th mode to <<< "$sz"
-    for lib in "${order[@]}"; do port=$((port + 1)); local t0=$SECONDS
+    o2=("${order[@]}")
+    # the last library of ours (make bench: ours) again with its trace on, beside it (after it
+    # in round 1, before it in round 2)
+    if [[ " ${STORM_TRACE-$STORM_TRACE_DEFAULT} " == *" ${size%.r[0-9]*} "* ]]; then
+      if [ $r = 1 ]; then o2+=("${libs[-1]}+trace"); else o2=("${libs[-1]}+trace" "${o2[@]}"); fi; fi
+    for lib in "${o2[@]}"; do port=$((port + 1)); local t0=$SECONDS
       storm_cmtime "$size" "$lib" "$r" "$nc" "$c" "$th" "$mode" "$port" "$to" || rc=1
       echo "# storm $size $lib round $r: $((SECONDS - t0)) s"; done; done
   [ "${STORM_CYCLES:-2000}" = 0 ] || for lib in "${order[@]}"; do local t0=$SECONDS
@@ -206,6 +225,8 @@ case ${BENCH:-} in *stormdiagcycles=*) STORM_DIAG_CYCLES=${BENCH#*stormdiagcycle
 case ${BENCH:-} in *storm=*) STORM_SIZES=${BENCH#*storm=}; STORM_SIZES=${STORM_SIZES%% *}; STORM_SIZES=${STORM_SIZES//,/ }; export STORM_SIZES=${STORM_SIZES//\//:};; esac
 # "stormlibs=a,b" (bench/storm-ab.sh): the storms on upstream's and on these builds of ours
 case ${BENCH:-} in *stormlibs=*) STORM_AB=${BENCH#*stormlibs=}; STORM_AB=${STORM_AB%% *}; export STORM_AB=${STORM_AB//,/ };; esac
+# "stormtrace=a,b": the storms (by name) that also run on ours with its trace on ("-": none)
+case ${BENCH:-} in *stormtrace=*) STORM_TRACE=${BENCH#*stormtrace=}; STORM_TRACE=${STORM_TRACE%% *}; STORM_TRACE=${STORM_TRACE//,/ }; export STORM_TRACE=${STORM_TRACE#-};; esac
 case ${BENCH:-} in *stormcycles=*) STORM_CYCLES=${BENCH#*stormcycles=}; export STORM_CYCLES=${STORM_CYCLES%% *};; esac
 # make bench runs the storms unless its sections leave them out
 if [ -n "${BENCH:-}" ] && [ -z "${BENCH_AB:-}" ] && { [ -z "${BENCH_SECTIONS:-}" ] || [[ " $BENCH_SECTIONS " == *" storm "* ]]; }; then

@@ -206,10 +206,19 @@ fn qp_num_srq(p: &IdPriv, param: Option<&ConnParamIn>) -> Option<(u32, u8)> {
 
 /// `rdma_connect`.
 pub fn connect(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
+    if trace::on() {
+        return connect_traced(cm, p, param);
+    }
+    connect_untraced(cm, p, param)
+}
+
+#[cold]
+#[inline(never)]
+fn connect_traced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
     trace::call(p, trace::Step::Connect, || connect_untraced(cm, p, param))
 }
 
-#[inline]
+#[inline(always)]
 fn connect_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
     valid_param(p, param)?;
     let d = p.device().ok_or(Errno::EINVAL)?;
@@ -234,10 +243,19 @@ fn connect_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) ->
 
 /// `rdma_listen`.
 pub fn listen(cm: &'static Cm, p: &IdPriv, backlog: c_int) -> Result<(), Errno> {
+    if trace::on() {
+        return listen_traced(cm, p, backlog);
+    }
+    listen_untraced(cm, p, backlog)
+}
+
+#[cold]
+#[inline(never)]
+fn listen_traced(cm: &'static Cm, p: &IdPriv, backlog: c_int) -> Result<(), Errno> {
     trace::call(p, trace::Step::Listen, || listen_untraced(cm, p, backlog))
 }
 
-#[inline]
+#[inline(always)]
 fn listen_untraced(cm: &'static Cm, p: &IdPriv, backlog: c_int) -> Result<(), Errno> {
     cm.ucma.listen(p.fd(), p.handle(), backlog as u32)?;
     p.conn.lock().listening = true;
@@ -251,10 +269,19 @@ fn listen_untraced(cm: &'static Cm, p: &IdPriv, backlog: c_int) -> Result<(), Er
 
 /// `rdma_accept`.
 pub fn accept(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
+    if trace::on() {
+        return accept_traced(cm, p, param);
+    }
+    accept_untraced(cm, p, param)
+}
+
+#[cold]
+#[inline(never)]
+fn accept_traced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
     trace::call(p, trace::Step::Accept, || accept_untraced(cm, p, param))
 }
 
-#[inline]
+#[inline(always)]
 fn accept_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
     // Upstream reads the caller's parameters when the id has no QP.
     let (qpn, srq) = qp_num_srq(p, param).ok_or(Errno::EINVAL)?;
@@ -327,10 +354,19 @@ pub(crate) fn stop_qp(p: &IdPriv) -> Result<(), Errno> {
 
 /// `rdma_disconnect`.
 pub fn disconnect(cm: &'static Cm, p: &IdPriv) -> Result<(), Errno> {
+    if trace::on() {
+        return disconnect_traced(cm, p);
+    }
+    disconnect_untraced(cm, p)
+}
+
+#[cold]
+#[inline(never)]
+fn disconnect_traced(cm: &'static Cm, p: &IdPriv) -> Result<(), Errno> {
     trace::call(p, trace::Step::Disconnect, || disconnect_untraced(cm, p))
 }
 
-#[inline]
+#[inline(always)]
 fn disconnect_untraced(cm: &'static Cm, p: &IdPriv) -> Result<(), Errno> {
     shutdown(p)?;
     cm.ucma.disconnect(p.fd(), p.handle())?;

@@ -93,10 +93,19 @@ fn get_xrcd(cm: &Cm, p: &IdPriv) -> Result<Xrcd, Errno> {
 
 /// `rdma_create_qp_ex`.
 pub fn create_qp_ex(cm: &Cm, p: &IdPriv, attr: &mut Vouched<QpInitAttrEx>) -> Result<(), Errno> {
+    if trace::on() {
+        return create_qp_ex_traced(cm, p, attr);
+    }
+    create_qp_ex_untraced(cm, p, attr)
+}
+
+#[cold]
+#[inline(never)]
+fn create_qp_ex_traced(cm: &Cm, p: &IdPriv, attr: &mut Vouched<QpInitAttrEx>) -> Result<(), Errno> {
     trace::call(p, Step::CreateQp, || create_qp_ex_untraced(cm, p, attr))
 }
 
-#[inline]
+#[inline(always)]
 fn create_qp_ex_untraced(cm: &Cm, p: &IdPriv, attr: &mut Vouched<QpInitAttrEx>) -> Result<(), Errno> {
     let id = &p.id;
     let verbs = id.verbs();
