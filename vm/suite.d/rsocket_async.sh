@@ -60,9 +60,10 @@ pair --srv-wait 10 example_rhttp_curl_rxe 120 \
 # --- an async client of socat (echo) under librspreload --------------------------------------
 # 60000 bytes: socat's PIPE is one pipe of 64 KiB that socat both fills and drains, with
 # blocking writes: more data in flight than that blocks socat in write(2) on its own pipe for
-# good (seen with 1 MB: socat in anon_pipe_write). socat did not always end by itself after the
-# connection's end under upstream's pair (its main thread spinning in user space): the server
-# side stops it once the client is done and says so (stderr), judging only its TCP counters.
+# good (seen with 1 MB: socat in anon_pipe_write). socat stays up to its -t after the end of
+# the stream, and was once seen long after it under upstream's pair (its main thread spinning
+# in user space): the server side stops it a second after the client is done and says so
+# (stderr), judging only its TCP counters. The client reads back as many bytes as it sent.
 pair --srv-wait 10 example_async_rstream_rxe 90 \
   ". /tmp/pl_lib.sh; . /tmp/ex_async_lib.sh; pl_lib $PLA_UP || exit 1; t0=\$(tcp_opens); s0=\$(tcp_segs)
    rm -f /tmp/ex_ars.done; LD_PRELOAD=$PLA_UP socat -t 5 TCP-LISTEN:7472,bind=192.0.2.2,reuseaddr PIPE & p=\$!
