@@ -9,9 +9,9 @@
 //!
 //! The server is any rsocket echo server: a TCP program under rdma-core's
 //! `librspreload.so`, say `socat TCP-LISTEN:7472,bind=ADDR PIPE`. The
-//! client sends `-S` bytes of a known pattern, shuts its sending side down
-//! (the server sees the end of the stream and closes), reads until the
-//! end and compares every byte; with `-t` it fails after that many seconds
+//! client sends `-S` bytes of a known pattern and shuts its sending side
+//! down, reads as many bytes back (an early end of the stream fails it)
+//! and compares every byte; with `-t` it fails after that many seconds
 //! unless done.
 
 #![forbid(unsafe_code)]
@@ -68,10 +68,13 @@ async fn run(o: Opts) -> Result<(), String> {
         wr.shutdown().await.map_err(|e| format!("shutdown: {e}"))?;
         Ok::<_, String>(wr)
     });
+    // Every byte sent comes back: read that many (an early end of the
+    // stream is an error), without waiting for the server to close.
     let mut got = Vec::with_capacity(o.size);
     let mut buf = vec![0u8; 65536];
-    loop {
-        let n = rd.read(&mut buf).await.map_err(|e| format!("read: {e}"))?;
+    while got.len() < data.len() {
+        let want = (data.len() - got.len()).min(buf.len());
+        let n = rd.read(&mut buf[..want]).await.map_err(|e| format!("read: {e}"))?;
         if n == 0 {
             break;
         }

@@ -419,6 +419,37 @@ mod tests {
         });
     }
 
+    /// The registration of arm-then-check: once a waiter has looked and
+    /// found nothing, a change another thread makes to the stream (here
+    /// rfcntl's) signals its wake-up descriptor; `done` resets it.
+    #[test]
+    fn a_change_by_another_thread_signals_the_registered_waiter() {
+        use std::io::Read;
+        let n = [File::open("/dev/null").unwrap(), File::open("/dev/null").unwrap()];
+        rs::fake_pair(n[0].as_raw_fd(), n[1].as_raw_fd());
+        let s = rs::lookup(n[0].as_raw_fd()).unwrap();
+        let w = Waiter::new().unwrap();
+        // (the duplicate shares the eventfd's O_NONBLOCK: a read tells
+        // whether it was signalled, and resets it)
+        let mut wake = File::from(w.wake_fd().unwrap());
+        let signalled = |f: &mut File| f.read(&mut [0u8; 8]).is_ok();
+        assert_eq!(w.arm(&s, libc::POLLIN).unwrap(), 0, "no data yet");
+        assert!(!signalled(&mut wake), "signalled before any change");
+        let other = s.clone();
+        std::thread::spawn(move || other.fcntl(libc::F_SETFL, libc::O_NONBLOCK).unwrap()).join().unwrap();
+        assert!(signalled(&mut wake), "the change did not signal the registered waiter");
+        w.done(&s, false);
+        std::thread::spawn({
+            let other = s.clone();
+            move || other.fcntl(libc::F_SETFL, 0).unwrap()
+        })
+        .join()
+        .unwrap();
+        assert!(!signalled(&mut wake), "signalled after done (no longer registered)");
+        rs::close(n[0].as_raw_fd()).unwrap();
+        rs::close(n[1].as_raw_fd()).unwrap();
+    }
+
     /// The peer's shutdown ends the reader's stream (0 bytes), after the
     /// data sent before it.
     #[test]
