@@ -365,6 +365,7 @@ impl Reg {
 /// id.post_send(1, &[sge], rdmacm::SendOp::Send, true)?;
 /// # Ok(()) }
 /// ```
+/// cbindgen:ignore
 pub struct MemoryRegion<B: RegisterBuffer = Box<[u8]>> {
     reg: Reg,
     buf: NonNull<u8>,
