@@ -9,27 +9,6 @@
 
 #ifndef _GNU_SOURCE
 #error "define _GNU_SOURCE before the first include"
-/* SIGUSR1: the thread that takes it prints its own stack to stderr (raw
- * addresses; symbolize the library's frames with addr2line). */
-static inline void stack_handler(int sig)
-{
-	void *b[48];
-	int n = backtrace(b, 48);
-
-	(void)sig;
-	backtrace_symbols_fd(b, n, 2);
-}
-
-/* Installs stack_handler for SIGUSR1 (a watchdog sends it to a stuck
- * thread). libgcc_s is loaded here, not in the handler. */
-static inline void stacks_on_sigusr1(void)
-{
-	void *b[2];
-
-	backtrace(b, 2);
-	signal(SIGUSR1, stack_handler);
-}
-
 #endif
 
 #include <execinfo.h>
