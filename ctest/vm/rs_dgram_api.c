@@ -287,7 +287,7 @@ int main(void)
 	printf("rsocket a: %s\n", a >= 0 ? "ok" : en(errno));
 	if (a < 0)
 		return 1;
-	crash_case(a, C_LISTEN, "rlisten a", "-1 ENOTSUP");
+	crash_case(a, C_LISTEN, "rlisten a", "-1 EOPNOTSUPP");
 	crash_case(a, C_TOS, "rsetsockopt IP_TOS a", "0 0 tos=16");
 	crash_case(a, C_ROUTE, "rgetsockopt RDMA_ROUTE a (none set)", "0 0 len=0");
 	crash_case(a, C_SEND, "rsend a (no destination)", "-1 EDESTADDRREQ");
