@@ -8,6 +8,7 @@ mod discover;
 mod libs;
 mod peer;
 mod run;
+mod verdict;
 
 use cases::{Ctx, Row, Verdict, CASES};
 use libs::Lib;
