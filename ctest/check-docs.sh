@@ -6,7 +6,8 @@
 #   - every relative link in README.md, ARCHITECTURE.md, docs/*.md and vm/README.md names a
 #     file or directory that exists;
 #   - no tracked file names a numbered work session: history is in git, not in the tree;
-#   - no doc or comment names an internal issue number, a commit of this repository or a date.
+#   - no doc or comment names an internal issue number, a commit of this repository or a date;
+#   - no source file is over 800 lines unless a line near its top says why ("Over 800 lines: ...").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail=0
@@ -71,5 +72,16 @@ if git rev-parse --verify -q HEAD >/dev/null 2>&1; then
     done
 fi
 
-[ $fail = 0 ] && echo "check-docs: README.md $lines lines, $(ls docs/*.md | wc -l) pages under docs/ linked from it, every relative link resolves"
+# Source files over 800 lines say why near their top (within the first 40 lines).
+long=0
+while IFS= read -r f; do
+    n=$(wc -l < "$f")
+    [ "$n" -gt 800 ] || continue
+    long=$((long + 1))
+    head -n 40 "$f" | grep -q 'Over 800 lines' ||
+        bad "$f has $n lines and no reason near its top (split it, or say \"Over 800 lines: why\" in its first 40 lines)"
+done < <(if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then git ls-files -- '*.rs' '*.c' '*.h' '*.sh' '*.py'
+         else find . -path ./target -prune -o -path ./build -prune -o -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name '*.sh' -o -name '*.py' \) -print; fi)
+
+[ $fail = 0 ] && echo "check-docs: README.md $lines lines, $(ls docs/*.md | wc -l) pages under docs/ linked from it, every relative link resolves, $long source files over 800 lines say why"
 exit $fail

@@ -6,6 +6,9 @@
  * oversized private data, huge and unterminated strings, double
  * destroy/ack/free.
  *
+ * Over 800 lines: the matrix is data (a row per function and case) with a driver per
+ * function; one program lists, runs and compares it.
+ *
  *   badinput                       run every case: "function<TAB>case<TAB>class<TAB>outcome"
  *   badinput -l                    list the cases
  *   badinput CASE...               run only these ("function:case")

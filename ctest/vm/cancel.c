@@ -5,6 +5,10 @@
  * enters a call, pthread_exit from a signal handler, exit() with threads blocked, and the
  * blocking calls of librspreload (recv, accept, poll on a socket it made an rsocket).
  *
+ * Over 800 lines: a case per blocking call of librdmacm, rsockets and librspreload, each
+ * a few lines around the runner in cancel.h, kept in one program so that the VM test runs
+ * one binary and compares one transcript.
+ *
  *   cancel [-n N] [-k LIST] [-K LIST] case...      (cancel.h: the runner, options, output)
  *
  * Everything runs in this process over rxe0 (192.0.2.1, loopback); 192.0.2.100-130 are on the

@@ -3,6 +3,9 @@
  * rsvc - what rsockets do in the background (upstream's service threads),
  * both ends in this process (or a forked child) over rxe0 (192.0.2.1).
  *
+ * Over 800 lines: a self-contained case per background duty of rsockets, both ends in
+ * this process, sharing the setup helpers below and one transcript.
+ *
  *   rsvc same        one thread: rlisten, a blocking rconnect to that
  *                    listener (needs a background accept), raccept, a
  *                    message each way, rshutdown both ends, rclose both.
