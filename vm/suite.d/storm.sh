@@ -94,7 +94,9 @@ storm_cmtime(){ local size=$1 lib=$2 round=$3 nc=$4 c=$5 th=$6 mode=$7 port=$8 t
     kill $s 2>/dev/null; wait $s 2>/dev/null; return 1; fi
   for k in $(seq "$nc"); do
     # shellcheck disable=SC2086
-    $w stdbuf -oL -eL cmtime -b 192.0.2.1 -C 192.0.2.2 -p "$port" -P $peers -c "$c" $m -q $((k * 200000)) -n "$th" > "$o.c$k" 2>&1 &
+    local cw=; [ "$k" = 1 ] && cw=${STORM_CLI_WRAP:-}
+    # shellcheck disable=SC2086
+    $w $cw stdbuf -oL -eL cmtime -b 192.0.2.1 -C 192.0.2.2 -p "$port" -P $peers -c "$c" $m -q $((k * 200000)) -n "$th" > "$o.c$k" 2>&1 &
     pids+=($!); smp+=("$!:c$k:$o.c$k")
   done
   python3 -c "$storm_sample_py" "$o.mem" "${smp[@]}" & local sp=$!
@@ -203,10 +205,19 @@ export -f bench_storm
 # on demand only (VM_BENCH=stormdiag): storm_cycles CYCLES (stormdiagcycles=, default 300) on
 # the variant's library under strace -f -c (system calls per cycle, as comment lines) and under callgrind
 # (out/callgrind/<lib>.storm_cycles: instructions per cycle, bench/callgrind-self.py), then a
-# storm of 2 clients x 1000 connections (-m 0) with the server under strace -f -c
+# storm of 2 clients x 1000 connections (-m 0) with the server under strace -f -c; with
+# "stormdiagqp" instead a storm with rxe QPs (2 clients x 300), the server and a client under it
 storm_diag(){ local lib=upstream w o n=${STORM_DIAG_CYCLES:-300} rc=0
   [ "${RDMACM_VARIANT:-}" = ours ] && lib=ours
   w=$(storm_env $lib); o=/tmp/storm-diag.$lib
+  if [ -n "${STORM_DIAG_QP:-}" ]; then
+    # rxe QPs (2 clients x 300 connections, 1 thread), the server and the first client under strace -f -c
+    storm_backlog
+    STORM_SRV_WRAP="strace -f -c -o $o.qpsrv" STORM_CLI_WRAP="strace -f -c -o $o.qpcli" storm_cmtime diagqp "$lib" 1 2 300 1 qp 7595 900 |
+      grep -E '_total|FAIL' || rc=1
+    sed "s/^/# strace $lib qp server: /" "$o.qpsrv"; sed "s/^/# strace $lib qp client: /" "$o.qpcli"
+    return $rc
+  fi
     # shellcheck disable=SC2086
     timeout 600 $w strace -f -c -o "$o.strace" /extra/bin/storm_cycles "$n" 2 > "$o.out" 2>&1 || rc=1
     grep '^CYCLES done' "$o.out" | sed "s/^/# $lib strace run: /"; sed "s/^/# strace $lib: /" "$o.strace"
@@ -220,6 +231,7 @@ storm_diag(){ local lib=upstream w o n=${STORM_DIAG_CYCLES:-300} rc=0
     sed "s/^/# strace $lib server: /" "$o.srvstrace"
   return $rc; }
 export -f storm_diag
+case ${BENCH:-} in *stormdiagqp*) export STORM_DIAG_QP=1;; esac
 case ${BENCH:-} in *stormdiagcycles=*) STORM_DIAG_CYCLES=${BENCH#*stormdiagcycles=}; export STORM_DIAG_CYCLES=${STORM_DIAG_CYCLES%% *};; esac
 [[ ${BENCH:-} != *stormdiag* ]] || t storm_diag 1800 bash -c storm_diag
 case ${BENCH:-} in *storm=*) STORM_SIZES=${BENCH#*storm=}; STORM_SIZES=${STORM_SIZES%% *}; STORM_SIZES=${STORM_SIZES//,/ }; export STORM_SIZES=${STORM_SIZES//\//:};; esac
