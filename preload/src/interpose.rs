@@ -1017,9 +1017,23 @@ fn dup_done(old: Option<Entry>, new: c_int) -> c_int {
     new
 }
 
+/// The entry of stand-in `fd` about to be duplicated: a connected or
+/// accepted fork-mode socket switches first, as at a data call, so that
+/// every number stands for what it becomes (a switch through one number
+/// would leave the others on the TCP socket it shuts down).
+fn before_dup(fd: c_int) -> Option<Entry> {
+    match fdmap::get(fd) {
+        Some(e @ Entry { kind: Kind::Real, fork: Fork::Active | Fork::Passive, .. }) => boundary(Some(e), || {
+            quiet(|| fork_switch(fd, e));
+            fdmap::get(fd)
+        }),
+        e => e,
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C-unwind" fn dup(fd: c_int) -> c_int {
-    let e = fdmap::get(fd);
+    let e = before_dup(fd);
     // SAFETY: libc's dup.
     let new = unsafe { real::dup(fd) };
     if e.is_none() {
@@ -1030,7 +1044,7 @@ pub unsafe extern "C-unwind" fn dup(fd: c_int) -> c_int {
 
 #[inline(always)]
 unsafe fn dup2_common(old: c_int, new: c_int, flags: Option<c_int>) -> c_int {
-    let e = fdmap::get(old);
+    let e = if old == new { fdmap::get(old) } else { before_dup(old) };
     if old != new && fdmap::get(new).is_some() {
         let ok = boundary(false, || {
             // SAFETY: `old` is checked to be open first, as dup2 would.
@@ -1078,6 +1092,7 @@ unsafe fn fcntl_common(wide: bool, fd: c_int, cmd: c_int, arg: c_ulong) -> c_int
     match (e, cmd) {
         // descriptor flags and duplicates belong to the program's descriptor
         (Some(_), libc::F_DUPFD | libc::F_DUPFD_CLOEXEC) => {
+            let e = before_dup(fd);
             let new = unsafe { real::fcntl(wide, fd, cmd, arg) };
             boundary(-1, || dup_done(e, new))
         }
