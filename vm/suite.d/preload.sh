@@ -185,31 +185,38 @@ pair --srv-wait 3 preload_fork_rs 150 \
    pl_watch 120 env LD_PRELOAD=$PL_RS RDMAV_FORK_SAFE=1 python3 /tmp/pl_fork_cli.py; r=\$?
    p=\$(( \$(rxe_pkts) - p0 )); s=\$(( \$(tcp_segs) - s0 )); echo \"rxe0 sent \$p packets, TCP \$s segments\"
    [ \$r = 0 ] && [ \$p -ge 1953 ] && [ \$s -lt 40 ]"
-# A connection inherited across fork WITHOUT fork mode: the server accepts an rsocket and calls
-# fork(); the child's recv, send and getpeername on it must fail at once with ENOTCONN (the
-# rsocket lives in the parent; a child that got no data and no error would wait for ever, 5 s
-# alarm here), its close must leave the parent's connection open, and the parent then receives
+# A connection inherited across fork WITHOUT fork mode: the server accepts an rsocket, makes an
+# epoll set and calls fork(); in the child poll must report the socket ready at once, its recv,
+# send and getpeername must fail at once with ENOTCONN (the rsocket lives in the parent; a
+# child that got no data and no error would wait for ever, 5 s alarm here), a new epoll set must
+# refuse it (EPERM), the parent's set must fail (EINVAL), its close must leave the parent's
+# connection open, and the parent then receives
 # 1 MB over it and answers with its SHA-256. Ours runs the server with RDMACM_RS_LOG: its log
 # must name the inherited descriptor. The upstream variant runs upstream's pair (its outcome
 # recorded: vm/upstream-failures.txt). Each variant has its own port (a server of the other
 # variant stopped by the harness may still hold its listening id for a moment).
 cat > /tmp/pl_inherit_srv.py <<'EOF2'
-import errno, hashlib, os, signal, socket, sys
+import errno, hashlib, os, select, signal, socket, sys
 ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 ls.bind(("192.0.2.2", int(sys.argv[1]))); ls.listen(1)
-c, _ = ls.accept()
+c, _ = ls.accept(); pe = select.epoll()
 pid = os.fork()
 if pid == 0:
     def late(*_): raise TimeoutError("no answer within 5 s")
     signal.signal(signal.SIGALRM, late); signal.alarm(5); bad = 0
-    for name, call in [("recv", lambda: c.recv(100)), ("send", lambda: c.send(b"x")), ("getpeername", c.getpeername)]:
+    p = select.poll(); p.register(c, select.POLLIN); r = p.poll(2000)
+    print(f"child: poll says {'ready' if r else 'not ready'}", flush=True); bad += not r
+    want = [("recv", lambda: c.recv(100), errno.ENOTCONN), ("send", lambda: c.send(b"x"), errno.ENOTCONN),
+            ("getpeername", c.getpeername, errno.ENOTCONN), ("epoll_ctl ADD", lambda: select.epoll().register(c, select.EPOLLIN), errno.EPERM),
+            ("epoll_wait on the parent's set", lambda: pe.poll(0), errno.EINVAL)]
+    for name, call, err in want:
         try:
             r = call(); print(f"child: {name} returned {r!r}", flush=True); bad += 1
         except TimeoutError as e:
             print(f"child: {name}: {e}", flush=True); bad += 1
         except OSError as e:
             print(f"child: {name} failed: {errno.errorcode.get(e.errno, e.errno)}", flush=True)
-            bad += e.errno != errno.ENOTCONN
+            bad += e.errno != err
     signal.alarm(0); c.close(); ls.close(); os._exit(1 if bad else 0)
 st = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]); print(f"child exit {st}", flush=True)
 c.sendall(b"go"); h = hashlib.sha256(); n = 0
