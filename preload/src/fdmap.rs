@@ -29,6 +29,11 @@ pub enum Kind {
     Repoll,
     /// Fork mode: a real TCP socket (inner) that becomes an rsocket later.
     Real,
+    /// An rsocket or repoll set made by the parent process, seen in a
+    /// child made by fork(2): it lives in the parent (its queues, its
+    /// connection), so in this process every call on it fails (see
+    /// [`inherit_all`]).  `inner` is the parent's number, never used here.
+    Inherited,
 }
 
 /// Fork-mode progress of a [`Kind::Real`] socket (upstream's states).
@@ -74,6 +79,7 @@ fn encode(e: Entry) -> u64 {
         Kind::Rsocket => 1u64,
         Kind::Repoll => 2,
         Kind::Real => 3,
+        Kind::Inherited => 4,
     };
     let fork = match e.fork {
         Fork::Ready => 0u64,
@@ -95,6 +101,7 @@ fn decode(w: u64) -> Option<Entry> {
         1 => Kind::Rsocket,
         2 => Kind::Repoll,
         3 => Kind::Real,
+        4 => Kind::Inherited,
         _ => return None,
     };
     let fork = match (w >> 40) & 0xff {
@@ -185,6 +192,26 @@ pub fn release(inner: i32) -> bool {
     }
 }
 
+/// In a child just made by fork(2): every rsocket and repoll set in the
+/// table becomes [`Kind::Inherited`] (they belong to the parent).  Only
+/// atomic loads and stores, no allocation and no lock: fit for an atfork
+/// child handler.
+pub fn inherit_all() {
+    for cell in &TABLE {
+        let p = cell.load(Ordering::Acquire);
+        if p.is_null() {
+            continue;
+        }
+        // SAFETY: a published chunk is never freed or moved (see the module comment).
+        for s in unsafe { &*p } {
+            let w = s.word.load(Ordering::Acquire);
+            if let Some(e @ Entry { kind: Kind::Rsocket | Kind::Repoll, .. }) = decode(w) {
+                s.word.store(encode(Entry { kind: Kind::Inherited, ..e }), Ordering::Release);
+            }
+        }
+    }
+}
+
 /// The highest descriptor number the table can hold.
 pub const MAX_FD: usize = CHUNK * CHUNKS - 1;
 
@@ -192,9 +219,12 @@ pub const MAX_FD: usize = CHUNK * CHUNKS - 1;
 mod tests {
     use super::*;
 
+    // the tests share the one table: inherit_all must not see another test's entries
+    static TABLE_USERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn entries_round_trip() {
-        for kind in [Kind::Rsocket, Kind::Repoll, Kind::Real] {
+        for kind in [Kind::Rsocket, Kind::Repoll, Kind::Real, Kind::Inherited] {
             for fork in [Fork::Ready, Fork::Fresh, Fork::Listen, Fork::Active, Fork::Passive] {
                 for domain in [libc::AF_INET, libc::AF_INET6, libc::AF_IB] {
                     for inner in [0, 7, 65535, i32::MAX] {
@@ -211,6 +241,7 @@ mod tests {
 
     #[test]
     fn set_get_clear_and_refs() {
+        let _one = TABLE_USERS.lock().unwrap_or_else(|e| e.into_inner());
         let e = Entry { kind: Kind::Rsocket, fork: Fork::Ready, inner: 900_001, domain: libc::AF_INET, dgram: false };
         assert!(get(5000).is_none());
         assert!(set(5000, e));
@@ -224,5 +255,24 @@ mod tests {
         assert!(!release(4000));
         assert!(release(4000));
         assert!(release(4001));
+    }
+
+    #[test]
+    fn inherit_all_marks_rsockets_and_sets_only() {
+        let _one = TABLE_USERS.lock().unwrap_or_else(|e| e.into_inner());
+        let base = Entry { kind: Kind::Rsocket, fork: Fork::Ready, inner: 77, domain: libc::AF_INET6, dgram: true };
+        let real = Entry { kind: Kind::Real, fork: Fork::Passive, inner: 78, ..base };
+        let set_ = Entry { kind: Kind::Repoll, inner: 79, ..base };
+        assert!(set(6000, base));
+        assert!(set(6001, real));
+        assert!(set(7000 + CHUNK as i32, set_));
+        inherit_all();
+        assert_eq!(get(6000), Some(Entry { kind: Kind::Inherited, ..base }));
+        assert_eq!(get(6001), Some(real));
+        assert_eq!(get(7000 + CHUNK as i32), Some(Entry { kind: Kind::Inherited, ..set_ }));
+        assert!(get(6002).is_none());
+        for fd in [6000, 6001, 7000 + CHUNK as i32] {
+            clear(fd);
+        }
     }
 }

@@ -83,8 +83,35 @@ fn route(fd: c_int) -> To {
     match fdmap::get(fd) {
         Some(Entry { kind: Kind::Rsocket, inner, .. }) => To::Rs(inner),
         Some(Entry { kind: Kind::Real, inner, .. }) => To::Real(inner),
+        Some(Entry { kind: Kind::Inherited, .. }) => boundary(To::Failed, || {
+            inherited(fd, "socket call", libc::ENOTCONN);
+            To::Failed
+        }),
         _ => To::Real(fd),
     }
+}
+
+/// A call on a stand-in inherited across fork(2) (`Kind::Inherited`): the
+/// rsocket lives in the parent, so the call fails with `err` (ENOTCONN;
+/// EPERM for epoll_ctl), and says so under RDMACM_RS_LOG.
+fn inherited(fd: c_int, call: &str, err: c_int) {
+    trace!(
+        "{call}: descriptor {fd} stands for an rsocket of the parent process (inherited across fork): fails with errno {err} (fork mode, RDMAV_FORK_SAFE=1, makes connections that can be used after fork)"
+    );
+    set_errno(err);
+}
+
+/// Registers (once) the handler that marks, in a child made by fork(2),
+/// the rsockets and repoll sets of the parent as `Kind::Inherited`.
+fn watch_fork() {
+    extern "C" fn child() {
+        fdmap::inherit_all();
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: a handler with no arguments that only touches atomics.
+    ONCE.call_once(|| unsafe {
+        libc::pthread_atfork(None, None, Some(child));
+    });
 }
 
 /// `route` for the data calls: a fork-mode socket becomes an rsocket at
@@ -122,6 +149,7 @@ fn reserve_placeholder(cloexec: bool) -> Option<Reserved> {
 
 /// Records `idx` as standing for `inner` (one more holder of `inner`).
 fn adopt(idx: c_int, kind: Kind, fork: Fork, inner: c_int, domain: c_int, dgram: bool) {
+    watch_fork();
     fdmap::set(idx, Entry { kind, fork, inner, domain, dgram });
     fdmap::hold(inner);
 }
@@ -286,6 +314,10 @@ fn accept_plan(fd: c_int, e: Entry, flags: Option<c_int>) -> Accept {
         Entry { kind: Kind::Rsocket, .. } => reserve_placeholder(cloexec).map_or(Accept::Failed, |res| Accept::Rs(e, res)),
         Entry { kind: Kind::Real, fork: Fork::Listen, .. } => reserve_placeholder(cloexec).map_or(Accept::Failed, |res| Accept::Fork(e, res)),
         Entry { kind: Kind::Real, inner, .. } => Accept::Real(inner),
+        Entry { kind: Kind::Inherited, .. } => {
+            inherited(fd, "accept", libc::ENOTCONN);
+            Accept::Failed
+        }
         _ => Accept::Real(fd),
     }
 }
@@ -418,6 +450,10 @@ fn connect_plan(fd: c_int, e: Entry) -> Conn {
         }
         // (libc answers for the stand-in)
         Kind::Repoll => Conn::Real(fd),
+        Kind::Inherited => {
+            inherited(fd, "connect", libc::ENOTCONN);
+            Conn::Failed
+        }
     }
 }
 
@@ -721,6 +757,14 @@ pub unsafe extern "C-unwind" fn getsockopt(fd: c_int, level: c_int, name: c_int,
         }
         // SAFETY: libc's getsockopt with the caller's arguments.
         Some(Entry { kind: Kind::Real, inner, .. }) => unsafe { real::getsockopt(inner, level, name, val, len) },
+        Some(e @ Entry { kind: Kind::Inherited, .. }) => match identity_option(e, level, name) {
+            // SAFETY: the caller's buffer and length.
+            Some(v) => unsafe { identity_out(v, val, len) },
+            None => boundary(-1, || {
+                inherited(fd, "getsockopt", libc::ENOTCONN);
+                -1
+            }),
+        },
         // SAFETY: as above.
         _ => unsafe { real::getsockopt(fd, level, name, val, len) },
     }
@@ -748,11 +792,18 @@ unsafe fn translate(from: *const pollfd, to: *mut pollfd, n: usize) -> bool {
     for i in 0..n {
         // SAFETY: i < n (the caller's contract).
         let p = unsafe { *from.add(i) };
+        if let Some(e @ Entry { kind: Kind::Real, fork: Fork::Passive, .. }) = fdmap::get(p.fd) {
+            // fork mode: an accepted socket waited on here is used in this
+            // process; its peer waits for the switch before its first byte
+            quiet(|| fork_switch(p.fd, e));
+        }
         let fd = match fdmap::get(p.fd) {
             Some(Entry { kind: Kind::Rsocket, inner, .. }) => {
                 any_rs = true;
                 inner
             }
+            // the placeholder: ready at once, the call that follows fails
+            Some(Entry { kind: Kind::Inherited, .. }) => p.fd,
             Some(Entry { inner, .. }) => inner,
             None => p.fd,
         };
@@ -929,6 +980,11 @@ fn close_impl(fd: c_int) -> c_int {
     match e.kind {
         // SAFETY: the last holder of the rsocket / repoll set lets it go.
         Kind::Rsocket | Kind::Repoll => inside(|| unsafe { rs::rclose(e.inner) }),
+        // (the parent's rsocket: closing it here would end it there too)
+        Kind::Inherited => {
+            trace!("close: descriptor {fd} (an rsocket of the parent process) closed here, left open in the parent");
+            0
+        }
         // SAFETY: the last holder of the real socket closes it.
         Kind::Real => unsafe { real::close(e.inner) },
     }
@@ -961,9 +1017,23 @@ fn dup_done(old: Option<Entry>, new: c_int) -> c_int {
     new
 }
 
+/// The entry of stand-in `fd` about to be duplicated: a connected or
+/// accepted fork-mode socket switches first, as at a data call, so that
+/// every number stands for what it becomes (a switch through one number
+/// would leave the others on the TCP socket it shuts down).
+fn before_dup(fd: c_int) -> Option<Entry> {
+    match fdmap::get(fd) {
+        Some(e @ Entry { kind: Kind::Real, fork: Fork::Active | Fork::Passive, .. }) => boundary(Some(e), || {
+            quiet(|| fork_switch(fd, e));
+            fdmap::get(fd)
+        }),
+        e => e,
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C-unwind" fn dup(fd: c_int) -> c_int {
-    let e = fdmap::get(fd);
+    let e = before_dup(fd);
     // SAFETY: libc's dup.
     let new = unsafe { real::dup(fd) };
     if e.is_none() {
@@ -974,7 +1044,7 @@ pub unsafe extern "C-unwind" fn dup(fd: c_int) -> c_int {
 
 #[inline(always)]
 unsafe fn dup2_common(old: c_int, new: c_int, flags: Option<c_int>) -> c_int {
-    let e = fdmap::get(old);
+    let e = if old == new { fdmap::get(old) } else { before_dup(old) };
     if old != new && fdmap::get(new).is_some() {
         let ok = boundary(false, || {
             // SAFETY: `old` is checked to be open first, as dup2 would.
@@ -1022,6 +1092,7 @@ unsafe fn fcntl_common(wide: bool, fd: c_int, cmd: c_int, arg: c_ulong) -> c_int
     match (e, cmd) {
         // descriptor flags and duplicates belong to the program's descriptor
         (Some(_), libc::F_DUPFD | libc::F_DUPFD_CLOEXEC) => {
+            let e = before_dup(fd);
             let new = unsafe { real::fcntl(wide, fd, cmd, arg) };
             boundary(-1, || dup_done(e, new))
         }
@@ -1304,10 +1375,36 @@ pub unsafe extern "C-unwind" fn epoll_ctl(epfd: c_int, op: c_int, fd: c_int, ev:
         // SAFETY: libc's epoll_ctl with the caller's arguments.
         return unsafe { real::epoll_ctl(epfd, op, fd, ev) };
     };
-    let target = fdmap::get(fd).map_or(fd, |e| e.inner);
+    let target = match fdmap::get(fd) {
+        None => fd,
+        Some(e) => match boundary(Err(()), || epoll_target(op, fd, e)) {
+            Ok(t) => t,
+            Err(()) => return -1,
+        },
+    };
     // SAFETY: repoll_ctl with the caller's event.
     let r = inside_nocancel(|| unsafe { (rp.ctl)(inner, op, target, ev) });
     repoll_result(r, 0)
+}
+
+/// What repoll_ctl is to watch for stand-in `fd`: the descriptor that does
+/// the work.  A fork-mode socket accepted over TCP becomes an rsocket when
+/// it is added (its peer waits for that before its first byte); an
+/// inherited rsocket cannot be watched here (EPERM, the kernel's answer for
+/// a descriptor epoll cannot watch).
+fn epoll_target(op: c_int, fd: c_int, e: Entry) -> Result<c_int, ()> {
+    let e = match e {
+        Entry { kind: Kind::Real, fork: Fork::Passive, .. } if op != libc::EPOLL_CTL_DEL => {
+            quiet(|| fork_switch(fd, e));
+            fdmap::get(fd).unwrap_or(e)
+        }
+        _ => e,
+    };
+    if e.kind == Kind::Inherited {
+        inherited(fd, "epoll_ctl", libc::EPERM);
+        return Err(());
+    }
+    Ok(e.inner)
 }
 
 #[inline(always)]
@@ -1356,7 +1453,7 @@ pub unsafe extern "C-unwind" fn epoll_pwait(epfd: c_int, ev: *mut epoll_event, m
 // --- fstat: a stand-in for an rsocket says it is a socket ---
 
 fn socket_mode(fd: c_int, mode: &mut libc::mode_t) {
-    if matches!(fdmap::get(fd), Some(Entry { kind: Kind::Rsocket | Kind::Real, .. })) {
+    if matches!(fdmap::get(fd), Some(Entry { kind: Kind::Rsocket | Kind::Real | Kind::Inherited, .. })) {
         *mode = (*mode & !libc::S_IFMT) | libc::S_IFSOCK;
     }
 }

@@ -185,6 +185,71 @@ pair --srv-wait 3 preload_fork_rs 150 \
    pl_watch 120 env LD_PRELOAD=$PL_RS RDMAV_FORK_SAFE=1 python3 /tmp/pl_fork_cli.py; r=\$?
    p=\$(( \$(rxe_pkts) - p0 )); s=\$(( \$(tcp_segs) - s0 )); echo \"rxe0 sent \$p packets, TCP \$s segments\"
    [ \$r = 0 ] && [ \$p -ge 1953 ] && [ \$s -lt 40 ]"
+# A connection inherited across fork WITHOUT fork mode: the server accepts an rsocket, makes an
+# epoll set and calls fork(); in the child poll must report the socket ready at once, its recv,
+# send and getpeername must fail at once with ENOTCONN (the rsocket lives in the parent; a
+# child that got no data and no error would wait for ever, 5 s alarm here), a new epoll set must
+# refuse it (EPERM), the parent's set must fail (EINVAL), its close must leave the parent's
+# connection open, and the parent then receives
+# 1 MB over it and answers with its SHA-256. Ours runs the server with RDMACM_RS_LOG: its log
+# must name the inherited descriptor. The upstream variant runs upstream's pair (its outcome
+# recorded: vm/upstream-failures.txt). Each variant has its own port (a server of the other
+# variant stopped by the harness may still hold its listening id for a moment).
+cat > /tmp/pl_inherit_srv.py <<'EOF2'
+import errno, hashlib, os, select, signal, socket, sys
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("192.0.2.2", int(sys.argv[1]))); ls.listen(1)
+c, _ = ls.accept(); pe = select.epoll()
+pid = os.fork()
+if pid == 0:
+    def late(*_): raise TimeoutError("no answer within 5 s")
+    signal.signal(signal.SIGALRM, late); signal.alarm(5); bad = 0
+    p = select.poll(); p.register(c, select.POLLIN); r = p.poll(2000)
+    print(f"child: poll says {'ready' if r else 'not ready'}", flush=True); bad += not r
+    want = [("recv", lambda: c.recv(100), errno.ENOTCONN), ("send", lambda: c.send(b"x"), errno.ENOTCONN),
+            ("getpeername", c.getpeername, errno.ENOTCONN), ("epoll_ctl ADD", lambda: select.epoll().register(c, select.EPOLLIN), errno.EPERM),
+            ("epoll_wait on the parent's set", lambda: pe.poll(0), errno.EINVAL)]
+    for name, call, err in want:
+        try:
+            r = call(); print(f"child: {name} returned {r!r}", flush=True); bad += 1
+        except TimeoutError as e:
+            print(f"child: {name}: {e}", flush=True); bad += 1
+        except OSError as e:
+            print(f"child: {name} failed: {errno.errorcode.get(e.errno, e.errno)}", flush=True)
+            bad += e.errno != err
+    signal.alarm(0); c.close(); ls.close(); os._exit(1 if bad else 0)
+st = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]); print(f"child exit {st}", flush=True)
+c.sendall(b"go"); h = hashlib.sha256(); n = 0
+while n < 1000000:
+    b = c.recv(65536)
+    if not b: break
+    h.update(b); n += len(b)
+c.sendall(h.hexdigest().encode()); c.close()
+print(f"parent: received {n} bytes", flush=True); sys.exit(0 if st == 0 and n == 1000000 else 1)
+EOF2
+cat > /tmp/pl_inherit_cli.py <<'EOF2'
+import hashlib, os, socket, sys
+data = os.urandom(1000000)
+c = socket.create_connection(("192.0.2.2", int(sys.argv[1]))); c.settimeout(20)
+go = c.recv(2); print("client: server says", go, flush=True)
+c.sendall(data); back = b""
+while len(back) < 64:
+    b = c.recv(64)
+    if not b: break
+    back += b
+ok = back.decode() == hashlib.sha256(data).hexdigest()
+print("client: digest", "matches" if ok else "differs"); sys.exit(0 if ok else 1)
+EOF2
+pair --srv-wait 10 preload_fork_inherit 60 \
+  ". /tmp/pl_lib.sh; pl=$PL_RS port=5307; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP port=5308; t0=\$(tcp_opens)
+   pl_watch 40 env LD_PRELOAD=\$pl RDMACM_RS_LOG=1 python3 /tmp/pl_inherit_srv.py \$port 2> /tmp/pl_inh.log; r=\$?
+   grep -v '^librspreload' /tmp/pl_inh.log >&2; grep 'inherited' /tmp/pl_inh.log | head -5
+   lg=0; [ \$pl = $PL_UP ] || grep -q 'recv: .*inherited across fork' /tmp/pl_inh.log || grep -q 'socket call: .*inherited across fork' /tmp/pl_inh.log || { echo 'FAIL: no log line for the inherited descriptor'; lg=1; }
+   no_tcp \$t0 && [ \$r = 0 ] && [ \$lg = 0 ]" \
+  ". /tmp/pl_lib.sh; pl=$PL_RS port=5307; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP port=5308; pl_lib \$pl || exit 1
+   for i in \$(seq 100); do [ -n \"\$(rdma res show cm_id 2>/dev/null | grep LISTEN | grep \$port)\" ] && break; sleep 0.1; done
+   p0=\$(rxe_pkts); t0=\$(tcp_opens)
+   pl_watch 40 env LD_PRELOAD=\$pl python3 /tmp/pl_inherit_cli.py \$port; r=\$?; over_rdma \$p0 \$t0 900 && exit \$r"
 # nginx, unmodified (Debian's package; epoll, accept4, sendfile), serving files over RDMA: in ns1
 # two instances, each one process (master_process off: nginx's master makes the listening
 # sockets and forks its workers, and an rsocket does not cross a fork), one with sendfile on
@@ -198,13 +263,16 @@ pair --srv-wait 3 preload_fork_rs 150 \
 # Timing, for scale (TCG guest): one client's 21 files take about as long over plain TCP
 # without the preload library as here (8-9 s, mostly curl's start), 3 clients about twice.
 cat > /tmp/pl_nginx_srv.sh <<'EOF'
-# pl_nginx_srv.sh LIB: the nginx side (run in ns1); stops when the client creates /tmp/ngx/stop
-. /tmp/pl_lib.sh; L=$1; D=/tmp/ngx; rm -rf $D; mkdir -p $D/www $D/tmp
+# pl_nginx_srv.sh LIB [fork]: the nginx side (run in ns1); stops when the client creates
+# /tmp/ngx/stop. fork: master_process on, 2 workers, fork mode (ports 8082, 8083)
+. /tmp/pl_lib.sh; L=$1; M=${2:-one}; D=/tmp/ngx; rm -rf $D; mkdir -p $D/www $D/tmp
+P=8080 MP="master_process off; worker_processes 1;" FE=
+[ $M = fork ] && { P=8082; MP="master_process on; worker_processes 2;"; FE=RDMAV_FORK_SAFE=1; rm -f /dev/shm/sem.rsocket_fork; }
 head -c 1000000 /dev/urandom > $D/www/big
 for i in $(seq 20); do head -c $((i * 197 + 1)) /dev/urandom > $D/www/s$i; done
-for sf in on off; do port=8080; [ $sf = off ] && port=8081
+for sf in on off; do port=$P; [ $sf = off ] && port=$((P + 1))
   cat > $D/$sf.conf <<EOC
-daemon off; master_process off; worker_processes 1; pid $D/$sf.pid; error_log $D/$sf.err info;
+daemon off; $MP pid $D/$sf.pid; error_log $D/$sf.err info;
 events { use epoll; worker_connections 64; }
 http { access_log off; sendfile $sf; keepalive_timeout 10; default_type application/octet-stream;
   client_body_temp_path $D/tmp/b; proxy_temp_path $D/tmp/p; fastcgi_temp_path $D/tmp/f;
@@ -212,9 +280,9 @@ http { access_log off; sendfile $sf; keepalive_timeout 10; default_type applicat
   server { listen 192.0.2.2:$port; root $D/www; } }
 EOC
 done
-t0=$(tcp_opens)
-LD_PRELOAD=$L nginx -e $D/on.err -p $D -c $D/on.conf & p1=$!
-LD_PRELOAD=$L nginx -e $D/off.err -p $D -c $D/off.conf & p2=$!
+t0=$(tcp_opens); g0=$(tcp_segs)
+env LD_PRELOAD=$L $FE ${RS_LOG:+RDMACM_RS_LOG=1} nginx -e $D/on.err -p $D -c $D/on.conf 2> $D/on.log & p1=$!
+env LD_PRELOAD=$L $FE ${RS_LOG:+RDMACM_RS_LOG=1} nginx -e $D/off.err -p $D -c $D/off.conf 2> $D/off.log & p2=$!
 end=$((SECONDS + 170)); while [ $SECONDS -lt $end ]; do [ -e $D/stop ] && break; kill -0 $p1 2>/dev/null || break; kill -0 $p2 2>/dev/null || break; sleep 0.1; done
 kill -0 $p1 2>/dev/null && kill -0 $p2 2>/dev/null; alive=$?
 kill -QUIT $p1 $p2 2>/dev/null; for i in $(seq 50); do kill -0 $p1 2>/dev/null || kill -0 $p2 2>/dev/null || break; sleep 0.1; done
@@ -222,22 +290,35 @@ kill -9 $p1 $p2 2>/dev/null; wait $p1 $p2 2>/dev/null
 for sf in on off; do grep -E '\[(error|crit|alert|emerg)\]' $D/$sf.err | sed "s/^/nginx sendfile $sf: /" >&2; done
 bad=$(cat $D/on.err $D/off.err | grep -cE '\[(error|crit|alert|emerg)\]')
 echo "server: nginx ran to the client's end: $([ $alive = 0 ] && echo yes || echo no), $bad error lines"
+if [ $M = fork ]; then
+  # fork mode: each connection is made over TCP and switched (5 connections: a handshake of a
+  # few segments each); the files must not go over TCP (more than 4 MB: thousands of segments)
+  t=$(( $(tcp_opens) - t0 )) g=$(( $(tcp_segs) - g0 )); echo "server: $t TCP connections opened, $g TCP segments sent"
+  # (nginx points its standard error at its error log: the library's lines land there)
+  n=$(cat $D/on.log $D/off.log $D/on.err $D/off.err | grep -c 'accepting side: raccept [0-9]'); echo "server: $n connections switched to rsockets"
+  grep -h 'librspreload' $D/on.log $D/off.log $D/on.err $D/off.err | grep -v 'socket: descriptor' | head -30 >&2
+  [ $alive = 0 ] && [ $bad = 0 ] && [ $n = 5 ] && [ $g -lt 100 ]
+else
 no_tcp $t0 && [ $alive = 0 ] && [ $bad = 0 ]
+fi
 EOF
 cat > /tmp/pl_nginx_cli.sh <<'EOF'
-# pl_nginx_cli.sh LIB [PORTS]: the curl side (root ns); creates /tmp/ngx/stop at its end, or at
-# the first failure (upstream's pair: its outcome without waiting out every step)
-. /tmp/pl_lib.sh; L=$1; PORTS=${2:-8080 8081}; D=/tmp/ngx; C=/tmp/ngx_c; rm -rf $C; mkdir -p $C
+# pl_nginx_cli.sh LIB [PORTS [fork]]: the curl side (root ns); creates /tmp/ngx/stop at its end, or at
+# the first failure (upstream's pair: its outcome without waiting out every step). fork: fork
+# mode (RDMAV_FORK_SAFE=1 for curl too; the server listens on TCP)
+. /tmp/pl_lib.sh; L=$1; PORTS=${2:-8080 8081}; M=${3:-one}; D=/tmp/ngx; C=/tmp/ngx_c; rm -rf $C; mkdir -p $C
 [ -z "$L" ] || pl_lib $L || { touch $D/stop; exit 1; }
-# both instances listen: two listening rdma_cm ids on 192.0.2.2:808x
+FE=; [ $M = fork ] && FE=RDMAV_FORK_SAFE=1
+# both instances listen: two listening rdma_cm ids on 192.0.2.2:808x (fork mode: TCP listeners)
 [ -z "$L" ] || for i in $(seq 150); do
-  [ "$(rdma res show cm_id 2>/dev/null | grep LISTEN | grep -c '192.0.2.2:808[01]')" -ge 2 ] && break; sleep 0.1; done
+  if [ $M = fork ]; then [ "$(ip netns exec ns1 ss -Hltn | grep -c '192.0.2.2:808[23]')" -ge 2 ] && break
+  else [ "$(rdma res show cm_id 2>/dev/null | grep LISTEN | grep -c '192.0.2.2:808[01]')" -ge 2 ] && break; fi; sleep 0.1; done
 rxe_rcvd(){ cat /sys/class/infiniband/rxe0/ports/1/hw_counters/rcvd_pkts; }
-get(){ pl_watch 25 env ${L:+LD_PRELOAD=$L} curl -sS --max-time 20 "$@"; }
+get(){ pl_watch 25 env ${L:+LD_PRELOAD=$L} $FE curl -sS --max-time 20 "$@"; }
 ms(){ local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
 fail(){ echo "FAIL: $* (at $(( $(ms) - s0 )) ms)" >&2; touch $D/stop; exit 1; }
-p0=$(rxe_pkts); r0=$(rxe_rcvd); t0=$(tcp_opens); s0=$(ms)
-for port in $PORTS; do sf=on; [ $port = 8081 ] && sf=off; s1=$(ms)
+p0=$(rxe_pkts); r0=$(rxe_rcvd); t0=$(tcp_opens); g0=$(tcp_segs); s0=$(ms)
+for port in $PORTS; do sf=on; [ $((port % 2)) = 1 ] && sf=off; s1=$(ms)
   # one client: the large file, then 20 small ones, on one keep-alive connection
   args=(-o $C/big.$port http://192.0.2.2:$port/big); for i in $(seq 20); do args+=(-o $C/s$i.$port http://192.0.2.2:$port/s$i); done
   get "${args[@]}"; n=0; for i in $(seq 20); do cmp -s $D/www/s$i $C/s$i.$port && n=$((n + 1)); done
@@ -258,11 +339,27 @@ touch $D/stop
 [ -z "$L" ] && exit 0
 size=$(cat $C/* | wc -c); r=$(( $(rxe_rcvd) - r0 )); echo "client: $size bytes fetched in all"
 echo "rxe0 received $r packets" >&2
+if [ $M = fork ]; then
+  # fork mode: 5 TCP connections for the handshakes, a few segments each
+  t=$(( $(tcp_opens) - t0 )) g=$(( $(tcp_segs) - g0 )); echo "client: $t TCP connections opened, $g TCP segments sent"
+  [ $g -lt 100 ] && [ $r -ge $((size / 1024)) ] || { echo "FAIL: rxe0 received $r packets for $size bytes, TCP $g segments" >&2; exit 1; }
+else
 over_rdma $p0 $t0 1 && [ $r -ge $((size / 1024)) ] || { echo "FAIL: rxe0 received only $r packets for $size bytes" >&2; exit 1; }
+fi
 EOF
 pair --srv-wait 10 preload_nginx 180 \
   "pl=$PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP; bash /tmp/pl_nginx_srv.sh \$pl" \
   "pl=$PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP; bash /tmp/pl_nginx_cli.sh \$pl"
+# nginx with its master process (master_process on, 2 workers: the master makes the listening
+# sockets, the workers made by fork() accept on them) in fork mode (RDMAV_FORK_SAFE=1 on both
+# sides): the same fetches as preload_nginx on ports 8082 (sendfile on) and 8083 (off). Each
+# connection is made over TCP and switched to an rsocket when the worker adds it to its epoll
+# set (5 connections: 5 switches in nginx's log under RDMACM_RS_LOG); TCP carries only those
+# handshakes (fewer than 100 segments sent by either side for more than 4 MB of files), rxe0
+# the files. The upstream variant runs upstream's pair.
+pair --srv-wait 10 preload_nginx_fork 180 \
+  "pl=$PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP; RS_LOG=1 bash /tmp/pl_nginx_srv.sh \$pl fork" \
+  "pl=$PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP; bash /tmp/pl_nginx_cli.sh \$pl '8082 8083' fork"
 # The kernel's epoll rules as a server sees them (ctest/vm/epoll_rules.c: epoll_ctl's error
 # numbers, level-triggered after a partial read, EPOLLET, EPOLLONESHOT, EPOLLEXCLUSIVE, a closed
 # socket leaving its sets and its number added afresh, two sets on one socket): the transcript on
@@ -307,3 +404,22 @@ pair --srv-wait 10 preload_netperf 120 \
      cat /tmp/pl_np.out; rate=\$(awk '\$1 ~ /^[0-9]+\$/ && NF >= 5 { v = \$NF } END { print v + 0 }' /tmp/pl_np.out)
      echo \"netperf -t \$test: exit \$x, result \$rate\"; [ \$x = 0 ] && awk -v v=\$rate 'BEGIN { exit !(v > 0) }' || r=1; done
    $N1 pkill -TERM -x netserver; over_rdma \$p0 \$t0 1000 && exit \$r"
+# netserver in its default mode (a child made by fork() for each control connection, the
+# accepted control socket inherited) in fork mode (RDMAV_FORK_SAFE=1 on both sides): netperf -t
+# TCP_STREAM and TCP_RR (3 s each) from the root ns. Each connection (the control connection,
+# then each test's data connection) is made over TCP and switched to an rsocket at its first
+# use in the process that uses it; TCP carries only those handshakes (fewer than 100 segments
+# sent by the client), rxe0 the tests (at least 1000 packets). The upstream variant runs
+# upstream's pair.
+pair --srv-wait 10 preload_netperf_fork 120 \
+  ". /tmp/pl_lib.sh; pl=$PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP; rm -f /dev/shm/sem.rsocket_fork
+   pl_watch 100 env LD_PRELOAD=\$pl RDMAV_FORK_SAFE=1 netserver -D -4 -L 192.0.2.2 -p 12866; echo \"netserver exit \$?\"" \
+  ". /tmp/pl_lib.sh; pl=$PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP; pl_lib \$pl || exit 1
+   for i in \$(seq 100); do [ -n \"\$($N1 ss -Hltn 'sport = :12866')\" ] && break; sleep 0.1; done
+   p0=\$(rxe_pkts); g0=\$(tcp_segs); r=0
+   for test in TCP_STREAM TCP_RR; do
+     pl_watch 40 env LD_PRELOAD=\$pl RDMAV_FORK_SAFE=1 netperf -4 -H 192.0.2.2 -p 12866 -L 192.0.2.1 -t \$test -l 3 > /tmp/pl_npf.out; x=\$?
+     cat /tmp/pl_npf.out; rate=\$(awk '\$1 ~ /^[0-9]+\$/ && NF >= 5 { v = \$NF } END { print v + 0 }' /tmp/pl_npf.out)
+     echo \"netperf -t \$test: exit \$x, result \$rate\"; [ \$x = 0 ] && awk -v v=\$rate 'BEGIN { exit !(v > 0) }' || r=1; done
+   $N1 pkill -TERM -x netserver; p=\$(( \$(rxe_pkts) - p0 )) g=\$(( \$(tcp_segs) - g0 ))
+   echo \"rxe0 sent \$p packets, TCP \$g segments sent\"; [ \$r = 0 ] && [ \$p -ge 1000 ] && [ \$g -lt 100 ]"
