@@ -5,6 +5,10 @@
 //! function forwarded to has the same contract as the one the program
 //! called.
 //!
+//! Over 800 lines: one wrapper per interposed libc call (sockets, data
+//! calls, poll/select/epoll, fork, fcntl/ioctl), each written in the same
+//! three steps below, so that the cancellation rule is read in one place.
+//!
 //! Cancellation.  A thread cancelled while it waits in one of these calls
 //! (pthread_cancel), or ended by a signal handler that calls pthread_exit,
 //! ends with a forced unwind that starts inside the call forwarded to, in
