@@ -7,10 +7,9 @@
 
 use nix::errno::Errno;
 use std::ffi::c_int;
-use super::signal;
 use super::state::*;
 use super::verbs::{self, Data};
-use super::wire::{self, msg_data, msg_op, msg_set, Msg, RsSge, IOMAP_ENTRY_SIZE, OP_CTRL, OP_IOMAP_SGL, OP_SGL};
+use super::wire::{self, msg_data, msg_op, msg_set, Msg, RsSge, OP_CTRL, OP_SGL};
 
 impl Stream {
     pub(super) fn post_recv(&mut self) -> Result<(), Errno> {
@@ -35,7 +34,7 @@ impl Stream {
     /// sends, [`super::signal`]; a request that fails to post loses the run's
     /// room, as it loses its own, like upstream's).
     pub(super) fn post_msg(&mut self, msg: u32) -> Result<(), Errno> {
-        let wr = msg as u64 | self.unsig.take();
+        let wr = msg as u64 | self.tx.take_run();
         let qp = &self.ep().qp;
         if self.opts & OPT_MSG_SEND == 0 {
             // A zero-length write with immediate.
@@ -48,18 +47,18 @@ impl Stream {
     /// Posts a signalled write message under the lock (it ends the run of
     /// unsignalled sends).
     pub(super) fn post_write_msg(&mut self, data: Data<'_>, msg: u32, addr: u64, rkey: u32) -> Result<(), Errno> {
-        let run = self.unsig.take();
+        let run = self.tx.take_run();
         post_write_msg(self.ep(), self.opts, data, msg, addr, rkey, Some(run))
     }
 
     #[inline(never)]
     pub(super) fn send_credits(&mut self) {
-        self.ctrl_seqno = self.ctrl_seqno.wrapping_add(1);
+        self.tx.take_ctrl();
         self.rseq_comp = self.rx.seq_no.wrapping_add((self.rq_size >> 1) as u16);
         let seq = msg_set(OP_SGL, (self.rx.seq_no as u32).wrapping_add(self.rq_size) & 0xFFFF);
         if let Some((free, half)) = self.rx.grant() {
             if self.opts & OPT_MSG_SEND != 0 {
-                self.ctrl_seqno = self.ctrl_seqno.wrapping_add(1);
+                self.tx.take_ctrl();
             }
             let (rbuf, rkey) = {
                 let ep = self.ep();
@@ -72,9 +71,9 @@ impl Stream {
             let raddr = wire::table_addr(self.remote_sgl.addr, self.remote_sge, 16);
             let rk = self.remote_sgl.key;
             let bytes = sge.bytes();
-            let _ = if self.sq_inline < RS_MAX_CTRL_MSG {
-                // The control slots lie past sbuf_size inside the registered send buffer.
-                let slot = (self.sbuf_size + RS_MAX_CTRL_MSG * (self.ctrl_seqno & (RS_QP_CTRL_SIZE - 1))) as usize;
+            let _ = if self.tx.sq_inline() < RS_MAX_CTRL_MSG {
+                // The control slots lie past the ring inside the registered send buffer.
+                let slot = self.tx.ctrl_slot();
                 let one = {
                     let sbuf = &self.ep().sbuf;
                     sbuf.write(slot, &bytes);
@@ -98,7 +97,7 @@ impl Stream {
             return false;
         }
         let want = self.rx.can_grant() || (self.rx.seq_no.wrapping_sub(self.rseq_comp) as i16) >= 0;
-        want && if self.opts & OPT_MSG_SEND == 0 { self.ctrl_avail() } else { self.ctrl2_avail() }
+        want && if self.opts & OPT_MSG_SEND == 0 { self.tx.ctrl_avail() } else { self.tx.ctrl2_avail() }
     }
 
     #[inline]
@@ -174,7 +173,7 @@ impl Stream {
             };
             match wire::decode(msg) {
                 Msg::Credits(c) => {
-                    self.sseq_comp = c;
+                    self.tx.set_credits(c);
                     self.changed |= WANTS_SEND;
                 }
                 Msg::Write => {}
@@ -200,32 +199,11 @@ impl Stream {
         } else {
             // Send room, control slots or (a failure) the state.
             self.changed |= WANTS_SEND;
-            if wc.status == 0 {
-                // The unsignalled sends before it are done too.
-                let (n, bytes) = signal::covered(wc.wr_id);
-                self.sqe_avail += n;
-                self.sbuf_bytes_avail += bytes;
-            }
+            self.tx.complete(wc.wr_id, wc.status == 0);
             let data = wc.wr_id as u32;
-            match msg_op(data) {
-                OP_SGL => self.ctrl_max_seqno = self.ctrl_max_seqno.wrapping_add(1),
-                OP_CTRL => {
-                    self.ctrl_max_seqno = self.ctrl_max_seqno.wrapping_add(1);
-                    if msg_data(data) == CTRL_DISCONNECT {
-                        self.state = ST_DISCONNECTED;
-                        self.dirty = true;
-                    }
-                }
-                OP_IOMAP_SGL => {
-                    self.sqe_avail += 1;
-                    if wc.wr_id & WR_MSG_SEND == 0 {
-                        self.sbuf_bytes_avail += IOMAP_ENTRY_SIZE;
-                    }
-                }
-                _ => {
-                    self.sqe_avail += 1;
-                    self.sbuf_bytes_avail += msg_data(data);
-                }
+            if msg_op(data) == OP_CTRL && msg_data(data) == CTRL_DISCONNECT {
+                self.state = ST_DISCONNECTED;
+                self.dirty = true;
             }
             if wc.status != 0 {
                 self.dirty = true;

@@ -66,19 +66,19 @@ impl Stream {
                 break;
             }
             let (raddr, room) = wire::iomap_target(ioff, &isge, offset);
-            let xfer = next_chunk(olen, left).min(self.sbuf_bytes_avail).min(room);
+            let xfer = next_chunk(olen, left).min(self.tx.avail_bytes()).min(room);
             let chunk = &buf[off..off + xfer as usize];
-            self.sqe_avail -= 1;
-            self.sbuf_bytes_avail -= xfer;
+            self.tx.reserve_write(xfer);
             // Signalled, posted with the state locked: it ends the run of
             // unsignalled sends ([`super::signal`]).
-            let wr = msg_set(OP_WRITE, xfer) as u64 | self.unsig.take();
-            let r = if xfer <= self.sq_inline {
+            let wr = msg_set(OP_WRITE, xfer) as u64 | self.tx.take_run();
+            let r = if xfer <= self.tx.sq_inline() {
                 self.ep().qp.post_send(wr, Data::Inline(chunk), verbs::WR_RDMA_WRITE, 0, 0, raddr, isge.key)
             } else {
                 // The staged copy lives in the registered send ring until completion.
-                let (sges, n) = self.stage(chunk);
-                self.ep().qp.post_send(wr, Data::Reg(&sges[..n]), verbs::WR_RDMA_WRITE, 0, 0, raddr, isge.key)
+                let ep = self.ep.as_deref().expect("rsocket endpoint");
+                let (sges, n) = self.tx.stage(&ep.sbuf, chunk);
+                ep.qp.post_send(wr, Data::Reg(&sges[..n]), verbs::WR_RDMA_WRITE, 0, 0, raddr, isge.key)
             };
             if let Err(e) = r {
                 res = Err(e);

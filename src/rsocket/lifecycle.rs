@@ -43,12 +43,9 @@ pub(super) fn inherit(l: &Stream, id: Arc<CmId>) -> Stream {
     Stream {
         fs_flags: l.fs_flags,
         fd_flags: l.fd_flags,
-        sbuf_size: l.sbuf_size,
         rbuf_size: l.rbuf_size,
-        sq_size: l.sq_size,
         rq_size: l.rq_size,
-        sq_inline: l.sq_inline,
-        ctrl_max_seqno: l.ctrl_max_seqno,
+        tx: l.tx.inherit(),
         target_iomap_size: l.target_iomap_size,
         ..Stream::fresh(Some(id), fd, l.domain)
     }
@@ -63,17 +60,17 @@ impl Stream {
             return Err(Errno::EINVAL);
         }
         let max = id.max_qp_wr()?.min(RS_QP_MAX_SIZE);
-        self.sq_size = self.sq_size.clamp(RS_QP_MIN_SIZE, max.max(RS_QP_MIN_SIZE));
+        self.tx.set_sq_size(self.tx.sq_size().clamp(RS_QP_MIN_SIZE, max.max(RS_QP_MIN_SIZE)));
         self.rq_size = self.rq_size.clamp(RS_QP_MIN_SIZE, max.max(RS_QP_MIN_SIZE));
         if id.is_iwarp() {
             self.opts |= OPT_MSG_SEND;
-            if self.sq_inline < RS_MSG_SIZE {
-                self.sq_inline = RS_MSG_SIZE;
+            if self.tx.sq_inline() < RS_MSG_SIZE {
+                self.tx.set_sq_inline(RS_MSG_SIZE);
             }
         }
         // One CQ and one channel for both directions, owned by the id.
-        let caps = QpCaps { max_send_wr: self.sq_size, max_recv_wr: self.rq_size, max_send_sge: 2, max_recv_sge: 1, max_inline_data: self.sq_inline };
-        let (qp, got) = Qp::new(&id, self.sq_size + self.rq_size, caps)?;
+        let caps = QpCaps { max_send_wr: self.tx.sq_size(), max_recv_wr: self.rq_size, max_send_sge: 2, max_recv_sge: 1, max_inline_data: self.tx.sq_inline() };
+        let (qp, got) = Qp::new(&id, self.tx.sq_size() + self.rq_size, caps)?;
         self.install_ep(qp, got.max_inline_data)
     }
 
@@ -86,16 +83,12 @@ impl Stream {
         // A blocking socket's sleeper reads the channel itself (one system
         // call per sleep: `Stream::sleep_token`); rfcntl switches it.
         qp.set_channel_blocking(!self.nonblocking())?;
-        self.sq_inline = inline;
-        if self.opts & OPT_MSG_SEND != 0 && self.sq_inline < RS_MSG_SIZE {
+        self.tx.set_sq_inline(inline);
+        if self.opts & OPT_MSG_SEND != 0 && inline < RS_MSG_SIZE {
             return Err(Errno::ENOTSUP);
         }
 
-        let mut sbuf_total = self.sbuf_size;
-        if self.sq_inline < RS_MAX_CTRL_MSG {
-            sbuf_total += RS_MAX_CTRL_MSG * RS_QP_CTRL_SIZE;
-        }
-        let sbuf = qp.reg_buf(sbuf_total as usize, false)?;
+        let sbuf = qp.reg_buf(self.tx.sbuf_len() as usize, false)?;
         let target = qp.reg_buf(wire::target_table_len(self.target_iomap_size), true)?;
         let mut rbuf_total = self.rbuf_size;
         if self.opts & OPT_MSG_SEND != 0 {
@@ -103,11 +96,8 @@ impl Stream {
         }
         let rbuf = qp.reg_buf(rbuf_total as usize, true)?;
         self.ep = Some(Arc::new(Ep { qp, sbuf, target, rbuf }));
-        self.ssgl0_off = 0;
-        self.sbuf_bytes_avail = self.sbuf_size;
+        self.tx.start();
         self.rx = Rx::new(self.rbuf_size, self.rq_size);
-        self.sqe_avail = self.sq_size - self.ctrl_max_seqno;
-        self.unsig = Default::default();
         self.rseq_comp = (self.rq_size >> 1) as u16;
         for _ in 0..self.rq_size {
             self.post_recv()?;
@@ -141,7 +131,7 @@ impl Stream {
             self.remote_iomap = iomap;
         }
         self.target_set(0, c.data_buf);
-        self.sseq_comp = c.credits;
+        self.tx.set_credits(c.credits);
     }
 
     /// The connect parameters of our side (the QP and buffers exist).
@@ -396,7 +386,7 @@ impl Stream {
             return Some(next);
         }
         if self.state & ST_CONNECTED != 0 && self.ep.is_some() && self.ctrl_avail() {
-            self.ctrl_seqno = self.ctrl_seqno.wrapping_add(1);
+            self.tx.take_ctrl();
             let _ = self.post_msg(msg_set(OP_CTRL, CTRL_KEEPALIVE));
         }
         let n = now + Duration::from_secs(self.so.keepalive_time as u64);
@@ -502,7 +492,7 @@ pub fn shutdown(h: &Handle, how: c_int) -> Result<(), Errno> {
                 let _sending = lock_path(h, Path::Send);
                 let mut s = lock(h)?;
                 if s.state & ST_CONNECTED != 0 && s.ctrl_avail() {
-                    s.ctrl_seqno = s.ctrl_seqno.wrapping_add(1);
+                    s.tx.take_ctrl();
                     ret = s.post_msg(msg_set(OP_CTRL, ctrl));
                 }
             }

@@ -116,6 +116,7 @@ pub mod options;
 pub mod poll;
 pub mod recv;
 pub mod send;
+pub mod send_half;
 pub mod signal;
 pub mod sock;
 pub mod spin;

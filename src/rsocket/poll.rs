@@ -57,7 +57,8 @@ pub struct Seq([u32; 6]);
 
 impl Stream {
     fn readiness_seq(&self) -> Seq {
-        Seq([self.state, u32::from(self.rx.arrived()), self.accepts, u32::from(self.sseq_comp), self.sqe_avail, self.sbuf_bytes_avail])
+        let (credit, sqes, bytes) = self.tx.readiness();
+        Seq([self.state, u32::from(self.rx.arrived()), self.accepts, u32::from(credit), sqes, bytes])
     }
 }
 

@@ -17,19 +17,14 @@ use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-pub(super) const RS_OLAP_START_SIZE: u32 = 2048;
-
-pub(super) const RS_MAX_TRANSFER: u32 = 65536;
-
-pub(super) use super::wire::RS_SNDLOWAT;
+pub(super) use super::send_half::{next_chunk, SendHalf, RS_MAX_CTRL_MSG, RS_OLAP_START_SIZE};
+#[cfg(test)]
+pub(super) use super::send_half::RS_QP_CTRL_SIZE;
+pub(super) use super::wire::{OPT_MSG_SEND, OPT_SWAP_SGL, RS_SNDLOWAT, WR_MSG_SEND, WR_RECV};
 
 pub(super) const RS_QP_MIN_SIZE: u32 = 16;
 
 pub(super) const RS_QP_MAX_SIZE: u32 = 0xFFFE;
-
-pub(super) const RS_QP_CTRL_SIZE: u32 = 4;
-
-pub(super) const RS_MAX_CTRL_MSG: u32 = 16;
 
 pub(super) const RS_MSG_SIZE: u32 = 4;
 
@@ -42,14 +37,6 @@ pub(super) const CTRL_DISCONNECT: u32 = 0;
 pub(super) const CTRL_KEEPALIVE: u32 = 1;
 
 pub(super) const CTRL_SHUTDOWN: u32 = 2;
-
-pub(super) const WR_RECV: u64 = 1 << 63;
-
-pub(super) const WR_MSG_SEND: u64 = 1 << 62;
-
-pub(super) const OPT_SWAP_SGL: u32 = 1;
-
-pub(super) const OPT_MSG_SEND: u32 = 2;
 
 // Socket states (bit sets, as the peer never sees them any layout works;
 // these follow the obvious scheme).
@@ -83,23 +70,6 @@ pub(super) const ST_CONNECT_ERROR: u32 = 0x800;
 pub(super) const ST_DISCONNECTED: u32 = 0x1000;
 
 pub(super) const ST_ERROR: u32 = 0x2000;
-
-/// The size of a send's next message: `olen` bytes while more than that
-/// is left, `olen` doubling up to [`RS_MAX_TRANSFER`] (the first messages
-/// go out early, the later ones large); the rest once it fits. `olen`
-/// must not be 0 (a send holds 0 only until its first chunk is decided,
-/// [`Stream::first_chunk`], before it comes here).
-pub(super) fn next_chunk(olen: &mut u32, left: usize) -> u32 {
-    if (*olen as usize) < left {
-        let x = *olen;
-        if *olen < RS_MAX_TRANSFER {
-            *olen <<= 1;
-        }
-        x
-    } else {
-        left as u32
-    }
-}
 
 /// The QP and registered buffers of a connected stream.
 pub(super) struct Ep {
@@ -150,34 +120,23 @@ pub struct Stream {
     /// Registered with the service thread.
     pub(super) in_svc: bool,
 
-    pub(super) sbuf_size: u32,
     pub(super) rbuf_size: u32,
-    pub(super) sq_size: u32,
     pub(super) rq_size: u32,
-    pub(super) sq_inline: u32,
     pub(super) target_iomap_size: u32,
 
-    pub(super) ctrl_seqno: u32,
-    pub(super) ctrl_max_seqno: u32,
-    pub(super) sseq_no: u16,
-    pub(super) sseq_comp: u16,
     pub(super) rseq_comp: u16,
 
     pub(super) remote_sge: u32,
     pub(super) remote_sgl: RsSge,
-    pub(super) target_sge: usize,
 
     pub(super) rbuf_msg_index: u32,
     /// The receive side: received messages and the receive buffer's
     /// position (the decisions are in [`wire`]).
     pub(super) rx: Rx,
 
-    pub(super) sbuf_bytes_avail: u32,
-    pub(super) ssgl0_off: u32,
-    pub(super) sqe_avail: u32,
-    /// Sends posted without a completion, given back with the next
-    /// signalled request ([`super::signal`]).
-    pub(super) unsig: super::signal::Unsignalled,
+    /// The send half: send queue, ring, credits, control slots
+    /// ([`super::send_half`]).
+    pub(super) tx: SendHalf,
     pub(super) cq_armed: bool,
     /// A thread sleeps in reading the CQ channel (blocking mode; see
     /// `blocking::sleep_until_on`): nobody else reads it meanwhile, and the
@@ -278,26 +237,15 @@ impl Stream {
             accepting: Vec::new(),
             listener: None,
             in_svc: false,
-            sbuf_size: c.wmem,
             rbuf_size: c.mem,
-            sq_size: c.sqsize as u32,
             rq_size: c.rqsize as u32,
-            sq_inline: c.inline as u32,
             target_iomap_size: c.iomap_size as u32,
-            ctrl_seqno: 0,
-            ctrl_max_seqno: RS_QP_CTRL_SIZE,
-            sseq_no: 0,
-            sseq_comp: 0,
             rseq_comp: 0,
             remote_sge: 0,
             remote_sgl: RsSge::default(),
-            target_sge: 0,
             rbuf_msg_index: 0,
             rx: Rx::default(),
-            sbuf_bytes_avail: 0,
-            ssgl0_off: 0,
-            sqe_avail: 0,
-            unsig: Default::default(),
+            tx: SendHalf::new(c.wmem, c.sqsize as u32, c.inline as u32),
             cq_armed: false,
             reader: false,
             remote_iomap: RsSge::default(),
@@ -328,7 +276,7 @@ impl Stream {
     }
 
     /// Reads entry `i` of our descriptor table (the peer writes it remotely).
-    #[inline]
+    #[cfg(test)]
     pub(super) fn target_get(&self, i: usize) -> RsSge {
         RsSge::read(&self.ep().target, i * 16)
     }
@@ -341,46 +289,14 @@ impl Stream {
         t.write_u32(i * 16 + 12, v.length);
     }
 
+    #[inline]
     pub(super) fn ctrl_avail(&self) -> bool {
-        self.ctrl_seqno != self.ctrl_max_seqno
+        self.tx.ctrl_avail()
     }
 
-    pub(super) fn ctrl2_avail(&self) -> bool {
-        ((self.ctrl_seqno.wrapping_add(1)).wrapping_sub(self.ctrl_max_seqno) as i32) < 0
-    }
-
-    /// Send-ring bytes whose writes have not completed, as far as the
-    /// completions taken tell (one that has come but waits in the CQ still
-    /// counts: a sender that paused without any call on the stream counts
-    /// its last writes).
-    pub(super) fn in_flight(&self) -> u32 {
-        self.sbuf_size.saturating_sub(self.sbuf_bytes_avail)
-    }
-
-    /// Where a send call's chunks start ([`next_chunk`]). Upstream starts
-    /// every call at [`RS_OLAP_START_SIZE`] and doubles, so that a peer
-    /// waiting for data can copy the first bytes out while the rest is
-    /// written. That pays only when the peer is waiting: while at least
-    /// that first chunk's worth of our data is still on its way (send-ring
-    /// bytes whose writes have not completed yet), the peer has bytes to
-    /// take already and the small chunks only add work requests,
-    /// completions and wake-ups at both ends (a stream of 64 KiB sends: six
-    /// messages each instead of one). Such a call starts at
-    /// [`RS_MAX_TRANSFER`]; one on an idle stream, or behind a few small
-    /// sends only (a header before its body), ramps up as upstream's. The
-    /// peer sees data messages of other lengths, as any sender may send
-    /// them (the byte stream is the same).
-    pub(super) fn first_chunk(&self) -> u32 {
-        if self.in_flight() >= RS_OLAP_START_SIZE {
-            RS_MAX_TRANSFER
-        } else {
-            RS_OLAP_START_SIZE
-        }
-    }
-
+    #[inline]
     pub(super) fn can_send(&self) -> bool {
-        let sqe = if self.opts & OPT_MSG_SEND == 0 { self.sqe_avail >= 1 } else { self.sqe_avail >= 2 };
-        sqe && self.sbuf_bytes_avail >= RS_SNDLOWAT && self.sseq_no != self.sseq_comp && self.target_get(self.target_sge).length != 0
+        self.tx.has_room(self.opts) && self.tx.target(&self.ep().target).length != 0
     }
 
     pub(super) fn conn_can_send(&self) -> bool {
@@ -400,7 +316,7 @@ impl Stream {
     }
 
     pub(super) fn all_sends_done(&self) -> bool {
-        (self.ctrl_max_seqno.wrapping_sub(self.ctrl_seqno)).wrapping_add(self.sqe_avail) == self.sq_size || self.state & ST_CONNECTED == 0
+        self.tx.all_done() || self.state & ST_CONNECTED == 0
     }
 
     pub(super) fn poll_all(&self) -> bool {

@@ -59,10 +59,10 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
             libc::SO_SNDBUF => {
                 let v = v? as u32;
                 if s.ep.is_none() {
-                    s.sbuf_size = v << 1;
+                    s.tx.set_sbuf_size(v << 1);
                 }
-                if s.sbuf_size < RS_SNDLOWAT {
-                    s.sbuf_size = RS_SNDLOWAT << 1;
+                if s.tx.sbuf_size() < RS_SNDLOWAT {
+                    s.tx.set_sbuf_size(RS_SNDLOWAT << 1);
                 }
                 Ok(())
             }
@@ -129,9 +129,9 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
             }
             let v = v? as u32;
             match name {
-                RDMA_SQSIZE => s.sq_size = v.min(RS_QP_MAX_SIZE),
+                RDMA_SQSIZE => s.tx.set_sq_size(v.min(RS_QP_MAX_SIZE)),
                 RDMA_RQSIZE => s.rq_size = v.min(RS_QP_MAX_SIZE),
-                RDMA_INLINE => s.sq_inline = v.min(RS_QP_MAX_SIZE),
+                RDMA_INLINE => s.tx.set_sq_inline(v.min(RS_QP_MAX_SIZE)),
                 RDMA_IOMAPSIZE => s.target_iomap_size = scale_to_value(value_to_scale(v, 8) & 0xFF, 8) & 0xFFFF,
                 _ => return Err(Errno::ENOTSUP),
             }
@@ -147,7 +147,7 @@ impl OptSource for Stream {
     }
 
     fn sizes(&self) -> Sizes {
-        Sizes { sbuf: self.sbuf_size, rbuf: self.rbuf_size, sq: self.sq_size, rq: self.rq_size, inline: self.sq_inline, iomap: self.target_iomap_size }
+        Sizes { sbuf: self.tx.sbuf_size(), rbuf: self.rbuf_size, sq: self.tx.sq_size(), rq: self.rq_size, inline: self.tx.sq_inline(), iomap: self.target_iomap_size }
     }
 
     fn take_error(&mut self) -> c_int {

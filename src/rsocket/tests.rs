@@ -256,9 +256,9 @@ fn keepalive_schedule() {
     s.so.keepalive_time = 5;
     assert_eq!(s.keepalive_tick(now), Some(now + 5 * sec));
     assert_eq!(s.keepalive_tick(now + 4 * sec), Some(now + 5 * sec), "not due yet");
-    let seq = s.ctrl_seqno;
+    let seq = s.tx.ctrl_seqno();
     assert_eq!(s.keepalive_tick(now + 5 * sec), Some(now + 10 * sec));
-    assert_eq!(s.ctrl_seqno, seq, "no QP: no control message counted");
+    assert_eq!(s.tx.ctrl_seqno(), seq, "no QP: no control message counted");
 }
 
 /// The control-message window: `ctrl_avail` while fewer than the window
@@ -267,20 +267,23 @@ fn keepalive_schedule() {
 #[test]
 fn control_window_across_the_wrap() {
     let mut s = connected();
-    s.ctrl_seqno = u32::MAX - 1;
-    s.ctrl_max_seqno = s.ctrl_seqno.wrapping_add(RS_QP_CTRL_SIZE);
-    assert!(s.ctrl_avail() && s.ctrl2_avail());
-    s.ctrl_seqno = s.ctrl_seqno.wrapping_add(RS_QP_CTRL_SIZE - 1);
+    let seqno = u32::MAX - 1;
+    s.tx.set_ctrl(seqno, seqno.wrapping_add(RS_QP_CTRL_SIZE));
+    assert!(s.ctrl_avail() && s.tx.ctrl2_avail());
+    for _ in 0..RS_QP_CTRL_SIZE - 1 {
+        s.tx.take_ctrl();
+    }
     assert!(s.ctrl_avail(), "one slot left");
-    assert!(!s.ctrl2_avail(), "not two");
-    s.ctrl_seqno = s.ctrl_seqno.wrapping_add(1);
+    assert!(!s.tx.ctrl2_avail(), "not two");
+    s.tx.take_ctrl();
     assert!(!s.ctrl_avail());
     // All sends done: every control slot and send queue entry is back.
-    s.sq_size = 16;
-    s.sqe_avail = 16 - RS_QP_CTRL_SIZE;
-    s.ctrl_max_seqno = s.ctrl_seqno.wrapping_add(RS_QP_CTRL_SIZE);
+    s.tx.set_sq_size(16);
+    s.tx.set_sqe_avail(16 - RS_QP_CTRL_SIZE);
+    let seqno = s.tx.ctrl_seqno();
+    s.tx.set_ctrl(seqno, seqno.wrapping_add(RS_QP_CTRL_SIZE));
     assert!(s.all_sends_done());
-    s.sqe_avail -= 1;
+    s.tx.set_sqe_avail(16 - RS_QP_CTRL_SIZE - 1);
     assert!(!s.all_sends_done());
     s.state = ST_DISCONNECTED;
     assert!(s.all_sends_done(), "a stream no longer connected has nothing in flight");
@@ -351,14 +354,14 @@ fn stream_option_values() {
     let h = bare();
     let int = |v: c_int| v.to_ne_bytes();
     assert_eq!(setsockopt(&h, libc::SOL_SOCKET, libc::SO_SNDBUF, Some(&int(100))), Ok(()));
-    assert_eq!(lock(&h).expect("usable").sbuf_size, RS_SNDLOWAT << 1, "below the low-water mark: its double");
+    assert_eq!(lock(&h).expect("usable").tx.sbuf_size(), RS_SNDLOWAT << 1, "below the low-water mark: its double");
     assert_eq!(setsockopt(&h, libc::SOL_SOCKET, libc::SO_RCVBUF, Some(&int(8192))), Ok(()));
     assert_eq!(lock(&h).expect("usable").rbuf_size, 16384);
     assert_eq!(setsockopt(&h, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, Some(&int(0))), Err(Errno::EINVAL));
     assert_eq!(setsockopt(&h, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, Some(&int(9))), Ok(()));
     assert_eq!(setsockopt(&h, libc::SOL_SOCKET, libc::SO_LINGER, Some(&[0u8; 8])), Ok(()));
     assert_eq!(setsockopt(&h, super::options::SOL_RDMA, super::options::RDMA_SQSIZE, Some(&int(100_000))), Ok(()));
-    assert_eq!(lock(&h).expect("usable").sq_size, RS_QP_MAX_SIZE);
+    assert_eq!(lock(&h).expect("usable").tx.sq_size(), RS_QP_MAX_SIZE);
     assert_eq!(setsockopt(&h, super::options::SOL_RDMA, super::options::RDMA_IOMAPSIZE, Some(&int(1000))), Ok(()));
     // Kept in its 8-bit scaled form, as upstream: 1000 reads back as 768.
     assert_eq!(lock(&h).expect("usable").target_iomap_size, 768);

@@ -40,9 +40,9 @@ pub(super) const Z0: Z = Z { sbuf: 8192, rbuf: 8192, sq: 16, rq: 16, inline: 64,
 /// A stream on one end of a fabric, its endpoint made as create_ep makes it.
 pub(super) fn stream_on(q: FakeQp, z: Z) -> Handle {
     let mut s = Stream::fresh(None, -1, libc::AF_INET);
-    s.sbuf_size = z.sbuf;
+    s.tx.set_sbuf_size(z.sbuf);
     s.rbuf_size = z.rbuf;
-    s.sq_size = z.sq;
+    s.tx.set_sq_size(z.sq);
     s.rq_size = z.rq;
     s.target_iomap_size = z.iomap;
     if z.iwarp {
@@ -181,7 +181,7 @@ fn sequence_numbers_count_messages() {
     for m in [&b"one"[..], b"two", b"three"] {
         assert_eq!(send(&a, m, NB), Ok(m.len()));
     }
-    assert_eq!(st(&a).sseq_no, 3);
+    assert_eq!(st(&a).tx.sseq_no(), 3);
     let mut buf = [0u8; 64];
     assert_eq!(recv(&b, &mut buf, NB), Ok(11));
     assert_eq!(&buf[..11], b"onetwothree");
@@ -191,7 +191,7 @@ fn sequence_numbers_count_messages() {
 #[test]
 fn credits_from_connect_data_bound_the_sender() {
     let (a, p) = with_peer(2, 4096);
-    assert_eq!(st(&a).sseq_comp, 2);
+    assert_eq!(st(&a).tx.sseq_comp(), 2);
     assert_eq!(send(&a, b"a", NB), Ok(1));
     assert_eq!(send(&a, b"b", NB), Ok(1));
     assert_eq!(send(&a, b"c", NB), Err(Errno::EAGAIN));
@@ -215,7 +215,7 @@ fn out_of_credits_then_resumes_after_the_receiver_consumes() {
     // (8): at 15 messages read, sequence numbers up to 15 + 16.
     assert_eq!(st(&b).rseq_comp, 15 + 8);
     assert_eq!(send(&a, b"y", NB), Ok(1));
-    assert_eq!(st(&a).sseq_comp, 15 + 16);
+    assert_eq!(st(&a).tx.sseq_comp(), 15 + 16);
 }
 
 #[test]
@@ -368,7 +368,7 @@ fn send_ring_full_then_resumes_when_writes_complete() {
     fake(&a).hold(true);
     let data = pattern(8192, 1);
     assert_eq!(send(&a, &data, NB), Ok(8192));
-    assert_eq!(st(&a).sbuf_bytes_avail, 0);
+    assert_eq!(st(&a).tx.avail_bytes(), 0);
     assert_eq!(send(&a, b"more", NB), Err(Errno::EAGAIN), "the send ring is full");
     fake(&a).hold(false);
     assert_eq!(send(&a, b"more", NB), Ok(4));
@@ -445,13 +445,13 @@ fn a_send_behind_writes_in_flight_goes_in_large_chunks() {
     assert_eq!(buf, data);
     // Their completions have come but nobody has taken them yet: the
     // next call still counts them in flight and goes in one message.
-    assert!(st(&a).sbuf_bytes_avail < 262144);
+    assert!(st(&a).tx.avail_bytes() < 262144);
     assert_eq!(send(&a, &data[..8192], NB), Ok(8192));
     assert_eq!(data_sizes(&a)[3..], [8192]);
     assert_eq!(drain(&b), 8192);
     // Every completion taken: idle, the next call ramps.
     let _ = room(&a);
-    assert_eq!(st(&a).sbuf_bytes_avail, 262144);
+    assert_eq!(st(&a).tx.avail_bytes(), 262144);
     assert_eq!(send(&a, &data[..8192], NB), Ok(8192));
     assert_eq!(data_sizes(&a)[4..], [2048, 4096, 2048]);
     assert_eq!(drain(&b), 8192);
@@ -461,7 +461,7 @@ fn a_send_behind_writes_in_flight_goes_in_large_chunks() {
     for _ in 0..4 {
         assert_eq!(send(&a, &data[..20], NB), Ok(20));
     }
-    assert_eq!(st(&a).sbuf_bytes_avail, 262144 - 80);
+    assert_eq!(st(&a).tx.avail_bytes(), 262144 - 80);
     assert_eq!(send(&a, &data[..8192], NB), Ok(8192));
     assert_eq!(data_sizes(&a)[7..], [20, 20, 20, 20, 2048, 4096, 2048]);
     assert_eq!(drain(&b), 8272);
@@ -492,9 +492,9 @@ fn a_send_that_came_behind_writes_in_flight_stays_large_after_its_wait() {
 fn inline_up_to_sq_inline_then_staged() {
     let (a, b) = pair();
     assert_eq!(send(&a, &[1u8; 64], NB), Ok(64));
-    assert_eq!(st(&a).ssgl0_off, 0, "64 bytes go inline");
+    assert_eq!(st(&a).tx.ssgl0_off(), 0, "64 bytes go inline");
     assert_eq!(send(&a, &[2u8; 65], NB), Ok(65));
-    assert_eq!(st(&a).ssgl0_off, 65, "65 bytes are staged in the send ring");
+    assert_eq!(st(&a).tx.ssgl0_off(), 65, "65 bytes are staged in the send ring");
     let mut buf = [0u8; 200];
     assert_eq!(recv(&b, &mut buf, NB), Ok(129));
     assert!(buf[..64].iter().all(|&x| x == 1) && buf[64..129].iter().all(|&x| x == 2));
@@ -511,7 +511,7 @@ const ZSIG: Z = Z { sq: 64, ..Z0 };
 fn room(h: &Handle) -> (u32, u32) {
     let mut s = st(h);
     s.poll_cq().expect("poll");
-    (s.sqe_avail, s.sbuf_bytes_avail)
+    (s.tx.sqe_avail(), s.tx.avail_bytes())
 }
 
 #[test]
@@ -557,8 +557,8 @@ fn shutdown_waits_for_the_run_to_come_back() {
     // SHUT_WR keeps the stream connected: it returns only once every send
     // is done, which takes the shutdown message to end the run.
     within(10, move || shutdown(&a2, libc::SHUT_WR)).unwrap();
-    assert_eq!(st(&a).sqe_avail, 60);
-    assert_eq!(st(&a).sbuf_bytes_avail, 8192);
+    assert_eq!(st(&a).tx.sqe_avail(), 60);
+    assert_eq!(st(&a).tx.avail_bytes(), 8192);
     assert_eq!(drain(&b), 20);
 }
 
@@ -599,10 +599,10 @@ fn iwarp_sends_are_all_signalled() {
 #[test]
 fn two_piece_staging_at_the_end_of_the_send_ring() {
     let (a, b) = pair();
-    st(&a).ssgl0_off = 8192 - 100;
+    st(&a).tx.set_ssgl0_off(8192 - 100);
     let data = pattern(300, 9);
     assert_eq!(send(&a, &data, NB), Ok(300));
-    assert_eq!(st(&a).ssgl0_off, 200);
+    assert_eq!(st(&a).tx.ssgl0_off(), 200);
     let mut buf = [0u8; 400];
     assert_eq!(recv(&b, &mut buf, NB), Ok(300));
     assert_eq!(&buf[..300], &data[..]);
@@ -805,12 +805,12 @@ fn keepalive_sends_a_control_message_when_due() {
         assert_eq!(s.keepalive_tick(t0 + Duration::from_secs(2)), Some(t0 + Duration::from_secs(3)));
     }
     assert_eq!(imms(&p), vec![msg_set(OP_CTRL, CTRL_KEEPALIVE)]);
-    assert_eq!(st(&a).ctrl_seqno, 1);
-    assert_eq!(st(&a).ctrl_max_seqno, RS_QP_CTRL_SIZE);
+    assert_eq!(st(&a).tx.ctrl_seqno(), 1);
+    assert_eq!(st(&a).tx.ctrl_max_seqno(), RS_QP_CTRL_SIZE);
     // Its completion gives the control slot back.
     let _ = st(&a).poll_events(libc::POLLOUT);
     let s = st(&a);
-    assert_eq!(s.ctrl_max_seqno.wrapping_sub(s.ctrl_seqno), RS_QP_CTRL_SIZE);
+    assert_eq!(s.tx.ctrl_max_seqno().wrapping_sub(s.tx.ctrl_seqno()), RS_QP_CTRL_SIZE);
 }
 
 #[test]
