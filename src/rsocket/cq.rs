@@ -9,23 +9,14 @@ use nix::errno::Errno;
 use std::ffi::c_int;
 use super::state::*;
 use super::verbs::{self, Data};
-use super::wire::{self, msg_data, msg_op, msg_set, Msg, RsSge, OP_CTRL, OP_SGL};
+use super::recv_half::Grant;
+use super::wire::{self, msg_data, msg_op, msg_set, Msg, OP_CTRL};
 
 impl Stream {
     pub(super) fn post_recv(&mut self) -> Result<(), Errno> {
-        if self.opts & OPT_MSG_SEND == 0 {
-            self.ep().qp.post_recv(WR_RECV, None)
-        } else {
-            let ep = self.ep();
-            let sge = ep.rbuf.sge((self.rbuf_size + self.rbuf_msg_index * RS_MSG_SIZE) as usize, RS_MSG_SIZE);
-            let wr = WR_RECV | self.rbuf_msg_index as u64;
-            let r = ep.qp.post_recv(wr, Some(sge));
-            self.rbuf_msg_index += 1;
-            if self.rbuf_msg_index == self.rq_size {
-                self.rbuf_msg_index = 0;
-            }
-            r
-        }
+        let (wr, word) = self.rx.next_recv(self.opts);
+        let ep = self.ep.as_deref().expect("rsocket endpoint");
+        ep.qp.post_recv(wr, word.map(|off| ep.rbuf.sge(off, RS_MSG_SIZE)))
     }
 
     // ---- messages -------------------------------------------------------------------
@@ -54,23 +45,16 @@ impl Stream {
     #[inline(never)]
     pub(super) fn send_credits(&mut self) {
         self.tx.take_ctrl();
-        self.rseq_comp = self.rx.seq_no.wrapping_add((self.rq_size >> 1) as u16);
-        let seq = msg_set(OP_SGL, (self.rx.seq_no as u32).wrapping_add(self.rq_size) & 0xFFFF);
-        if let Some((free, half)) = self.rx.grant() {
+        let (rbuf, rkey) = {
+            let ep = self.ep();
+            (ep.rbuf.addr(), ep.rbuf.rkey())
+        };
+        let credit = self.rx.take_credit(self.opts, rbuf, rkey);
+        let seq = credit.msg;
+        if let Some(Grant { bytes, raddr, rkey: rk }) = credit.grant {
             if self.opts & OPT_MSG_SEND != 0 {
                 self.tx.take_ctrl();
             }
-            let (rbuf, rkey) = {
-                let ep = self.ep();
-                (ep.rbuf.addr(), ep.rbuf.rkey())
-            };
-            let mut sge = RsSge { addr: rbuf + free as u64, key: rkey, length: half };
-            if self.opts & OPT_SWAP_SGL != 0 {
-                sge = sge.swapped();
-            }
-            let raddr = wire::table_addr(self.remote_sgl.addr, self.remote_sge, 16);
-            let rk = self.remote_sgl.key;
-            let bytes = sge.bytes();
             let _ = if self.tx.sq_inline() < RS_MAX_CTRL_MSG {
                 // The control slots lie past the ring inside the registered send buffer.
                 let slot = self.tx.ctrl_slot();
@@ -83,7 +67,6 @@ impl Stream {
             } else {
                 self.post_write_msg(Data::Inline(&bytes), seq, raddr, rk)
             };
-            self.remote_sge = wire::next_sge(self.remote_sge, self.remote_sgl.length);
         } else {
             let _ = self.post_msg(seq);
         }
@@ -96,8 +79,7 @@ impl Stream {
         if self.state & ST_CONNECTED == 0 {
             return false;
         }
-        let want = self.rx.can_grant() || (self.rx.seq_no.wrapping_sub(self.rseq_comp) as i16) >= 0;
-        want && if self.opts & OPT_MSG_SEND == 0 { self.tx.ctrl_avail() } else { self.tx.ctrl2_avail() }
+        self.rx.credit_due() && if self.opts & OPT_MSG_SEND == 0 { self.tx.ctrl_avail() } else { self.tx.ctrl2_avail() }
     }
 
     #[inline]
@@ -168,7 +150,7 @@ impl Stream {
                 None => {
                     // The word of the message's slot (rq_size words past rbuf_size).
                     let idx = (wc.wr_id as u32) as usize;
-                    self.ep().rbuf.read_u32(self.rbuf_size as usize + idx * 4)
+                    self.ep().rbuf.read_u32(self.rx.word_off(idx))
                 }
             };
             match wire::decode(msg) {

@@ -13,7 +13,7 @@ use super::guard::{lock, lock_any, lock_path, Path};
 use super::state::*;
 use super::svc::{self, STREAMS};
 use super::verbs::Qp;
-use super::wire::{self, msg_set, Rx, CONN_DATA_LEN, OP_CTRL};
+use super::wire::{self, msg_set, CONN_DATA_LEN, OP_CTRL};
 use crate::abi::cma::AF_IB;
 use crate::addrinfo::ib_hdr;
 use crate::cma::api::{CmId, ConnParam, QpCaps};
@@ -43,8 +43,7 @@ pub(super) fn inherit(l: &Stream, id: Arc<CmId>) -> Stream {
     Stream {
         fs_flags: l.fs_flags,
         fd_flags: l.fd_flags,
-        rbuf_size: l.rbuf_size,
-        rq_size: l.rq_size,
+        rx: l.rx.inherit(),
         tx: l.tx.inherit(),
         target_iomap_size: l.target_iomap_size,
         ..Stream::fresh(Some(id), fd, l.domain)
@@ -61,7 +60,7 @@ impl Stream {
         }
         let max = id.max_qp_wr()?.min(RS_QP_MAX_SIZE);
         self.tx.set_sq_size(self.tx.sq_size().clamp(RS_QP_MIN_SIZE, max.max(RS_QP_MIN_SIZE)));
-        self.rq_size = self.rq_size.clamp(RS_QP_MIN_SIZE, max.max(RS_QP_MIN_SIZE));
+        self.rx.set_rq_size(self.rx.rq_size().clamp(RS_QP_MIN_SIZE, max.max(RS_QP_MIN_SIZE)));
         if id.is_iwarp() {
             self.opts |= OPT_MSG_SEND;
             if self.tx.sq_inline() < RS_MSG_SIZE {
@@ -69,8 +68,8 @@ impl Stream {
             }
         }
         // One CQ and one channel for both directions, owned by the id.
-        let caps = QpCaps { max_send_wr: self.tx.sq_size(), max_recv_wr: self.rq_size, max_send_sge: 2, max_recv_sge: 1, max_inline_data: self.tx.sq_inline() };
-        let (qp, got) = Qp::new(&id, self.tx.sq_size() + self.rq_size, caps)?;
+        let caps = QpCaps { max_send_wr: self.tx.sq_size(), max_recv_wr: self.rx.rq_size(), max_send_sge: 2, max_recv_sge: 1, max_inline_data: self.tx.sq_inline() };
+        let (qp, got) = Qp::new(&id, self.tx.sq_size() + self.rx.rq_size(), caps)?;
         self.install_ep(qp, got.max_inline_data)
     }
 
@@ -90,16 +89,11 @@ impl Stream {
 
         let sbuf = qp.reg_buf(self.tx.sbuf_len() as usize, false)?;
         let target = qp.reg_buf(wire::target_table_len(self.target_iomap_size), true)?;
-        let mut rbuf_total = self.rbuf_size;
-        if self.opts & OPT_MSG_SEND != 0 {
-            rbuf_total += self.rq_size * RS_MSG_SIZE;
-        }
-        let rbuf = qp.reg_buf(rbuf_total as usize, true)?;
+        let rbuf = qp.reg_buf(self.rx.rbuf_len(self.opts) as usize, true)?;
         self.ep = Some(Arc::new(Ep { qp, sbuf, target, rbuf }));
         self.tx.start();
-        self.rx = Rx::new(self.rbuf_size, self.rq_size);
-        self.rseq_comp = (self.rq_size >> 1) as u16;
-        for _ in 0..self.rq_size {
+        self.rx.start();
+        for _ in 0..self.rx.rq_size() {
             self.post_recv()?;
         }
         Ok(())
@@ -117,13 +111,12 @@ impl Stream {
 
     pub(super) fn format_conn_data(&self) -> [u8; CONN_DATA_LEN] {
         let ep = self.ep();
-        wire::format_conn_data(self.rq_size, self.target_iomap_size, (ep.target.addr(), ep.target.rkey()), (ep.rbuf.addr(), ep.rbuf.rkey()), self.rx.half())
+        wire::format_conn_data(self.rx.rq_size(), self.target_iomap_size, (ep.target.addr(), ep.target.rkey()), (ep.rbuf.addr(), ep.rbuf.rkey()), self.rx.half())
     }
 
     /// Takes the peer's connect data (see [`wire::parse_conn_data`]).
     pub(super) fn save_conn_data(&mut self, c: &wire::ConnData) {
-        self.remote_sgl = c.sgl;
-        self.remote_sge = 1;
+        self.rx.set_peer_table(c.sgl);
         if c.swap {
             self.opts |= OPT_SWAP_SGL;
         }

@@ -115,6 +115,7 @@ pub mod lifecycle;
 pub mod options;
 pub mod poll;
 pub mod recv;
+pub mod recv_half;
 pub mod send;
 pub mod send_half;
 pub mod signal;

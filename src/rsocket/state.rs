@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::conf;
 use super::options::SockOpts;
 use super::verbs::{Qp, RegBuf, UserMr, Wake};
-use super::wire::{RsSge, Rx};
+use super::wire::RsSge;
 use crate::cma::api::CmId;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -26,7 +26,7 @@ pub(super) const RS_QP_MIN_SIZE: u32 = 16;
 
 pub(super) const RS_QP_MAX_SIZE: u32 = 0xFFFE;
 
-pub(super) const RS_MSG_SIZE: u32 = 4;
+pub(super) use super::recv_half::{RecvHalf, RS_MSG_SIZE};
 
 /// Address and route resolution are tried 7 times, waiting 1, 2, 4 ... 64 s
 /// (upstream's schedule: about two minutes in all).
@@ -120,19 +120,13 @@ pub struct Stream {
     /// Registered with the service thread.
     pub(super) in_svc: bool,
 
-    pub(super) rbuf_size: u32,
-    pub(super) rq_size: u32,
     pub(super) target_iomap_size: u32,
 
-    pub(super) rseq_comp: u16,
 
-    pub(super) remote_sge: u32,
-    pub(super) remote_sgl: RsSge,
 
-    pub(super) rbuf_msg_index: u32,
-    /// The receive side: received messages and the receive buffer's
-    /// position (the decisions are in [`wire`]).
-    pub(super) rx: Rx,
+    /// The receive half: receive buffer, messages received, credits owed
+    /// ([`super::recv_half`]).
+    pub(super) rx: RecvHalf,
 
     /// The send half: send queue, ring, credits, control slots
     /// ([`super::send_half`]).
@@ -237,14 +231,8 @@ impl Stream {
             accepting: Vec::new(),
             listener: None,
             in_svc: false,
-            rbuf_size: c.mem,
-            rq_size: c.rqsize as u32,
             target_iomap_size: c.iomap_size as u32,
-            rseq_comp: 0,
-            remote_sge: 0,
-            remote_sgl: RsSge::default(),
-            rbuf_msg_index: 0,
-            rx: Rx::default(),
+            rx: RecvHalf::new(c.mem, c.rqsize as u32),
             tx: SendHalf::new(c.wmem, c.sqsize as u32, c.inline as u32),
             cq_armed: false,
             reader: false,

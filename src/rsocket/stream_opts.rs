@@ -52,7 +52,7 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
             libc::SO_RCVBUF => {
                 let v = v? as u32;
                 if s.ep.is_none() {
-                    s.rbuf_size = v << 1;
+                    s.rx.set_rbuf_size(v << 1);
                 }
                 Ok(())
             }
@@ -130,7 +130,7 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
             let v = v? as u32;
             match name {
                 RDMA_SQSIZE => s.tx.set_sq_size(v.min(RS_QP_MAX_SIZE)),
-                RDMA_RQSIZE => s.rq_size = v.min(RS_QP_MAX_SIZE),
+                RDMA_RQSIZE => s.rx.set_rq_size(v.min(RS_QP_MAX_SIZE)),
                 RDMA_INLINE => s.tx.set_sq_inline(v.min(RS_QP_MAX_SIZE)),
                 RDMA_IOMAPSIZE => s.target_iomap_size = scale_to_value(value_to_scale(v, 8) & 0xFF, 8) & 0xFFFF,
                 _ => return Err(Errno::ENOTSUP),
@@ -147,7 +147,7 @@ impl OptSource for Stream {
     }
 
     fn sizes(&self) -> Sizes {
-        Sizes { sbuf: self.tx.sbuf_size(), rbuf: self.rbuf_size, sq: self.tx.sq_size(), rq: self.rq_size, inline: self.tx.sq_inline(), iomap: self.target_iomap_size }
+        Sizes { sbuf: self.tx.sbuf_size(), rbuf: self.rx.rbuf_size(), sq: self.tx.sq_size(), rq: self.rx.rq_size(), inline: self.tx.sq_inline(), iomap: self.target_iomap_size }
     }
 
     fn take_error(&mut self) -> c_int {

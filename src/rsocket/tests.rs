@@ -356,7 +356,7 @@ fn stream_option_values() {
     assert_eq!(setsockopt(&h, libc::SOL_SOCKET, libc::SO_SNDBUF, Some(&int(100))), Ok(()));
     assert_eq!(lock(&h).expect("usable").tx.sbuf_size(), RS_SNDLOWAT << 1, "below the low-water mark: its double");
     assert_eq!(setsockopt(&h, libc::SOL_SOCKET, libc::SO_RCVBUF, Some(&int(8192))), Ok(()));
-    assert_eq!(lock(&h).expect("usable").rbuf_size, 16384);
+    assert_eq!(lock(&h).expect("usable").rx.rbuf_size(), 16384);
     assert_eq!(setsockopt(&h, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, Some(&int(0))), Err(Errno::EINVAL));
     assert_eq!(setsockopt(&h, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, Some(&int(9))), Ok(()));
     assert_eq!(setsockopt(&h, libc::SOL_SOCKET, libc::SO_LINGER, Some(&[0u8; 8])), Ok(()));

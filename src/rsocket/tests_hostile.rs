@@ -268,8 +268,7 @@ fn sequence_numbers_wrap() {
     }
     {
         let mut s = st(&b);
-        s.rx.seq_no = 0xfff8;
-        s.rseq_comp = 0xfff8u16.wrapping_add(8);
+        s.rx.set_seq(0xfff8, 0xfff8u16.wrapping_add(8));
     }
     let mut buf = [0u8; 64];
     for i in 0..100u8 {
@@ -278,7 +277,7 @@ fn sequence_numbers_wrap() {
         assert_eq!(&buf[..3], &[i; 3]);
     }
     assert_eq!(st(&a).tx.sseq_no(), 0xfff8u16.wrapping_add(100));
-    assert_eq!(st(&b).rx.seq_no, 0xfff8u16.wrapping_add(100));
+    assert_eq!(st(&b).rx.buf().seq_no, 0xfff8u16.wrapping_add(100));
 }
 
 /// A peer with the other byte order gets our riomap entries swapped.

@@ -41,9 +41,9 @@ pub(super) const Z0: Z = Z { sbuf: 8192, rbuf: 8192, sq: 16, rq: 16, inline: 64,
 pub(super) fn stream_on(q: FakeQp, z: Z) -> Handle {
     let mut s = Stream::fresh(None, -1, libc::AF_INET);
     s.tx.set_sbuf_size(z.sbuf);
-    s.rbuf_size = z.rbuf;
+    s.rx.set_rbuf_size(z.rbuf);
     s.tx.set_sq_size(z.sq);
-    s.rq_size = z.rq;
+    s.rx.set_rq_size(z.rq);
     s.target_iomap_size = z.iomap;
     if z.iwarp {
         s.opts |= OPT_MSG_SEND;
@@ -185,7 +185,7 @@ fn sequence_numbers_count_messages() {
     let mut buf = [0u8; 64];
     assert_eq!(recv(&b, &mut buf, NB), Ok(11));
     assert_eq!(&buf[..11], b"onetwothree");
-    assert_eq!(st(&b).rx.seq_no, 3);
+    assert_eq!(st(&b).rx.buf().seq_no, 3);
 }
 
 #[test]
@@ -213,7 +213,7 @@ fn out_of_credits_then_resumes_after_the_receiver_consumes() {
     assert_eq!(drain(&b), 16);
     // Looking for more gave credits back once seq_no passed rseq_comp
     // (8): at 15 messages read, sequence numbers up to 15 + 16.
-    assert_eq!(st(&b).rseq_comp, 15 + 8);
+    assert_eq!(st(&b).rx.rseq_comp(), 15 + 8);
     assert_eq!(send(&a, b"y", NB), Ok(1));
     assert_eq!(st(&a).tx.sseq_comp(), 15 + 16);
 }
@@ -226,7 +226,7 @@ fn credits_hand_back_freed_halves_of_the_receive_buffer() {
     let data = pattern(65536, 7);
     assert_eq!(pump(&a, &b, &data), data);
     let s = st(&b);
-    assert_eq!(s.rx.free_offset % 4096, 0);
+    assert_eq!(s.rx.buf().free_offset % 4096, 0);
 }
 
 #[test]
@@ -618,7 +618,7 @@ fn receive_ring_wraps_around() {
         assert_eq!(recv(&b, &mut buf, NB), Ok(700), "message {i}");
         assert_eq!(&buf[..700], &m[..], "message {i}");
     }
-    assert!(st(&b).rx.offset < 8192);
+    assert!(st(&b).rx.buf().offset < 8192);
 }
 
 #[test]
@@ -632,11 +632,11 @@ fn partial_reads() {
         assert_eq!(recv(&b, &mut buf, NB), Ok(n));
         got.extend_from_slice(&buf);
         if got.len() < 100 {
-            assert_eq!(st(&b).rx.seq_no, 0, "a message counts once consumed whole");
+            assert_eq!(st(&b).rx.buf().seq_no, 0, "a message counts once consumed whole");
         }
     }
     assert_eq!(got, data);
-    assert_eq!(st(&b).rx.seq_no, 1);
+    assert_eq!(st(&b).rx.buf().seq_no, 1);
 }
 
 #[test]
