@@ -45,7 +45,7 @@ pub(super) fn inherit(l: &Stream, id: Arc<CmId>) -> Stream {
         fd_flags: l.fd_flags,
         rx: l.rx.inherit(),
         tx: l.tx.inherit(),
-        target_iomap_size: l.target_iomap_size,
+        iomaps: l.iomaps.inherit(),
         ..Stream::fresh(Some(id), fd, l.domain)
     }
 }
@@ -88,7 +88,7 @@ impl Stream {
         }
 
         let sbuf = qp.reg_buf(self.tx.sbuf_len() as usize, false)?;
-        let target = qp.reg_buf(wire::target_table_len(self.target_iomap_size), true)?;
+        let target = qp.reg_buf(wire::target_table_len(self.iomaps.target_size()), true)?;
         let rbuf = qp.reg_buf(self.rx.rbuf_len(self.opts) as usize, true)?;
         self.ep = Some(Arc::new(Ep { qp, sbuf, target, rbuf }));
         self.tx.start();
@@ -111,7 +111,7 @@ impl Stream {
 
     pub(super) fn format_conn_data(&self) -> [u8; CONN_DATA_LEN] {
         let ep = self.ep();
-        wire::format_conn_data(self.rx.rq_size(), self.target_iomap_size, (ep.target.addr(), ep.target.rkey()), (ep.rbuf.addr(), ep.rbuf.rkey()), self.rx.half())
+        wire::format_conn_data(self.rx.rq_size(), self.iomaps.target_size(), (ep.target.addr(), ep.target.rkey()), (ep.rbuf.addr(), ep.rbuf.rkey()), self.rx.half())
     }
 
     /// Takes the peer's connect data (see [`wire::parse_conn_data`]).
@@ -121,7 +121,7 @@ impl Stream {
             self.opts |= OPT_SWAP_SGL;
         }
         if let Some(iomap) = c.iomap {
-            self.remote_iomap = iomap;
+            self.iomaps.set_remote(iomap);
         }
         self.target_set(0, c.data_buf);
         self.tx.set_credits(c.credits);

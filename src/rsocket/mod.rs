@@ -111,6 +111,7 @@ mod fake;
 pub mod fdmap;
 pub mod guard;
 pub mod iomap;
+pub mod iomap_table;
 pub mod lifecycle;
 pub mod options;
 pub mod poll;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::state::*;
 use super::send_half::Staged;
 use super::verbs::Data;
-use super::wire::{self, msg_set, IOMAP_ENTRY_SIZE, OP_DATA, OP_IOMAP_SGL};
+use super::wire::{msg_set, OP_DATA};
 
 impl Stream {
     pub(super) fn wait_can_send(&mut self) -> Result<(), Errno> {
@@ -25,44 +25,6 @@ impl Stream {
         }
         Ok(())
     }
-
-    /// Writes the riomap registrations the peer has not seen into its table.
-    pub(super) fn send_iomaps(&mut self) -> Result<(), Errno> {
-        while let Some(pos) = self.iomaps.iter().position(|m| !m.sent) {
-            self.wait_can_send()?;
-            let (offset, addr, rkey, len, index) = {
-                let m = &self.iomaps[pos];
-                (m.offset, m.mr.addr(), m.mr.rkey(), m.mr.len() as u32, m.index as u32)
-            };
-            let mut e = [0u8; IOMAP_ENTRY_SIZE as usize];
-            if self.opts & OPT_SWAP_SGL == 0 {
-                e[0..8].copy_from_slice(&offset.to_ne_bytes());
-                e[8..16].copy_from_slice(&addr.to_ne_bytes());
-                e[16..20].copy_from_slice(&rkey.to_ne_bytes());
-                e[20..24].copy_from_slice(&len.to_ne_bytes());
-            } else {
-                e[0..8].copy_from_slice(&offset.swap_bytes().to_ne_bytes());
-                e[8..16].copy_from_slice(&addr.swap_bytes().to_ne_bytes());
-                e[16..20].copy_from_slice(&rkey.swap_bytes().to_ne_bytes());
-                e[20..24].copy_from_slice(&len.swap_bytes().to_ne_bytes());
-            }
-            self.tx.reserve_msg(self.opts, IOMAP_ENTRY_SIZE);
-            let raddr = wire::table_addr(self.remote_iomap.addr, index, IOMAP_ENTRY_SIZE);
-            let rk = self.remote_iomap.key;
-            let msg = msg_set(OP_IOMAP_SGL, index);
-            let r = if self.tx.sq_inline() >= IOMAP_ENTRY_SIZE {
-                self.post_write_msg(Data::Inline(&e), msg, raddr, rk)
-            } else {
-                let ep = self.ep_arc().clone();
-                let (sges, n) = self.tx.stage(&ep.sbuf, &e);
-                self.post_write_msg(Data::Reg(&sges[..n]), msg, raddr, rk)
-            };
-            self.iomaps[pos].sent = true;
-            r?;
-        }
-        Ok(())
-    }
-
 }
 
 /// One data message staged in the send ring: reserved under the state

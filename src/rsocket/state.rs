@@ -10,7 +10,7 @@ use std::ffi::c_int;
 use std::sync::Arc;
 use super::conf;
 use super::options::SockOpts;
-use super::verbs::{Qp, RegBuf, UserMr, Wake};
+use super::verbs::{Qp, RegBuf, Wake};
 use super::wire::RsSge;
 use crate::cma::api::CmId;
 use parking_lot::Mutex;
@@ -26,6 +26,7 @@ pub(super) const RS_QP_MIN_SIZE: u32 = 16;
 
 pub(super) const RS_QP_MAX_SIZE: u32 = 0xFFFE;
 
+pub(super) use super::iomap_table::IoMaps;
 pub(super) use super::recv_half::{RecvHalf, RS_MSG_SIZE};
 
 /// Address and route resolution are tried 7 times, waiting 1, 2, 4 ... 64 s
@@ -120,7 +121,6 @@ pub struct Stream {
     /// Registered with the service thread.
     pub(super) in_svc: bool,
 
-    pub(super) target_iomap_size: u32,
 
 
 
@@ -137,10 +137,9 @@ pub struct Stream {
     /// other sleepers wait on their wake-up descriptors alone.
     pub(super) reader: bool,
 
-    /// The peer's table of direct-write mappings (addr, key, entry count).
-    pub(super) remote_iomap: RsSge,
-    /// Our riomap registrations.
-    pub(super) iomaps: Vec<IoMap>,
+    /// The riomap registrations and the peer's table of them
+    /// ([`super::iomap_table`]).
+    pub(super) iomaps: IoMaps,
 
     /// Shared with a send or receive in progress, which copies and posts
     /// without the stream's lock (see [`StreamCell`]).
@@ -173,16 +172,6 @@ pub struct Stream {
     /// How the stream's recent busy polls ended (whether a blocked call
     /// spins before it sleeps).
     pub(super) spin: super::spin::SpinPolicy,
-}
-
-/// One riomap registration.
-pub(super) struct IoMap {
-    pub(super) offset: u64,
-    pub(super) mr: UserMr,
-    /// Slot in the peer's table, or -1 for a local-only mapping.
-    pub(super) index: i32,
-    /// Written into the peer's table already (or local-only).
-    pub(super) sent: bool,
 }
 
 /// One stream and its locks, in the order they are taken: `slock` (one
@@ -231,13 +220,11 @@ impl Stream {
             accepting: Vec::new(),
             listener: None,
             in_svc: false,
-            target_iomap_size: c.iomap_size as u32,
             rx: RecvHalf::new(c.mem, c.rqsize as u32),
             tx: SendHalf::new(c.wmem, c.sqsize as u32, c.inline as u32),
             cq_armed: false,
             reader: false,
-            remote_iomap: RsSge::default(),
-            iomaps: Vec::new(),
+            iomaps: IoMaps::new(c.iomap_size as u32),
             ep: None,
             closed: false,
             broken: false,

@@ -132,7 +132,7 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
                 RDMA_SQSIZE => s.tx.set_sq_size(v.min(RS_QP_MAX_SIZE)),
                 RDMA_RQSIZE => s.rx.set_rq_size(v.min(RS_QP_MAX_SIZE)),
                 RDMA_INLINE => s.tx.set_sq_inline(v.min(RS_QP_MAX_SIZE)),
-                RDMA_IOMAPSIZE => s.target_iomap_size = scale_to_value(value_to_scale(v, 8) & 0xFF, 8) & 0xFFFF,
+                RDMA_IOMAPSIZE => s.iomaps.set_target_size(scale_to_value(value_to_scale(v, 8) & 0xFF, 8) & 0xFFFF),
                 _ => return Err(Errno::ENOTSUP),
             }
             Ok(())
@@ -147,7 +147,7 @@ impl OptSource for Stream {
     }
 
     fn sizes(&self) -> Sizes {
-        Sizes { sbuf: self.tx.sbuf_size(), rbuf: self.rx.rbuf_size(), sq: self.tx.sq_size(), rq: self.rx.rq_size(), inline: self.tx.sq_inline(), iomap: self.target_iomap_size }
+        Sizes { sbuf: self.tx.sbuf_size(), rbuf: self.rx.rbuf_size(), sq: self.tx.sq_size(), rq: self.rx.rq_size(), inline: self.tx.sq_inline(), iomap: self.iomaps.target_size() }
     }
 
     fn take_error(&mut self) -> c_int {

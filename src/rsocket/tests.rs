@@ -364,7 +364,7 @@ fn stream_option_values() {
     assert_eq!(lock(&h).expect("usable").tx.sq_size(), RS_QP_MAX_SIZE);
     assert_eq!(setsockopt(&h, super::options::SOL_RDMA, super::options::RDMA_IOMAPSIZE, Some(&int(1000))), Ok(()));
     // Kept in its 8-bit scaled form, as upstream: 1000 reads back as 768.
-    assert_eq!(lock(&h).expect("usable").target_iomap_size, 768);
+    assert_eq!(lock(&h).expect("usable").iomaps.target_size(), 768);
     let get = |level, name| getsockopt(&h, level, name, 64).map(|o| o.bytes);
     assert_eq!(get(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE), Ok(int(9).to_vec()));
     assert_eq!(get(libc::SOL_SOCKET, libc::SO_LINGER), Ok([0u8; 8].to_vec()), "l_onoff off as set");

@@ -46,13 +46,13 @@ fn connect_data_iomap_flag() {
     let mut cd = p.conn_data(16, 4096);
     cd[7] = 3;
     st(&a).take_conn_data(&cd).unwrap();
-    assert_eq!(st(&a).remote_iomap, RsSge { addr: PEER_BASE + 32, key: p.key(), length: 3 });
+    assert_eq!(st(&a).iomaps.remote(), RsSge { addr: PEER_BASE + 32, key: p.key(), length: 3 });
     let (b, p2) = raw_z(Z0);
     let mut cd = p2.conn_data(16, 4096);
     cd[1] &= !wire::CONN_FLAG_IOMAP;
     cd[7] = 3;
     st(&b).take_conn_data(&cd).unwrap();
-    assert_eq!(st(&b).remote_iomap.length, 0, "no riomap without the flag");
+    assert_eq!(st(&b).iomaps.remote().length, 0, "no riomap without the flag");
     let m = TestMem::new(4096);
     assert_eq!(st(&b).iomap(m.user_buf(), libc::PROT_WRITE, 0), Err(Errno::ENOMEM));
 }

@@ -40,7 +40,7 @@ fn riowrite_without_a_mapping_writes_nothing() {
 #[test]
 fn riomap_table_full() {
     let (a, _b) = pair_z(Z { iomap: 1, ..Z0 });
-    assert_eq!(st(&a).remote_iomap.length, 1);
+    assert_eq!(st(&a).iomaps.remote().length, 1);
     let (m1, m2, m3) = (TestMem::new(4096), TestMem::new(4096), TestMem::new(4096));
     assert_eq!(st(&a).iomap(m1.user_buf(), libc::PROT_WRITE, 0), Ok(0));
     assert_eq!(st(&a).iomap(m2.user_buf(), libc::PROT_WRITE, 4096), Err(Errno::ENOMEM));

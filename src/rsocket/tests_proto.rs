@@ -44,7 +44,7 @@ pub(super) fn stream_on(q: FakeQp, z: Z) -> Handle {
     s.rx.set_rbuf_size(z.rbuf);
     s.tx.set_sq_size(z.sq);
     s.rx.set_rq_size(z.rq);
-    s.target_iomap_size = z.iomap;
+    s.iomaps.set_target_size(z.iomap);
     if z.iwarp {
         s.opts |= OPT_MSG_SEND;
     }
