@@ -23,10 +23,7 @@ impl Stream {
     /// it since, the reading is handed on: every sleeper looks again (one
     /// of them reads next, re-arming the CQ first).
     fn leave(&mut self) {
-        if self.handoff {
-            self.handoff = false;
-            self.dirty = true;
-        }
+        self.sleepers.leave();
     }
 }
 

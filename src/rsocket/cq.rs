@@ -107,7 +107,7 @@ impl Stream {
                 break;
             }
             // Others sleeping on the stream may wait for what this changes
-            // (apply_wc says what: Stream::changed, or dirty for a state).
+            // (apply_wc notes what with the sleepers: send room, data, or any change).
             for i in 0..n {
                 let wc = self.wcs[i];
                 ended |= self.apply_wc(&wc, &mut rcnt);
@@ -126,7 +126,7 @@ impl Stream {
                 if let Err(e) = self.post_recv() {
                     self.state = ST_ERROR;
                     self.err = e as c_int;
-                    self.dirty = true;
+                    self.sleepers.touch();
                     return Err(e);
                 }
             }
@@ -141,7 +141,7 @@ impl Stream {
         if wc.wr_id & WR_RECV != 0 {
             if wc.status != 0 {
                 // (flushed: the connection is going; every sleeper looks)
-                self.dirty = true;
+                self.sleepers.touch();
                 return false;
             }
             *rcnt += 1;
@@ -156,11 +156,11 @@ impl Stream {
             match wire::decode(msg) {
                 Msg::Credits(c) => {
                     self.tx.set_credits(c);
-                    self.changed |= WANTS_SEND;
+                    self.sleepers.changed(WANTS_SEND);
                 }
                 Msg::Write => {}
                 Msg::Ctrl(d) => {
-                    self.dirty = true;
+                    self.sleepers.touch();
                     if d == CTRL_DISCONNECT {
                         self.state = ST_DISCONNECTED;
                         return true;
@@ -175,20 +175,20 @@ impl Stream {
                 }
                 Msg::Data { op, len } => {
                     self.rx.push(op, len);
-                    self.changed |= WANTS_RECV;
+                    self.sleepers.changed(WANTS_RECV);
                 }
             }
         } else {
             // Send room, control slots or (a failure) the state.
-            self.changed |= WANTS_SEND;
+            self.sleepers.changed(WANTS_SEND);
             self.tx.complete(wc.wr_id, wc.status == 0);
             let data = wc.wr_id as u32;
             if msg_op(data) == OP_CTRL && msg_data(data) == CTRL_DISCONNECT {
                 self.state = ST_DISCONNECTED;
-                self.dirty = true;
+                self.sleepers.touch();
             }
             if wc.status != 0 {
-                self.dirty = true;
+                self.sleepers.touch();
                 if self.state & ST_CONNECTED != 0 {
                     self.state = ST_ERROR;
                     self.err = libc::EIO;
@@ -202,7 +202,7 @@ impl Stream {
     /// [`Stream::wait_fd`]. Not while the stream's reader sleeps in reading
     /// the channel (the event is its).
     pub fn consume_cq_event(&mut self) {
-        if !self.cq_armed || self.reader || self.state & ST_CONNECTED == 0 {
+        if !self.cq_armed || self.sleepers.reading() || self.state & ST_CONNECTED == 0 {
             return;
         }
         let Some(ep) = self.ep.as_ref() else { return };
@@ -211,12 +211,12 @@ impl Stream {
                 // The CQ is no longer armed: other sleepers must look again
                 // (and re-arm) instead of sleeping on a channel that stays quiet.
                 self.cq_armed = false;
-                self.dirty = true;
+                self.sleepers.touch();
             }
             Err(Errno::EAGAIN) | Err(Errno::EINTR) => {}
             Err(_) => {
                 self.state = ST_ERROR;
-                self.dirty = true;
+                self.sleepers.touch();
             }
         }
     }
@@ -224,24 +224,23 @@ impl Stream {
     /// The reader is back from its read of the channel (`r`: what the read
     /// gave): with an event the CQ is no longer armed. Nobody reads the
     /// channel now: this thread either reads it again (it sleeps again) or
-    /// hands the reading on when it leaves ([`Stream::handoff`]). With an
+    /// hands the reading on when it leaves ([`super::sleepers::Sleepers::leave`]). With an
     /// event, the other sleepers are woken at once, before this thread
     /// takes the completions, as upstream's waiters all wake with the
     /// reader's event: a sleeper the completions concern wakes while they
     /// are taken instead of after (the duplex bench, a sender and a
     /// receiver on one stream: faster in 9 of 10 paired runs).
     pub(super) fn reader_done(&mut self, r: &Result<bool, Errno>) {
-        self.reader = false;
-        self.handoff = true;
+        self.sleepers.reader_back();
         match r {
             Ok(_) => {
                 self.cq_armed = false;
-                self.dirty = true;
+                self.sleepers.touch();
                 self.flush_wakes();
             }
             Err(Errno::EINTR) | Err(Errno::ECANCELED) | Err(Errno::EAGAIN) => {}
             Err(_) => {
-                self.dirty = true;
+                self.sleepers.touch();
                 if self.state & ST_CONNECTED != 0 {
                     self.state = ST_ERROR;
                 }

@@ -183,11 +183,11 @@ impl Stream {
             Err(e) => {
                 self.state = ST_CONNECT_ERROR;
                 self.err = e as c_int;
-                self.dirty = true;
+                self.sleepers.touch();
                 Err(e)
             }
             Ok(()) => {
-                self.dirty = true;
+                self.sleepers.touch();
                 Ok(())
             }
         }
@@ -341,7 +341,7 @@ impl Stream {
             if established {
                 self.accept_queue.push_back(h);
                 self.accepts = self.accepts.wrapping_add(1);
-                self.dirty = true;
+                self.sleepers.touch();
             } else {
                 self.accepting.push(h);
             }
@@ -358,7 +358,7 @@ impl Stream {
                 _ => {
                     if id.parked_event() == Some(crate::abi::cma::RDMA_CM_EVENT_DISCONNECTED) && self.state & ST_CONNECTED != 0 {
                         self.state = ST_DISCONNECTED;
-                        self.dirty = true;
+                        self.sleepers.touch();
                         // The connection is over: the QP stops (as rshutdown
                         // stops it once disconnected), and its flushed
                         // receives wake a reader asleep on the channel.
@@ -393,7 +393,7 @@ impl Stream {
         if self.state & ST_CONNECTED == 0 {
             return None;
         }
-        self.dirty = true;
+        self.sleepers.touch();
         if how == libc::SHUT_RDWR {
             self.state &= !(ST_READABLE | ST_WRITABLE);
             Some(CTRL_DISCONNECT)
@@ -426,7 +426,7 @@ impl Stream {
     /// id itself goes when the last sleeper lets go of it).
     pub(super) fn destroy(&mut self) {
         self.closed = true;
-        self.dirty = true;
+        self.sleepers.touch();
         self.wake_sleepers();
         self.iomaps.clear();
         self.ep = None;
@@ -596,7 +596,7 @@ fn cm_event(h: &Handle) -> bool {
             if ok && known && !l.closed && !l.broken {
                 l.accept_queue.push_back(h.clone());
                 l.accepts = l.accepts.wrapping_add(1);
-                l.dirty = true;
+                l.sleepers.touch();
             } else {
                 ok = false;
             }

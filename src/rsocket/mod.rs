@@ -46,7 +46,7 @@
 //! the first of them to sleep again reads next), then either reads the
 //! channel again or, when its call is over and nobody has read since (a
 //! read that ended without an event), hands the reading on: every sleeper
-//! looks again (`blocking::sleep_until_on`, `Stream::handoff`). What must wake the
+//! looks again (`blocking::sleep_until_on`, `sleepers::Sleepers::leave`). What must wake the
 //! reader comes through the CQ: every change of another thread that it
 //! waits for posts a work request (a control message of rshutdown or
 //! rclose) or stops the QP (a peer's disconnect), whose completion or
@@ -120,6 +120,7 @@ pub mod recv_half;
 pub mod send;
 pub mod send_half;
 pub mod signal;
+pub mod sleepers;
 pub mod sock;
 pub mod spin;
 pub mod state;

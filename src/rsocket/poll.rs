@@ -260,10 +260,7 @@ impl Waiter {
         // this one (it is about to look again anyway).
         g.flush_wakes();
         if rev == 0 {
-            match g.sleepers.iter_mut().find(|(w, _)| Arc::ptr_eq(w, &self.wake)) {
-                Some(e) => e.1 = WANTS_ALL,
-                None => g.sleepers.push((self.wake.clone(), WANTS_ALL)),
-            }
+            g.sleepers.register(&self.wake, WANTS_ALL);
         }
         Ok(rev)
     }
@@ -275,7 +272,7 @@ impl Waiter {
         self.wake.drain();
         let Sock::Stream(h) = s else { return };
         if let Ok(mut g) = lock(h) {
-            g.sleepers.retain(|(w, _)| !Arc::ptr_eq(w, &self.wake));
+            g.sleepers.unregister(&self.wake);
             if cq_readable {
                 g.consume_cq_event();
             }

@@ -10,7 +10,7 @@ use std::ffi::c_int;
 use std::sync::Arc;
 use super::conf;
 use super::options::SockOpts;
-use super::verbs::{Qp, RegBuf, Wake};
+use super::verbs::{Qp, RegBuf};
 use super::wire::RsSge;
 use crate::cma::api::CmId;
 use parking_lot::Mutex;
@@ -27,6 +27,8 @@ pub(super) const RS_QP_MIN_SIZE: u32 = 16;
 pub(super) const RS_QP_MAX_SIZE: u32 = 0xFFFE;
 
 pub(super) use super::iomap_table::IoMaps;
+pub(super) use super::sleepers::Sleepers;
+pub use super::sleepers::{WANTS_ALL, WANTS_RECV, WANTS_SEND};
 pub(super) use super::recv_half::{RecvHalf, RS_MSG_SIZE};
 
 /// Address and route resolution are tried 7 times, waiting 1, 2, 4 ... 64 s
@@ -132,10 +134,6 @@ pub struct Stream {
     /// ([`super::send_half`]).
     pub(super) tx: SendHalf,
     pub(super) cq_armed: bool,
-    /// A thread sleeps in reading the CQ channel (blocking mode; see
-    /// `blocking::sleep_until_on`): nobody else reads it meanwhile, and the
-    /// other sleepers wait on their wake-up descriptors alone.
-    pub(super) reader: bool,
 
     /// The riomap registrations and the peer's table of them
     /// ([`super::iomap_table`]).
@@ -149,26 +147,12 @@ pub struct Stream {
     pub(super) closed: bool,
     /// A call panicked while holding the lock: later calls fail with EIO.
     pub(super) broken: bool,
-    /// The wake-up descriptors of the threads sleeping on the stream, each
-    /// with the changes it waits for ([`WANTS_SEND`], [`WANTS_RECV`],
-    /// [`WANTS_ALL`]).
-    pub(super) sleepers: Vec<(Arc<Wake>, u8)>,
     /// Where a poll of the CQ puts its completions (kept here: no array
     /// to fill per poll).
     pub(super) wcs: [super::verbs::Wc; super::verbs::POLL_BATCH],
-    /// Changed under the current guard: its sleepers are signalled when
-    /// the guard goes.
-    pub(super) dirty: bool,
-    /// Completions taken under the current guard changed what a sender
-    /// ([`WANTS_SEND`]: send room, credits) or a receiver ([`WANTS_RECV`]:
-    /// data) waits for: the sleepers waiting for that are signalled when
-    /// the guard goes (`dirty` signals every sleeper).
-    pub(super) changed: u8,
-    /// The channel's reader is back from its read and nobody reads it since: the
-    /// thread that was the reader hands the reading on (signals every
-    /// sleeper, one of whom reads next) when it leaves without sleeping
-    /// again ([`super::blocking::sleep_until_on`]).
-    pub(super) handoff: bool,
+    /// The threads sleeping on the stream and what wakes them
+    /// ([`super::sleepers`]).
+    pub(super) sleepers: Sleepers,
     /// How the stream's recent busy polls ended (whether a blocked call
     /// spins before it sleeps).
     pub(super) spin: super::spin::SpinPolicy,
@@ -223,16 +207,12 @@ impl Stream {
             rx: RecvHalf::new(c.mem, c.rqsize as u32),
             tx: SendHalf::new(c.wmem, c.sqsize as u32, c.inline as u32),
             cq_armed: false,
-            reader: false,
             iomaps: IoMaps::new(c.iomap_size as u32),
             ep: None,
             closed: false,
             broken: false,
-            sleepers: Vec::new(),
+            sleepers: Sleepers::default(),
             wcs: [super::verbs::Wc::default(); super::verbs::POLL_BATCH],
-            dirty: false,
-            changed: 0,
-            handoff: false,
             spin: super::spin::SpinPolicy::default(),
         }
     }
@@ -340,10 +320,3 @@ impl Stream {
         }
     }
 }
-
-/// A sleeper waits for room to send (send completions, credits).
-pub const WANTS_SEND: u8 = 1;
-/// A sleeper waits for data to receive.
-pub const WANTS_RECV: u8 = 2;
-/// A sleeper waits for any change (rpoll, connection and shutdown waits).
-pub const WANTS_ALL: u8 = 0xff;

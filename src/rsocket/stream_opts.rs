@@ -186,7 +186,7 @@ pub fn fcntl(h: &Handle, cmd: c_int, arg: c_int) -> Result<c_int, Errno> {
                 ep.qp.set_channel_blocking(!on)?;
             }
             s.fs_flags = arg;
-            s.dirty = true;
+            s.sleepers.touch();
             Ok(0)
         }
         libc::F_GETFD => Ok(s.fd_flags),

@@ -157,7 +157,7 @@ fn a_change_wakes_the_other_sleepers() {
         std::thread::sleep(std::time::Duration::from_millis(50));
         s = lock(&h).expect("usable");
         assert_eq!(s.sleepers.len(), 1, "a guard without a change must not wake sleepers");
-        s.dirty = true;
+        s.sleepers.touch();
     }
     let (woke, slept, left) = t.join().expect("sleeper");
     assert_eq!(woke, Ok(false));
@@ -165,7 +165,7 @@ fn a_change_wakes_the_other_sleepers() {
     assert_eq!(left, Ok(0));
     // Our own change does not wake ourselves.
     let tok = token(&h);
-    lock(&h).expect("usable").dirty = true;
+    lock(&h).expect("usable").sleepers.touch();
     assert_eq!(wait(&tok, 0), Ok(false));
     let mut p = [libc::pollfd { fd: tok.wake.as_ref().expect("registered").fd(), events: libc::POLLIN, revents: 0 }];
     assert_eq!(verbs::poll(&mut p, 0), Ok(0));
@@ -192,17 +192,17 @@ fn completions_wake_the_sleepers_waiting_for_them() {
     };
     let sender = sleeper(WANTS_SEND);
     let receiver = sleeper(WANTS_RECV);
-    lock(&h).expect("usable").changed = WANTS_SEND;
+    lock(&h).expect("usable").sleepers.changed(WANTS_SEND);
     assert_eq!(sender.join().expect("sender"), Ok(false));
     std::thread::sleep(std::time::Duration::from_millis(100));
     assert!(!receiver.is_finished(), "send room must not wake a receiver");
     assert_eq!(lock(&h).expect("usable").sleepers.len(), 1);
-    lock(&h).expect("usable").changed = WANTS_RECV;
+    lock(&h).expect("usable").sleepers.changed(WANTS_RECV);
     assert_eq!(receiver.join().expect("receiver"), Ok(false));
     // Any other change (dirty) wakes every sleeper.
     let sender = sleeper(WANTS_SEND);
     let receiver = sleeper(WANTS_RECV);
-    lock(&h).expect("usable").dirty = true;
+    lock(&h).expect("usable").sleepers.touch();
     assert_eq!(sender.join().expect("sender"), Ok(false));
     assert_eq!(receiver.join().expect("receiver"), Ok(false));
     assert!(lock(&h).expect("usable").sleepers.is_empty());
