@@ -14,7 +14,7 @@ use super::wire::{self, msg_data, msg_op, msg_set, Msg, OP_CTRL};
 
 impl Stream {
     pub(super) fn post_recv(&mut self) -> Result<(), Errno> {
-        let (wr, word) = self.rx.next_recv(self.opts);
+        let (wr, word) = self.rx.next_recv(self.ctl.opts());
         let ep = self.ep.as_deref().expect("rsocket endpoint");
         ep.qp.post_recv(wr, word.map(|off| ep.rbuf.sge(off, RS_MSG_SIZE)))
     }
@@ -27,7 +27,7 @@ impl Stream {
     pub(super) fn post_msg(&mut self, msg: u32) -> Result<(), Errno> {
         let wr = msg as u64 | self.tx.take_run();
         let qp = &self.ep().qp;
-        if self.opts & OPT_MSG_SEND == 0 {
+        if self.ctl.opts() & OPT_MSG_SEND == 0 {
             // A zero-length write with immediate.
             qp.post_send(wr, Data::None, verbs::WR_RDMA_WRITE_WITH_IMM, 0, msg, 0, 0)
         } else {
@@ -39,7 +39,7 @@ impl Stream {
     /// unsignalled sends).
     pub(super) fn post_write_msg(&mut self, data: Data<'_>, msg: u32, addr: u64, rkey: u32) -> Result<(), Errno> {
         let run = self.tx.take_run();
-        post_write_msg(self.ep(), self.opts, data, msg, addr, rkey, Some(run))
+        post_write_msg(self.ep(), self.ctl.opts(), data, msg, addr, rkey, Some(run))
     }
 
     #[inline(never)]
@@ -49,10 +49,10 @@ impl Stream {
             let ep = self.ep();
             (ep.rbuf.addr(), ep.rbuf.rkey())
         };
-        let credit = self.rx.take_credit(self.opts, rbuf, rkey);
+        let credit = self.rx.take_credit(self.ctl.opts(), rbuf, rkey);
         let seq = credit.msg;
         if let Some(Grant { bytes, raddr, rkey: rk }) = credit.grant {
-            if self.opts & OPT_MSG_SEND != 0 {
+            if self.ctl.opts() & OPT_MSG_SEND != 0 {
                 self.tx.take_ctrl();
             }
             let _ = if self.tx.sq_inline() < RS_MAX_CTRL_MSG {
@@ -76,10 +76,10 @@ impl Stream {
     /// consumed, or the peer's sequence numbers half used.
     #[inline]
     pub(super) fn give_credits(&self) -> bool {
-        if self.state & ST_CONNECTED == 0 {
+        if !self.ctl.connected() {
             return false;
         }
-        self.rx.credit_due() && if self.opts & OPT_MSG_SEND == 0 { self.tx.ctrl_avail() } else { self.tx.ctrl2_avail() }
+        self.rx.credit_due() && if self.ctl.opts() & OPT_MSG_SEND == 0 { self.tx.ctrl_avail() } else { self.tx.ctrl2_avail() }
     }
 
     #[inline]
@@ -121,11 +121,10 @@ impl Stream {
         if ended {
             return Ok(());
         }
-        if self.state & ST_CONNECTED != 0 {
+        if self.ctl.connected() {
             for _ in 0..rcnt {
                 if let Err(e) = self.post_recv() {
-                    self.state = ST_ERROR;
-                    self.err = e as c_int;
+                    self.ctl.fail(ST_ERROR, e as c_int);
                     self.sleepers.touch();
                     return Err(e);
                 }
@@ -162,15 +161,10 @@ impl Stream {
                 Msg::Ctrl(d) => {
                     self.sleepers.touch();
                     if d == CTRL_DISCONNECT {
-                        self.state = ST_DISCONNECTED;
+                        self.ctl.set_state(ST_DISCONNECTED);
                         return true;
-                    } else if d == CTRL_SHUTDOWN {
-                        if self.state & ST_WRITABLE != 0 {
-                            self.state &= !ST_READABLE;
-                        } else {
-                            self.state = ST_DISCONNECTED;
-                            return true;
-                        }
+                    } else if d == CTRL_SHUTDOWN && self.ctl.shut_read() {
+                        return true;
                     }
                 }
                 Msg::Data { op, len } => {
@@ -184,14 +178,13 @@ impl Stream {
             self.tx.complete(wc.wr_id, wc.status == 0);
             let data = wc.wr_id as u32;
             if msg_op(data) == OP_CTRL && msg_data(data) == CTRL_DISCONNECT {
-                self.state = ST_DISCONNECTED;
+                self.ctl.set_state(ST_DISCONNECTED);
                 self.sleepers.touch();
             }
             if wc.status != 0 {
                 self.sleepers.touch();
-                if self.state & ST_CONNECTED != 0 {
-                    self.state = ST_ERROR;
-                    self.err = libc::EIO;
+                if self.ctl.connected() {
+                    self.ctl.fail(ST_ERROR, libc::EIO);
                 }
             }
         }
@@ -202,7 +195,7 @@ impl Stream {
     /// [`Stream::wait_fd`]. Not while the stream's reader sleeps in reading
     /// the channel (the event is its).
     pub fn consume_cq_event(&mut self) {
-        if !self.cq_armed || self.sleepers.reading() || self.state & ST_CONNECTED == 0 {
+        if !self.cq_armed || self.sleepers.reading() || !self.ctl.connected() {
             return;
         }
         let Some(ep) = self.ep.as_ref() else { return };
@@ -215,7 +208,7 @@ impl Stream {
             }
             Err(Errno::EAGAIN) | Err(Errno::EINTR) => {}
             Err(_) => {
-                self.state = ST_ERROR;
+                self.ctl.set_state(ST_ERROR);
                 self.sleepers.touch();
             }
         }
@@ -241,8 +234,8 @@ impl Stream {
             Err(Errno::EINTR) | Err(Errno::ECANCELED) | Err(Errno::EAGAIN) => {}
             Err(_) => {
                 self.sleepers.touch();
-                if self.state & ST_CONNECTED != 0 {
-                    self.state = ST_ERROR;
+                if self.ctl.connected() {
+                    self.ctl.set_state(ST_ERROR);
                 }
             }
         }
@@ -267,7 +260,7 @@ impl Stream {
     /// Arms the CQ before a sleep; true when it was not armed yet (the
     /// caller then looks at the CQ once more before sleeping).
     pub fn arm(&mut self) -> bool {
-        if self.state & ST_CONNECTED != 0 && !self.cq_armed {
+        if self.ctl.connected() && !self.cq_armed {
             if let Some(ep) = &self.ep {
                 let _ = ep.qp.req_notify();
                 self.cq_armed = true;

@@ -51,7 +51,7 @@ pub struct Guard<'a> {
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            self.g.broken = true;
+            self.g.ctl.set_broken();
             self.g.sleepers.touch();
         }
         self.g.flush_wakes();
@@ -132,9 +132,9 @@ pub fn lock_path(h: &Handle, path: Path) -> PathGuard<'_> {
 }
 
 fn usable(s: &Stream) -> Result<(), Errno> {
-    if s.closed {
+    if s.ctl.closed() {
         Err(Errno::EBADF)
-    } else if s.broken {
+    } else if s.ctl.broken() {
         Err(Errno::EIO)
     } else {
         Ok(())
@@ -245,7 +245,7 @@ impl Stream {
     pub(super) fn wait_token(&mut self, wants: u8) -> Result<WaitToken, Errno> {
         // A sleeper on a connected stream is woken by the CQ's event: the
         // CQ must be armed when it registers (see blocking::sleep_until_on).
-        debug_assert!(self.state & super::state::ST_CONNECTED == 0 || self.ep.is_none() || self.cq_armed, "rsocket: a sleeper registers with the CQ unarmed");
+        debug_assert!(!self.ctl.connected() || self.ep.is_none() || self.cq_armed, "rsocket: a sleeper registers with the CQ unarmed");
         let wake = wake::mine()?;
         self.sleepers.register(&wake, wants);
         Ok(WaitToken { fd: self.wait_fd(), wake: Some(wake), read: None, _id: self.cm.clone() })
@@ -263,7 +263,7 @@ impl Stream {
     /// ([`super::sleepers::Sleepers::leave`]). Otherwise as [`Stream::wait_token`], woken
     /// by any change.
     pub(super) fn sleep_token(&mut self, wants: u8) -> Result<WaitToken, Errno> {
-        let blocking = self.state & super::state::ST_CONNECTED != 0 && self.cq_armed && self.ep.as_ref().is_some_and(|ep| ep.qp.channel_blocking());
+        let blocking = self.ctl.connected() && self.cq_armed && self.ep.as_ref().is_some_and(|ep| ep.qp.channel_blocking());
         if !blocking {
             return self.wait_token(WANTS_ALL);
         }

@@ -40,8 +40,8 @@ impl Stream {
     pub(super) fn send_iomaps(&mut self) -> Result<(), Errno> {
         while let Some(pos) = self.iomaps.next_unsent() {
             self.wait_can_send()?;
-            let e = self.iomaps.entry(pos, self.opts & OPT_SWAP_SGL != 0);
-            self.tx.reserve_msg(self.opts, IOMAP_ENTRY_SIZE);
+            let e = self.iomaps.entry(pos, self.ctl.opts() & OPT_SWAP_SGL != 0);
+            self.tx.reserve_msg(self.ctl.opts(), IOMAP_ENTRY_SIZE);
             let msg = msg_set(OP_IOMAP_SGL, e.index);
             let r = if self.tx.sq_inline() >= IOMAP_ENTRY_SIZE {
                 self.post_write_msg(Data::Inline(&e.bytes), msg, e.raddr, e.rkey)

@@ -101,6 +101,7 @@
 
 pub mod blocking;
 pub mod conf;
+pub mod control;
 pub mod cq;
 pub mod dgram;
 pub mod dgram_udp;

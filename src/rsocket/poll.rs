@@ -21,10 +21,10 @@ impl Stream {
     /// rpoll's view: the ready events among `events`, processing completions
     /// first (as upstream reports them).
     pub fn poll_events(&mut self, events: i16) -> i16 {
-        if self.state == ST_LISTENING {
+        if self.ctl.state() == ST_LISTENING {
             return if self.accept_queue.is_empty() { 0 } else { libc::POLLIN & events };
         }
-        let was_connected = self.state & ST_CONNECTED != 0 || self.state == ST_DISCONNECTED || self.state & ST_ERROR != 0;
+        let was_connected = self.ctl.connected() || self.ctl.state() == ST_DISCONNECTED || self.ctl.state() & ST_ERROR != 0;
         if was_connected && self.ep.is_some() {
             let _ = self.process_cq(Stream::poll_all);
             let mut rev = 0i16;
@@ -34,12 +34,12 @@ impl Stream {
             if events & libc::POLLOUT != 0 && self.can_send() {
                 rev |= libc::POLLOUT;
             }
-            if self.state & ST_CONNECTED == 0 {
-                rev |= if self.state == ST_DISCONNECTED { libc::POLLHUP } else { libc::POLLERR };
+            if !self.ctl.connected() {
+                rev |= if self.ctl.state() == ST_DISCONNECTED { libc::POLLHUP } else { libc::POLLERR };
             }
             return rev;
         }
-        if self.state == ST_CONNECT_ERROR {
+        if self.ctl.state() == ST_CONNECT_ERROR {
             return (events & (libc::POLLIN | libc::POLLOUT)) | libc::POLLERR;
         }
         // Unconnected, or opening (the service thread signals the outcome).
@@ -58,7 +58,7 @@ pub struct Seq([u32; 6]);
 impl Stream {
     fn readiness_seq(&self) -> Seq {
         let (credit, sqes, bytes) = self.tx.readiness();
-        Seq([self.state, u32::from(self.rx.arrived()), self.accepts, u32::from(credit), sqes, bytes])
+        Seq([self.ctl.state(), u32::from(self.rx.arrived()), self.accepts, u32::from(credit), sqes, bytes])
     }
 }
 

@@ -19,7 +19,7 @@ impl Stream {
     pub(super) fn wait_can_send(&mut self) -> Result<(), Errno> {
         if !self.can_send() {
             self.process_cq(Stream::conn_can_send)?;
-            if self.state & ST_WRITABLE == 0 {
+            if !self.ctl.writable() {
                 return Err(Errno::ECONNRESET);
             }
         }
@@ -90,15 +90,15 @@ fn send_some(s: &mut Guard<'_>, buf: &[u8], olen: &mut u32) -> Result<usize, Err
             // while the run allows ([`super::signal`]).
             let st = &mut **s;
             let ep = st.ep.as_deref().expect("rsocket endpoint");
-            let (addr, rkey) = st.tx.reserve_data(st.opts, xfer, t, &ep.target);
-            let run = st.tx.inline_run(st.opts, xfer);
-            post_write_msg(ep, st.opts, Data::Inline(chunk), msg_set(OP_DATA, xfer), addr, rkey, run)
+            let (addr, rkey) = st.tx.reserve_data(st.ctl.opts(), xfer, t, &ep.target);
+            let run = st.tx.inline_run(st.ctl.opts(), xfer);
+            post_write_msg(ep, st.ctl.opts(), Data::Inline(chunk), msg_set(OP_DATA, xfer), addr, rkey, run)
         } else {
             let st = &mut **s;
             let ep = st.ep.as_ref().expect("rsocket endpoint");
             let stage = st.tx.reserve_stage(xfer);
-            let (addr, rkey) = st.tx.reserve_data(st.opts, xfer, t, &ep.target);
-            let w = Write { ep: Arc::clone(ep), opts: st.opts, addr, rkey, stage, run: st.tx.take_run() };
+            let (addr, rkey) = st.tx.reserve_data(st.ctl.opts(), xfer, t, &ep.target);
+            let w = Write { ep: Arc::clone(ep), opts: st.ctl.opts(), addr, rkey, stage, run: st.tx.take_run() };
             s.unlocked(|| w.post(chunk)).and_then(|()| s.still_usable())
         };
         if let Err(e) = r {

@@ -21,15 +21,14 @@ pub(super) use super::send_half::{next_chunk, SendHalf, RS_MAX_CTRL_MSG, RS_OLAP
 #[cfg(test)]
 pub(super) use super::send_half::RS_QP_CTRL_SIZE;
 pub(super) use super::wire::{OPT_MSG_SEND, OPT_SWAP_SGL, RS_SNDLOWAT, WR_MSG_SEND, WR_RECV};
-
-pub(super) const RS_QP_MIN_SIZE: u32 = 16;
-
-pub(super) const RS_QP_MAX_SIZE: u32 = 0xFFFE;
-
 pub(super) use super::iomap_table::IoMaps;
 pub(super) use super::sleepers::Sleepers;
 pub use super::sleepers::{WANTS_ALL, WANTS_RECV, WANTS_SEND};
 pub(super) use super::recv_half::{RecvHalf, RS_MSG_SIZE};
+
+pub(super) const RS_QP_MIN_SIZE: u32 = 16;
+
+pub(super) const RS_QP_MAX_SIZE: u32 = 0xFFFE;
 
 /// Address and route resolution are tried 7 times, waiting 1, 2, 4 ... 64 s
 /// (upstream's schedule: about two minutes in all).
@@ -41,38 +40,7 @@ pub(super) const CTRL_KEEPALIVE: u32 = 1;
 
 pub(super) const CTRL_SHUTDOWN: u32 = 2;
 
-// Socket states (bit sets, as the peer never sees them any layout works;
-// these follow the obvious scheme).
-pub(super) const ST_INIT: u32 = 0;
-
-pub(super) const ST_BOUND: u32 = 0x1;
-
-pub(super) const ST_LISTENING: u32 = 0x2;
-
-// Opening: the service thread moves the socket on as answers arrive.
-pub(super) const ST_OPENING: u32 = 0x4;
-
-pub(super) const ST_RESOLVING_ADDR: u32 = ST_OPENING | 0x10;
-
-pub(super) const ST_RESOLVING_ROUTE: u32 = ST_OPENING | 0x20;
-
-pub(super) const ST_CONNECTING: u32 = ST_OPENING | 0x40;
-
-pub(super) const ST_ACCEPTING: u32 = ST_OPENING | 0x80;
-
-pub(super) const ST_CONNECTED: u32 = 0x100;
-
-pub(super) const ST_WRITABLE: u32 = 0x200;
-
-pub(super) const ST_READABLE: u32 = 0x400;
-
-pub(super) const ST_CONNECT_RDWR: u32 = ST_CONNECTED | ST_READABLE | ST_WRITABLE;
-
-pub(super) const ST_CONNECT_ERROR: u32 = 0x800;
-
-pub(super) const ST_DISCONNECTED: u32 = 0x1000;
-
-pub(super) const ST_ERROR: u32 = 0x2000;
+pub(super) use super::control::*;
 
 /// The QP and registered buffers of a connected stream.
 pub(super) struct Ep {
@@ -89,7 +57,9 @@ pub struct Stream {
     pub(super) cm: Option<Arc<CmId>>,
     pub(super) fd: c_int,
     pub(super) domain: c_int,
-    pub(super) state: u32,
+    /// Where the connection stands, its error and option bits, closed or
+    /// broken ([`super::control`]).
+    pub(super) ctl: Control,
     /// rfcntl's F_GETFL/F_SETFL value (O_NONBLOCK makes calls non-blocking)
     /// and F_GETFD/F_SETFD value, stored as upstream stores them.
     pub(super) fs_flags: c_int,
@@ -99,8 +69,6 @@ pub struct Stream {
     /// the connection manager channel non-blocking only there, so a socket
     /// made with SOCK_NONBLOCK alone still connects within the call).
     pub(super) connect_nonblock: bool,
-    pub(super) err: c_int,
-    pub(super) opts: u32,
     /// The option values kept for rgetsockopt; SO_KEEPALIVE sends a
     /// keepalive control message every `so.keepalive_time` s while
     /// connected (by the service thread, at `ka_next`).
@@ -123,9 +91,6 @@ pub struct Stream {
     /// Registered with the service thread.
     pub(super) in_svc: bool,
 
-
-
-
     /// The receive half: receive buffer, messages received, credits owed
     /// ([`super::recv_half`]).
     pub(super) rx: RecvHalf,
@@ -133,6 +98,7 @@ pub struct Stream {
     /// The send half: send queue, ring, credits, control slots
     /// ([`super::send_half`]).
     pub(super) tx: SendHalf,
+    /// The CQ is armed: its next completion signals the channel.
     pub(super) cq_armed: bool,
 
     /// The riomap registrations and the peer's table of them
@@ -143,10 +109,6 @@ pub struct Stream {
     /// without the stream's lock (see [`StreamCell`]).
     pub(super) ep: Option<Arc<Ep>>,
 
-    /// rclose has run: every later call fails with EBADF.
-    pub(super) closed: bool,
-    /// A call panicked while holding the lock: later calls fail with EIO.
-    pub(super) broken: bool,
     /// Where a poll of the CQ puts its completions (kept here: no array
     /// to fill per poll).
     pub(super) wcs: [super::verbs::Wc; super::verbs::POLL_BATCH],
@@ -189,12 +151,10 @@ impl Stream {
             cm,
             fd,
             domain,
-            state: ST_INIT,
+            ctl: Control::default(),
             fs_flags: 0,
             fd_flags: 0,
             connect_nonblock: false,
-            err: 0,
-            opts: 0,
             so: SockOpts::default(),
             ka_next: None,
             dst: Vec::new(),
@@ -209,8 +169,6 @@ impl Stream {
             cq_armed: false,
             iomaps: IoMaps::new(c.iomap_size as u32),
             ep: None,
-            closed: false,
-            broken: false,
             sleepers: Sleepers::default(),
             wcs: [super::verbs::Wc::default(); super::verbs::POLL_BATCH],
             spin: super::spin::SpinPolicy::default(),
@@ -251,15 +209,15 @@ impl Stream {
 
     #[inline]
     pub(super) fn can_send(&self) -> bool {
-        self.tx.has_room(self.opts) && self.tx.target(&self.ep().target).length != 0
+        self.tx.has_room(self.ctl.opts()) && self.tx.target(&self.ep().target).length != 0
     }
 
     pub(super) fn conn_can_send(&self) -> bool {
-        self.can_send() || self.state & ST_WRITABLE == 0
+        self.can_send() || !self.ctl.writable()
     }
 
     pub(super) fn conn_can_send_ctrl(&self) -> bool {
-        self.ctrl_avail() || self.state & ST_CONNECTED == 0
+        self.ctrl_avail() || !self.ctl.connected()
     }
 
     pub(super) fn have_rdata(&self) -> bool {
@@ -267,11 +225,11 @@ impl Stream {
     }
 
     pub(super) fn conn_have_rdata(&self) -> bool {
-        self.have_rdata() || self.state & ST_READABLE == 0
+        self.have_rdata() || !self.ctl.readable()
     }
 
     pub(super) fn all_sends_done(&self) -> bool {
-        self.tx.all_done() || self.state & ST_CONNECTED == 0
+        self.tx.all_done() || !self.ctl.connected()
     }
 
     pub(super) fn poll_all(&self) -> bool {
@@ -279,7 +237,7 @@ impl Stream {
     }
 
     pub(super) fn check_connected(&self) -> Result<(), Errno> {
-        let was_connected = self.state & ST_CONNECTED != 0 || self.state == ST_DISCONNECTED || self.state == ST_ERROR;
+        let was_connected = self.ctl.connected() || self.ctl.state() == ST_DISCONNECTED || self.ctl.state() == ST_ERROR;
         if was_connected && self.ep.is_some() {
             Ok(())
         } else {
@@ -296,11 +254,11 @@ impl Stream {
     }
 
     pub fn is_connected_state(&self) -> bool {
-        self.state & ST_CONNECTED != 0
+        self.ctl.connected()
     }
 
     pub fn is_listening(&self) -> bool {
-        self.state == ST_LISTENING
+        self.ctl.state() == ST_LISTENING
     }
 
     pub fn fd(&self) -> c_int {
@@ -315,7 +273,7 @@ impl Stream {
     /// connected, else none (-1: the service thread signals the changes).
     pub fn wait_fd(&self) -> c_int {
         match &self.ep {
-            Some(ep) if self.state & ST_CONNECTED != 0 => ep.qp.channel_fd(),
+            Some(ep) if self.ctl.connected() => ep.qp.channel_fd(),
             _ => -1,
         }
     }

@@ -42,7 +42,7 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
                     Some(_) => s.cm()?.set_reuseaddr(v?),
                 };
                 if let Err(e) = r {
-                    if e != Errno::ENOSYS && s.state == ST_INIT {
+                    if e != Errno::ENOSYS && s.ctl.state() == ST_INIT {
                         return Err(e);
                     }
                 }
@@ -120,7 +120,7 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
             _ => Err(Errno::ENOTSUP),
         },
         SOL_RDMA => {
-            if s.state & (ST_OPENING | ST_CONNECTED) != 0 || s.state >= ST_CONNECT_ERROR || s.ep.is_some() {
+            if s.ctl.state() & (ST_OPENING | ST_CONNECTED) != 0 || s.ctl.state() >= ST_CONNECT_ERROR || s.ep.is_some() {
                 return Err(Errno::EINVAL);
             }
             if name == RDMA_ROUTE {
@@ -151,7 +151,7 @@ impl OptSource for Stream {
     }
 
     fn take_error(&mut self) -> c_int {
-        std::mem::take(&mut self.err)
+        self.ctl.take_err()
     }
 
     fn paths(&self) -> Vec<crate::abi::cma::ibv_sa_path_rec> {
@@ -162,7 +162,7 @@ impl OptSource for Stream {
     /// shut down and the disconnect not yet completed (its test is for the
     /// bare connected bit).
     fn established(&self) -> bool {
-        self.state == ST_CONNECTED
+        self.ctl.state() == ST_CONNECTED
     }
 }
 
@@ -179,7 +179,7 @@ pub fn fcntl(h: &Handle, cmd: c_int, arg: c_int) -> Result<c_int, Errno> {
         libc::F_GETFL => Ok(s.fs_flags),
         libc::F_SETFL => {
             let on = arg & libc::O_NONBLOCK != 0;
-            if on != s.nonblocking() && s.state != ST_LISTENING && s.state < ST_CONNECTED {
+            if on != s.nonblocking() && s.ctl.state() != ST_LISTENING && s.ctl.state() < ST_CONNECTED {
                 s.connect_nonblock = on;
             }
             if let Some(ep) = &s.ep {

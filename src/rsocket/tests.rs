@@ -93,7 +93,7 @@ fn panic_under_the_lock_breaks_the_stream() {
     let h = bare();
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut s = lock(&h).expect("usable");
-        s.state = ST_CONNECTING;
+        s.ctl.set_state(ST_CONNECTING);
         panic!("in the middle of an update");
     }));
     assert!(r.is_err());
@@ -212,7 +212,7 @@ fn completions_wake_the_sleepers_waiting_for_them() {
 
 fn connected() -> Stream {
     let mut s = Stream::fresh(None, -1, libc::AF_INET);
-    s.state = ST_CONNECT_RDWR;
+    s.ctl.set_state(ST_CONNECT_RDWR);
     s
 }
 
@@ -223,24 +223,24 @@ fn connected() -> Stream {
 fn shutdown_states_and_messages() {
     let mut s = connected();
     assert_eq!(s.shutdown_begin(libc::SHUT_WR), Some(CTRL_SHUTDOWN));
-    assert_eq!(s.state, ST_CONNECTED | ST_READABLE);
+    assert_eq!(s.ctl.state(), ST_CONNECTED | ST_READABLE);
     assert_eq!(s.shutdown_begin(libc::SHUT_RD), Some(CTRL_DISCONNECT));
-    assert_eq!(s.state, ST_CONNECTED);
+    assert_eq!(s.ctl.state(), ST_CONNECTED);
 
     let mut s = connected();
     assert_eq!(s.shutdown_begin(libc::SHUT_RD), None, "still writable: nothing to tell the peer");
-    assert_eq!(s.state, ST_CONNECTED | ST_WRITABLE);
+    assert_eq!(s.ctl.state(), ST_CONNECTED | ST_WRITABLE);
     assert_eq!(s.shutdown_begin(libc::SHUT_WR), Some(CTRL_DISCONNECT));
 
     let mut s = connected();
     assert_eq!(s.shutdown_begin(libc::SHUT_RDWR), Some(CTRL_DISCONNECT));
-    assert_eq!(s.state & (ST_READABLE | ST_WRITABLE), 0);
+    assert_eq!(s.ctl.state() & (ST_READABLE | ST_WRITABLE), 0);
 
     // Not connected: no change, no message.
     let mut s = Stream::fresh(None, -1, libc::AF_INET);
-    s.state = ST_BOUND;
+    s.ctl.set_state(ST_BOUND);
     assert_eq!(s.shutdown_begin(libc::SHUT_RDWR), None);
-    assert_eq!(s.state, ST_BOUND);
+    assert_eq!(s.ctl.state(), ST_BOUND);
 }
 
 /// Keepalive scheduling: nothing without SO_KEEPALIVE; with it, the next
@@ -285,7 +285,7 @@ fn control_window_across_the_wrap() {
     assert!(s.all_sends_done());
     s.tx.set_sqe_avail(16 - RS_QP_CTRL_SIZE - 1);
     assert!(!s.all_sends_done());
-    s.state = ST_DISCONNECTED;
+    s.ctl.set_state(ST_DISCONNECTED);
     assert!(s.all_sends_done(), "a stream no longer connected has nothing in flight");
 }
 
@@ -297,7 +297,7 @@ fn accept_queue() {
     assert_eq!(accept(&l).err(), Some(Errno::EBADF));
     {
         let mut g = lock(&l).expect("usable");
-        g.state = ST_LISTENING;
+        g.ctl.set_state(ST_LISTENING);
         g.fs_flags = libc::O_NONBLOCK;
     }
     assert_eq!(accept(&l).err(), Some(Errno::EAGAIN));
@@ -316,7 +316,7 @@ fn close_takes_the_unaccepted_connections() {
     let (q, p) = (bare(), bare());
     {
         let mut g = lock(&l).expect("usable");
-        g.state = ST_LISTENING;
+        g.ctl.set_state(ST_LISTENING);
         g.accept_queue.push_back(q.clone());
         g.accepting.push(p.clone());
     }
@@ -338,7 +338,7 @@ fn fcntl_nonblocking_connect() {
     assert!(lock(&h).expect("usable").connect_nonblock);
     assert_eq!(fcntl(&h, libc::F_SETFL, 0), Ok(0));
     assert!(!lock(&h).expect("usable").connect_nonblock);
-    lock(&h).expect("usable").state = ST_CONNECT_RDWR;
+    lock(&h).expect("usable").ctl.set_state(ST_CONNECT_RDWR);
     assert_eq!(fcntl(&h, libc::F_SETFL, libc::O_NONBLOCK), Ok(0));
     assert!(!lock(&h).expect("usable").connect_nonblock, "a connected stream's connect mode is settled");
     assert_eq!(fcntl(&h, libc::F_SETFD, libc::FD_CLOEXEC), Ok(0));
@@ -368,7 +368,7 @@ fn stream_option_values() {
     let get = |level, name| getsockopt(&h, level, name, 64).map(|o| o.bytes);
     assert_eq!(get(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE), Ok(int(9).to_vec()));
     assert_eq!(get(libc::SOL_SOCKET, libc::SO_LINGER), Ok([0u8; 8].to_vec()), "l_onoff off as set");
-    lock(&h).expect("usable").state = ST_CONNECTING;
+    lock(&h).expect("usable").ctl.set_state(ST_CONNECTING);
     assert_eq!(setsockopt(&h, super::options::SOL_RDMA, super::options::RDMA_RQSIZE, Some(&int(64))), Err(Errno::EINVAL), "too late once opening");
     assert_eq!(setsockopt(&h, libc::SOL_SOCKET, libc::SO_BROADCAST, Some(&int(1))), Err(Errno::ENOTSUP));
 }
@@ -431,7 +431,7 @@ fn a_copy_runs_with_the_state_unlocked() {
     let mut g = lock(&h).expect("usable");
     let h2 = h.clone();
     g.unlocked(|| {
-        let (got, t) = within(2000, move || lock(&h2).map(|mut s| s.closed = true).is_ok());
+        let (got, t) = within(2000, move || lock(&h2).map(|mut s| s.ctl.close()).is_ok());
         t.join().expect("join");
         assert_eq!(got, Some(true), "the state stayed locked during the copy");
     });

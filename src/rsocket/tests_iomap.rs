@@ -23,7 +23,7 @@ fn riowrite_lands_in_the_peers_mapping() {
     assert_eq!(recv(&a, &mut buf, NB), Ok(1));
     assert_eq!(iowrite(&a, b"direct", 100, NB), Ok(6));
     assert_eq!(&mem.bytes()[100..106], b"direct");
-    assert_eq!(st(&a).state, ST_CONNECT_RDWR);
+    assert_eq!(st(&a).ctl.state(), ST_CONNECT_RDWR);
     // Nothing to receive for b: a riowrite carries no message.
     assert_eq!(recv(&b, &mut buf, NB), Err(Errno::EAGAIN));
 }

@@ -46,7 +46,7 @@ pub(super) fn stream_on(q: FakeQp, z: Z) -> Handle {
     s.rx.set_rq_size(z.rq);
     s.iomaps.set_target_size(z.iomap);
     if z.iwarp {
-        s.opts |= OPT_MSG_SEND;
+        s.ctl.set_opt(OPT_MSG_SEND);
     }
     s.install_ep(Qp::fake(q), z.inline).expect("install_ep");
     new_handle(s)
@@ -674,7 +674,7 @@ fn msg_waitall_collects_several_messages() {
 fn iwarp_message_words_by_send() {
     let z = Z { iwarp: true, ..Z0 };
     let (a, b) = pair_z(z);
-    assert!(st(&a).opts & OPT_MSG_SEND != 0);
+    assert!(st(&a).ctl.opts() & OPT_MSG_SEND != 0);
     let mut all = Vec::new();
     for (i, n) in [10usize, 20, 30].into_iter().enumerate() {
         let m = pattern(n, i as u8);
@@ -719,11 +719,11 @@ fn shut_wr_peer_reads_eof_and_still_sends() {
     assert_eq!(send(&a, b"last", NB), Ok(4));
     let a2 = a.clone();
     within(10, move || shutdown(&a2, libc::SHUT_WR)).unwrap();
-    assert_eq!(st(&a).state, ST_CONNECTED | ST_READABLE);
+    assert_eq!(st(&a).ctl.state(), ST_CONNECTED | ST_READABLE);
     let mut buf = [0u8; 16];
     assert_eq!(recv(&b, &mut buf, NB), Ok(4));
     assert_eq!(recv(&b, &mut buf, NB), Ok(0), "end of stream");
-    assert_eq!(st(&b).state, ST_CONNECTED | ST_WRITABLE);
+    assert_eq!(st(&b).ctl.state(), ST_CONNECTED | ST_WRITABLE);
     // Half closed: the other direction still works.
     assert_eq!(send(&b, b"back", NB), Ok(4));
     assert_eq!(recv(&a, &mut buf, NB), Ok(4));
@@ -734,7 +734,7 @@ fn shut_rdwr_sends_disconnect_and_stops() {
     let (a, _b) = pair();
     let a2 = a.clone();
     within(10, move || shutdown(&a2, libc::SHUT_RDWR)).unwrap();
-    assert_eq!(st(&a).state, ST_DISCONNECTED, "our disconnect message completed");
+    assert_eq!(st(&a).ctl.state(), ST_DISCONNECTED, "our disconnect message completed");
     assert!(fake(&a).in_error(), "the QP is stopped once disconnected");
     let mut buf = [0u8; 16];
     assert_eq!(recv(&a, &mut buf, NB), Ok(0));
@@ -747,7 +747,7 @@ fn peer_sees_disconnect() {
     within(10, move || shutdown(&a2, libc::SHUT_RDWR)).unwrap();
     let mut buf = [0u8; 16];
     assert_eq!(recv(&b, &mut buf, NB), Ok(0));
-    assert_eq!(st(&b).state, ST_DISCONNECTED);
+    assert_eq!(st(&b).ctl.state(), ST_DISCONNECTED);
     assert_eq!(st(&b).poll_events(libc::POLLOUT) & libc::POLLHUP, libc::POLLHUP);
 }
 
@@ -788,7 +788,7 @@ fn close_disconnects_the_peer_and_later_calls_fail() {
     let mut buf = [0u8; 8];
     assert_eq!(recv(&a, &mut buf, NB), Err(Errno::EBADF));
     assert_eq!(recv(&b, &mut buf, NB), Ok(0));
-    assert_eq!(st(&b).state, ST_DISCONNECTED);
+    assert_eq!(st(&b).ctl.state(), ST_DISCONNECTED);
 }
 
 // ---- keepalive ----------------------------------------------------------------------
@@ -829,5 +829,5 @@ fn keepalive_not_before_due_and_ignored_by_the_peer() {
     assert_eq!(fake(&a).sent().len(), 1);
     let mut buf = [0u8; 8];
     assert_eq!(recv(&b, &mut buf, NB), Err(Errno::EAGAIN));
-    assert_eq!(st(&b).state, ST_CONNECT_RDWR);
+    assert_eq!(st(&b).ctl.state(), ST_CONNECT_RDWR);
 }
