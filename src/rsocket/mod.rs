@@ -138,6 +138,8 @@ mod tests;
 #[cfg(test)]
 mod tests_proto;
 #[cfg(test)]
+mod tests_send;
+#[cfg(test)]
 mod tests_hostile;
 #[cfg(test)]
 mod tests_iomap;

@@ -1,8 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-//! The stream's state: one stream rsocket's fields ([`Stream`]), its
-//! states and protocol constants, and what can be read off them (can it
-//! send, has it data, is it connected). Every other file of the stream
-//! works on this state; this file depends on none of them.
+//! The stream: one stream rsocket ([`Stream`]) and its locks
+//! ([`StreamCell`]). A stream holds its parts, each owned by the file that
+//! keeps its invariants, with its fields private there: the connection
+//! control ([`super::control`]: state, error, option bits, closed), the
+//! send half ([`super::send_half`]), the receive half
+//! ([`super::recv_half`]), the riomap registrations
+//! ([`super::iomap_table`]) and the sleepers ([`super::sleepers`]). Here
+//! are what joins them (the endpoint, the connection manager id, the
+//! listener's queues, the descriptor flags) and what is read off several
+//! at once (can it send, has it data, is it connected). A send goes down
+//! from its call (`send`) to the stream, to the send half, to the verbs;
+//! a receive likewise through the receive half. This file names those
+//! parts' files and none of the stream's calls.
 #![deny(unsafe_code)]
 
 use nix::errno::Errno;
