@@ -266,7 +266,7 @@ impl SendHalf {
     /// current target entry as the caller read it (once: the peer may
     /// rewrite the entry at any time) from `table`; returns where the data
     /// goes.
-    #[inline]
+    #[inline(always)]
     pub(super) fn reserve_data(&mut self, opts: u32, length: u32, t: RsSge, table: &RegBuf) -> (u64, u32) {
         self.reserve_msg(opts, length);
         let i = self.target_sge;
