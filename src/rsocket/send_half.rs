@@ -6,11 +6,12 @@
 //! changes these counters.
 //!
 //! Invariants it keeps:
-//! * Send-queue entries: `sqe_avail` plus the entries of the data sends not
-//!   completed plus the control slots in use (`ctrl_max_seqno - ctrl_seqno`
-//!   taken from [`RS_QP_CTRL_SIZE`]) is `sq_size`; a data message takes one
-//!   entry, two with [`OPT_MSG_SEND`] (the write and the send carrying its
-//!   word), and its completion gives them back.
+//! * Send-queue entries: `sqe_avail` (free for data messages) plus
+//!   `ctrl_max_seqno - ctrl_seqno` (control slots free, of
+//!   [`RS_QP_CTRL_SIZE`]) plus the entries posted and not completed is
+//!   `sq_size` ([`SendHalf::all_done`]: nothing in flight); a data message
+//!   takes one entry, two with [`OPT_MSG_SEND`] (the write and the send
+//!   carrying its word), and its completion gives them back.
 //! * The ring: `sbuf_bytes_avail <= sbuf_size` are the ring's bytes not
 //!   staged or on their way; `ssgl0_off < sbuf_size` is where the next
 //!   staging starts, wrapping at `sbuf_size` ([`SendHalf::reserve_stage`]).
