@@ -23,10 +23,7 @@ impl Stream {
     /// it since, the reading is handed on: every sleeper looks again (one
     /// of them reads next, re-arming the CQ first).
     fn leave(&mut self) {
-        if self.handoff {
-            self.handoff = false;
-            self.dirty = true;
-        }
+        self.sleepers.leave();
     }
 }
 
@@ -198,7 +195,7 @@ pub(super) fn run_blocking(h: &Handle, path: Path, flags: c_int, mut op: impl Fn
     let mut done = 0usize;
     let r = sleep_until_on(h, path, |s| {
         let nb = s.nonblocking() || flags & libc::MSG_DONTWAIT != 0;
-        if s.state & ST_OPENING != 0 {
+        if s.ctl.state() & ST_OPENING != 0 {
             return if nb { Err(Errno::EAGAIN) } else { Ok(None) };
         }
         loop {

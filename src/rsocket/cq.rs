@@ -7,26 +7,16 @@
 
 use nix::errno::Errno;
 use std::ffi::c_int;
-use super::signal;
 use super::state::*;
 use super::verbs::{self, Data};
-use super::wire::{self, msg_data, msg_op, msg_set, Msg, RsSge, IOMAP_ENTRY_SIZE, OP_CTRL, OP_IOMAP_SGL, OP_SGL};
+use super::recv_half::Grant;
+use super::wire::{self, msg_data, msg_op, msg_set, Msg, OP_CTRL};
 
 impl Stream {
     pub(super) fn post_recv(&mut self) -> Result<(), Errno> {
-        if self.opts & OPT_MSG_SEND == 0 {
-            self.ep().qp.post_recv(WR_RECV, None)
-        } else {
-            let ep = self.ep();
-            let sge = ep.rbuf.sge((self.rbuf_size + self.rbuf_msg_index * RS_MSG_SIZE) as usize, RS_MSG_SIZE);
-            let wr = WR_RECV | self.rbuf_msg_index as u64;
-            let r = ep.qp.post_recv(wr, Some(sge));
-            self.rbuf_msg_index += 1;
-            if self.rbuf_msg_index == self.rq_size {
-                self.rbuf_msg_index = 0;
-            }
-            r
-        }
+        let (wr, word) = self.rx.next_recv(self.ctl.opts());
+        let ep = self.ep.as_deref().expect("rsocket endpoint");
+        ep.qp.post_recv(wr, word.map(|off| ep.rbuf.sge(off, RS_MSG_SIZE)))
     }
 
     // ---- messages -------------------------------------------------------------------
@@ -35,9 +25,9 @@ impl Stream {
     /// sends, [`super::signal`]; a request that fails to post loses the run's
     /// room, as it loses its own, like upstream's).
     pub(super) fn post_msg(&mut self, msg: u32) -> Result<(), Errno> {
-        let wr = msg as u64 | self.unsig.take();
+        let wr = msg as u64 | self.tx.take_run();
         let qp = &self.ep().qp;
-        if self.opts & OPT_MSG_SEND == 0 {
+        if self.ctl.opts() & OPT_MSG_SEND == 0 {
             // A zero-length write with immediate.
             qp.post_send(wr, Data::None, verbs::WR_RDMA_WRITE_WITH_IMM, 0, msg, 0, 0)
         } else {
@@ -48,33 +38,26 @@ impl Stream {
     /// Posts a signalled write message under the lock (it ends the run of
     /// unsignalled sends).
     pub(super) fn post_write_msg(&mut self, data: Data<'_>, msg: u32, addr: u64, rkey: u32) -> Result<(), Errno> {
-        let run = self.unsig.take();
-        post_write_msg(self.ep(), self.opts, data, msg, addr, rkey, Some(run))
+        let run = self.tx.take_run();
+        post_write_msg(self.ep(), self.ctl.opts(), data, msg, addr, rkey, Some(run))
     }
 
     #[inline(never)]
     pub(super) fn send_credits(&mut self) {
-        self.ctrl_seqno = self.ctrl_seqno.wrapping_add(1);
-        self.rseq_comp = self.rx.seq_no.wrapping_add((self.rq_size >> 1) as u16);
-        let seq = msg_set(OP_SGL, (self.rx.seq_no as u32).wrapping_add(self.rq_size) & 0xFFFF);
-        if let Some((free, half)) = self.rx.grant() {
-            if self.opts & OPT_MSG_SEND != 0 {
-                self.ctrl_seqno = self.ctrl_seqno.wrapping_add(1);
+        self.tx.take_ctrl();
+        let (rbuf, rkey) = {
+            let ep = self.ep();
+            (ep.rbuf.addr(), ep.rbuf.rkey())
+        };
+        let credit = self.rx.take_credit(self.ctl.opts(), rbuf, rkey);
+        let seq = credit.msg;
+        if let Some(Grant { bytes, raddr, rkey: rk }) = credit.grant {
+            if self.ctl.opts() & OPT_MSG_SEND != 0 {
+                self.tx.take_ctrl();
             }
-            let (rbuf, rkey) = {
-                let ep = self.ep();
-                (ep.rbuf.addr(), ep.rbuf.rkey())
-            };
-            let mut sge = RsSge { addr: rbuf + free as u64, key: rkey, length: half };
-            if self.opts & OPT_SWAP_SGL != 0 {
-                sge = sge.swapped();
-            }
-            let raddr = wire::table_addr(self.remote_sgl.addr, self.remote_sge, 16);
-            let rk = self.remote_sgl.key;
-            let bytes = sge.bytes();
-            let _ = if self.sq_inline < RS_MAX_CTRL_MSG {
-                // The control slots lie past sbuf_size inside the registered send buffer.
-                let slot = (self.sbuf_size + RS_MAX_CTRL_MSG * (self.ctrl_seqno & (RS_QP_CTRL_SIZE - 1))) as usize;
+            let _ = if self.tx.sq_inline() < RS_MAX_CTRL_MSG {
+                // The control slots lie past the ring inside the registered send buffer.
+                let slot = self.tx.ctrl_slot();
                 let one = {
                     let sbuf = &self.ep().sbuf;
                     sbuf.write(slot, &bytes);
@@ -84,7 +67,6 @@ impl Stream {
             } else {
                 self.post_write_msg(Data::Inline(&bytes), seq, raddr, rk)
             };
-            self.remote_sge = wire::next_sge(self.remote_sge, self.remote_sgl.length);
         } else {
             let _ = self.post_msg(seq);
         }
@@ -94,11 +76,10 @@ impl Stream {
     /// consumed, or the peer's sequence numbers half used.
     #[inline]
     pub(super) fn give_credits(&self) -> bool {
-        if self.state & ST_CONNECTED == 0 {
+        if !self.ctl.connected() {
             return false;
         }
-        let want = self.rx.can_grant() || (self.rx.seq_no.wrapping_sub(self.rseq_comp) as i16) >= 0;
-        want && if self.opts & OPT_MSG_SEND == 0 { self.ctrl_avail() } else { self.ctrl2_avail() }
+        self.rx.credit_due() && if self.ctl.opts() & OPT_MSG_SEND == 0 { self.tx.ctrl_avail() } else { self.tx.ctrl2_avail() }
     }
 
     #[inline]
@@ -126,7 +107,7 @@ impl Stream {
                 break;
             }
             // Others sleeping on the stream may wait for what this changes
-            // (apply_wc says what: Stream::changed, or dirty for a state).
+            // (apply_wc notes what with the sleepers: send room, data, or any change).
             for i in 0..n {
                 let wc = self.wcs[i];
                 ended |= self.apply_wc(&wc, &mut rcnt);
@@ -140,12 +121,11 @@ impl Stream {
         if ended {
             return Ok(());
         }
-        if self.state & ST_CONNECTED != 0 {
+        if self.ctl.connected() {
             for _ in 0..rcnt {
                 if let Err(e) = self.post_recv() {
-                    self.state = ST_ERROR;
-                    self.err = e as c_int;
-                    self.dirty = true;
+                    self.ctl.fail(ST_ERROR, e as c_int);
+                    self.sleepers.touch();
                     return Err(e);
                 }
             }
@@ -160,7 +140,7 @@ impl Stream {
         if wc.wr_id & WR_RECV != 0 {
             if wc.status != 0 {
                 // (flushed: the connection is going; every sleeper looks)
-                self.dirty = true;
+                self.sleepers.touch();
                 return false;
             }
             *rcnt += 1;
@@ -169,69 +149,42 @@ impl Stream {
                 None => {
                     // The word of the message's slot (rq_size words past rbuf_size).
                     let idx = (wc.wr_id as u32) as usize;
-                    self.ep().rbuf.read_u32(self.rbuf_size as usize + idx * 4)
+                    self.ep().rbuf.read_u32(self.rx.word_off(idx))
                 }
             };
             match wire::decode(msg) {
                 Msg::Credits(c) => {
-                    self.sseq_comp = c;
-                    self.changed |= WANTS_SEND;
+                    self.tx.set_credits(c);
+                    self.sleepers.changed(WANTS_SEND);
                 }
                 Msg::Write => {}
                 Msg::Ctrl(d) => {
-                    self.dirty = true;
+                    self.sleepers.touch();
                     if d == CTRL_DISCONNECT {
-                        self.state = ST_DISCONNECTED;
+                        self.ctl.set_state(ST_DISCONNECTED);
                         return true;
-                    } else if d == CTRL_SHUTDOWN {
-                        if self.state & ST_WRITABLE != 0 {
-                            self.state &= !ST_READABLE;
-                        } else {
-                            self.state = ST_DISCONNECTED;
-                            return true;
-                        }
+                    } else if d == CTRL_SHUTDOWN && self.ctl.shut_read() {
+                        return true;
                     }
                 }
                 Msg::Data { op, len } => {
                     self.rx.push(op, len);
-                    self.changed |= WANTS_RECV;
+                    self.sleepers.changed(WANTS_RECV);
                 }
             }
         } else {
             // Send room, control slots or (a failure) the state.
-            self.changed |= WANTS_SEND;
-            if wc.status == 0 {
-                // The unsignalled sends before it are done too.
-                let (n, bytes) = signal::covered(wc.wr_id);
-                self.sqe_avail += n;
-                self.sbuf_bytes_avail += bytes;
-            }
+            self.sleepers.changed(WANTS_SEND);
+            self.tx.complete(wc.wr_id, wc.status == 0);
             let data = wc.wr_id as u32;
-            match msg_op(data) {
-                OP_SGL => self.ctrl_max_seqno = self.ctrl_max_seqno.wrapping_add(1),
-                OP_CTRL => {
-                    self.ctrl_max_seqno = self.ctrl_max_seqno.wrapping_add(1);
-                    if msg_data(data) == CTRL_DISCONNECT {
-                        self.state = ST_DISCONNECTED;
-                        self.dirty = true;
-                    }
-                }
-                OP_IOMAP_SGL => {
-                    self.sqe_avail += 1;
-                    if wc.wr_id & WR_MSG_SEND == 0 {
-                        self.sbuf_bytes_avail += IOMAP_ENTRY_SIZE;
-                    }
-                }
-                _ => {
-                    self.sqe_avail += 1;
-                    self.sbuf_bytes_avail += msg_data(data);
-                }
+            if msg_op(data) == OP_CTRL && msg_data(data) == CTRL_DISCONNECT {
+                self.ctl.set_state(ST_DISCONNECTED);
+                self.sleepers.touch();
             }
             if wc.status != 0 {
-                self.dirty = true;
-                if self.state & ST_CONNECTED != 0 {
-                    self.state = ST_ERROR;
-                    self.err = libc::EIO;
+                self.sleepers.touch();
+                if self.ctl.connected() {
+                    self.ctl.fail(ST_ERROR, libc::EIO);
                 }
             }
         }
@@ -242,7 +195,7 @@ impl Stream {
     /// [`Stream::wait_fd`]. Not while the stream's reader sleeps in reading
     /// the channel (the event is its).
     pub fn consume_cq_event(&mut self) {
-        if !self.cq_armed || self.reader || self.state & ST_CONNECTED == 0 {
+        if !self.cq_armed || self.sleepers.reading() || !self.ctl.connected() {
             return;
         }
         let Some(ep) = self.ep.as_ref() else { return };
@@ -251,12 +204,12 @@ impl Stream {
                 // The CQ is no longer armed: other sleepers must look again
                 // (and re-arm) instead of sleeping on a channel that stays quiet.
                 self.cq_armed = false;
-                self.dirty = true;
+                self.sleepers.touch();
             }
             Err(Errno::EAGAIN) | Err(Errno::EINTR) => {}
             Err(_) => {
-                self.state = ST_ERROR;
-                self.dirty = true;
+                self.ctl.set_state(ST_ERROR);
+                self.sleepers.touch();
             }
         }
     }
@@ -264,26 +217,25 @@ impl Stream {
     /// The reader is back from its read of the channel (`r`: what the read
     /// gave): with an event the CQ is no longer armed. Nobody reads the
     /// channel now: this thread either reads it again (it sleeps again) or
-    /// hands the reading on when it leaves ([`Stream::handoff`]). With an
+    /// hands the reading on when it leaves ([`super::sleepers::Sleepers::leave`]). With an
     /// event, the other sleepers are woken at once, before this thread
     /// takes the completions, as upstream's waiters all wake with the
     /// reader's event: a sleeper the completions concern wakes while they
     /// are taken instead of after (the duplex bench, a sender and a
     /// receiver on one stream: faster in 9 of 10 paired runs).
     pub(super) fn reader_done(&mut self, r: &Result<bool, Errno>) {
-        self.reader = false;
-        self.handoff = true;
+        self.sleepers.reader_back();
         match r {
             Ok(_) => {
                 self.cq_armed = false;
-                self.dirty = true;
+                self.sleepers.touch();
                 self.flush_wakes();
             }
             Err(Errno::EINTR) | Err(Errno::ECANCELED) | Err(Errno::EAGAIN) => {}
             Err(_) => {
-                self.dirty = true;
-                if self.state & ST_CONNECTED != 0 {
-                    self.state = ST_ERROR;
+                self.sleepers.touch();
+                if self.ctl.connected() {
+                    self.ctl.set_state(ST_ERROR);
                 }
             }
         }
@@ -308,7 +260,7 @@ impl Stream {
     /// Arms the CQ before a sleep; true when it was not armed yet (the
     /// caller then looks at the CQ once more before sleeping).
     pub fn arm(&mut self) -> bool {
-        if self.state & ST_CONNECTED != 0 && !self.cq_armed {
+        if self.ctl.connected() && !self.cq_armed {
             if let Some(ep) = &self.ep {
                 let _ = ep.qp.req_notify();
                 self.cq_armed = true;

@@ -51,8 +51,8 @@ pub struct Guard<'a> {
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            self.g.broken = true;
-            self.g.dirty = true;
+            self.g.ctl.set_broken();
+            self.g.sleepers.touch();
         }
         self.g.flush_wakes();
         count_held(false);
@@ -132,9 +132,9 @@ pub fn lock_path(h: &Handle, path: Path) -> PathGuard<'_> {
 }
 
 fn usable(s: &Stream) -> Result<(), Errno> {
-    if s.closed {
+    if s.ctl.closed() {
         Err(Errno::EBADF)
-    } else if s.broken {
+    } else if s.ctl.broken() {
         Err(Errno::EIO)
     } else {
         Ok(())
@@ -224,44 +224,19 @@ impl Stream {
     /// Signals every sleeper registered by another thread (they look again).
     #[inline]
     pub(super) fn wake_sleepers(&mut self) {
-        if !self.sleepers.is_empty() {
-            self.wake_registered(WANTS_ALL);
-        }
+        self.sleepers.wake_all();
     }
 
     /// When the guard goes (or lets go of the lock): signals the sleepers
-    /// that wait for what changed under it ([`Stream::changed`]), or every
-    /// sleeper after any other change ([`Stream::dirty`]).
+    /// that wait for what changed under it ([`super::sleepers::Sleepers::flush`]).
     #[inline]
     pub(super) fn flush_wakes(&mut self) {
-        let what = if self.dirty { WANTS_ALL } else { self.changed };
-        if what != 0 {
-            self.dirty = false;
-            self.changed = 0;
-            if !self.sleepers.is_empty() {
-                self.wake_registered(what);
-            }
-        }
-    }
-
-    #[inline(never)]
-    fn wake_registered(&mut self, what: u8) {
-        self.sleepers.retain(|(w, wants)| {
-            if wants & what == 0 || wake::is_mine(w) {
-                true
-            } else {
-                w.signal();
-                false
-            }
-        });
+        self.sleepers.flush();
     }
 
     /// Drops this thread's registration (it is awake and looks itself).
     pub(super) fn unregister_me(&mut self) {
-        if self.sleepers.is_empty() {
-            return;
-        }
-        self.sleepers.retain(|(w, _)| !wake::is_mine(w));
+        self.sleepers.unregister_me();
     }
 
     /// What a blocking call sleeps on (see [`wait`]); registers this
@@ -270,12 +245,9 @@ impl Stream {
     pub(super) fn wait_token(&mut self, wants: u8) -> Result<WaitToken, Errno> {
         // A sleeper on a connected stream is woken by the CQ's event: the
         // CQ must be armed when it registers (see blocking::sleep_until_on).
-        debug_assert!(self.state & super::state::ST_CONNECTED == 0 || self.ep.is_none() || self.cq_armed, "rsocket: a sleeper registers with the CQ unarmed");
+        debug_assert!(!self.ctl.connected() || self.ep.is_none() || self.cq_armed, "rsocket: a sleeper registers with the CQ unarmed");
         let wake = wake::mine()?;
-        match self.sleepers.iter_mut().find(|(w, _)| Arc::ptr_eq(w, &wake)) {
-            Some(e) => e.1 |= wants,
-            None => self.sleepers.push((wake.clone(), wants)),
-        }
+        self.sleepers.register(&wake, wants);
         Ok(WaitToken { fd: self.wait_fd(), wake: Some(wake), read: None, _id: self.cm.clone() })
     }
 
@@ -288,21 +260,19 @@ impl Stream {
     /// wake-up descriptors alone, woken by the reader's event
     /// ([`Stream::reader_done`]), by completions that concern them (`wants`)
     /// or by the reader's hand-off when its call is over
-    /// ([`Stream::handoff`]). Otherwise as [`Stream::wait_token`], woken
+    /// ([`super::sleepers::Sleepers::leave`]). Otherwise as [`Stream::wait_token`], woken
     /// by any change.
     pub(super) fn sleep_token(&mut self, wants: u8) -> Result<WaitToken, Errno> {
-        let blocking = self.state & super::state::ST_CONNECTED != 0 && self.cq_armed && self.ep.as_ref().is_some_and(|ep| ep.qp.channel_blocking());
+        let blocking = self.ctl.connected() && self.cq_armed && self.ep.as_ref().is_some_and(|ep| ep.qp.channel_blocking());
         if !blocking {
             return self.wait_token(WANTS_ALL);
         }
         // Somebody reads the channel from now on: no hand-off is owed.
-        self.handoff = false;
-        if self.reader {
+        if !self.sleepers.become_reader() {
             let mut t = self.wait_token(wants)?;
             t.fd = -1;
             return Ok(t);
         }
-        self.reader = true;
         // (the endpoint's QP holds the id, and with it the channel)
         Ok(WaitToken { fd: -1, wake: None, read: self.ep.clone(), _id: None })
     }

@@ -9,7 +9,7 @@ use super::blocking::run_blocking;
 use super::guard::Path;
 use super::state::*;
 use super::verbs::{self, Data, UserBuf};
-use super::wire::{self, msg_set, RsSge, OP_WRITE};
+use super::wire::{self, msg_set, RsSge, IOMAP_ENTRY_SIZE, OP_IOMAP_SGL, OP_WRITE};
 
 impl Stream {
     /// riomap: registers the caller's buffer; with PROT_WRITE the peer may riowrite into it.
@@ -19,28 +19,41 @@ impl Stream {
             return Err(Errno::EINVAL);
         }
         let write = prot & libc::PROT_WRITE != 0;
-        let index = if write {
-            let slots = self.remote_iomap.length as i32;
-            (0..slots).find(|i| !self.iomaps.iter().any(|m| m.index == *i)).ok_or(Errno::ENOMEM)?
-        } else {
-            -1
-        };
+        let index = if write { self.iomaps.free_slot()? } else { -1 };
         let mr = self.ep().qp.reg_user(buf, write)?;
         let offset = if offset == -1 { addr as i64 } else { offset };
-        self.iomaps.push(IoMap { offset: offset as u64, mr, index, sent: index < 0 });
+        self.iomaps.add(offset as u64, mr, index);
         Ok(offset)
     }
 
     /// riounmap (a write the peer may still target fails on its side).
     pub fn iounmap(&mut self, addr: u64, len: usize) -> Result<(), Errno> {
-        let pos = self.iomaps.iter().position(|m| m.mr.addr() == addr && m.mr.len() == len).ok_or(Errno::EINVAL)?;
-        self.iomaps.remove(pos);
-        Ok(())
+        self.iomaps.remove(addr, len)
     }
 
     /// An entry of the peer-written mapping table covering `offset`.
     pub(super) fn find_iomap(&self, offset: u64) -> Option<(u64, RsSge)> {
-        wire::find_iomap(&self.ep().target, self.target_iomap_size, offset)
+        self.iomaps.find(&self.ep().target, offset)
+    }
+
+    /// Writes the riomap registrations the peer has not seen into its table.
+    pub(super) fn send_iomaps(&mut self) -> Result<(), Errno> {
+        while let Some(pos) = self.iomaps.next_unsent() {
+            self.wait_can_send()?;
+            let e = self.iomaps.entry(pos, self.ctl.opts() & OPT_SWAP_SGL != 0);
+            self.tx.reserve_msg(self.ctl.opts(), IOMAP_ENTRY_SIZE);
+            let msg = msg_set(OP_IOMAP_SGL, e.index);
+            let r = if self.tx.sq_inline() >= IOMAP_ENTRY_SIZE {
+                self.post_write_msg(Data::Inline(&e.bytes), msg, e.raddr, e.rkey)
+            } else {
+                let ep = self.ep_arc().clone();
+                let (sges, n) = self.tx.stage(&ep.sbuf, &e.bytes);
+                self.post_write_msg(Data::Reg(&sges[..n]), msg, e.raddr, e.rkey)
+            };
+            self.iomaps.mark_sent(pos);
+            r?;
+        }
+        Ok(())
     }
 
     /// riowrite: RDMA-writes `buf` at `offset` of the peer's riomap'ed
@@ -66,19 +79,19 @@ impl Stream {
                 break;
             }
             let (raddr, room) = wire::iomap_target(ioff, &isge, offset);
-            let xfer = next_chunk(olen, left).min(self.sbuf_bytes_avail).min(room);
+            let xfer = next_chunk(olen, left).min(self.tx.avail_bytes()).min(room);
             let chunk = &buf[off..off + xfer as usize];
-            self.sqe_avail -= 1;
-            self.sbuf_bytes_avail -= xfer;
+            self.tx.reserve_write(xfer);
             // Signalled, posted with the state locked: it ends the run of
             // unsignalled sends ([`super::signal`]).
-            let wr = msg_set(OP_WRITE, xfer) as u64 | self.unsig.take();
-            let r = if xfer <= self.sq_inline {
+            let wr = msg_set(OP_WRITE, xfer) as u64 | self.tx.take_run();
+            let r = if xfer <= self.tx.sq_inline() {
                 self.ep().qp.post_send(wr, Data::Inline(chunk), verbs::WR_RDMA_WRITE, 0, 0, raddr, isge.key)
             } else {
                 // The staged copy lives in the registered send ring until completion.
-                let (sges, n) = self.stage(chunk);
-                self.ep().qp.post_send(wr, Data::Reg(&sges[..n]), verbs::WR_RDMA_WRITE, 0, 0, raddr, isge.key)
+                let ep = self.ep.as_deref().expect("rsocket endpoint");
+                let (sges, n) = self.tx.stage(&ep.sbuf, chunk);
+                ep.qp.post_send(wr, Data::Reg(&sges[..n]), verbs::WR_RDMA_WRITE, 0, 0, raddr, isge.key)
             };
             if let Err(e) = r {
                 res = Err(e);

@@ -13,7 +13,7 @@ use super::guard::{lock, lock_any, lock_path, Path};
 use super::state::*;
 use super::svc::{self, STREAMS};
 use super::verbs::Qp;
-use super::wire::{self, msg_set, Rx, CONN_DATA_LEN, OP_CTRL};
+use super::wire::{self, msg_set, CONN_DATA_LEN, OP_CTRL};
 use crate::abi::cma::AF_IB;
 use crate::addrinfo::ib_hdr;
 use crate::cma::api::{CmId, ConnParam, QpCaps};
@@ -43,13 +43,9 @@ pub(super) fn inherit(l: &Stream, id: Arc<CmId>) -> Stream {
     Stream {
         fs_flags: l.fs_flags,
         fd_flags: l.fd_flags,
-        sbuf_size: l.sbuf_size,
-        rbuf_size: l.rbuf_size,
-        sq_size: l.sq_size,
-        rq_size: l.rq_size,
-        sq_inline: l.sq_inline,
-        ctrl_max_seqno: l.ctrl_max_seqno,
-        target_iomap_size: l.target_iomap_size,
+        rx: l.rx.inherit(),
+        tx: l.tx.inherit(),
+        iomaps: l.iomaps.inherit(),
         ..Stream::fresh(Some(id), fd, l.domain)
     }
 }
@@ -63,17 +59,17 @@ impl Stream {
             return Err(Errno::EINVAL);
         }
         let max = id.max_qp_wr()?.min(RS_QP_MAX_SIZE);
-        self.sq_size = self.sq_size.clamp(RS_QP_MIN_SIZE, max.max(RS_QP_MIN_SIZE));
-        self.rq_size = self.rq_size.clamp(RS_QP_MIN_SIZE, max.max(RS_QP_MIN_SIZE));
+        self.tx.set_sq_size(self.tx.sq_size().clamp(RS_QP_MIN_SIZE, max.max(RS_QP_MIN_SIZE)));
+        self.rx.set_rq_size(self.rx.rq_size().clamp(RS_QP_MIN_SIZE, max.max(RS_QP_MIN_SIZE)));
         if id.is_iwarp() {
-            self.opts |= OPT_MSG_SEND;
-            if self.sq_inline < RS_MSG_SIZE {
-                self.sq_inline = RS_MSG_SIZE;
+            self.ctl.set_opt(OPT_MSG_SEND);
+            if self.tx.sq_inline() < RS_MSG_SIZE {
+                self.tx.set_sq_inline(RS_MSG_SIZE);
             }
         }
         // One CQ and one channel for both directions, owned by the id.
-        let caps = QpCaps { max_send_wr: self.sq_size, max_recv_wr: self.rq_size, max_send_sge: 2, max_recv_sge: 1, max_inline_data: self.sq_inline };
-        let (qp, got) = Qp::new(&id, self.sq_size + self.rq_size, caps)?;
+        let caps = QpCaps { max_send_wr: self.tx.sq_size(), max_recv_wr: self.rx.rq_size(), max_send_sge: 2, max_recv_sge: 1, max_inline_data: self.tx.sq_inline() };
+        let (qp, got) = Qp::new(&id, self.tx.sq_size() + self.rx.rq_size(), caps)?;
         self.install_ep(qp, got.max_inline_data)
     }
 
@@ -86,30 +82,18 @@ impl Stream {
         // A blocking socket's sleeper reads the channel itself (one system
         // call per sleep: `Stream::sleep_token`); rfcntl switches it.
         qp.set_channel_blocking(!self.nonblocking())?;
-        self.sq_inline = inline;
-        if self.opts & OPT_MSG_SEND != 0 && self.sq_inline < RS_MSG_SIZE {
+        self.tx.set_sq_inline(inline);
+        if self.ctl.opts() & OPT_MSG_SEND != 0 && inline < RS_MSG_SIZE {
             return Err(Errno::ENOTSUP);
         }
 
-        let mut sbuf_total = self.sbuf_size;
-        if self.sq_inline < RS_MAX_CTRL_MSG {
-            sbuf_total += RS_MAX_CTRL_MSG * RS_QP_CTRL_SIZE;
-        }
-        let sbuf = qp.reg_buf(sbuf_total as usize, false)?;
-        let target = qp.reg_buf(wire::target_table_len(self.target_iomap_size), true)?;
-        let mut rbuf_total = self.rbuf_size;
-        if self.opts & OPT_MSG_SEND != 0 {
-            rbuf_total += self.rq_size * RS_MSG_SIZE;
-        }
-        let rbuf = qp.reg_buf(rbuf_total as usize, true)?;
+        let sbuf = qp.reg_buf(self.tx.sbuf_len() as usize, false)?;
+        let target = qp.reg_buf(wire::target_table_len(self.iomaps.target_size()), true)?;
+        let rbuf = qp.reg_buf(self.rx.rbuf_len(self.ctl.opts()) as usize, true)?;
         self.ep = Some(Arc::new(Ep { qp, sbuf, target, rbuf }));
-        self.ssgl0_off = 0;
-        self.sbuf_bytes_avail = self.sbuf_size;
-        self.rx = Rx::new(self.rbuf_size, self.rq_size);
-        self.sqe_avail = self.sq_size - self.ctrl_max_seqno;
-        self.unsig = Default::default();
-        self.rseq_comp = (self.rq_size >> 1) as u16;
-        for _ in 0..self.rq_size {
+        self.tx.start();
+        self.rx.start();
+        for _ in 0..self.rx.rq_size() {
             self.post_recv()?;
         }
         Ok(())
@@ -127,21 +111,20 @@ impl Stream {
 
     pub(super) fn format_conn_data(&self) -> [u8; CONN_DATA_LEN] {
         let ep = self.ep();
-        wire::format_conn_data(self.rq_size, self.target_iomap_size, (ep.target.addr(), ep.target.rkey()), (ep.rbuf.addr(), ep.rbuf.rkey()), self.rx.half())
+        wire::format_conn_data(self.rx.rq_size(), self.iomaps.target_size(), (ep.target.addr(), ep.target.rkey()), (ep.rbuf.addr(), ep.rbuf.rkey()), self.rx.half())
     }
 
     /// Takes the peer's connect data (see [`wire::parse_conn_data`]).
     pub(super) fn save_conn_data(&mut self, c: &wire::ConnData) {
-        self.remote_sgl = c.sgl;
-        self.remote_sge = 1;
+        self.rx.set_peer_table(c.sgl);
         if c.swap {
-            self.opts |= OPT_SWAP_SGL;
+            self.ctl.set_opt(OPT_SWAP_SGL);
         }
         if let Some(iomap) = c.iomap {
-            self.remote_iomap = iomap;
+            self.iomaps.set_remote(iomap);
         }
         self.target_set(0, c.data_buf);
-        self.sseq_comp = c.credits;
+        self.tx.set_credits(c.credits);
     }
 
     /// The connect parameters of our side (the QP and buffers exist).
@@ -151,7 +134,7 @@ impl Stream {
         ConnParam {
             private_data,
             responder_resources: 0,
-            initiator_depth: if self.opts & OPT_MSG_SEND != 0 { 1 } else { 0 },
+            initiator_depth: if self.ctl.opts() & OPT_MSG_SEND != 0 { 1 } else { 0 },
             flow_control: 1,
             retry_count: 7,
             rnr_retry_count: 7,
@@ -165,18 +148,18 @@ impl Stream {
     /// rbind: `addr` holds a socket address of its family.
     pub fn bind(&mut self, addr: &[u8]) -> Result<(), Errno> {
         self.cm()?.bind(addr)?;
-        self.state = ST_BOUND;
+        self.ctl.set_state(ST_BOUND);
         Ok(())
     }
 
     /// rlisten: requests are accepted by the service thread into the
     /// accept queue (see [`Stream::accept_requests`]).
     pub(super) fn listen(&mut self, backlog: c_int) -> Result<(), Errno> {
-        if self.state == ST_LISTENING {
+        if self.ctl.state() == ST_LISTENING {
             return Ok(());
         }
         self.cm()?.listen(backlog)?;
-        self.state = ST_LISTENING;
+        self.ctl.set_state(ST_LISTENING);
         Ok(())
     }
 
@@ -198,13 +181,12 @@ impl Stream {
         match r {
             Err(Errno::EAGAIN) => Err(Errno::EINPROGRESS),
             Err(e) => {
-                self.state = ST_CONNECT_ERROR;
-                self.err = e as c_int;
-                self.dirty = true;
+                self.ctl.fail(ST_CONNECT_ERROR, e as c_int);
+                self.sleepers.touch();
                 Err(e)
             }
             Ok(()) => {
-                self.dirty = true;
+                self.sleepers.touch();
                 Ok(())
             }
         }
@@ -221,7 +203,7 @@ impl Stream {
             WaitAccept,
         }
         let id = self.cm()?.clone();
-        let mut step = match self.state {
+        let mut step = match self.ctl.state() {
             ST_INIT | ST_BOUND => Step::ResolveAddr,
             ST_RESOLVING_ADDR => Step::WaitAddr,
             ST_RESOLVING_ROUTE => Step::WaitRoute,
@@ -236,7 +218,7 @@ impl Stream {
                 Step::ResolveAddr => {
                     let to = 1000 << self.retries;
                     self.retries += 1;
-                    self.state = ST_RESOLVING_ADDR;
+                    self.ctl.set_state(ST_RESOLVING_ADDR);
                     id.resolve_addr(&self.dst, to)?;
                     self.retries = 0;
                     Step::ResolveRoute
@@ -250,7 +232,7 @@ impl Stream {
                     Err(e) => return Err(e),
                 },
                 Step::ResolveRoute => {
-                    self.state = ST_RESOLVING_ROUTE;
+                    self.ctl.set_state(ST_RESOLVING_ROUTE);
                     if let Some(r) = self.so.route.take() {
                         // The caller's path records (RDMA_ROUTE): the kernel
                         // answers with a resolved route.
@@ -272,7 +254,7 @@ impl Stream {
                     self.create_ep()?;
                     self.retries = 0;
                     let param = self.conn_param();
-                    self.state = ST_CONNECTING;
+                    self.ctl.set_state(ST_CONNECTING);
                     id.connect(&param)?;
                     return self.connected(&id);
                 }
@@ -282,7 +264,7 @@ impl Stream {
                 }
                 Step::WaitAccept => {
                     id.complete()?;
-                    self.state = ST_CONNECT_RDWR;
+                    self.ctl.set_state(ST_CONNECT_RDWR);
                     return Ok(());
                 }
             };
@@ -299,7 +281,7 @@ impl Stream {
     pub(super) fn take_conn_data(&mut self, resp: &[u8]) -> Result<(), Errno> {
         if let Some(c) = wire::parse_conn_data(resp) {
             self.save_conn_data(&c);
-            self.state = ST_CONNECT_RDWR;
+            self.ctl.set_state(ST_CONNECT_RDWR);
             Ok(())
         } else {
             Err(Errno::ENOTSUP)
@@ -330,9 +312,9 @@ impl Stream {
                 s.create_ep()?;
                 s.save_conn_data(&c);
                 let param = ConnParam { private_data: s.format_conn_data().to_vec(), ..req.clone() };
-                s.state = ST_ACCEPTING;
+                s.ctl.set_state(ST_ACCEPTING);
                 match nid.accept(&param) {
-                    Ok(()) => s.state = ST_CONNECT_RDWR,
+                    Ok(()) => s.ctl.set_state(ST_CONNECT_RDWR),
                     Err(Errno::EAGAIN) => {}
                     Err(e) => return Err(e),
                 }
@@ -344,7 +326,7 @@ impl Stream {
                 s.destroy();
                 continue;
             }
-            let established = s.state & ST_CONNECTED != 0;
+            let established = s.ctl.connected();
             if !established {
                 s.listener = Some(Arc::downgrade(me));
             }
@@ -358,7 +340,7 @@ impl Stream {
             if established {
                 self.accept_queue.push_back(h);
                 self.accepts = self.accepts.wrapping_add(1);
-                self.dirty = true;
+                self.sleepers.touch();
             } else {
                 self.accepting.push(h);
             }
@@ -373,9 +355,9 @@ impl Stream {
             match id.complete() {
                 Err(Errno::EAGAIN) => return,
                 _ => {
-                    if id.parked_event() == Some(crate::abi::cma::RDMA_CM_EVENT_DISCONNECTED) && self.state & ST_CONNECTED != 0 {
-                        self.state = ST_DISCONNECTED;
-                        self.dirty = true;
+                    if id.parked_event() == Some(crate::abi::cma::RDMA_CM_EVENT_DISCONNECTED) && self.ctl.connected() {
+                        self.ctl.set_state(ST_DISCONNECTED);
+                        self.sleepers.touch();
                         // The connection is over: the QP stops (as rshutdown
                         // stops it once disconnected), and its flushed
                         // receives wake a reader asleep on the channel.
@@ -395,8 +377,8 @@ impl Stream {
         if next > now {
             return Some(next);
         }
-        if self.state & ST_CONNECTED != 0 && self.ep.is_some() && self.ctrl_avail() {
-            self.ctrl_seqno = self.ctrl_seqno.wrapping_add(1);
+        if self.ctl.connected() && self.ep.is_some() && self.ctrl_avail() {
+            self.tx.take_ctrl();
             let _ = self.post_msg(msg_set(OP_CTRL, CTRL_KEEPALIVE));
         }
         let n = now + Duration::from_secs(self.so.keepalive_time as u64);
@@ -407,19 +389,19 @@ impl Stream {
     /// The first step of rshutdown: updates the state; the control message to
     /// send, if any.
     pub(super) fn shutdown_begin(&mut self, how: c_int) -> Option<u32> {
-        if self.state & ST_CONNECTED == 0 {
+        if !self.ctl.connected() {
             return None;
         }
-        self.dirty = true;
+        self.sleepers.touch();
         if how == libc::SHUT_RDWR {
-            self.state &= !(ST_READABLE | ST_WRITABLE);
+            self.ctl.shut(ST_READABLE | ST_WRITABLE);
             Some(CTRL_DISCONNECT)
         } else if how == libc::SHUT_WR {
-            self.state &= !ST_WRITABLE;
-            Some(if self.state & ST_READABLE != 0 { CTRL_SHUTDOWN } else { CTRL_DISCONNECT })
+            self.ctl.shut(ST_WRITABLE);
+            Some(if self.ctl.readable() { CTRL_SHUTDOWN } else { CTRL_DISCONNECT })
         } else {
-            self.state &= !ST_READABLE;
-            if self.state & ST_WRITABLE != 0 {
+            self.ctl.shut(ST_READABLE);
+            if self.ctl.writable() {
                 return None;
             }
             Some(CTRL_DISCONNECT)
@@ -430,7 +412,7 @@ impl Stream {
     /// posted receives flush, which wakes rpoll sleepers). The disconnect
     /// request itself goes out when the id is destroyed (rclose).
     pub(super) fn shutdown_end(&mut self) {
-        if self.state & ST_DISCONNECTED != 0 {
+        if self.ctl.state() & ST_DISCONNECTED != 0 {
             if let Some(ep) = &self.ep {
                 let _ = ep.qp.req_notify();
                 let _ = ep.qp.stop();
@@ -442,8 +424,8 @@ impl Stream {
     /// what it owns (registrations, then QP and buffers, then the id: the
     /// id itself goes when the last sleeper lets go of it).
     pub(super) fn destroy(&mut self) {
-        self.closed = true;
-        self.dirty = true;
+        self.ctl.close();
+        self.sleepers.touch();
         self.wake_sleepers();
         self.iomaps.clear();
         self.ep = None;
@@ -453,7 +435,7 @@ impl Stream {
 
 /// Waits until the stream is no longer opening (connecting or accepting).
 pub(super) fn wait_opened(h: &Handle) -> Result<(), Errno> {
-    sleep_until(h, |s| Ok((s.state & ST_OPENING == 0).then_some(())))
+    sleep_until(h, |s| Ok((s.ctl.state() & ST_OPENING == 0).then_some(())))
 }
 
 /// rconnect: starts (or continues) the connect; the service thread carries
@@ -463,7 +445,7 @@ pub(super) fn wait_opened(h: &Handle) -> Result<(), Errno> {
 pub fn connect(h: &Handle, addr: &[u8]) -> Result<(), Errno> {
     let (r, nonblock) = {
         let mut s = lock(h)?;
-        if s.state == ST_INIT || s.state == ST_BOUND {
+        if s.ctl.state() == ST_INIT || s.ctl.state() == ST_BOUND {
             s.dst = addr.to_vec();
         }
         let r = s.connect_step();
@@ -476,10 +458,10 @@ pub fn connect(h: &Handle, addr: &[u8]) -> Result<(), Errno> {
         Err(Errno::EINPROGRESS) if !nonblock => {
             wait_opened(h)?;
             let s = lock(h)?;
-            if s.state & ST_CONNECTED != 0 {
+            if s.ctl.connected() {
                 Ok(())
             } else {
-                Err(crate::sys::errno_from_raw(if s.err != 0 { s.err } else { libc::ECONNREFUSED }))
+                Err(crate::sys::errno_from_raw(if s.ctl.err() != 0 { s.ctl.err() } else { libc::ECONNREFUSED }))
             }
         }
         r => r,
@@ -501,8 +483,8 @@ pub fn shutdown(h: &Handle, how: c_int) -> Result<(), Errno> {
                 // before the shutdown): the peer sees its data first.
                 let _sending = lock_path(h, Path::Send);
                 let mut s = lock(h)?;
-                if s.state & ST_CONNECTED != 0 && s.ctrl_avail() {
-                    s.ctrl_seqno = s.ctrl_seqno.wrapping_add(1);
+                if s.ctl.connected() && s.ctrl_avail() {
+                    s.tx.take_ctrl();
                     ret = s.post_msg(msg_set(OP_CTRL, ctrl));
                 }
             }
@@ -550,7 +532,7 @@ pub fn accept(h: &Handle) -> Result<Handle, Errno> {
 pub fn close_begin(h: &Handle) {
     let connected = {
         let s = lock_any(h);
-        !s.broken && !s.closed && s.state & ST_CONNECTED != 0
+        !s.ctl.broken() && !s.ctl.closed() && s.ctl.connected()
     };
     if connected {
         let _ = shutdown(h, libc::SHUT_RDWR);
@@ -591,29 +573,29 @@ impl svc::Client for StreamCell {
 /// once the stream is gone (closed or broken).
 fn cm_event(h: &Handle) -> bool {
     let mut s = lock_any(h);
-    if s.closed || s.broken {
+    if s.ctl.closed() || s.ctl.broken() {
         return false;
     }
-    if s.state == ST_LISTENING {
+    if s.ctl.state() == ST_LISTENING {
         s.accept_requests(h);
-    } else if s.state == ST_ACCEPTING {
+    } else if s.ctl.state() == ST_ACCEPTING {
         let _ = s.connect_step();
-        if s.state & ST_OPENING != 0 {
+        if s.ctl.state() & ST_OPENING != 0 {
             return true;
         }
         // Established (to the accept queue) or failed (gone, as upstream
         // drops a request it could not accept).
         let l = s.listener.take();
-        let mut ok = s.state & ST_CONNECTED != 0;
+        let mut ok = s.ctl.connected();
         drop(s);
         if let Some(l) = l.and_then(|l| l.upgrade()) {
             let mut l = lock_any(&l);
             let known = l.accepting.iter().any(|x| Arc::ptr_eq(x, h));
             l.accepting.retain(|x| !Arc::ptr_eq(x, h));
-            if ok && known && !l.closed && !l.broken {
+            if ok && known && !l.ctl.closed() && !l.ctl.broken() {
                 l.accept_queue.push_back(h.clone());
                 l.accepts = l.accepts.wrapping_add(1);
-                l.dirty = true;
+                l.sleepers.touch();
             } else {
                 ok = false;
             }
@@ -624,7 +606,7 @@ fn cm_event(h: &Handle) -> bool {
             lock_any(h).destroy();
             return false;
         }
-    } else if s.state & ST_OPENING != 0 {
+    } else if s.ctl.state() & ST_OPENING != 0 {
         let _ = s.connect_step();
     } else {
         s.drain_cm_events();
@@ -635,7 +617,7 @@ fn cm_event(h: &Handle) -> bool {
 /// The service thread's keepalive work on a stream (see [`Stream::keepalive_tick`]).
 fn keepalive_tick(h: &Handle, now: Instant) -> Option<Instant> {
     let mut s = lock_any(h);
-    if s.closed || s.broken {
+    if s.ctl.closed() || s.ctl.broken() {
         return None;
     }
     s.keepalive_tick(now)

@@ -46,7 +46,7 @@
 //! the first of them to sleep again reads next), then either reads the
 //! channel again or, when its call is over and nobody has read since (a
 //! read that ended without an event), hands the reading on: every sleeper
-//! looks again (`blocking::sleep_until_on`, `Stream::handoff`). What must wake the
+//! looks again (`blocking::sleep_until_on`, `sleepers::Sleepers::leave`). What must wake the
 //! reader comes through the CQ: every change of another thread that it
 //! waits for posts a work request (a control message of rshutdown or
 //! rclose) or stops the QP (a peer's disconnect), whose completion or
@@ -101,6 +101,7 @@
 
 pub mod blocking;
 pub mod conf;
+pub mod control;
 pub mod cq;
 pub mod dgram;
 pub mod dgram_udp;
@@ -111,12 +112,16 @@ mod fake;
 pub mod fdmap;
 pub mod guard;
 pub mod iomap;
+pub mod iomap_table;
 pub mod lifecycle;
 pub mod options;
 pub mod poll;
 pub mod recv;
+pub mod recv_half;
 pub mod send;
+pub mod send_half;
 pub mod signal;
+pub mod sleepers;
 pub mod sock;
 pub mod spin;
 pub mod state;
@@ -132,6 +137,8 @@ pub use sock::{close, create, is_rsocket, lookup, Sock};
 mod tests;
 #[cfg(test)]
 mod tests_proto;
+#[cfg(test)]
+mod tests_send;
 #[cfg(test)]
 mod tests_hostile;
 #[cfg(test)]

@@ -21,10 +21,10 @@ impl Stream {
     /// rpoll's view: the ready events among `events`, processing completions
     /// first (as upstream reports them).
     pub fn poll_events(&mut self, events: i16) -> i16 {
-        if self.state == ST_LISTENING {
+        if self.ctl.state() == ST_LISTENING {
             return if self.accept_queue.is_empty() { 0 } else { libc::POLLIN & events };
         }
-        let was_connected = self.state & ST_CONNECTED != 0 || self.state == ST_DISCONNECTED || self.state & ST_ERROR != 0;
+        let was_connected = self.ctl.connected() || self.ctl.state() == ST_DISCONNECTED || self.ctl.state() & ST_ERROR != 0;
         if was_connected && self.ep.is_some() {
             let _ = self.process_cq(Stream::poll_all);
             let mut rev = 0i16;
@@ -34,12 +34,12 @@ impl Stream {
             if events & libc::POLLOUT != 0 && self.can_send() {
                 rev |= libc::POLLOUT;
             }
-            if self.state & ST_CONNECTED == 0 {
-                rev |= if self.state == ST_DISCONNECTED { libc::POLLHUP } else { libc::POLLERR };
+            if !self.ctl.connected() {
+                rev |= if self.ctl.state() == ST_DISCONNECTED { libc::POLLHUP } else { libc::POLLERR };
             }
             return rev;
         }
-        if self.state == ST_CONNECT_ERROR {
+        if self.ctl.state() == ST_CONNECT_ERROR {
             return (events & (libc::POLLIN | libc::POLLOUT)) | libc::POLLERR;
         }
         // Unconnected, or opening (the service thread signals the outcome).
@@ -57,7 +57,8 @@ pub struct Seq([u32; 6]);
 
 impl Stream {
     fn readiness_seq(&self) -> Seq {
-        Seq([self.state, u32::from(self.rx.arrived()), self.accepts, u32::from(self.sseq_comp), self.sqe_avail, self.sbuf_bytes_avail])
+        let (credit, sqes, bytes) = self.tx.readiness();
+        Seq([self.ctl.state(), u32::from(self.rx.arrived()), self.accepts, u32::from(credit), sqes, bytes])
     }
 }
 
@@ -259,10 +260,7 @@ impl Waiter {
         // this one (it is about to look again anyway).
         g.flush_wakes();
         if rev == 0 {
-            match g.sleepers.iter_mut().find(|(w, _)| Arc::ptr_eq(w, &self.wake)) {
-                Some(e) => e.1 = WANTS_ALL,
-                None => g.sleepers.push((self.wake.clone(), WANTS_ALL)),
-            }
+            g.sleepers.register(&self.wake, WANTS_ALL);
         }
         Ok(rev)
     }
@@ -274,7 +272,7 @@ impl Waiter {
         self.wake.drain();
         let Sock::Stream(h) = s else { return };
         if let Ok(mut g) = lock(h) {
-            g.sleepers.retain(|(w, _)| !Arc::ptr_eq(w, &self.wake));
+            g.sleepers.unregister(&self.wake);
             if cq_readable {
                 g.consume_cq_event();
             }

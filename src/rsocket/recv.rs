@@ -60,7 +60,7 @@ fn recv_some(s: &mut Guard<'_>, buf: &mut [u8], flags: c_int) -> Result<usize, E
         s.rx.consume(&plan);
         left -= plan.n;
         off += plan.n;
-        if !(left > 0 && flags & libc::MSG_WAITALL != 0 && s.state & ST_READABLE != 0) {
+        if !(left > 0 && flags & libc::MSG_WAITALL != 0 && s.ctl.readable()) {
             break;
         }
     }

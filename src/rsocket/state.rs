@@ -1,8 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-//! The stream's state: one stream rsocket's fields ([`Stream`]), its
-//! states and protocol constants, and what can be read off them (can it
-//! send, has it data, is it connected). Every other file of the stream
-//! works on this state; this file depends on none of them.
+//! The stream: one stream rsocket ([`Stream`]) and its locks
+//! ([`StreamCell`]). A stream holds its parts, each owned by the file that
+//! keeps its invariants, with its fields private there: the connection
+//! control ([`super::control`]: state, error, option bits, closed), the
+//! send half ([`super::send_half`]), the receive half
+//! ([`super::recv_half`]), the riomap registrations
+//! ([`super::iomap_table`]) and the sleepers ([`super::sleepers`]). Here
+//! are what joins them (the endpoint, the connection manager id, the
+//! listener's queues, the descriptor flags) and what is read off several
+//! at once (can it send, has it data, is it connected). A send goes down
+//! from its call (`send`) to the stream, to the send half, to the verbs;
+//! a receive likewise through the receive half. This file names those
+//! parts' files and none of the stream's calls.
 #![deny(unsafe_code)]
 
 use nix::errno::Errno;
@@ -10,28 +19,25 @@ use std::ffi::c_int;
 use std::sync::Arc;
 use super::conf;
 use super::options::SockOpts;
-use super::verbs::{Qp, RegBuf, UserMr, Wake};
-use super::wire::{RsSge, Rx};
+use super::verbs::{Qp, RegBuf};
+use super::wire::RsSge;
 use crate::cma::api::CmId;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-pub(super) const RS_OLAP_START_SIZE: u32 = 2048;
-
-pub(super) const RS_MAX_TRANSFER: u32 = 65536;
-
-pub(super) use super::wire::RS_SNDLOWAT;
+pub(super) use super::send_half::{next_chunk, SendHalf, RS_MAX_CTRL_MSG, RS_OLAP_START_SIZE};
+#[cfg(test)]
+pub(super) use super::send_half::RS_QP_CTRL_SIZE;
+pub(super) use super::wire::{OPT_MSG_SEND, OPT_SWAP_SGL, RS_SNDLOWAT, WR_MSG_SEND, WR_RECV};
+pub(super) use super::iomap_table::IoMaps;
+pub(super) use super::sleepers::Sleepers;
+pub use super::sleepers::{WANTS_ALL, WANTS_RECV, WANTS_SEND};
+pub(super) use super::recv_half::{RecvHalf, RS_MSG_SIZE};
 
 pub(super) const RS_QP_MIN_SIZE: u32 = 16;
 
 pub(super) const RS_QP_MAX_SIZE: u32 = 0xFFFE;
-
-pub(super) const RS_QP_CTRL_SIZE: u32 = 4;
-
-pub(super) const RS_MAX_CTRL_MSG: u32 = 16;
-
-pub(super) const RS_MSG_SIZE: u32 = 4;
 
 /// Address and route resolution are tried 7 times, waiting 1, 2, 4 ... 64 s
 /// (upstream's schedule: about two minutes in all).
@@ -43,63 +49,7 @@ pub(super) const CTRL_KEEPALIVE: u32 = 1;
 
 pub(super) const CTRL_SHUTDOWN: u32 = 2;
 
-pub(super) const WR_RECV: u64 = 1 << 63;
-
-pub(super) const WR_MSG_SEND: u64 = 1 << 62;
-
-pub(super) const OPT_SWAP_SGL: u32 = 1;
-
-pub(super) const OPT_MSG_SEND: u32 = 2;
-
-// Socket states (bit sets, as the peer never sees them any layout works;
-// these follow the obvious scheme).
-pub(super) const ST_INIT: u32 = 0;
-
-pub(super) const ST_BOUND: u32 = 0x1;
-
-pub(super) const ST_LISTENING: u32 = 0x2;
-
-// Opening: the service thread moves the socket on as answers arrive.
-pub(super) const ST_OPENING: u32 = 0x4;
-
-pub(super) const ST_RESOLVING_ADDR: u32 = ST_OPENING | 0x10;
-
-pub(super) const ST_RESOLVING_ROUTE: u32 = ST_OPENING | 0x20;
-
-pub(super) const ST_CONNECTING: u32 = ST_OPENING | 0x40;
-
-pub(super) const ST_ACCEPTING: u32 = ST_OPENING | 0x80;
-
-pub(super) const ST_CONNECTED: u32 = 0x100;
-
-pub(super) const ST_WRITABLE: u32 = 0x200;
-
-pub(super) const ST_READABLE: u32 = 0x400;
-
-pub(super) const ST_CONNECT_RDWR: u32 = ST_CONNECTED | ST_READABLE | ST_WRITABLE;
-
-pub(super) const ST_CONNECT_ERROR: u32 = 0x800;
-
-pub(super) const ST_DISCONNECTED: u32 = 0x1000;
-
-pub(super) const ST_ERROR: u32 = 0x2000;
-
-/// The size of a send's next message: `olen` bytes while more than that
-/// is left, `olen` doubling up to [`RS_MAX_TRANSFER`] (the first messages
-/// go out early, the later ones large); the rest once it fits. `olen`
-/// must not be 0 (a send holds 0 only until its first chunk is decided,
-/// [`Stream::first_chunk`], before it comes here).
-pub(super) fn next_chunk(olen: &mut u32, left: usize) -> u32 {
-    if (*olen as usize) < left {
-        let x = *olen;
-        if *olen < RS_MAX_TRANSFER {
-            *olen <<= 1;
-        }
-        x
-    } else {
-        left as u32
-    }
-}
+pub(super) use super::control::*;
 
 /// The QP and registered buffers of a connected stream.
 pub(super) struct Ep {
@@ -116,7 +66,9 @@ pub struct Stream {
     pub(super) cm: Option<Arc<CmId>>,
     pub(super) fd: c_int,
     pub(super) domain: c_int,
-    pub(super) state: u32,
+    /// Where the connection stands, its error and option bits, closed or
+    /// broken ([`super::control`]).
+    pub(super) ctl: Control,
     /// rfcntl's F_GETFL/F_SETFL value (O_NONBLOCK makes calls non-blocking)
     /// and F_GETFD/F_SETFD value, stored as upstream stores them.
     pub(super) fs_flags: c_int,
@@ -126,8 +78,6 @@ pub struct Stream {
     /// the connection manager channel non-blocking only there, so a socket
     /// made with SOCK_NONBLOCK alone still connects within the call).
     pub(super) connect_nonblock: bool,
-    pub(super) err: c_int,
-    pub(super) opts: u32,
     /// The option values kept for rgetsockopt; SO_KEEPALIVE sends a
     /// keepalive control message every `so.keepalive_time` s while
     /// connected (by the service thread, at `ka_next`).
@@ -150,86 +100,33 @@ pub struct Stream {
     /// Registered with the service thread.
     pub(super) in_svc: bool,
 
-    pub(super) sbuf_size: u32,
-    pub(super) rbuf_size: u32,
-    pub(super) sq_size: u32,
-    pub(super) rq_size: u32,
-    pub(super) sq_inline: u32,
-    pub(super) target_iomap_size: u32,
+    /// The receive half: receive buffer, messages received, credits owed
+    /// ([`super::recv_half`]).
+    pub(super) rx: RecvHalf,
 
-    pub(super) ctrl_seqno: u32,
-    pub(super) ctrl_max_seqno: u32,
-    pub(super) sseq_no: u16,
-    pub(super) sseq_comp: u16,
-    pub(super) rseq_comp: u16,
-
-    pub(super) remote_sge: u32,
-    pub(super) remote_sgl: RsSge,
-    pub(super) target_sge: usize,
-
-    pub(super) rbuf_msg_index: u32,
-    /// The receive side: received messages and the receive buffer's
-    /// position (the decisions are in [`wire`]).
-    pub(super) rx: Rx,
-
-    pub(super) sbuf_bytes_avail: u32,
-    pub(super) ssgl0_off: u32,
-    pub(super) sqe_avail: u32,
-    /// Sends posted without a completion, given back with the next
-    /// signalled request ([`super::signal`]).
-    pub(super) unsig: super::signal::Unsignalled,
+    /// The send half: send queue, ring, credits, control slots
+    /// ([`super::send_half`]).
+    pub(super) tx: SendHalf,
+    /// The CQ is armed: its next completion signals the channel.
     pub(super) cq_armed: bool,
-    /// A thread sleeps in reading the CQ channel (blocking mode; see
-    /// `blocking::sleep_until_on`): nobody else reads it meanwhile, and the
-    /// other sleepers wait on their wake-up descriptors alone.
-    pub(super) reader: bool,
 
-    /// The peer's table of direct-write mappings (addr, key, entry count).
-    pub(super) remote_iomap: RsSge,
-    /// Our riomap registrations.
-    pub(super) iomaps: Vec<IoMap>,
+    /// The riomap registrations and the peer's table of them
+    /// ([`super::iomap_table`]).
+    pub(super) iomaps: IoMaps,
 
     /// Shared with a send or receive in progress, which copies and posts
     /// without the stream's lock (see [`StreamCell`]).
     pub(super) ep: Option<Arc<Ep>>,
 
-    /// rclose has run: every later call fails with EBADF.
-    pub(super) closed: bool,
-    /// A call panicked while holding the lock: later calls fail with EIO.
-    pub(super) broken: bool,
-    /// The wake-up descriptors of the threads sleeping on the stream, each
-    /// with the changes it waits for ([`WANTS_SEND`], [`WANTS_RECV`],
-    /// [`WANTS_ALL`]).
-    pub(super) sleepers: Vec<(Arc<Wake>, u8)>,
     /// Where a poll of the CQ puts its completions (kept here: no array
     /// to fill per poll).
     pub(super) wcs: [super::verbs::Wc; super::verbs::POLL_BATCH],
-    /// Changed under the current guard: its sleepers are signalled when
-    /// the guard goes.
-    pub(super) dirty: bool,
-    /// Completions taken under the current guard changed what a sender
-    /// ([`WANTS_SEND`]: send room, credits) or a receiver ([`WANTS_RECV`]:
-    /// data) waits for: the sleepers waiting for that are signalled when
-    /// the guard goes (`dirty` signals every sleeper).
-    pub(super) changed: u8,
-    /// The channel's reader is back from its read and nobody reads it since: the
-    /// thread that was the reader hands the reading on (signals every
-    /// sleeper, one of whom reads next) when it leaves without sleeping
-    /// again ([`super::blocking::sleep_until_on`]).
-    pub(super) handoff: bool,
+    /// The threads sleeping on the stream and what wakes them
+    /// ([`super::sleepers`]).
+    pub(super) sleepers: Sleepers,
     /// How the stream's recent busy polls ended (whether a blocked call
     /// spins before it sleeps).
     pub(super) spin: super::spin::SpinPolicy,
-}
-
-/// One riomap registration.
-pub(super) struct IoMap {
-    pub(super) offset: u64,
-    pub(super) mr: UserMr,
-    /// Slot in the peer's table, or -1 for a local-only mapping.
-    pub(super) index: i32,
-    /// Written into the peer's table already (or local-only).
-    pub(super) sent: bool,
 }
 
 /// One stream and its locks, in the order they are taken: `slock` (one
@@ -263,12 +160,10 @@ impl Stream {
             cm,
             fd,
             domain,
-            state: ST_INIT,
+            ctl: Control::default(),
             fs_flags: 0,
             fd_flags: 0,
             connect_nonblock: false,
-            err: 0,
-            opts: 0,
             so: SockOpts::default(),
             ka_next: None,
             dst: Vec::new(),
@@ -278,38 +173,13 @@ impl Stream {
             accepting: Vec::new(),
             listener: None,
             in_svc: false,
-            sbuf_size: c.wmem,
-            rbuf_size: c.mem,
-            sq_size: c.sqsize as u32,
-            rq_size: c.rqsize as u32,
-            sq_inline: c.inline as u32,
-            target_iomap_size: c.iomap_size as u32,
-            ctrl_seqno: 0,
-            ctrl_max_seqno: RS_QP_CTRL_SIZE,
-            sseq_no: 0,
-            sseq_comp: 0,
-            rseq_comp: 0,
-            remote_sge: 0,
-            remote_sgl: RsSge::default(),
-            target_sge: 0,
-            rbuf_msg_index: 0,
-            rx: Rx::default(),
-            sbuf_bytes_avail: 0,
-            ssgl0_off: 0,
-            sqe_avail: 0,
-            unsig: Default::default(),
+            rx: RecvHalf::new(c.mem, c.rqsize as u32),
+            tx: SendHalf::new(c.wmem, c.sqsize as u32, c.inline as u32),
             cq_armed: false,
-            reader: false,
-            remote_iomap: RsSge::default(),
-            iomaps: Vec::new(),
+            iomaps: IoMaps::new(c.iomap_size as u32),
             ep: None,
-            closed: false,
-            broken: false,
-            sleepers: Vec::new(),
+            sleepers: Sleepers::default(),
             wcs: [super::verbs::Wc::default(); super::verbs::POLL_BATCH],
-            dirty: false,
-            changed: 0,
-            handoff: false,
             spin: super::spin::SpinPolicy::default(),
         }
     }
@@ -328,7 +198,7 @@ impl Stream {
     }
 
     /// Reads entry `i` of our descriptor table (the peer writes it remotely).
-    #[inline]
+    #[cfg(test)]
     pub(super) fn target_get(&self, i: usize) -> RsSge {
         RsSge::read(&self.ep().target, i * 16)
     }
@@ -341,54 +211,22 @@ impl Stream {
         t.write_u32(i * 16 + 12, v.length);
     }
 
+    #[inline]
     pub(super) fn ctrl_avail(&self) -> bool {
-        self.ctrl_seqno != self.ctrl_max_seqno
+        self.tx.ctrl_avail()
     }
 
-    pub(super) fn ctrl2_avail(&self) -> bool {
-        ((self.ctrl_seqno.wrapping_add(1)).wrapping_sub(self.ctrl_max_seqno) as i32) < 0
-    }
-
-    /// Send-ring bytes whose writes have not completed, as far as the
-    /// completions taken tell (one that has come but waits in the CQ still
-    /// counts: a sender that paused without any call on the stream counts
-    /// its last writes).
-    pub(super) fn in_flight(&self) -> u32 {
-        self.sbuf_size.saturating_sub(self.sbuf_bytes_avail)
-    }
-
-    /// Where a send call's chunks start ([`next_chunk`]). Upstream starts
-    /// every call at [`RS_OLAP_START_SIZE`] and doubles, so that a peer
-    /// waiting for data can copy the first bytes out while the rest is
-    /// written. That pays only when the peer is waiting: while at least
-    /// that first chunk's worth of our data is still on its way (send-ring
-    /// bytes whose writes have not completed yet), the peer has bytes to
-    /// take already and the small chunks only add work requests,
-    /// completions and wake-ups at both ends (a stream of 64 KiB sends: six
-    /// messages each instead of one). Such a call starts at
-    /// [`RS_MAX_TRANSFER`]; one on an idle stream, or behind a few small
-    /// sends only (a header before its body), ramps up as upstream's. The
-    /// peer sees data messages of other lengths, as any sender may send
-    /// them (the byte stream is the same).
-    pub(super) fn first_chunk(&self) -> u32 {
-        if self.in_flight() >= RS_OLAP_START_SIZE {
-            RS_MAX_TRANSFER
-        } else {
-            RS_OLAP_START_SIZE
-        }
-    }
-
+    #[inline]
     pub(super) fn can_send(&self) -> bool {
-        let sqe = if self.opts & OPT_MSG_SEND == 0 { self.sqe_avail >= 1 } else { self.sqe_avail >= 2 };
-        sqe && self.sbuf_bytes_avail >= RS_SNDLOWAT && self.sseq_no != self.sseq_comp && self.target_get(self.target_sge).length != 0
+        self.tx.has_room(self.ctl.opts()) && self.tx.target(&self.ep().target).length != 0
     }
 
     pub(super) fn conn_can_send(&self) -> bool {
-        self.can_send() || self.state & ST_WRITABLE == 0
+        self.can_send() || !self.ctl.writable()
     }
 
     pub(super) fn conn_can_send_ctrl(&self) -> bool {
-        self.ctrl_avail() || self.state & ST_CONNECTED == 0
+        self.ctrl_avail() || !self.ctl.connected()
     }
 
     pub(super) fn have_rdata(&self) -> bool {
@@ -396,11 +234,11 @@ impl Stream {
     }
 
     pub(super) fn conn_have_rdata(&self) -> bool {
-        self.have_rdata() || self.state & ST_READABLE == 0
+        self.have_rdata() || !self.ctl.readable()
     }
 
     pub(super) fn all_sends_done(&self) -> bool {
-        (self.ctrl_max_seqno.wrapping_sub(self.ctrl_seqno)).wrapping_add(self.sqe_avail) == self.sq_size || self.state & ST_CONNECTED == 0
+        self.tx.all_done() || !self.ctl.connected()
     }
 
     pub(super) fn poll_all(&self) -> bool {
@@ -408,7 +246,7 @@ impl Stream {
     }
 
     pub(super) fn check_connected(&self) -> Result<(), Errno> {
-        let was_connected = self.state & ST_CONNECTED != 0 || self.state == ST_DISCONNECTED || self.state == ST_ERROR;
+        let was_connected = self.ctl.connected() || self.ctl.state() == ST_DISCONNECTED || self.ctl.state() == ST_ERROR;
         if was_connected && self.ep.is_some() {
             Ok(())
         } else {
@@ -425,11 +263,11 @@ impl Stream {
     }
 
     pub fn is_connected_state(&self) -> bool {
-        self.state & ST_CONNECTED != 0
+        self.ctl.connected()
     }
 
     pub fn is_listening(&self) -> bool {
-        self.state == ST_LISTENING
+        self.ctl.state() == ST_LISTENING
     }
 
     pub fn fd(&self) -> c_int {
@@ -444,15 +282,8 @@ impl Stream {
     /// connected, else none (-1: the service thread signals the changes).
     pub fn wait_fd(&self) -> c_int {
         match &self.ep {
-            Some(ep) if self.state & ST_CONNECTED != 0 => ep.qp.channel_fd(),
+            Some(ep) if self.ctl.connected() => ep.qp.channel_fd(),
             _ => -1,
         }
     }
 }
-
-/// A sleeper waits for room to send (send completions, credits).
-pub const WANTS_SEND: u8 = 1;
-/// A sleeper waits for data to receive.
-pub const WANTS_RECV: u8 = 2;
-/// A sleeper waits for any change (rpoll, connection and shutdown waits).
-pub const WANTS_ALL: u8 = 0xff;

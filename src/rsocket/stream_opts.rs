@@ -42,7 +42,7 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
                     Some(_) => s.cm()?.set_reuseaddr(v?),
                 };
                 if let Err(e) = r {
-                    if e != Errno::ENOSYS && s.state == ST_INIT {
+                    if e != Errno::ENOSYS && s.ctl.state() == ST_INIT {
                         return Err(e);
                     }
                 }
@@ -52,17 +52,17 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
             libc::SO_RCVBUF => {
                 let v = v? as u32;
                 if s.ep.is_none() {
-                    s.rbuf_size = v << 1;
+                    s.rx.set_rbuf_size(v << 1);
                 }
                 Ok(())
             }
             libc::SO_SNDBUF => {
                 let v = v? as u32;
                 if s.ep.is_none() {
-                    s.sbuf_size = v << 1;
+                    s.tx.set_sbuf_size(v << 1);
                 }
-                if s.sbuf_size < RS_SNDLOWAT {
-                    s.sbuf_size = RS_SNDLOWAT << 1;
+                if s.tx.sbuf_size() < RS_SNDLOWAT {
+                    s.tx.set_sbuf_size(RS_SNDLOWAT << 1);
                 }
                 Ok(())
             }
@@ -120,7 +120,7 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
             _ => Err(Errno::ENOTSUP),
         },
         SOL_RDMA => {
-            if s.state & (ST_OPENING | ST_CONNECTED) != 0 || s.state >= ST_CONNECT_ERROR || s.ep.is_some() {
+            if s.ctl.state() & (ST_OPENING | ST_CONNECTED) != 0 || s.ctl.state() >= ST_CONNECT_ERROR || s.ep.is_some() {
                 return Err(Errno::EINVAL);
             }
             if name == RDMA_ROUTE {
@@ -129,10 +129,10 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
             }
             let v = v? as u32;
             match name {
-                RDMA_SQSIZE => s.sq_size = v.min(RS_QP_MAX_SIZE),
-                RDMA_RQSIZE => s.rq_size = v.min(RS_QP_MAX_SIZE),
-                RDMA_INLINE => s.sq_inline = v.min(RS_QP_MAX_SIZE),
-                RDMA_IOMAPSIZE => s.target_iomap_size = scale_to_value(value_to_scale(v, 8) & 0xFF, 8) & 0xFFFF,
+                RDMA_SQSIZE => s.tx.set_sq_size(v.min(RS_QP_MAX_SIZE)),
+                RDMA_RQSIZE => s.rx.set_rq_size(v.min(RS_QP_MAX_SIZE)),
+                RDMA_INLINE => s.tx.set_sq_inline(v.min(RS_QP_MAX_SIZE)),
+                RDMA_IOMAPSIZE => s.iomaps.set_target_size(scale_to_value(value_to_scale(v, 8) & 0xFF, 8) & 0xFFFF),
                 _ => return Err(Errno::ENOTSUP),
             }
             Ok(())
@@ -147,11 +147,11 @@ impl OptSource for Stream {
     }
 
     fn sizes(&self) -> Sizes {
-        Sizes { sbuf: self.sbuf_size, rbuf: self.rbuf_size, sq: self.sq_size, rq: self.rq_size, inline: self.sq_inline, iomap: self.target_iomap_size }
+        Sizes { sbuf: self.tx.sbuf_size(), rbuf: self.rx.rbuf_size(), sq: self.tx.sq_size(), rq: self.rx.rq_size(), inline: self.tx.sq_inline(), iomap: self.iomaps.target_size() }
     }
 
     fn take_error(&mut self) -> c_int {
-        std::mem::take(&mut self.err)
+        self.ctl.take_err()
     }
 
     fn paths(&self) -> Vec<crate::abi::cma::ibv_sa_path_rec> {
@@ -162,7 +162,7 @@ impl OptSource for Stream {
     /// shut down and the disconnect not yet completed (its test is for the
     /// bare connected bit).
     fn established(&self) -> bool {
-        self.state == ST_CONNECTED
+        self.ctl.state() == ST_CONNECTED
     }
 }
 
@@ -179,14 +179,14 @@ pub fn fcntl(h: &Handle, cmd: c_int, arg: c_int) -> Result<c_int, Errno> {
         libc::F_GETFL => Ok(s.fs_flags),
         libc::F_SETFL => {
             let on = arg & libc::O_NONBLOCK != 0;
-            if on != s.nonblocking() && s.state != ST_LISTENING && s.state < ST_CONNECTED {
+            if on != s.nonblocking() && s.ctl.state() != ST_LISTENING && s.ctl.state() < ST_CONNECTED {
                 s.connect_nonblock = on;
             }
             if let Some(ep) = &s.ep {
                 ep.qp.set_channel_blocking(!on)?;
             }
             s.fs_flags = arg;
-            s.dirty = true;
+            s.sleepers.touch();
             Ok(0)
         }
         libc::F_GETFD => Ok(s.fd_flags),

@@ -93,7 +93,7 @@ fn panic_under_the_lock_breaks_the_stream() {
     let h = bare();
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut s = lock(&h).expect("usable");
-        s.state = ST_CONNECTING;
+        s.ctl.set_state(ST_CONNECTING);
         panic!("in the middle of an update");
     }));
     assert!(r.is_err());
@@ -157,7 +157,7 @@ fn a_change_wakes_the_other_sleepers() {
         std::thread::sleep(std::time::Duration::from_millis(50));
         s = lock(&h).expect("usable");
         assert_eq!(s.sleepers.len(), 1, "a guard without a change must not wake sleepers");
-        s.dirty = true;
+        s.sleepers.touch();
     }
     let (woke, slept, left) = t.join().expect("sleeper");
     assert_eq!(woke, Ok(false));
@@ -165,7 +165,7 @@ fn a_change_wakes_the_other_sleepers() {
     assert_eq!(left, Ok(0));
     // Our own change does not wake ourselves.
     let tok = token(&h);
-    lock(&h).expect("usable").dirty = true;
+    lock(&h).expect("usable").sleepers.touch();
     assert_eq!(wait(&tok, 0), Ok(false));
     let mut p = [libc::pollfd { fd: tok.wake.as_ref().expect("registered").fd(), events: libc::POLLIN, revents: 0 }];
     assert_eq!(verbs::poll(&mut p, 0), Ok(0));
@@ -192,17 +192,17 @@ fn completions_wake_the_sleepers_waiting_for_them() {
     };
     let sender = sleeper(WANTS_SEND);
     let receiver = sleeper(WANTS_RECV);
-    lock(&h).expect("usable").changed = WANTS_SEND;
+    lock(&h).expect("usable").sleepers.changed(WANTS_SEND);
     assert_eq!(sender.join().expect("sender"), Ok(false));
     std::thread::sleep(std::time::Duration::from_millis(100));
     assert!(!receiver.is_finished(), "send room must not wake a receiver");
     assert_eq!(lock(&h).expect("usable").sleepers.len(), 1);
-    lock(&h).expect("usable").changed = WANTS_RECV;
+    lock(&h).expect("usable").sleepers.changed(WANTS_RECV);
     assert_eq!(receiver.join().expect("receiver"), Ok(false));
     // Any other change (dirty) wakes every sleeper.
     let sender = sleeper(WANTS_SEND);
     let receiver = sleeper(WANTS_RECV);
-    lock(&h).expect("usable").dirty = true;
+    lock(&h).expect("usable").sleepers.touch();
     assert_eq!(sender.join().expect("sender"), Ok(false));
     assert_eq!(receiver.join().expect("receiver"), Ok(false));
     assert!(lock(&h).expect("usable").sleepers.is_empty());
@@ -212,7 +212,7 @@ fn completions_wake_the_sleepers_waiting_for_them() {
 
 fn connected() -> Stream {
     let mut s = Stream::fresh(None, -1, libc::AF_INET);
-    s.state = ST_CONNECT_RDWR;
+    s.ctl.set_state(ST_CONNECT_RDWR);
     s
 }
 
@@ -223,24 +223,24 @@ fn connected() -> Stream {
 fn shutdown_states_and_messages() {
     let mut s = connected();
     assert_eq!(s.shutdown_begin(libc::SHUT_WR), Some(CTRL_SHUTDOWN));
-    assert_eq!(s.state, ST_CONNECTED | ST_READABLE);
+    assert_eq!(s.ctl.state(), ST_CONNECTED | ST_READABLE);
     assert_eq!(s.shutdown_begin(libc::SHUT_RD), Some(CTRL_DISCONNECT));
-    assert_eq!(s.state, ST_CONNECTED);
+    assert_eq!(s.ctl.state(), ST_CONNECTED);
 
     let mut s = connected();
     assert_eq!(s.shutdown_begin(libc::SHUT_RD), None, "still writable: nothing to tell the peer");
-    assert_eq!(s.state, ST_CONNECTED | ST_WRITABLE);
+    assert_eq!(s.ctl.state(), ST_CONNECTED | ST_WRITABLE);
     assert_eq!(s.shutdown_begin(libc::SHUT_WR), Some(CTRL_DISCONNECT));
 
     let mut s = connected();
     assert_eq!(s.shutdown_begin(libc::SHUT_RDWR), Some(CTRL_DISCONNECT));
-    assert_eq!(s.state & (ST_READABLE | ST_WRITABLE), 0);
+    assert_eq!(s.ctl.state() & (ST_READABLE | ST_WRITABLE), 0);
 
     // Not connected: no change, no message.
     let mut s = Stream::fresh(None, -1, libc::AF_INET);
-    s.state = ST_BOUND;
+    s.ctl.set_state(ST_BOUND);
     assert_eq!(s.shutdown_begin(libc::SHUT_RDWR), None);
-    assert_eq!(s.state, ST_BOUND);
+    assert_eq!(s.ctl.state(), ST_BOUND);
 }
 
 /// Keepalive scheduling: nothing without SO_KEEPALIVE; with it, the next
@@ -256,9 +256,9 @@ fn keepalive_schedule() {
     s.so.keepalive_time = 5;
     assert_eq!(s.keepalive_tick(now), Some(now + 5 * sec));
     assert_eq!(s.keepalive_tick(now + 4 * sec), Some(now + 5 * sec), "not due yet");
-    let seq = s.ctrl_seqno;
+    let seq = s.tx.ctrl_seqno();
     assert_eq!(s.keepalive_tick(now + 5 * sec), Some(now + 10 * sec));
-    assert_eq!(s.ctrl_seqno, seq, "no QP: no control message counted");
+    assert_eq!(s.tx.ctrl_seqno(), seq, "no QP: no control message counted");
 }
 
 /// The control-message window: `ctrl_avail` while fewer than the window
@@ -267,22 +267,25 @@ fn keepalive_schedule() {
 #[test]
 fn control_window_across_the_wrap() {
     let mut s = connected();
-    s.ctrl_seqno = u32::MAX - 1;
-    s.ctrl_max_seqno = s.ctrl_seqno.wrapping_add(RS_QP_CTRL_SIZE);
-    assert!(s.ctrl_avail() && s.ctrl2_avail());
-    s.ctrl_seqno = s.ctrl_seqno.wrapping_add(RS_QP_CTRL_SIZE - 1);
+    let seqno = u32::MAX - 1;
+    s.tx.set_ctrl(seqno, seqno.wrapping_add(RS_QP_CTRL_SIZE));
+    assert!(s.ctrl_avail() && s.tx.ctrl2_avail());
+    for _ in 0..RS_QP_CTRL_SIZE - 1 {
+        s.tx.take_ctrl();
+    }
     assert!(s.ctrl_avail(), "one slot left");
-    assert!(!s.ctrl2_avail(), "not two");
-    s.ctrl_seqno = s.ctrl_seqno.wrapping_add(1);
+    assert!(!s.tx.ctrl2_avail(), "not two");
+    s.tx.take_ctrl();
     assert!(!s.ctrl_avail());
     // All sends done: every control slot and send queue entry is back.
-    s.sq_size = 16;
-    s.sqe_avail = 16 - RS_QP_CTRL_SIZE;
-    s.ctrl_max_seqno = s.ctrl_seqno.wrapping_add(RS_QP_CTRL_SIZE);
+    s.tx.set_sq_size(16);
+    s.tx.set_sqe_avail(16 - RS_QP_CTRL_SIZE);
+    let seqno = s.tx.ctrl_seqno();
+    s.tx.set_ctrl(seqno, seqno.wrapping_add(RS_QP_CTRL_SIZE));
     assert!(s.all_sends_done());
-    s.sqe_avail -= 1;
+    s.tx.set_sqe_avail(16 - RS_QP_CTRL_SIZE - 1);
     assert!(!s.all_sends_done());
-    s.state = ST_DISCONNECTED;
+    s.ctl.set_state(ST_DISCONNECTED);
     assert!(s.all_sends_done(), "a stream no longer connected has nothing in flight");
 }
 
@@ -294,7 +297,7 @@ fn accept_queue() {
     assert_eq!(accept(&l).err(), Some(Errno::EBADF));
     {
         let mut g = lock(&l).expect("usable");
-        g.state = ST_LISTENING;
+        g.ctl.set_state(ST_LISTENING);
         g.fs_flags = libc::O_NONBLOCK;
     }
     assert_eq!(accept(&l).err(), Some(Errno::EAGAIN));
@@ -313,7 +316,7 @@ fn close_takes_the_unaccepted_connections() {
     let (q, p) = (bare(), bare());
     {
         let mut g = lock(&l).expect("usable");
-        g.state = ST_LISTENING;
+        g.ctl.set_state(ST_LISTENING);
         g.accept_queue.push_back(q.clone());
         g.accepting.push(p.clone());
     }
@@ -335,7 +338,7 @@ fn fcntl_nonblocking_connect() {
     assert!(lock(&h).expect("usable").connect_nonblock);
     assert_eq!(fcntl(&h, libc::F_SETFL, 0), Ok(0));
     assert!(!lock(&h).expect("usable").connect_nonblock);
-    lock(&h).expect("usable").state = ST_CONNECT_RDWR;
+    lock(&h).expect("usable").ctl.set_state(ST_CONNECT_RDWR);
     assert_eq!(fcntl(&h, libc::F_SETFL, libc::O_NONBLOCK), Ok(0));
     assert!(!lock(&h).expect("usable").connect_nonblock, "a connected stream's connect mode is settled");
     assert_eq!(fcntl(&h, libc::F_SETFD, libc::FD_CLOEXEC), Ok(0));
@@ -351,21 +354,21 @@ fn stream_option_values() {
     let h = bare();
     let int = |v: c_int| v.to_ne_bytes();
     assert_eq!(setsockopt(&h, libc::SOL_SOCKET, libc::SO_SNDBUF, Some(&int(100))), Ok(()));
-    assert_eq!(lock(&h).expect("usable").sbuf_size, RS_SNDLOWAT << 1, "below the low-water mark: its double");
+    assert_eq!(lock(&h).expect("usable").tx.sbuf_size(), RS_SNDLOWAT << 1, "below the low-water mark: its double");
     assert_eq!(setsockopt(&h, libc::SOL_SOCKET, libc::SO_RCVBUF, Some(&int(8192))), Ok(()));
-    assert_eq!(lock(&h).expect("usable").rbuf_size, 16384);
+    assert_eq!(lock(&h).expect("usable").rx.rbuf_size(), 16384);
     assert_eq!(setsockopt(&h, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, Some(&int(0))), Err(Errno::EINVAL));
     assert_eq!(setsockopt(&h, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, Some(&int(9))), Ok(()));
     assert_eq!(setsockopt(&h, libc::SOL_SOCKET, libc::SO_LINGER, Some(&[0u8; 8])), Ok(()));
     assert_eq!(setsockopt(&h, super::options::SOL_RDMA, super::options::RDMA_SQSIZE, Some(&int(100_000))), Ok(()));
-    assert_eq!(lock(&h).expect("usable").sq_size, RS_QP_MAX_SIZE);
+    assert_eq!(lock(&h).expect("usable").tx.sq_size(), RS_QP_MAX_SIZE);
     assert_eq!(setsockopt(&h, super::options::SOL_RDMA, super::options::RDMA_IOMAPSIZE, Some(&int(1000))), Ok(()));
     // Kept in its 8-bit scaled form, as upstream: 1000 reads back as 768.
-    assert_eq!(lock(&h).expect("usable").target_iomap_size, 768);
+    assert_eq!(lock(&h).expect("usable").iomaps.target_size(), 768);
     let get = |level, name| getsockopt(&h, level, name, 64).map(|o| o.bytes);
     assert_eq!(get(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE), Ok(int(9).to_vec()));
     assert_eq!(get(libc::SOL_SOCKET, libc::SO_LINGER), Ok([0u8; 8].to_vec()), "l_onoff off as set");
-    lock(&h).expect("usable").state = ST_CONNECTING;
+    lock(&h).expect("usable").ctl.set_state(ST_CONNECTING);
     assert_eq!(setsockopt(&h, super::options::SOL_RDMA, super::options::RDMA_RQSIZE, Some(&int(64))), Err(Errno::EINVAL), "too late once opening");
     assert_eq!(setsockopt(&h, libc::SOL_SOCKET, libc::SO_BROADCAST, Some(&int(1))), Err(Errno::ENOTSUP));
 }
@@ -428,7 +431,7 @@ fn a_copy_runs_with_the_state_unlocked() {
     let mut g = lock(&h).expect("usable");
     let h2 = h.clone();
     g.unlocked(|| {
-        let (got, t) = within(2000, move || lock(&h2).map(|mut s| s.closed = true).is_ok());
+        let (got, t) = within(2000, move || lock(&h2).map(|mut s| s.ctl.close()).is_ok());
         t.join().expect("join");
         assert_eq!(got, Some(true), "the state stayed locked during the copy");
     });

@@ -24,7 +24,7 @@ fn connect_data_swapped_byte_order() {
     let mut cd = p.conn_data(16, 4096);
     cd[1] ^= wire::CONN_FLAG_NET;
     st(&a).take_conn_data(&cd).unwrap();
-    assert!(st(&a).opts & OPT_SWAP_SGL != 0);
+    assert!(st(&a).ctl.opts() & OPT_SWAP_SGL != 0);
     // Consume half of the receive buffer: a credit hands it back, its
     // descriptor written into the peer's table in the peer's byte order.
     let c = conn_of(&a);
@@ -46,13 +46,13 @@ fn connect_data_iomap_flag() {
     let mut cd = p.conn_data(16, 4096);
     cd[7] = 3;
     st(&a).take_conn_data(&cd).unwrap();
-    assert_eq!(st(&a).remote_iomap, RsSge { addr: PEER_BASE + 32, key: p.key(), length: 3 });
+    assert_eq!(st(&a).iomaps.remote(), RsSge { addr: PEER_BASE + 32, key: p.key(), length: 3 });
     let (b, p2) = raw_z(Z0);
     let mut cd = p2.conn_data(16, 4096);
     cd[1] &= !wire::CONN_FLAG_IOMAP;
     cd[7] = 3;
     st(&b).take_conn_data(&cd).unwrap();
-    assert_eq!(st(&b).remote_iomap.length, 0, "no riomap without the flag");
+    assert_eq!(st(&b).iomaps.remote().length, 0, "no riomap without the flag");
     let m = TestMem::new(4096);
     assert_eq!(st(&b).iomap(m.user_buf(), libc::PROT_WRITE, 0), Err(Errno::ENOMEM));
 }
@@ -64,7 +64,7 @@ fn connect_data_iomap_flag() {
 fn hostile_no_connect_data() {
     let (a, _p) = raw_z(Z0);
     assert_eq!(st(&a).take_conn_data(&[]), Err(Errno::ENOTSUP));
-    assert_eq!(st(&a).state, ST_INIT);
+    assert_eq!(st(&a).ctl.state(), ST_INIT);
     assert_eq!(send(&a, b"x", NB), Err(Errno::ENOTCONN));
 }
 
@@ -75,7 +75,7 @@ fn hostile_unknown_version() {
     let mut cd = p.conn_data(16, 4096);
     cd[0] = 2;
     assert_eq!(st(&a).take_conn_data(&cd), Err(Errno::ENOTSUP));
-    assert_eq!(st(&a).state, ST_INIT);
+    assert_eq!(st(&a).ctl.state(), ST_INIT);
 }
 
 /// rs_hostile case 3: connection data cut short (8 bytes).
@@ -86,8 +86,8 @@ fn hostile_short_connect_data() {
     for n in [8, 39] {
         assert_eq!(st(&a).take_conn_data(&cd[..n]), Err(Errno::ENOTSUP), "{n} bytes");
     }
-    assert_eq!(st(&a).state, ST_INIT);
-    assert_eq!(st(&a).sseq_comp, 0, "nothing of it taken");
+    assert_eq!(st(&a).ctl.state(), ST_INIT);
+    assert_eq!(st(&a).tx.sseq_comp(), 0, "nothing of it taken");
 }
 
 /// rs_hostile case 4: a receive buffer that points nowhere with a huge
@@ -107,7 +107,7 @@ fn hostile_buffers_point_nowhere() {
     assert_eq!(send(&a, b"hello", NB), Ok(5));
     let r = st(&a).poll_events(libc::POLLIN | libc::POLLOUT);
     assert!(r & libc::POLLERR != 0, "revents {r:#x}");
-    assert_eq!(st(&a).state, ST_ERROR);
+    assert_eq!(st(&a).ctl.state(), ST_ERROR);
     let mut buf = [0u8; 8];
     assert_eq!(recv(&a, &mut buf, NB), Ok(0));
 }
@@ -134,7 +134,7 @@ fn hostile_oversized_data_lengths() {
         n
     });
     assert!(n <= 2 * 4096, "each message is cut at half the buffer: {n}");
-    assert_eq!(st(&a).state, ST_CONNECT_RDWR);
+    assert_eq!(st(&a).ctl.state(), ST_CONNECT_RDWR);
 }
 
 /// rs_hostile case 6: reserved and unknown ops, unknown control values.
@@ -153,7 +153,7 @@ fn hostile_reserved_ops_and_control_values() {
     // buffer; then the 16 bytes.
     let n = recv(&a, &mut buf, NB).expect("data");
     assert_eq!(n, 3 * 4096 + 16);
-    assert_eq!(st(&a).state, ST_CONNECT_RDWR, "unknown control values are ignored");
+    assert_eq!(st(&a).ctl.state(), ST_CONNECT_RDWR, "unknown control values are ignored");
     assert_eq!(send(&a, b"bye", NB), Ok(3));
 }
 
@@ -169,7 +169,7 @@ fn hostile_bad_sgl_update() {
     assert_eq!(send(&a, &[1u8; 16], NB), Ok(16));
     let _ = st(&a).poll_events(libc::POLLOUT);
     let s = st(&a);
-    assert_eq!((s.state, s.err), (ST_ERROR, libc::EIO));
+    assert_eq!((s.ctl.state(), s.ctl.err()), (ST_ERROR, libc::EIO));
     drop(s);
     assert_eq!(p.put(msg_set(OP_DATA, 16), &[b'D'; 16], c.data_buf.addr, c.data_buf.key), Some(super::fake::WC_WR_FLUSH_ERR));
 }
@@ -219,7 +219,7 @@ fn hostile_flood_overruns_the_message_ring() {
     }
     let r = recv64(&a);
     assert_eq!(r, Ok(0));
-    assert_eq!(st(&a).state, ST_CONNECT_RDWR);
+    assert_eq!(st(&a).ctl.state(), ST_CONNECT_RDWR);
 }
 
 /// rs_hostile case 8 against a peer whose device gives up on RNR: the
@@ -241,7 +241,7 @@ fn hostile_credit_flood_rnr_error() {
     let r = recv64(&a);
     assert_eq!(r, Ok(0));
     let s = st(&a);
-    assert_eq!((s.state, s.err), (ST_ERROR, libc::EIO));
+    assert_eq!((s.ctl.state(), s.ctl.err()), (ST_ERROR, libc::EIO));
 }
 
 /// A QP gone to error flushes the posted receives: their completions
@@ -255,7 +255,7 @@ fn flushed_receives_are_skipped() {
     // The credit message the stream sends first flushes too: the stream
     // sees the error, and reads the end of the stream.
     assert_eq!(r, Ok(0));
-    assert_eq!(st(&a).state, ST_ERROR);
+    assert_eq!(st(&a).ctl.state(), ST_ERROR);
 }
 
 /// Sequence numbers are 16 bits: credits and sends go on across the wrap.
@@ -264,13 +264,11 @@ fn sequence_numbers_wrap() {
     let (a, b) = pair();
     {
         let mut s = st(&a);
-        s.sseq_no = 0xfff8;
-        s.sseq_comp = 0xfff8u16.wrapping_add(16);
+        s.tx.set_seq(0xfff8, 0xfff8u16.wrapping_add(16));
     }
     {
         let mut s = st(&b);
-        s.rx.seq_no = 0xfff8;
-        s.rseq_comp = 0xfff8u16.wrapping_add(8);
+        s.rx.set_seq(0xfff8, 0xfff8u16.wrapping_add(8));
     }
     let mut buf = [0u8; 64];
     for i in 0..100u8 {
@@ -278,8 +276,8 @@ fn sequence_numbers_wrap() {
         assert_eq!(recv(&b, &mut buf, NB), Ok(3), "message {i}");
         assert_eq!(&buf[..3], &[i; 3]);
     }
-    assert_eq!(st(&a).sseq_no, 0xfff8u16.wrapping_add(100));
-    assert_eq!(st(&b).rx.seq_no, 0xfff8u16.wrapping_add(100));
+    assert_eq!(st(&a).tx.sseq_no(), 0xfff8u16.wrapping_add(100));
+    assert_eq!(st(&b).rx.buf().seq_no, 0xfff8u16.wrapping_add(100));
 }
 
 /// A peer with the other byte order gets our riomap entries swapped.
@@ -321,7 +319,7 @@ fn hostile_riomap_entry() {
     assert_eq!(r, Ok(0), "no entry covers the offset");
     assert_eq!(iowrite(&a, b"near", 16, NB), Ok(4));
     let _ = st(&a).poll_events(libc::POLLOUT);
-    assert_eq!(st(&a).state, ST_ERROR);
+    assert_eq!(st(&a).ctl.state(), ST_ERROR);
 }
 
 /// After SHUT_WR a send that has to wait for credits fails with
@@ -435,7 +433,7 @@ fn hostile_random_messages() {
             steps
         });
         assert_eq!(steps, 400, "seed {seed}");
-        assert!(!lock(&a).map(|s| s.broken).unwrap_or(false), "seed {seed}: a call panicked");
+        assert!(!lock(&a).map(|s| s.ctl.broken()).unwrap_or(false), "seed {seed}: a call panicked");
     }
 }
 

@@ -23,7 +23,7 @@ fn riowrite_lands_in_the_peers_mapping() {
     assert_eq!(recv(&a, &mut buf, NB), Ok(1));
     assert_eq!(iowrite(&a, b"direct", 100, NB), Ok(6));
     assert_eq!(&mem.bytes()[100..106], b"direct");
-    assert_eq!(st(&a).state, ST_CONNECT_RDWR);
+    assert_eq!(st(&a).ctl.state(), ST_CONNECT_RDWR);
     // Nothing to receive for b: a riowrite carries no message.
     assert_eq!(recv(&b, &mut buf, NB), Err(Errno::EAGAIN));
 }
@@ -40,7 +40,7 @@ fn riowrite_without_a_mapping_writes_nothing() {
 #[test]
 fn riomap_table_full() {
     let (a, _b) = pair_z(Z { iomap: 1, ..Z0 });
-    assert_eq!(st(&a).remote_iomap.length, 1);
+    assert_eq!(st(&a).iomaps.remote().length, 1);
     let (m1, m2, m3) = (TestMem::new(4096), TestMem::new(4096), TestMem::new(4096));
     assert_eq!(st(&a).iomap(m1.user_buf(), libc::PROT_WRITE, 0), Ok(0));
     assert_eq!(st(&a).iomap(m2.user_buf(), libc::PROT_WRITE, 4096), Err(Errno::ENOMEM));

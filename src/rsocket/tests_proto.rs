@@ -7,7 +7,9 @@
 //! connect or accept runs ([`Stream::install_ep`], then the peer's connect
 //! data through [`Stream::take_conn_data`]); calls go through the entry
 //! points (`send::send`, `recv::recv`, `lifecycle::shutdown`, ...).
-//! Threaded tests run under a time limit: a hang fails.
+//! Threaded tests run under a time limit: a hang fails. The send half's
+//! own cases (chunk sizes, staging, unsignalled runs) are in
+//! [`super::tests_send`], on the fixtures here.
 #![deny(unsafe_code)]
 
 use super::fake::{Fabric, FakeQp, RawPeer, PEER_RBUF};
@@ -40,13 +42,13 @@ pub(super) const Z0: Z = Z { sbuf: 8192, rbuf: 8192, sq: 16, rq: 16, inline: 64,
 /// A stream on one end of a fabric, its endpoint made as create_ep makes it.
 pub(super) fn stream_on(q: FakeQp, z: Z) -> Handle {
     let mut s = Stream::fresh(None, -1, libc::AF_INET);
-    s.sbuf_size = z.sbuf;
-    s.rbuf_size = z.rbuf;
-    s.sq_size = z.sq;
-    s.rq_size = z.rq;
-    s.target_iomap_size = z.iomap;
+    s.tx.set_sbuf_size(z.sbuf);
+    s.rx.set_rbuf_size(z.rbuf);
+    s.tx.set_sq_size(z.sq);
+    s.rx.set_rq_size(z.rq);
+    s.iomaps.set_target_size(z.iomap);
     if z.iwarp {
-        s.opts |= OPT_MSG_SEND;
+        s.ctl.set_opt(OPT_MSG_SEND);
     }
     s.install_ep(Qp::fake(q), z.inline).expect("install_ep");
     new_handle(s)
@@ -181,17 +183,17 @@ fn sequence_numbers_count_messages() {
     for m in [&b"one"[..], b"two", b"three"] {
         assert_eq!(send(&a, m, NB), Ok(m.len()));
     }
-    assert_eq!(st(&a).sseq_no, 3);
+    assert_eq!(st(&a).tx.sseq_no(), 3);
     let mut buf = [0u8; 64];
     assert_eq!(recv(&b, &mut buf, NB), Ok(11));
     assert_eq!(&buf[..11], b"onetwothree");
-    assert_eq!(st(&b).rx.seq_no, 3);
+    assert_eq!(st(&b).rx.buf().seq_no, 3);
 }
 
 #[test]
 fn credits_from_connect_data_bound_the_sender() {
     let (a, p) = with_peer(2, 4096);
-    assert_eq!(st(&a).sseq_comp, 2);
+    assert_eq!(st(&a).tx.sseq_comp(), 2);
     assert_eq!(send(&a, b"a", NB), Ok(1));
     assert_eq!(send(&a, b"b", NB), Ok(1));
     assert_eq!(send(&a, b"c", NB), Err(Errno::EAGAIN));
@@ -213,9 +215,9 @@ fn out_of_credits_then_resumes_after_the_receiver_consumes() {
     assert_eq!(drain(&b), 16);
     // Looking for more gave credits back once seq_no passed rseq_comp
     // (8): at 15 messages read, sequence numbers up to 15 + 16.
-    assert_eq!(st(&b).rseq_comp, 15 + 8);
+    assert_eq!(st(&b).rx.rseq_comp(), 15 + 8);
     assert_eq!(send(&a, b"y", NB), Ok(1));
-    assert_eq!(st(&a).sseq_comp, 15 + 16);
+    assert_eq!(st(&a).tx.sseq_comp(), 15 + 16);
 }
 
 #[test]
@@ -226,7 +228,7 @@ fn credits_hand_back_freed_halves_of_the_receive_buffer() {
     let data = pattern(65536, 7);
     assert_eq!(pump(&a, &b, &data), data);
     let s = st(&b);
-    assert_eq!(s.rx.free_offset % 4096, 0);
+    assert_eq!(s.rx.buf().free_offset % 4096, 0);
 }
 
 #[test]
@@ -362,250 +364,10 @@ fn data_taken_by_the_reader_wakes_the_receiver_sleeping_beside_it() {
     credits_wake(&a, &sender);
 }
 
-#[test]
-fn send_ring_full_then_resumes_when_writes_complete() {
-    let (a, b) = pair_z(Z { rbuf: 65536, ..Z0 });
-    fake(&a).hold(true);
-    let data = pattern(8192, 1);
-    assert_eq!(send(&a, &data, NB), Ok(8192));
-    assert_eq!(st(&a).sbuf_bytes_avail, 0);
-    assert_eq!(send(&a, b"more", NB), Err(Errno::EAGAIN), "the send ring is full");
-    fake(&a).hold(false);
-    assert_eq!(send(&a, b"more", NB), Ok(4));
-    let mut buf = vec![0u8; 9000];
-    assert_eq!(recv(&b, &mut buf, libc::MSG_WAITALL | NB), Ok(8196));
-}
-
 /// The lengths of the work requests `h` has posted that `keep` picks (by
 /// opcode and immediate value).
 pub(super) fn sent_sizes(h: &Handle, keep: impl Fn(std::ffi::c_int, u32) -> bool) -> Vec<usize> {
     fake(h).sent().into_iter().filter(|&(op, imm, _, _)| keep(op, imm)).map(|(_, _, _, n)| n).collect()
-}
-
-/// The data messages `h` has posted, by length.
-fn data_sizes(h: &Handle) -> Vec<usize> {
-    sent_sizes(h, |_, imm| msg_op(imm) == OP_DATA)
-}
-
-#[test]
-fn a_send_that_waits_for_room_goes_on_with_the_chunk_size_it_reached() {
-    // Chunks grow from 2 KiB; a 16 KiB send ring fills after 2 + 4 + 8 + 2
-    // KiB (the 16 KiB chunk cut to the room left) with the writes held.
-    let (a, b) = pair_z(Z { sbuf: 16384, rbuf: 65536, ..Z0 });
-    fake(&a).hold(true);
-    let data = pattern(24576, 5);
-    let (a2, d2) = (a.clone(), data.clone());
-    let sender = spawn_call(move || send(&a2, &d2, 0));
-    assert!(sender.try_recv().is_err(), "the send waits for room");
-    assert_eq!(data_sizes(&a), [2048, 4096, 8192, 2048]);
-    fake(&a).hold(false);
-    assert_eq!(sender.recv_timeout(Duration::from_secs(10)).expect("the sender never woke"), Ok(24576));
-    // The last 8 KiB go as one chunk, as upstream's (the call's chunk size
-    // is past them), not from 2 KiB again.
-    assert_eq!(data_sizes(&a), [2048, 4096, 8192, 2048, 8192]);
-    let mut buf = vec![0u8; 24576];
-    assert_eq!(recv(&b, &mut buf, libc::MSG_WAITALL | NB), Ok(24576));
-    assert_eq!(buf, data);
-}
-
-#[test]
-fn each_chunk_of_a_send_comes_from_its_own_place() {
-    // A 64 KiB send through rings that hold it whole goes as six chunks
-    // (2, 4, 8, 16, 32 KiB and the last 2), posted in order; then a send
-    // that wraps the send ring. The bytes have no period (`pattern`'s is
-    // 256: a chunk taken from a place a multiple of it away would pass).
-    let (a, b) = pair_z(Z { sbuf: 131072, rbuf: 131072, sq: 64, rq: 64, ..Z0 });
-    let unique = |n: usize, seed: usize| (0..n).map(|i| ((i + seed).wrapping_mul(2_654_435_761) >> 13) as u8).collect::<Vec<u8>>();
-    let data = unique(65536, 11);
-    assert_eq!(send(&a, &data, NB), Ok(65536));
-    assert_eq!(data_sizes(&a), [2048, 4096, 8192, 16384, 32768, 2048]);
-    let mut buf = vec![0u8; 65536];
-    assert_eq!(recv(&b, &mut buf, libc::MSG_WAITALL | NB), Ok(65536));
-    assert_eq!(buf, data);
-    let more = unique(100_000, 12);
-    assert_eq!(pump(&a, &b, &more), more);
-}
-
-#[test]
-fn a_send_behind_writes_in_flight_goes_in_large_chunks() {
-    // Rings of 256 KiB: the peer credits half its buffer (128 KiB) at once.
-    let (a, b) = pair_z(Z { sbuf: 262144, rbuf: 262144, sq: 64, rq: 64, ..Z0 });
-    let data = pattern(65536 + 4096, 9);
-    let (x, y) = data.split_at(4096);
-    // An idle stream: the call ramps up from 2 KiB, as upstream's.
-    fake(&a).hold(true);
-    assert_eq!(send(&a, x, NB), Ok(4096));
-    assert_eq!(data_sizes(&a), [2048, 2048]);
-    // Its writes not completed yet: the next call starts at the largest chunk.
-    assert_eq!(send(&a, y, NB), Ok(65536));
-    assert_eq!(data_sizes(&a), [2048, 2048, 65536]);
-    fake(&a).hold(false);
-    let mut buf = vec![0u8; data.len()];
-    assert_eq!(recv(&b, &mut buf, libc::MSG_WAITALL | NB), Ok(data.len()));
-    assert_eq!(buf, data);
-    // Their completions have come but nobody has taken them yet: the
-    // next call still counts them in flight and goes in one message.
-    assert!(st(&a).sbuf_bytes_avail < 262144);
-    assert_eq!(send(&a, &data[..8192], NB), Ok(8192));
-    assert_eq!(data_sizes(&a)[3..], [8192]);
-    assert_eq!(drain(&b), 8192);
-    // Every completion taken: idle, the next call ramps.
-    let _ = room(&a);
-    assert_eq!(st(&a).sbuf_bytes_avail, 262144);
-    assert_eq!(send(&a, &data[..8192], NB), Ok(8192));
-    assert_eq!(data_sizes(&a)[4..], [2048, 4096, 2048]);
-    assert_eq!(drain(&b), 8192);
-    // Behind a few small sends only (a header before its body; inline,
-    // their room back only with the next signalled request): it ramps.
-    let _ = room(&a);
-    for _ in 0..4 {
-        assert_eq!(send(&a, &data[..20], NB), Ok(20));
-    }
-    assert_eq!(st(&a).sbuf_bytes_avail, 262144 - 80);
-    assert_eq!(send(&a, &data[..8192], NB), Ok(8192));
-    assert_eq!(data_sizes(&a)[7..], [20, 20, 20, 20, 2048, 4096, 2048]);
-    assert_eq!(drain(&b), 8272);
-}
-
-#[test]
-fn a_send_that_came_behind_writes_in_flight_stays_large_after_its_wait() {
-    // The ring full of writes not completed: a send comes, waits for room;
-    // the wait takes their completions (the stream is idle by then), but
-    // the call's chunks were decided when it came: one 8 KiB message.
-    let (a, b) = pair_z(Z { sbuf: 16384, rbuf: 65536, ..Z0 });
-    fake(&a).hold(true);
-    let data = pattern(16384 + 8192, 6);
-    assert_eq!(send(&a, &data[..16384], NB), Ok(16384));
-    assert_eq!(data_sizes(&a), [2048, 4096, 8192, 2048]);
-    let (a2, d2) = (a.clone(), data[16384..].to_vec());
-    let sender = spawn_call(move || send(&a2, &d2, 0));
-    assert!(sender.try_recv().is_err(), "the send waits for room");
-    fake(&a).hold(false);
-    assert_eq!(sender.recv_timeout(Duration::from_secs(10)).expect("the sender never woke"), Ok(8192));
-    assert_eq!(data_sizes(&a)[4..], [8192]);
-    let mut buf = vec![0u8; data.len()];
-    assert_eq!(recv(&b, &mut buf, libc::MSG_WAITALL | NB), Ok(data.len()));
-    assert_eq!(buf, data);
-}
-
-#[test]
-fn inline_up_to_sq_inline_then_staged() {
-    let (a, b) = pair();
-    assert_eq!(send(&a, &[1u8; 64], NB), Ok(64));
-    assert_eq!(st(&a).ssgl0_off, 0, "64 bytes go inline");
-    assert_eq!(send(&a, &[2u8; 65], NB), Ok(65));
-    assert_eq!(st(&a).ssgl0_off, 65, "65 bytes are staged in the send ring");
-    let mut buf = [0u8; 200];
-    assert_eq!(recv(&b, &mut buf, NB), Ok(129));
-    assert!(buf[..64].iter().all(|&x| x == 1) && buf[64..129].iter().all(|&x| x == 2));
-}
-
-// ---- unsignalled sends (super::signal) ---------------------------------------------
-
-/// A connection whose send queue lets runs of 15 unsignalled sends go
-/// ((64 - 4 control slots) / 4).
-const ZSIG: Z = Z { sq: 64, ..Z0 };
-
-/// The stream's send-queue entries and send-buffer bytes free, after
-/// taking the completions waiting in its CQ.
-fn room(h: &Handle) -> (u32, u32) {
-    let mut s = st(h);
-    s.poll_cq().expect("poll");
-    (s.sqe_avail, s.sbuf_bytes_avail)
-}
-
-#[test]
-fn small_sends_complete_unseen_and_come_back_with_the_next_signalled_one() {
-    let (a, b) = pair_z(ZSIG);
-    let full = room(&a);
-    assert_eq!(full, (60, 8192));
-    for _ in 0..10 {
-        assert_eq!(send(&a, &[7u8; 20], NB), Ok(20));
-    }
-    assert_eq!(fake(&a).completions(), 0, "inline sends of a run report no completion");
-    assert_eq!(drain(&b), 200);
-    // (taking b's credit messages too)
-    assert_eq!(room(&a), (50, 8192 - 200), "their room stays taken until the run ends");
-    // A staged send (over the inline size) is signalled and ends the run.
-    assert_eq!(send(&a, &[8u8; 100], NB), Ok(100));
-    assert_eq!(fake(&a).completions(), 1);
-    assert_eq!(room(&a), full, "the run came back with it");
-    assert_eq!(drain(&b), 100);
-}
-
-#[test]
-fn a_run_never_outgrows_a_quarter_of_the_send_queue() {
-    let (a, b) = pair_z(ZSIG);
-    for i in 0..40 {
-        assert_eq!(send(&a, &[i as u8; 8], NB), Ok(8));
-        let _ = drain(&b);
-        let (sqe, _) = room(&a);
-        assert!(sqe >= 60 - 15, "send {i}: {sqe} entries free");
-    }
-    // 40 sends: two runs of 15 ended by a signalled 16th, 8 left over.
-    assert_eq!(room(&a), (52, 8192 - 64));
-}
-
-#[test]
-fn shutdown_waits_for_the_run_to_come_back() {
-    let (a, b) = pair_z(ZSIG);
-    for _ in 0..5 {
-        assert_eq!(send(&a, b"tail", NB), Ok(4));
-    }
-    assert_eq!(fake(&a).completions(), 0);
-    let a2 = a.clone();
-    // SHUT_WR keeps the stream connected: it returns only once every send
-    // is done, which takes the shutdown message to end the run.
-    within(10, move || shutdown(&a2, libc::SHUT_WR)).unwrap();
-    assert_eq!(st(&a).sqe_avail, 60);
-    assert_eq!(st(&a).sbuf_bytes_avail, 8192);
-    assert_eq!(drain(&b), 20);
-}
-
-#[test]
-fn blocking_small_sends_never_wait_on_a_run() {
-    // A small send queue (runs of 3) and a receiver that keeps up: every
-    // blocking send finds room or a signalled send to wait for.
-    let (a, b) = pair();
-    let a2 = a.clone();
-    let tx = std::thread::spawn(move || {
-        for i in 0..3000u32 {
-            let m = (i as u8).to_ne_bytes();
-            assert_eq!(send(&a2, &m, 0), Ok(1));
-        }
-    });
-    let n = within(20, move || {
-        let mut n = 0;
-        let mut buf = [0u8; 256];
-        while n < 3000 {
-            n += recv(&b, &mut buf, 0).expect("recv");
-        }
-        n
-    });
-    tx.join().unwrap();
-    assert_eq!(n, 3000);
-}
-
-#[test]
-fn iwarp_sends_are_all_signalled() {
-    let (a, b) = pair_z(Z { iwarp: true, ..ZSIG });
-    for _ in 0..4 {
-        assert_eq!(send(&a, b"word", NB), Ok(4));
-    }
-    assert_eq!(fake(&a).completions(), 8, "a write and a send each");
-    assert_eq!(drain(&b), 16);
-}
-
-#[test]
-fn two_piece_staging_at_the_end_of_the_send_ring() {
-    let (a, b) = pair();
-    st(&a).ssgl0_off = 8192 - 100;
-    let data = pattern(300, 9);
-    assert_eq!(send(&a, &data, NB), Ok(300));
-    assert_eq!(st(&a).ssgl0_off, 200);
-    let mut buf = [0u8; 400];
-    assert_eq!(recv(&b, &mut buf, NB), Ok(300));
-    assert_eq!(&buf[..300], &data[..]);
 }
 
 #[test]
@@ -618,7 +380,7 @@ fn receive_ring_wraps_around() {
         assert_eq!(recv(&b, &mut buf, NB), Ok(700), "message {i}");
         assert_eq!(&buf[..700], &m[..], "message {i}");
     }
-    assert!(st(&b).rx.offset < 8192);
+    assert!(st(&b).rx.buf().offset < 8192);
 }
 
 #[test]
@@ -632,11 +394,11 @@ fn partial_reads() {
         assert_eq!(recv(&b, &mut buf, NB), Ok(n));
         got.extend_from_slice(&buf);
         if got.len() < 100 {
-            assert_eq!(st(&b).rx.seq_no, 0, "a message counts once consumed whole");
+            assert_eq!(st(&b).rx.buf().seq_no, 0, "a message counts once consumed whole");
         }
     }
     assert_eq!(got, data);
-    assert_eq!(st(&b).rx.seq_no, 1);
+    assert_eq!(st(&b).rx.buf().seq_no, 1);
 }
 
 #[test]
@@ -674,7 +436,7 @@ fn msg_waitall_collects_several_messages() {
 fn iwarp_message_words_by_send() {
     let z = Z { iwarp: true, ..Z0 };
     let (a, b) = pair_z(z);
-    assert!(st(&a).opts & OPT_MSG_SEND != 0);
+    assert!(st(&a).ctl.opts() & OPT_MSG_SEND != 0);
     let mut all = Vec::new();
     for (i, n) in [10usize, 20, 30].into_iter().enumerate() {
         let m = pattern(n, i as u8);
@@ -719,11 +481,11 @@ fn shut_wr_peer_reads_eof_and_still_sends() {
     assert_eq!(send(&a, b"last", NB), Ok(4));
     let a2 = a.clone();
     within(10, move || shutdown(&a2, libc::SHUT_WR)).unwrap();
-    assert_eq!(st(&a).state, ST_CONNECTED | ST_READABLE);
+    assert_eq!(st(&a).ctl.state(), ST_CONNECTED | ST_READABLE);
     let mut buf = [0u8; 16];
     assert_eq!(recv(&b, &mut buf, NB), Ok(4));
     assert_eq!(recv(&b, &mut buf, NB), Ok(0), "end of stream");
-    assert_eq!(st(&b).state, ST_CONNECTED | ST_WRITABLE);
+    assert_eq!(st(&b).ctl.state(), ST_CONNECTED | ST_WRITABLE);
     // Half closed: the other direction still works.
     assert_eq!(send(&b, b"back", NB), Ok(4));
     assert_eq!(recv(&a, &mut buf, NB), Ok(4));
@@ -734,7 +496,7 @@ fn shut_rdwr_sends_disconnect_and_stops() {
     let (a, _b) = pair();
     let a2 = a.clone();
     within(10, move || shutdown(&a2, libc::SHUT_RDWR)).unwrap();
-    assert_eq!(st(&a).state, ST_DISCONNECTED, "our disconnect message completed");
+    assert_eq!(st(&a).ctl.state(), ST_DISCONNECTED, "our disconnect message completed");
     assert!(fake(&a).in_error(), "the QP is stopped once disconnected");
     let mut buf = [0u8; 16];
     assert_eq!(recv(&a, &mut buf, NB), Ok(0));
@@ -747,7 +509,7 @@ fn peer_sees_disconnect() {
     within(10, move || shutdown(&a2, libc::SHUT_RDWR)).unwrap();
     let mut buf = [0u8; 16];
     assert_eq!(recv(&b, &mut buf, NB), Ok(0));
-    assert_eq!(st(&b).state, ST_DISCONNECTED);
+    assert_eq!(st(&b).ctl.state(), ST_DISCONNECTED);
     assert_eq!(st(&b).poll_events(libc::POLLOUT) & libc::POLLHUP, libc::POLLHUP);
 }
 
@@ -788,7 +550,7 @@ fn close_disconnects_the_peer_and_later_calls_fail() {
     let mut buf = [0u8; 8];
     assert_eq!(recv(&a, &mut buf, NB), Err(Errno::EBADF));
     assert_eq!(recv(&b, &mut buf, NB), Ok(0));
-    assert_eq!(st(&b).state, ST_DISCONNECTED);
+    assert_eq!(st(&b).ctl.state(), ST_DISCONNECTED);
 }
 
 // ---- keepalive ----------------------------------------------------------------------
@@ -805,12 +567,12 @@ fn keepalive_sends_a_control_message_when_due() {
         assert_eq!(s.keepalive_tick(t0 + Duration::from_secs(2)), Some(t0 + Duration::from_secs(3)));
     }
     assert_eq!(imms(&p), vec![msg_set(OP_CTRL, CTRL_KEEPALIVE)]);
-    assert_eq!(st(&a).ctrl_seqno, 1);
-    assert_eq!(st(&a).ctrl_max_seqno, RS_QP_CTRL_SIZE);
+    assert_eq!(st(&a).tx.ctrl_seqno(), 1);
+    assert_eq!(st(&a).tx.ctrl_max_seqno(), RS_QP_CTRL_SIZE);
     // Its completion gives the control slot back.
     let _ = st(&a).poll_events(libc::POLLOUT);
     let s = st(&a);
-    assert_eq!(s.ctrl_max_seqno.wrapping_sub(s.ctrl_seqno), RS_QP_CTRL_SIZE);
+    assert_eq!(s.tx.ctrl_max_seqno().wrapping_sub(s.tx.ctrl_seqno()), RS_QP_CTRL_SIZE);
 }
 
 #[test]
@@ -829,5 +591,5 @@ fn keepalive_not_before_due_and_ignored_by_the_peer() {
     assert_eq!(fake(&a).sent().len(), 1);
     let mut buf = [0u8; 8];
     assert_eq!(recv(&b, &mut buf, NB), Err(Errno::EAGAIN));
-    assert_eq!(st(&b).state, ST_CONNECT_RDWR);
+    assert_eq!(st(&b).ctl.state(), ST_CONNECT_RDWR);
 }

@@ -28,6 +28,14 @@ pub const IOMAP_ENTRY_SIZE: u32 = 24;
 /// The send low-water mark: a stream is writable with this much room in
 /// its send buffer (upstream's RS_SNDLOWAT), also a datagram send slot.
 pub const RS_SNDLOWAT: u32 = 2048;
+/// A work request id's flags: a receive; the send carrying a message's
+/// word after its write (OPT_MSG_SEND).
+pub const WR_RECV: u64 = 1 << 63;
+pub const WR_MSG_SEND: u64 = 1 << 62;
+/// A connection's option bits: the peer's descriptors come byte-swapped;
+/// messages go as sends after their writes (no immediate data: iWARP).
+pub const OPT_SWAP_SGL: u32 = 1;
+pub const OPT_MSG_SEND: u32 = 2;
 /// Length of the connect private data.
 pub const CONN_DATA_LEN: usize = 40;
 pub const CONN_FLAG_NET: u8 = 1;
