@@ -23,8 +23,8 @@ pub enum Membership {
     #[default]
     FullMember,
     /// Sends to the group only: the QP is not attached and receives
-    /// nothing of the group, and on RoCE no IGMP join is sent for an IPv4
-    /// group (`RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER`). The join event
+    /// nothing of the group (`RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER`).
+    /// The join event
     /// carries the group's address, QP number and qkey as for a full
     /// member.
     SendOnlyFullMember,
@@ -81,7 +81,8 @@ impl MulticastAddr {
 
 /// Flags of a QP's creation (`IBV_QP_CREATE_*`) for
 /// [`CmId::create_qp_with_flags`]. The device decides whether it supports
-/// them: one that does not fails the creation (rxe: `EOPNOTSUPP`).
+/// them: one that does not fails the creation (rxe refuses
+/// `BLOCK_SELF_MCAST_LB` with `EOPNOTSUPP`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct QpCreateFlags(u32);
 
@@ -118,8 +119,8 @@ impl<M: Mode> CmId<M> {
     /// QP number (0xffffff) and qkey. An IP group needs the id's address
     /// resolved (to the group: [`CmId::resolve_addr`]) or bound; a
     /// [`MulticastAddr::Gid`] group needs it bound. The kernel's refusal
-    /// comes back as its errno (on RoCEv2, rxe: an IPv6 or GID group is
-    /// refused with errno 524, the kernel's `ENOTSUPP`).
+    /// comes back as its errno (rxe refuses a GID group with errno 524,
+    /// the kernel's `ENOTSUPP`).
     /// [`CmId::join_multicast`] is this with an IP group and
     /// [`Membership::FullMember`].
     pub fn join_multicast_ex(&self, group: MulticastAddr, membership: Membership) -> Result<()> {
@@ -136,8 +137,9 @@ impl<M: Mode> CmId<M> {
 
     /// [`CmId::create_qp`] with creation flags (`rdma_create_qp_ex` with
     /// `IBV_QP_INIT_ATTR_CREATE_FLAGS`): the same QP, CQ and signalling,
-    /// or the device's refusal of the flags (rxe refuses every flag with
-    /// `EOPNOTSUPP`, as it does for upstream's library).
+    /// or the device's refusal of the flags (rxe refuses
+    /// `BLOCK_SELF_MCAST_LB` with `EOPNOTSUPP`, as it does for upstream's
+    /// library).
     pub fn create_qp_with_flags(&self, caps: QpCaps, flags: QpCreateFlags) -> Result<QpCaps> {
         let c = capi::QpCaps { max_send_wr: caps.max_send_wr, max_recv_wr: caps.max_recv_wr, max_send_sge: caps.max_send_sge, max_recv_sge: caps.max_recv_sge, max_inline_data: caps.max_inline_data };
         let got = self.id.create_qp_flags(cq_entries(&caps), c, false, flags.bits()).map_err(errno)?;

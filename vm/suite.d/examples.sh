@@ -22,6 +22,7 @@
 #   example_mckey_send_rxe   mckey (receiver, ns1)  <-  examples/mckey -s
 #   example_mckey_opts_recv_rxe  examples/mckey -c 2 -C 6 -S 600 (ns1)  <-  mckey -s -o -c 2 ...
 #   example_mckey_opts_send_rxe  mckey -c 2 -C 6 -S 600 (ns1)  <-  examples/mckey -s -o -c 2 ...
+#   example_mckey_sendonly_rxe  examples/mckey -o beside mckey (both receivers, ns1)  <-  mckey -s
 #   example_mckey_refuse_rxe examples/mckey -l and -M refused as rdma-core's mckey is (errno)
 #   example_bulk_rxe         examples/bulk alone on rxe0 (loopback): 1 MiB RDMA writes with immediate
 #                            data through copying regions and through the program's own Vecs
@@ -132,6 +133,18 @@ pair --cmp --srv-wait 0 example_mckey_opts_recv_rxe 60 "ex_mck_srv $EX/mckey -m 
 pair --cmp --srv-wait 0 example_mckey_opts_send_rxe 60 \
   "ex_side mks ex_mck_srv stdbuf -oL mckey -m 239.0.0.1 -b 192.0.2.2 -c 2 -C 6 -S 600 && [ \$(grep -c '^mckey: joined dgid' /tmp/ex.mks.out) = 2 ]" \
   "ex_mck_cli '^mckey -m 239.0.0.1 -b 192.0.2.2' $EX/mckey -m 239.0.0.1 -s -o -c 2 -C 6 -S 600 -b 192.0.2.1 -w 1"
+# -o's meaning, seen from a receiving host: ours joins as a send-only full member (-o) beside
+# upstream's full member in ns1; the full member gets the sender's datagrams (so they arrived),
+# ours gets none (its QP is not attached) and says so after -t.
+ex_mck_sendonly(){ local r
+  timeout 40 /extra/bin/examples/mckey -m 239.0.0.1 -b 192.0.2.2 -o -C 3 -t 30 > /tmp/ex.mcso.out 2>&1 & local so=$!
+  for r in $(seq 100); do grep -q '^mckey: joined' /tmp/ex.mcso.out && break; sleep 0.1; done
+  ex_mck_srv stdbuf -oL mckey -m 239.0.0.1 -b 192.0.2.2 -C 3; r=$?
+  wait $so; cat /tmp/ex.mcso.out
+  [ $r = 0 ] && grep -q '^mckey: failed: id 0: 0 of 3 datagrams within 30s$' /tmp/ex.mcso.out; }
+export -f ex_mck_sendonly
+pair --cmp --srv-wait 0 example_mckey_sendonly_rxe 90 ex_mck_sendonly \
+  "ex_mck_cli '^mckey -m 239.0.0.1 -b 192.0.2.2' stdbuf -oL mckey -m 239.0.0.1 -s -C 3 -b 192.0.2.1"
 # Refusals on rxe, rdma-core's mckey (the variant's library) beside ours, the same errno: -l (a
 # QP that blocks its own multicast loopback: rxe takes no QP creation flag) and -M (a group by
 # its GID, AF_IB: RoCEv2 joins only IPv4 groups). ex_mck_refusal OPT...: runs both with OPT,
