@@ -68,7 +68,7 @@
 mod api;
 
 pub use api::{
-    getaddrinfo, gid_reachable, Access, AddrInfo, AddrInfoHints, AddressHandle, Blocking, CmId, ConnParam, Error, Event, EventChannel, EventKind, IdKey, MemoryRegion, Mode, OnChannel, PortSpace, QpCaps,
+    getaddrinfo, gid_reachable, Access, AddrInfo, AddrInfoHints, AddressHandle, Blocking, CmId, ConnParam, Error, Event, EventChannel, EventKind, IdKey, Membership, MemoryRegion, Mode, MulticastAddr, OnChannel, PortSpace, QpCaps, QpCreateFlags,
     RegisterBuffer, RListener, RStream, Result, SendOp, Sge, UdParam, WcFlags, WcOpcode, WcStatus, WorkCompletion, GRH_LEN,
 };
 

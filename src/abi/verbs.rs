@@ -31,6 +31,10 @@ pub const IBV_QP_SQ_PSN: c_int = 1 << 16;
 /// `IBV_QP_INIT_ATTR_*`.
 pub const IBV_QP_INIT_ATTR_PD: u32 = 1;
 pub const IBV_QP_INIT_ATTR_XRCD: u32 = 2;
+pub const IBV_QP_INIT_ATTR_CREATE_FLAGS: u32 = 4;
+
+/// `IBV_QP_CREATE_*` (`ibv_qp_init_attr_ex::create_flags`).
+pub const IBV_QP_CREATE_BLOCK_SELF_MCAST_LB: u32 = 2;
 
 /// `IBV_SRQ_INIT_ATTR_*` and `IBV_SRQT_*`.
 pub const IBV_SRQ_INIT_ATTR_TYPE: u32 = 1;

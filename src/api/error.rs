@@ -52,7 +52,13 @@ impl Error {
 /// The error of an errno value the layers below return (`.map_err(errno)`:
 /// not a `From` impl, so that no type of the `nix` crate is part of the
 /// public API).
+/// An errno value `Errno` has no name for (the kernel's ENOTSUPP, 524,
+/// from a multicast join on RoCEv2, for one) keeps its number: the layers
+/// below keep it beside the `UnknownErrno` they return.
 pub(crate) fn errno(e: Errno) -> Error {
+    if e == Errno::UnknownErrno {
+        return Error::from_errno(crate::sys::take_unlisted());
+    }
     Error::from_errno(e as i32)
 }
 
@@ -77,7 +83,11 @@ impl fmt::Debug for Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.gai {
-            None => write!(f, "{}", Errno::from_raw(self.errno).desc()),
+            None => match Errno::from_raw(self.errno) {
+                // As glibc's strerror words a number it has no text for.
+                Errno::UnknownErrno => write!(f, "Unknown error {}", self.errno),
+                e => write!(f, "{}", e.desc()),
+            },
             Some(c) => write!(f, "getaddrinfo failed (EAI code {c})"),
         }
     }
@@ -98,6 +108,16 @@ mod tests {
         assert_eq!(io.raw_os_error(), Some(libc::ETIMEDOUT));
         assert_eq!(io.kind(), std::io::ErrorKind::TimedOut);
         assert_eq!(e.to_string(), Errno::ETIMEDOUT.desc());
+    }
+
+    /// A number `Errno` cannot name (524, the kernel's ENOTSUPP) is the
+    /// error's errno, not 0, and its text is glibc's for it.
+    #[test]
+    fn unnamed_errno_values_keep_their_number() {
+        let e = errno(crate::sys::errno_from_raw(524));
+        assert_eq!(e.errno(), 524);
+        assert_eq!(e.to_string(), "Unknown error 524");
+        assert_eq!(std::io::Error::from(e).raw_os_error(), Some(524));
     }
 
     #[test]

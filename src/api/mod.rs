@@ -13,6 +13,7 @@ mod error;
 mod event;
 mod gai;
 mod id;
+mod mcast;
 mod stream;
 mod verbs;
 
@@ -25,5 +26,6 @@ pub use error::{Error, Result};
 pub use event::{ConnParam, EventKind, UdParam};
 pub use gai::{getaddrinfo, AddrInfo, AddrInfoHints};
 pub use id::{Blocking, CmId, Event, EventChannel, IdKey, Mode, OnChannel, PortSpace};
+pub use mcast::{Membership, MulticastAddr, QpCreateFlags};
 pub use stream::{RListener, RStream};
 pub use verbs::{gid_reachable, Access, AddressHandle, MemoryRegion, QpCaps, RegisterBuffer, SendOp, Sge, WcFlags, WcOpcode, WcStatus, WorkCompletion, GRH_LEN};

@@ -1030,7 +1030,7 @@ impl AsFd for EventChannel {
 
 /// The entries of an id's CQ: one for every send and receive the QP can
 /// have outstanding (at least one).
-fn cq_entries(caps: &QpCaps) -> u32 {
+pub(super) fn cq_entries(caps: &QpCaps) -> u32 {
     caps.max_send_wr.saturating_add(caps.max_recv_wr).max(1)
 }
 

@@ -32,6 +32,9 @@ use std::sync::Arc;
 /// owned): the connection manager's own type.
 pub use super::conn::ConnParamIn as ConnParam;
 
+/// The join flags of [`CmId::join_multicast_flags`] (`RDMA_MC_JOIN_FLAG_*`).
+pub use super::conn::mcast::{JOIN_FLAG_FULLMEMBER, JOIN_FLAG_SENDONLY_FULLMEMBER};
+
 /// The private data must fit the kernel's 8-bit length.
 fn checked(param: &ConnParam) -> Result<&ConnParam, Errno> {
     u8::try_from(param.private_data.len()).map_err(|_| Errno::EINVAL)?;
@@ -232,29 +235,41 @@ impl CmId {
     /// `IBV_SEND_SIGNALED` (and failed ones). Once only.
     /// Returns the capacities the device granted.
     pub fn create_rc_qp(&self, cqe: u32, caps: QpCaps, sig_all: bool) -> Result<QpCaps, Errno> {
-        self.create_qp_of(crate::abi::cma::IBV_QPT_RC, cqe, caps, sig_all)
+        self.create_qp_of(crate::abi::cma::IBV_QPT_RC, cqe, caps, sig_all, 0)
     }
 
     /// As [`CmId::create_rc_qp`], a UD QP (port space UDP: the connection
     /// manager moves it to RTS with the UDP qkey).
     pub fn create_ud_qp(&self, cqe: u32, caps: QpCaps, sig_all: bool) -> Result<QpCaps, Errno> {
-        self.create_qp_of(crate::abi::cma::IBV_QPT_UD, cqe, caps, sig_all)
+        self.create_qp_of(crate::abi::cma::IBV_QPT_UD, cqe, caps, sig_all, 0)
     }
 
-    fn create_qp_of(&self, qp_type: crate::abi::cma::ibv_qp_type, cqe: u32, caps: QpCaps, sig_all: bool) -> Result<QpCaps, Errno> {
+    /// As [`CmId::create_rc_qp`] or [`CmId::create_ud_qp`] (by the id's
+    /// QP type), with creation flags (`IBV_QP_CREATE_*`, as
+    /// `rdma_create_qp_ex` passes them: the device may refuse them).
+    pub fn create_qp_flags(&self, cqe: u32, caps: QpCaps, sig_all: bool, create_flags: u32) -> Result<QpCaps, Errno> {
+        let t = if self.is_ud() { crate::abi::cma::IBV_QPT_UD } else { crate::abi::cma::IBV_QPT_RC };
+        self.create_qp_of(t, cqe, caps, sig_all, create_flags)
+    }
+
+    fn create_qp_of(&self, qp_type: crate::abi::cma::ibv_qp_type, cqe: u32, caps: QpCaps, sig_all: bool, create_flags: u32) -> Result<QpCaps, Errno> {
         if !self.has_device() || !self.p.id.qp().is_null() {
             return Err(Errno::EINVAL);
         }
         self.p.id.create_shared_cq(cqe)?;
         let cap = cv::QpCap { max_send_wr: caps.max_send_wr, max_recv_wr: caps.max_recv_wr, max_send_sge: caps.max_send_sge, max_recv_sge: caps.max_recv_sge, max_inline_data: caps.max_inline_data };
         // No handles of our own: the QP gets the id's PD and its shared CQ.
-        let mut attr = Vouched::without_handles(cap, qp_type, c_int::from(sig_all));
-        if let Err(e) = conn::qp::create_qp(self.cm, &self.p, self.p.id.pd_handle(), &mut attr) {
+        let attr = Vouched::without_handles(cap, qp_type, c_int::from(sig_all));
+        let mut ex = Vouched::<cv::QpInitAttrEx>::from_base(&attr, self.p.id.pd_handle(), &self.p.id);
+        if create_flags != 0 {
+            ex.add_create_flags(create_flags);
+        }
+        if let Err(e) = conn::qp::create_qp_ex(self.cm, &self.p, &mut ex) {
             // Only the CQ and its channel exist.
             conn::qp::destroy_qp_of(&self.p);
             return Err(e);
         }
-        let c = attr.get().cap;
+        let c = ex.get().cap;
         Ok(QpCaps { max_send_wr: c.max_send_wr, max_recv_wr: c.max_recv_wr, max_send_sge: c.max_send_sge, max_recv_sge: c.max_recv_sge, max_inline_data: c.max_inline_data })
     }
 
@@ -384,8 +399,17 @@ impl CmId {
 
     /// `rdma_join_multicast` (full member) of the group at `addr`.
     pub fn join_multicast(&self, addr: &[u8]) -> Result<(), Errno> {
+        self.join_multicast_flags(addr, conn::mcast::JOIN_FLAG_FULLMEMBER)
+    }
+
+    /// `rdma_join_multicast_ex` of the group at `addr` with join flags
+    /// `RDMA_MC_JOIN_FLAG_*` (EINVAL for any other value).
+    pub fn join_multicast_flags(&self, addr: &[u8], join_flags: u16) -> Result<(), Errno> {
+        if u32::from(join_flags) >= conn::mcast::JOIN_FLAG_RESERVED {
+            return Err(Errno::EINVAL);
+        }
         let a = self.addr(addr)?;
-        conn::mcast::join(self.cm, &self.p, a, conn::mcast::JOIN_FLAG_FULLMEMBER, null_mut())
+        conn::mcast::join(self.cm, &self.p, a, join_flags, null_mut())
     }
 
     /// `rdma_leave_multicast`.

@@ -127,6 +127,13 @@ impl Vouched<QpInitAttrEx> {
         self.0.comp_mask |= verbs::IBV_QP_INIT_ATTR_XRCD;
     }
 
+    /// Adds creation flags (`IBV_QP_CREATE_*`; plain data: the device
+    /// judges them).
+    pub fn add_create_flags(&mut self, flags: u32) {
+        self.0.comp_mask |= verbs::IBV_QP_INIT_ATTR_CREATE_FLAGS;
+        self.0.create_flags |= flags;
+    }
+
     /// Fills the CQs and SRQ the caller left NULL with the id's.
     pub fn fill_from(&mut self, id: &PubId) {
         if self.0.send_cq.is_null() {

@@ -20,6 +20,10 @@
 #   example_udaddy_sync_rxe  udaddy -c 2 (server)  <->  examples/udaddy -s -y -c 2 (synchronous ids)
 #   example_mckey_recv_rxe   examples/mckey (receiver, ns1)  <-  mckey -s (UD multicast 239.0.0.1)
 #   example_mckey_send_rxe   mckey (receiver, ns1)  <-  examples/mckey -s
+#   example_mckey_opts_recv_rxe  examples/mckey -c 2 -C 6 -S 600 (ns1)  <-  mckey -s -o -c 2 ...
+#   example_mckey_opts_send_rxe  mckey -c 2 -C 6 -S 600 (ns1)  <-  examples/mckey -s -o -c 2 ...
+#   example_mckey_sendonly_rxe  examples/mckey -o beside mckey (both receivers, ns1)  <-  mckey -s
+#   example_mckey_refuse_rxe examples/mckey -l and -M refused as rdma-core's mckey is (errno)
 #   example_bulk_rxe         examples/bulk alone on rxe0 (loopback): 1 MiB RDMA writes with immediate
 #                            data through copying regions and through the program's own Vecs
 #                            registered in place (from_buffer, as_mut_slice, into_inner), every
@@ -120,6 +124,42 @@ pair --cmp --srv-wait 0 example_mckey_recv_rxe 60 "ex_mck_srv $EX/mckey -m 239.0
 pair --cmp --srv-wait 0 example_mckey_send_rxe 60 \
   "ex_side mks ex_mck_srv stdbuf -oL mckey -m 239.0.0.1 -b 192.0.2.2 && grep -q '^mckey: joined dgid' /tmp/ex.mks.out" \
   "ex_mck_cli '^mckey -m 239.0.0.1 -b 192.0.2.2' $EX/mckey -m 239.0.0.1 -s -b 192.0.2.1 -w 1"
+
+# mckey's options, both ways: -o (send-only full members: the sender's QPs are not attached, no
+# IGMP join), -c 2 (two ids on each side, each joining; each receiving id gets -C datagrams),
+# -C 6 -S 600.
+pair --cmp --srv-wait 0 example_mckey_opts_recv_rxe 60 "ex_mck_srv $EX/mckey -m 239.0.0.1 -b 192.0.2.2 -c 2 -C 6 -S 600 -t 30" \
+  "ex_mck_cli '^$EX/mckey -m 239.0.0.1 -b 192.0.2.2' stdbuf -oL mckey -m 239.0.0.1 -s -o -c 2 -C 6 -S 600 -b 192.0.2.1"
+pair --cmp --srv-wait 0 example_mckey_opts_send_rxe 60 \
+  "ex_side mks ex_mck_srv stdbuf -oL mckey -m 239.0.0.1 -b 192.0.2.2 -c 2 -C 6 -S 600 && [ \$(grep -c '^mckey: joined dgid' /tmp/ex.mks.out) = 2 ]" \
+  "ex_mck_cli '^mckey -m 239.0.0.1 -b 192.0.2.2' $EX/mckey -m 239.0.0.1 -s -o -c 2 -C 6 -S 600 -b 192.0.2.1 -w 1"
+# -o's meaning, seen from a receiving host: ours joins as a send-only full member (-o) beside
+# upstream's full member in ns1; the full member gets the sender's datagrams (so they arrived),
+# ours gets none (its QP is not attached) and says so after -t.
+ex_mck_sendonly(){ local r
+  timeout 40 /extra/bin/examples/mckey -m 239.0.0.1 -b 192.0.2.2 -o -C 3 -t 30 > /tmp/ex.mcso.out 2>&1 & local so=$!
+  for r in $(seq 100); do grep -q '^mckey: joined' /tmp/ex.mcso.out && break; sleep 0.1; done
+  ex_mck_srv stdbuf -oL mckey -m 239.0.0.1 -b 192.0.2.2 -C 3; r=$?
+  wait $so; cat /tmp/ex.mcso.out
+  [ $r = 0 ] && grep -q '^mckey: failed: id 0: 0 of 3 datagrams within 30s$' /tmp/ex.mcso.out; }
+export -f ex_mck_sendonly
+pair --cmp --srv-wait 0 example_mckey_sendonly_rxe 90 ex_mck_sendonly \
+  "ex_mck_cli '^mckey -m 239.0.0.1 -b 192.0.2.2' stdbuf -oL mckey -m 239.0.0.1 -s -C 3 -b 192.0.2.1"
+# Refusals on rxe, rdma-core's mckey (the variant's library) beside ours, the same errno: -l (a
+# QP that blocks its own multicast loopback: rxe takes no QP creation flag) and -M (a group by
+# its GID, AF_IB: RoCEv2 joins only IPv4 groups). ex_mck_refusal OPT...: runs both with OPT,
+# prints the C program's perror text for the failed step and ours' errno as text; fails unless
+# both failed and the texts agree.
+ex_mck_refusal(){ local c r e t
+  timeout 20 mckey "$@" > /tmp/ex.mckr.out 2> /tmp/ex.mckr.err; c=$?
+  timeout 20 /extra/bin/examples/mckey "$@" -t 1 > /tmp/ex.mckr.rs 2>&1; r=$?
+  cat /tmp/ex.mckr.err /tmp/ex.mckr.rs >&2
+  t=$(sed -n 's/^mckey: \(unable to create QP\|failure joining\): //p' /tmp/ex.mckr.err | head -1)
+  e=$(sed -n 's/^mckey: failed: .*(errno \([0-9]*\))$/\1/p' /tmp/ex.mckr.rs)
+  echo "mckey $*: C: ${t:-no refusal} (rc $c); Rust: errno ${e:-none} (rc $r)"
+  [ -n "$t" ] && [ -n "$e" ] && [ "$r" != 0 ] && [ "$t" = "$(python3 -c "import os; print(os.strerror($e))")" ]; }
+export -f ex_mck_refusal
+t --cmp example_mckey_refuse_rxe 60 bash -c "ex_mck_refusal -m 239.0.0.1 -b 192.0.2.1 -l -C 1 && ex_mck_refusal -M ff0e::db8:1 -b 192.0.2.1 -C 1"
 
 # --- udaddy: UD "connects" (service ID resolution), datagrams carrying the sender's QP number as
 # immediate data, the server's answer from the first datagram's completion and GRH ---------------
