@@ -137,11 +137,11 @@ pair --cmp --srv-wait 0 example_mckey_opts_send_rxe 60 \
 # upstream's full member in ns1; the full member gets the sender's datagrams (so they arrived),
 # ours gets none (its QP is not attached) and says so after -t.
 ex_mck_sendonly(){ local r
-  timeout 40 /extra/bin/examples/mckey -m 239.0.0.1 -b 192.0.2.2 -o -C 3 -t 30 > /tmp/ex.mcso.out 2>&1 & local so=$!
+  timeout 25 /extra/bin/examples/mckey -m 239.0.0.1 -b 192.0.2.2 -o -C 3 -t 15 > /tmp/ex.mcso.out 2>&1 & local so=$!
   for r in $(seq 100); do grep -q '^mckey: joined' /tmp/ex.mcso.out && break; sleep 0.1; done
   ex_mck_srv stdbuf -oL mckey -m 239.0.0.1 -b 192.0.2.2 -C 3; r=$?
   wait $so; cat /tmp/ex.mcso.out
-  [ $r = 0 ] && grep -q '^mckey: failed: id 0: 0 of 3 datagrams within 30s$' /tmp/ex.mcso.out; }
+  [ $r = 0 ] && grep -q '^mckey: failed: id 0: 0 of 3 datagrams within 15s$' /tmp/ex.mcso.out; }
 export -f ex_mck_sendonly
 pair --cmp --srv-wait 0 example_mckey_sendonly_rxe 90 ex_mck_sendonly \
   "ex_mck_cli '^mckey -m 239.0.0.1 -b 192.0.2.2' stdbuf -oL mckey -m 239.0.0.1 -s -C 3 -b 192.0.2.1"
