@@ -174,6 +174,20 @@ bench_callgrind(){ local c=$1 n=$2 f=/tmp/bench-cg.$1 r w=${3:-} nm=${4:-${RDMAC
   bench_cg_report "$c" "$n" "$f" call
 }
 
+# instructions in the first rdma_getaddrinfo of a fresh process (bench_resolve first under
+# callgrind, counted inside rdma_getaddrinfo only: its one-time set-up included, loading not);
+# [WRAP NAME] as bench_callgrind; the profile kept as NAME.first.<round>
+bench_cg_first(){ local f=/tmp/bench-cg.first r w=${1:-} nm=${2:-${RDMACM_VARIANT:-x}}
+  rm -f "$f"
+  # shellcheck disable=SC2086
+  timeout 600 $w valgrind -q --tool=callgrind --toggle-collect=rdma_getaddrinfo --callgrind-out-file="$f" \
+    /extra/bin/bench_resolve first > "$f.out" 2> "$f.err"; r=$?
+  if [ -d /host/out ] && [ -s "$f" ]; then mkdir -p /host/out/callgrind; cp "$f" "/host/out/callgrind/$nm.first.${BENCH_ROUND:-1}"; fi
+  if [ $r != 0 ] || [ ! -s "$f" ]; then
+    bench_fail cg_first_lib "rc=$r"; bench_fail cg_first_total "rc=$r"; sed 's/^/  valgrind: /' "$f.err" >&2; return; fi
+  bench_cg_report first 1 "$f" call
+}
+
 # instructions per rsocket round trip: the connecting end of a 1-stream 64 B
 # ping-pong under callgrind, counted inside pp_round only (WARMUP + ROUNDS calls), with
 # polling_time 0 on both ends so that no count depends on how long a spin lasted, and the
@@ -363,6 +377,8 @@ bench_ab(){ local r lib w cs c nm v e i fo o=/tmp/bench-ab rc=0 port=7480 sc= li
         cg_create_destroy|cg_get_ack|cg_write_get_ack) nm=${c}_lib cs=;;
         # the first rdma_getaddrinfo of 11 fresh processes: also first_proc and first_minflt
         first) nm=gai_first_call cs=;;
+        # its instructions under callgrind (also cg_first_lib: in librdmacm's object)
+        cg_first) nm=cg_first_total cs=;;
         *) echo "bench_ab: unknown case $c"; return 1;; esac
       # the order turns by one each round (no library always runs first, or after the same one)
       for i in "${!libs[@]}"; do lib=${libs[$(( (i + r) % ${#libs[@]} ))]}
@@ -373,6 +389,10 @@ bench_ab(){ local r lib w cs c nm v e i fo o=/tmp/bench-ab rc=0 port=7480 sc= li
           for e in proc minflt; do v=$(awk -v nm="gai_first_$e" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9.]+$/ { print $3 }' <<< "$fo")
             echo "AB first_$e $lib $r ${v:-FAIL}"; done
           v=$(awk '$1 == "BENCH" && $2 == "gai_first_call" && $3 ~ /^[0-9.]+$/ { print $3 }' <<< "$fo")
+        elif [ $c = cg_first ]; then
+          fo=$(BENCH_ROUND=$r bench_cg_first "$w" "$lib")
+          v=$(awk '$1 == "BENCH" && $2 == "cg_first_lib" && $3 ~ /^[0-9.]+$/ { print $3 }' <<< "$fo"); echo "AB cg_first_lib $lib $r ${v:-FAIL}"
+          v=$(awk '$1 == "BENCH" && $2 == "cg_first_total" && $3 ~ /^[0-9.]+$/ { print $3 }' <<< "$fo")
         elif [ $c = rstream64k ]; then
           # (bench_rstream reports a failure itself)
           v=$(bench_rstream "$nm" "$cs" "$w" | awk '$1 == "BENCH" && $3 ~ /^[0-9.]+$/ { print $3 }')
@@ -403,7 +423,7 @@ bench_ab(){ local r lib w cs c nm v e i fo o=/tmp/bench-ab rc=0 port=7480 sc= li
   done
   return $rc
 }
-export -f bench_ab
+export -f bench_ab bench_cg_first
 
 # VM_BENCH on the host arrives here as BENCH: "1", or "cmtime=N,N" for other cmtime sizes
 case ${BENCH:-} in *cmtime=*) BENCH_CMTIME=${BENCH#*cmtime=}; BENCH_CMTIME=${BENCH_CMTIME%% *}; export BENCH_CMTIME=${BENCH_CMTIME//,/ };; esac
