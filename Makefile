@@ -326,9 +326,22 @@ HEADERS_RDMA := include/rdma/rdma_cma.h include/rdma/rdma_cma_abi.h include/rdma
 HEADERS_IB   := include/infiniband/acm.h include/infiniband/ib.h include/infiniband/gid_reachable.h
 install: install-lib install-preload install-dev install-man install-tools
 
+# The library is installed without its debug information (about 9 of its 10 MB): that goes to
+# $(LIBDIR)/.debug/$(REALNAME).debug, which the library names in its .gnu_debuglink (with a
+# CRC), where gdb and valgrind look for it. The packages split it their own way (dh_strip's
+# dbgsym package, rpm's strip): they install with SPLIT_DEBUG= and get the library whole.
+SPLIT_DEBUG ?= 1
 install-lib: lib
 	install -d $(DESTDIR)$(LIBDIR)
+ifeq ($(SPLIT_DEBUG),1)
+	install -d $(DESTDIR)$(LIBDIR)/.debug
+	objcopy --only-keep-debug $(B)/lib/$(REALNAME) $(DESTDIR)$(LIBDIR)/.debug/$(REALNAME).debug
+	objcopy --strip-debug --add-gnu-debuglink=$(DESTDIR)$(LIBDIR)/.debug/$(REALNAME).debug \
+	    $(B)/lib/$(REALNAME) $(DESTDIR)$(LIBDIR)/$(REALNAME)
+	chmod 0644 $(DESTDIR)$(LIBDIR)/$(REALNAME) $(DESTDIR)$(LIBDIR)/.debug/$(REALNAME).debug
+else
 	install -m 0644 $(B)/lib/$(REALNAME) $(DESTDIR)$(LIBDIR)/$(REALNAME)
+endif
 	ln -sf $(REALNAME) $(DESTDIR)$(LIBDIR)/librdmacm.so.1
 	ln -sf librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
 
@@ -376,6 +389,8 @@ install-tools: lib check-tool
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(REALNAME) $(DESTDIR)$(LIBDIR)/librdmacm.so.1 $(DESTDIR)$(LIBDIR)/librdmacm.so
+	rm -f $(DESTDIR)$(LIBDIR)/.debug/$(REALNAME).debug
+	-rmdir $(DESTDIR)$(LIBDIR)/.debug 2>/dev/null
 	rm -f $(DESTDIR)$(LIBDIR)/librdmacm.a
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/rdma/,$(notdir $(HEADERS_RDMA)))
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/infiniband/,$(notdir $(HEADERS_IB)))

@@ -6,7 +6,7 @@
 # `make bench` keeps the best of two rounds, which cannot tell a few per cent from the
 # TCG noise; this takes as many rounds as asked and pairs them.
 #
-#   bench/ab.sh [-r ROUNDS] [-c "duplex pingpong rstream64k cg_create_destroy cg_get_ack"] [-w syscount] NAME=DIR...
+#   bench/ab.sh [-r ROUNDS] [-c "duplex pingpong rstream64k cg_create_destroy cg_get_ack first cg_first"] [-w syscount] NAME=DIR...
 #       DIR holds a librdmacm.so.1 (e.g. build/lib, or a copy of it made before a change);
 #       -w syscount: both ends under ctest/vm/preload/syscount.c, and a table of the system
 #       calls and context switches per message (duplex) or round trip (pingpong) and end
@@ -14,6 +14,10 @@
 #   idle, in per cent of both vCPUs) and each end's CPU and voluntary context switches per unit,
 #   as the program measured them, and the soft-RoCE counters that moved (failed runs left out);
 #   with two builds or more, each later one paired with the first (same run and round)
+#   first: 11 fresh processes per run, each timing its first numeric rdma_getaddrinfo (ns,
+#   the median); with it come first_proc (the whole process, exec to exit, ns) and
+#   first_minflt (the minor page faults of the first call); cg_first: that call's instructions
+#   under callgrind, in the whole process (cg_first_lib: in librdmacm's object)
 #   bench/ab.sh --report DIR    report from an earlier run's output directory
 #
 # Each of the VM's two variant runs (upstream, ours) does every round, so ROUNDS=3 gives six
@@ -24,7 +28,7 @@ cd "$(dirname "$0")/.."
 rounds=3 cases=duplex out= wrap=
 while [ $# -gt 0 ]; do case $1 in
   -r) rounds=$2; shift 2;; -w) wrap=$2; shift 2;; -c) cases=$2; shift 2;; --report) out=$2; shift 2;;
-  -h|--help) sed -n '3,18p' "$0"; exit 0;; *) break;; esac; done
+  -h|--help) sed -n '3,22p' "$0"; exit 0;; *) break;; esac; done
 if [ -z "$out" ]; then
   [ $# -gt 0 ] || { echo "usage: bench/ab.sh [-r ROUNDS] [-c CASES] NAME=DIR..." >&2; exit 2; }
   ab_stage bench/ab.sh "upstream" "$@"

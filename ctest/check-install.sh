@@ -20,6 +20,13 @@ for f in $libdir/librdmacm.so.1 $libdir/librdmacm.so $prefix/include/rdma/rdma_c
     [ -e "$dest$f" ] || { echo "check-install: $f missing" >&2; exit 1; }
 done
 ls "$dest$libdir"/librdmacm.so.1.5.* >/dev/null
+# the library without its debug information, which is in .debug/<name>.debug, named by the
+# library's .gnu_debuglink
+so=$(ls "$dest$libdir"/librdmacm.so.1.5.*)
+dbg=$dest$libdir/.debug/$(basename "$so").debug
+! readelf -SW "$so" | grep -q '\.debug_info' || { echo "check-install: $(basename "$so") still has its debug information" >&2; exit 1; }
+readelf -SW "$dbg" 2>/dev/null | grep -q '\.debug_info' || { echo "check-install: $dbg missing or without debug information" >&2; exit 1; }
+readelf -p .gnu_debuglink "$so" 2>/dev/null | grep -q "$(basename "$dbg")" || { echo "check-install: $(basename "$so") names no $(basename "$dbg") in .gnu_debuglink" >&2; exit 1; }
 # the resolution explainer, its man page and schemas; it runs without any RDMA device; the
 # checker and its page
 for f in $prefix/bin/rdma-resolve $prefix/share/man/man1/rdma-resolve.1 $prefix/share/rdmacm-rs/rdma-resolve.schema.json \

@@ -352,7 +352,7 @@ pub fn connect(rundir: &Path) -> Option<Conn> {
     }
     let path = rundir.join("ibacm.sock");
     // Too long for sun_path, or absent: no socket is made.
-    if path.as_os_str().len() >= SUN_PATH_LEN || !path.exists() {
+    if path.as_os_str().len() >= SUN_PATH_LEN || !sys::path_exists(&path) {
         return None;
     }
     UnixStream::connect(&path).ok().map(Conn::Unix)

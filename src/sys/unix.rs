@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! Small POSIX calls std has no safe form for: a socket send that never
 //! raises SIGPIPE (std's `UnixStream` writes with write(2), and a library
-//! must not kill a C program whose peer went away), a socket receive, and
-//! `secure_getenv(3)`.
+//! must not kill a C program whose peer went away), a socket receive, a
+//! file's existence in one system call, and `secure_getenv(3)`.
 
 use std::ffi::{CStr, OsString};
 use std::io;
@@ -25,6 +25,17 @@ pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
     usize::try_from(n).map_err(|_| io::Error::last_os_error())
 }
 
+/// Whether `path` names an existing file, following symbolic links (as
+/// `Path::exists`): one stat(2), where std's first `statx` that fails in a
+/// process makes a second call to probe whether `statx` exists at all.
+pub fn path_exists(path: &std::path::Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    // SAFETY: an all-zero stat is a valid output buffer.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: c is NUL-terminated; st is a valid output buffer.
+    unsafe { libc::stat(c.as_ptr(), &mut st) == 0 }
+}
+
 /// `secure_getenv(name)`: the variable's value, or None when it is unset or
 /// the process runs setuid/setgid (glibc then hides the environment).
 pub fn secure_getenv(name: &CStr) -> Option<OsString> {
@@ -45,6 +56,23 @@ mod tests {
     use super::*;
     use std::os::fd::AsFd;
     use std::os::unix::net::UnixStream;
+
+    #[test]
+    fn path_exists_as_std() {
+        let dir = std::env::temp_dir().join(format!("rdmacm-exists-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("f");
+        std::fs::write(&f, b"x").unwrap();
+        std::os::unix::fs::symlink(dir.join("none"), dir.join("dangling")).unwrap();
+        std::os::unix::fs::symlink(&f, dir.join("link")).unwrap();
+        for (p, want) in [(dir.clone(), true), (f.clone(), true), (dir.join("link"), true), (dir.join("none"), false), (dir.join("dangling"), false), (dir.join("f/under"), false)] {
+            assert_eq!(path_exists(&p), want, "{}", p.display());
+            assert_eq!(path_exists(&p), p.exists(), "as Path::exists: {}", p.display());
+        }
+        assert!(!path_exists(std::path::Path::new(std::ffi::OsStr::from_bytes(b"/tmp\0x"))), "an inner NUL: no file");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn send_recv_and_closed_peer() {

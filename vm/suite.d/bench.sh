@@ -174,6 +174,20 @@ bench_callgrind(){ local c=$1 n=$2 f=/tmp/bench-cg.$1 r w=${3:-} nm=${4:-${RDMAC
   bench_cg_report "$c" "$n" "$f" call
 }
 
+# instructions in the first rdma_getaddrinfo of a fresh process (bench_resolve first under
+# callgrind, counted inside rdma_getaddrinfo only: its one-time set-up included, loading not);
+# [WRAP NAME] as bench_callgrind; the profile kept as NAME.first.<round>
+bench_cg_first(){ local f=/tmp/bench-cg.first r w=${1:-} nm=${2:-${RDMACM_VARIANT:-x}}
+  rm -f "$f"
+  # shellcheck disable=SC2086
+  timeout 600 $w valgrind -q --tool=callgrind --toggle-collect=rdma_getaddrinfo --callgrind-out-file="$f" \
+    /extra/bin/bench_resolve first > "$f.out" 2> "$f.err"; r=$?
+  if [ -d /host/out ] && [ -s "$f" ]; then mkdir -p /host/out/callgrind; cp "$f" "/host/out/callgrind/$nm.first.${BENCH_ROUND:-1}"; fi
+  if [ $r != 0 ] || [ ! -s "$f" ]; then
+    bench_fail cg_first_lib "rc=$r"; bench_fail cg_first_total "rc=$r"; sed 's/^/  valgrind: /' "$f.err" >&2; return; fi
+  bench_cg_report first 1 "$f" call
+}
+
 # instructions per rsocket round trip: the connecting end of a 1-stream 64 B
 # ping-pong under callgrind, counted inside pp_round only (WARMUP + ROUNDS calls), with
 # polling_time 0 on both ends so that no count depends on how long a spin lasted, and the
@@ -217,11 +231,23 @@ bench_dns(){ local s r=/tmp/bench-dns.ready i
   kill $s 2>/dev/null; wait $s 2>/dev/null
 }
 
-bench_first(){ local k=$1 i v vals=()
+# bench_first K [WRAP]: K fresh processes, each timing its first rdma_getaddrinfo (under the
+# command words WRAP: bench_ab's library choice); the median. With WRAP, also (bench_ab's
+# first_proc and first_minflt) the median wall time of the whole process, exec of the wrapper
+# to exit (bash's EPOCHREALTIME around it), and the median of the first call's minor faults
+bench_first(){ local k=$1 w=${2:-} i v o t0 t1 vals=() procs=() flts=()
   for ((i = 0; i < k; i++)); do
-    v=$(/extra/bin/bench_resolve first | awk '$1 == "BENCH" && $3 ~ /^[0-9]+$/ { print $3 }')
-    [ -n "$v" ] || { bench_fail gai_first_call "run_$i"; return; }; vals+=("$v"); done
+    t0=$EPOCHREALTIME
+    # shellcheck disable=SC2086
+    o=$($w /extra/bin/bench_resolve first)
+    t1=$EPOCHREALTIME
+    v=$(awk '$1 == "BENCH" && $3 ~ /^[0-9]+$/ { print $3 }' <<< "$o")
+    [ -n "$v" ] || { bench_fail gai_first_call "run_$i"; return; }; vals+=("$v")
+    procs+=("$(( (${t1/./} - ${t0/./}) * 1000 ))"); flts+=("$(awk '$2 == "gai_first_call" && $3 == "minflt" { print $4 }' <<< "$o")"); done
   printf '%s\n' "${vals[@]}" | sort -n | awk '{ v[NR] = $1 } END { printf "BENCH gai_first_call %s ns\n", v[int((NR + 1) / 2)] }'
+  [ -n "$w" ] || return 0
+  printf '%s\n' "${procs[@]}" | sort -n | awk '{ v[NR] = $1 } END { printf "BENCH gai_first_proc %s ns\n", v[int((NR + 1) / 2)] }'
+  printf '%s\n' "${flts[@]}" | sort -n | awk '{ v[NR] = $1 } END { printf "BENCH gai_first_minflt %s faults\n", v[int((NR + 1) / 2)] }'
 }
 
 # --- zc: zero-copy registration (examples/bulk), 1 MiB RDMA writes with immediate data on
@@ -342,19 +368,32 @@ export -f bench_short
 # 65536 -C 300, as rstream_64k_xfer_us). With BENCH_AB_WRAP=syscount both ends of the
 # bench_rsocket cases run under ctest/vm/preload/syscount.c: "ABSC CASE LIB ROUND END counts..."
 # after each run.
-bench_ab(){ local r lib w cs c nm v e i o=/tmp/bench-ab rc=0 port=7480 sc= libs=(upstream $BENCH_AB)
+bench_ab(){ local r lib w cs c nm v e i fo o=/tmp/bench-ab rc=0 port=7480 sc= libs=(upstream $BENCH_AB)
   for r in $(seq "${BENCH_AB_ROUNDS:-3}"); do
     for c in ${BENCH_AB_CASES:-duplex}; do
       case $c in duplex) nm=rs_duplex_64k_us_per_mib cs="1000 65536";; pingpong) nm=rs_pingpong8_64b_ns_per_rt cs="8 1000 64";;
         rstream64k) nm=rstream_64k_xfer_us cs="-S 65536 -C 300";;
         # instructions per call in the library under callgrind (100 calls; counts repeat exactly)
         cg_create_destroy|cg_get_ack|cg_write_get_ack) nm=${c}_lib cs=;;
+        # the first rdma_getaddrinfo of 11 fresh processes: also first_proc and first_minflt
+        first) nm=gai_first_call cs=;;
+        # its instructions under callgrind (also cg_first_lib: in librdmacm's object)
+        cg_first) nm=cg_first_total cs=;;
         *) echo "bench_ab: unknown case $c"; return 1;; esac
       # the order turns by one each round (no library always runs first, or after the same one)
       for i in "${!libs[@]}"; do lib=${libs[$(( (i + r) % ${#libs[@]} ))]}
         if [ "$lib" = upstream ]; then w="env -u LD_LIBRARY_PATH RDMACM_VARIANT=upstream"
         else w="env LD_LIBRARY_PATH=/extra/bin/ab/$lib RDMACM_VARIANT=ab"; fi
-        if [ $c = rstream64k ]; then
+        if [ $c = first ]; then
+          fo=$(bench_first 11 "$w")
+          for e in proc minflt; do v=$(awk -v nm="gai_first_$e" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9.]+$/ { print $3 }' <<< "$fo")
+            echo "AB first_$e $lib $r ${v:-FAIL}"; done
+          v=$(awk '$1 == "BENCH" && $2 == "gai_first_call" && $3 ~ /^[0-9.]+$/ { print $3 }' <<< "$fo")
+        elif [ $c = cg_first ]; then
+          fo=$(BENCH_ROUND=$r bench_cg_first "$w" "$lib")
+          v=$(awk '$1 == "BENCH" && $2 == "cg_first_lib" && $3 ~ /^[0-9.]+$/ { print $3 }' <<< "$fo"); echo "AB cg_first_lib $lib $r ${v:-FAIL}"
+          v=$(awk '$1 == "BENCH" && $2 == "cg_first_total" && $3 ~ /^[0-9.]+$/ { print $3 }' <<< "$fo")
+        elif [ $c = rstream64k ]; then
           # (bench_rstream reports a failure itself)
           v=$(bench_rstream "$nm" "$cs" "$w" | awk '$1 == "BENCH" && $3 ~ /^[0-9.]+$/ { print $3 }')
         elif [[ $c == cg_* ]]; then
@@ -384,7 +423,7 @@ bench_ab(){ local r lib w cs c nm v e i o=/tmp/bench-ab rc=0 port=7480 sc= libs=
   done
   return $rc
 }
-export -f bench_ab
+export -f bench_ab bench_cg_first
 
 # VM_BENCH on the host arrives here as BENCH: "1", or "cmtime=N,N" for other cmtime sizes
 case ${BENCH:-} in *cmtime=*) BENCH_CMTIME=${BENCH#*cmtime=}; BENCH_CMTIME=${BENCH_CMTIME%% *}; export BENCH_CMTIME=${BENCH_CMTIME//,/ };; esac
