@@ -37,74 +37,20 @@ use super::error::{errno, Error, Result};
 use super::event::UdParam;
 use crate::cma::api::RawUd;
 use super::id::{CmId, EventChannel, IdInner, Mode};
-use crate::abi::cma::{ibv_ah_attr, ibv_comp_channel, ibv_context, ibv_cq, ibv_pd, ibv_qp};
-use crate::cma::api::{self as capi, QpPtrs};
+use crate::abi::cma::ibv_ah_attr;
+use crate::cma::api as capi;
+use crate::sys::verbs::data::{self as dp, DataQp};
 use nix::errno::Errno;
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 use std::marker::PhantomData;
 use std::ops::Range;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-/// Opaque `struct ibv_mr`.
-#[repr(C)]
-struct IbvMr {
-    _private: [u8; 0],
-}
+/// The shim's completion record: the data path's one mirror.
+type ShimWc = dp::Wc;
 
-/// Opaque `struct ibv_ah`.
-#[repr(C)]
-struct IbvAh {
-    _private: [u8; 0],
-}
-
-/// The shim's completion record (`struct rdmacm_api_wc`).
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct ShimWc {
-    wr_id: u64,
-    status: u32,
-    opcode: u32,
-    vendor_err: u32,
-    byte_len: u32,
-    imm_host: u32,
-    wc_flags: u32,
-    qp_num: u32,
-    src_qp: u32,
-    slid: u16,
-    pkey_index: u16,
-    sl: u8,
-    dlid_path_bits: u8,
-}
-
-/// cbindgen:ignore
-mod ffi {
-    use super::*;
-    extern "C" {
-        #[allow(clippy::too_many_arguments)]
-        pub(super) fn rdmacm_shim_rs_post_send(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int, opcode: c_int, flags: c_int, imm: u32, raddr: u64, rkey: u32) -> c_int;
-        #[allow(clippy::too_many_arguments)]
-        pub(super) fn rdmacm_shim_api_post_ud_send(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int, flags: c_int, ah: *mut IbvAh, qpn: u32, qkey: u32, with_imm: c_int, imm_host: u32) -> c_int;
-        pub(super) fn rdmacm_shim_rs_post_recv(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int) -> c_int;
-        pub(super) fn rdmacm_shim_api_poll_cq(cq: *mut ibv_cq, out: *mut ShimWc, n: c_int) -> c_int;
-        pub(super) fn rdmacm_shim_api_req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int;
-        pub(super) fn rdmacm_shim_api_get_cq_event(ch: *mut ibv_comp_channel) -> c_int;
-        pub(super) fn rdmacm_shim_rs_channel_fd(ch: *mut ibv_comp_channel) -> c_int;
-        pub(super) fn rdmacm_shim_api_reg_mr(pd: *mut ibv_pd, addr: *mut c_void, len: usize, access: c_int) -> *mut IbvMr;
-        pub(super) fn rdmacm_shim_rs_mr_keys(mr: *mut IbvMr, lkey: *mut u32, rkey: *mut u32);
-        pub(super) fn rdmacm_shim_rs_dereg_mr(mr: *mut IbvMr) -> c_int;
-        pub(super) fn rdmacm_shim_api_create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut IbvAh;
-        pub(super) fn rdmacm_shim_api_destroy_ah(ah: *mut IbvAh) -> c_int;
-        pub(super) fn rdmacm_shim_api_init_ah_from_wc(ctx: *mut ibv_context, port_num: u8, wc: *const ShimWc, grh40: *const u8, out: *mut ibv_ah_attr) -> c_int;
-        pub(super) fn rdmacm_shim_api_query_qkey(qp: *mut ibv_qp, qkey: *mut u32) -> c_int;
-    }
-}
-
-/// A verbs return value (0, an errno value, or -1 with errno) as a Result.
-fn check(ret: c_int) -> Result<()> {
-    crate::sys::verbs::check(ret).map_err(errno)
-}
 
 
 /// Capacities of an id's QP: asked for by [`CmId::create_qp`], and what the
@@ -173,27 +119,28 @@ impl std::ops::BitOr for Access {
 
 /// A scatter/gather entry (`struct ibv_sge`): a range of a registered
 /// region, made by [`MemoryRegion::sge`].
-#[repr(C)]
+#[repr(transparent)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Sge {
-    addr: u64,
-    length: u32,
-    lkey: u32,
-}
+pub struct Sge(dp::Sge);
 
 impl Sge {
     /// The device address of its first byte.
     pub fn addr(&self) -> u64 {
-        self.addr
+        self.0.addr()
     }
     /// Its length in bytes.
     pub fn len(&self) -> u32 {
-        self.length
+        self.0.length()
     }
     /// Whether it is empty.
     pub fn is_empty(&self) -> bool {
-        self.length == 0
+        self.0.length() == 0
     }
+}
+
+/// The data path's entries of a list of [`Sge`]s.
+fn raw_list(sgl: &[Sge]) -> Vec<dp::Sge> {
+    sgl.iter().map(|s| s.0).collect()
 }
 
 mod sealed {
@@ -255,7 +202,7 @@ impl RegisterBuffer for Box<[u8]> {}
 /// A registration (`struct ibv_mr`): a real one, which keeps the id (and
 /// so its PD) alive, or in unit tests a fake one.
 enum Reg {
-    Real { mr: NonNull<IbvMr>, _id: Arc<IdInner> },
+    Real { mr: dp::Mr, _id: Arc<IdInner> },
     #[cfg(test)]
     Fake(Arc<tests::FakeReg>),
 }
@@ -265,11 +212,9 @@ impl Reg {
     /// reach the memory; after an error the registration is still there
     /// (libibverbs keeps it: a later call may deregister it) and the
     /// memory must stay.
-    fn dereg(&self) -> Result<()> {
+    fn dereg(&mut self) -> Result<()> {
         match self {
-            // SAFETY: the live registration; deregistered until one call
-            // succeeds (then never again: its owner is gone or going).
-            Reg::Real { mr, .. } => check(unsafe { ffi::rdmacm_shim_rs_dereg_mr(mr.as_ptr()) }),
+            Reg::Real { mr, .. } => mr.dereg().map_err(errno),
             #[cfg(test)]
             Reg::Fake(f) => f.dereg(),
         }
@@ -448,22 +393,17 @@ impl<B: RegisterBuffer> MemoryRegion<B> {
         let mr = if len == 0 {
             Err(Errno::EINVAL)
         } else {
-            // SAFETY: pd is the id's live PD; ptr is len bytes we own (the
-            // region keeps them until after the deregistration).
-            let mr = unsafe { ffi::rdmacm_shim_api_reg_mr(pd.as_ptr(), ptr.as_ptr().cast(), len, access.0 as c_int) };
-            NonNull::new(mr).ok_or_else(|| match Errno::last() {
-                Errno::UnknownErrno => Errno::ENOMEM,
-                e => e,
-            })
+            // SAFETY: pd is the id's live PD, kept alive by the region (it
+            // holds the id); ptr is len bytes we own (the region keeps
+            // them until after the deregistration).
+            unsafe { dp::reg_mr(pd, ptr.as_ptr(), len, access.0 as c_int) }
         };
         let mr = match mr {
             Ok(mr) => mr,
             // SAFETY: the parts taken above, used once (nothing registered them).
             Err(e) => return Err((errno(e), unsafe { B::from_raw(ptr, len, cap) })),
         };
-        let (mut lkey, mut rkey) = (0, 0);
-        // SAFETY: mr is the live registration just made.
-        unsafe { ffi::rdmacm_shim_rs_mr_keys(mr.as_ptr(), &mut lkey, &mut rkey) };
+        let (lkey, rkey) = (mr.lkey(), mr.rkey());
         Ok(MemoryRegion { reg: Reg::Real { mr, _id: id.id.clone() }, buf: ptr, len, cap, lkey, rkey, access, _buf: PhantomData })
     }
 
@@ -473,10 +413,11 @@ impl<B: RegisterBuffer> MemoryRegion<B> {
     /// the error, still registered: try again, or drop it (which leaks the
     /// buffer rather than free memory the device may still reach).
     pub fn into_inner(self) -> std::result::Result<B, (Error, MemoryRegion<B>)> {
-        if let Err(e) = self.reg.dereg() {
-            return Err((e, self));
+        let mut this = self;
+        if let Err(e) = this.reg.dereg() {
+            return Err((e, this));
         }
-        let this = std::mem::ManuallyDrop::new(self);
+        let this = std::mem::ManuallyDrop::new(this);
         // SAFETY: `this` is never used or dropped again: its registration
         // (deregistered above) is read out once and dropped here (which
         // releases the id), and the buffer's parts are used once.
@@ -609,7 +550,11 @@ impl<B: RegisterBuffer> MemoryRegion<B> {
         let n = range.end.checked_sub(range.start).ok_or(Error::from_errno(libc::EINVAL))?;
         self.range(range.start, n)?;
         let length = u32::try_from(n).map_err(|_| Error::from_errno(libc::EINVAL))?;
-        Ok(Sge { addr: self.addr() + range.start as u64, length, lkey: self.lkey })
+        Ok(Sge(match &self.reg {
+            Reg::Real { mr, .. } => mr.sge(range.start, length).ok_or(Error::from_errno(libc::EINVAL))?,
+            #[cfg(test)]
+            Reg::Fake(_) => dp::Sge::fake(self.addr() + range.start as u64, length, self.lkey),
+        }))
     }
 }
 
@@ -621,10 +566,11 @@ impl<B: RegisterBuffer> std::fmt::Debug for MemoryRegion<B> {
 
 impl<B: RegisterBuffer> Drop for MemoryRegion<B> {
     fn drop(&mut self) {
-        if let Err(e) = self.reg.dereg() {
-            // The device may still reach the memory: leak it rather than
-            // free memory a registration names.
-            log::warn!(target: "rdmacm", "ibv_dereg_mr failed ({e}): the region's {} bytes are leaked", self.len);
+        // The device may still reach the memory after a failed
+        // deregistration: leaked then rather than freed (the library's one
+        // policy, logged).
+        let done = self.reg.dereg();
+        if !dp::release_or_leak(done, "a memory region", self.len) {
             return;
         }
         // SAFETY: the parts of the buffer the region owns, used once; no
@@ -681,8 +627,7 @@ impl SendOp {
     }
 }
 
-const SEND_SIGNALED: c_int = 2;
-const SEND_INLINE: c_int = 8;
+use dp::{SEND_INLINE, SEND_SIGNALED};
 
 /// The status of a work completion (`enum ibv_wc_status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -922,47 +867,27 @@ fn ah_attr_from_wc<M: Mode>(id: &CmId<M>, wc: &WorkCompletion, grh: &[u8; GRH_LE
     if ctx.is_null() {
         return Err(Error::from_errno(libc::EINVAL));
     }
-    let raw = wc.to_shim();
-    let mut attr = std::mem::MaybeUninit::<ibv_ah_attr>::zeroed();
-    // SAFETY: ctx is the id's open device context (we hold the id); raw
-    // and the 40 bytes of grh are read during the call; attr is written.
-    let r = unsafe { ffi::rdmacm_shim_api_init_ah_from_wc(ctx, id.id.port_num(), &raw, grh.as_ptr(), attr.as_mut_ptr()) };
-    if r != 0 {
-        let e = Errno::last();
-        return Err(errno(if e == Errno::UnknownErrno { Errno::EINVAL } else { e }));
-    }
-    // SAFETY: zeroed (a valid ibv_ah_attr: integers and bytes), then
-    // filled by ibv_init_ah_from_wc.
-    Ok(unsafe { attr.assume_init() })
+    // SAFETY: ctx is the id's open device context (we hold the id).
+    unsafe { dp::init_ah_from_wc(ctx, id.id.port_num(), &wc.to_shim(), grh) }.map_err(errno)
 }
 
 /// An address handle (`struct ibv_ah`) for UD sends to one remote end.
 /// It keeps its id alive.
 pub struct AddressHandle {
-    ah: NonNull<IbvAh>,
+    /// Destroyed on drop, before the id goes (field order).
+    ah: dp::Ah,
     _id: Arc<IdInner>,
 }
-
-// SAFETY: Send: an address handle (`struct ibv_ah`) has no thread
-// affinity: libibverbs lets any thread post with it and destroy it; the
-// other field is an `Arc<IdInner>` (Send + Sync).
-unsafe impl Send for AddressHandle {}
-// SAFETY: Sync: `&AddressHandle` only lets a thread name the handle in a
-// UD send (`post_ud_send`); the handle is not changed after creation, and
-// a post only reads it (the provider copies its address into the work
-// request), so several threads may name it at once.
-unsafe impl Sync for AddressHandle {}
 
 impl AddressHandle {
     /// An address handle on the id's PD for the remote end an event
     /// reported ([`Event::ud_param`](crate::Event::ud_param)).
     pub fn new<M: Mode>(id: &CmId<M>, to: &UdParam) -> Result<AddressHandle> {
         let pd = id.id.pd_ptr().ok_or(Error::from_errno(libc::EINVAL))?;
-        let mut attr = to.raw.ah_attr;
-        // SAFETY: pd is the id's live PD; attr is a valid ibv_ah_attr
-        // (copied from the kernel's event).
-        let ah = unsafe { ffi::rdmacm_shim_api_create_ah(pd.as_ptr(), &mut attr) };
-        let ah = NonNull::new(ah).ok_or_else(|| errno(Errno::last()))?;
+        // SAFETY: pd is the id's live PD, kept alive by the handle (it
+        // holds the id); the attributes are a valid ibv_ah_attr (copied
+        // from the kernel's event, or made by ibv_init_ah_from_wc).
+        let ah = unsafe { dp::create_ah(pd, &to.raw.ah_attr) }.map_err(errno)?;
         Ok(AddressHandle { ah, _id: id.id.clone() })
     }
 
@@ -983,13 +908,6 @@ impl AddressHandle {
     pub fn from_wc<M: Mode>(id: &CmId<M>, wc: &WorkCompletion, grh: &[u8; GRH_LEN]) -> Result<AddressHandle> {
         let ud = RawUd { ah_attr: ah_attr_from_wc(id, wc, grh)?, qp_num: wc.src_qp, qkey: 0 };
         AddressHandle::new(id, &UdParam { raw: ud })
-    }
-}
-
-impl Drop for AddressHandle {
-    fn drop(&mut self) {
-        // SAFETY: the live handle, destroyed once.
-        unsafe { ffi::rdmacm_shim_api_destroy_ah(self.ah.as_ptr()) };
     }
 }
 
@@ -1067,8 +985,13 @@ impl<M: Mode> CmId<M> {
         self.id.qp_num()
     }
 
-    fn qp(&self) -> Result<QpPtrs> {
-        self.id.qp_ptrs().ok_or(Error::from_errno(libc::EINVAL))
+    fn qp(&self) -> Result<DataQp> {
+        let p = self.id.qp_ptrs().ok_or(Error::from_errno(libc::EINVAL))?;
+        // SAFETY: the QP, CQ, channel and PD of the id, live while it lives
+        // (crate::cma::api); the value is used only during calls on `self`
+        // (which holds the id), and every region and address handle made
+        // on the id holds the id too.
+        Ok(unsafe { DataQp::new(p.qp, p.cq, p.channel, p.pd) })
     }
 
     /// Posts a send, RDMA write or RDMA read of the scatter list
@@ -1089,22 +1012,22 @@ impl<M: Mode> CmId<M> {
 
     fn post_send_flags(&self, wr_id: u64, sgl: &[Sge], op: SendOp, flags: c_int) -> Result<()> {
         let p = self.qp()?;
-        let mut list = sgl.to_vec();
-        let n = c_int::try_from(list.len()).map_err(|_| Error::from_errno(libc::EINVAL))?;
         let (opcode, imm, raddr, rkey) = op.raw();
-        // SAFETY: the id's live QP; the list is n entries of ibv_sge layout,
-        // read during the call; the memory they name is checked by the
-        // device against its registration (module comment).
-        check(unsafe { ffi::rdmacm_shim_rs_post_send(p.qp.as_ptr(), wr_id, list.as_mut_ptr(), n, opcode, flags, imm, raddr, rkey) })
+        let list = raw_list(sgl);
+        if flags & SEND_INLINE == 0 {
+            return p.post_send_list(wr_id, &list, opcode, flags, imm, raddr, rkey).map_err(errno);
+        }
+        // SAFETY: the provider copies the bytes the entries name while
+        // posting, without checking their key: each entry came from
+        // `MemoryRegion::sge` over the region's bytes. A known gap: an
+        // `Sge` is `Copy` and may outlive its region, whose bytes are then
+        // freed (the device's key check does not cover this copy).
+        unsafe { p.post_send_list_inline(wr_id, &list, opcode, flags, imm, raddr, rkey) }.map_err(errno)
     }
 
     /// Posts a receive into the scatter list (`rdma_post_recv`).
     pub fn post_recv(&self, wr_id: u64, sgl: &[Sge]) -> Result<()> {
-        let p = self.qp()?;
-        let mut list = sgl.to_vec();
-        let n = c_int::try_from(list.len()).map_err(|_| Error::from_errno(libc::EINVAL))?;
-        // SAFETY: as in post_send_flags.
-        check(unsafe { ffi::rdmacm_shim_rs_post_recv(p.qp.as_ptr(), wr_id, list.as_mut_ptr(), n) })
+        self.qp()?.post_recv(wr_id, &raw_list(sgl)).map_err(errno)
     }
 
     /// Posts a UD send to the remote end of `ah` (`rdma_post_ud_send`):
@@ -1127,12 +1050,8 @@ impl<M: Mode> CmId<M> {
     }
 
     fn post_ud(&self, wr_id: u64, sgl: &[Sge], ah: &AddressHandle, (qpn, qkey): (u32, u32), imm: Option<u32>, signaled: bool) -> Result<()> {
-        let p = self.qp()?;
-        let mut list = sgl.to_vec();
-        let n = c_int::try_from(list.len()).map_err(|_| Error::from_errno(libc::EINVAL))?;
         let flags = if signaled { SEND_SIGNALED } else { 0 };
-        // SAFETY: as in post_send_flags; ah is a live handle.
-        check(unsafe { ffi::rdmacm_shim_api_post_ud_send(p.qp.as_ptr(), wr_id, list.as_mut_ptr(), n, flags, ah.ah.as_ptr(), qpn, qkey, c_int::from(imm.is_some()), imm.unwrap_or(0)) })
+        self.qp()?.post_ud_send(wr_id, &raw_list(sgl), flags, &ah.ah, qpn, qkey, imm).map_err(errno)
     }
 
     /// The qkey of the id's QP (`ibv_query_qp` with `IBV_QP_QKEY`): a UD
@@ -1140,28 +1059,20 @@ impl<M: Mode> CmId<M> {
     /// (`RDMA_UDP_QKEY`, 0x01234567); a multicast join may set the
     /// group's. `EINVAL` before [`CmId::create_qp`].
     pub fn qkey(&self) -> Result<u32> {
-        let p = self.qp()?;
-        let mut qkey = 0;
-        // SAFETY: the id's live QP; qkey is written.
-        check(unsafe { ffi::rdmacm_shim_api_query_qkey(p.qp.as_ptr(), &mut qkey) })?;
-        Ok(qkey)
+        self.qp()?.qkey().map_err(errno)
     }
 
     /// Takes up to `out.len()` (at most 16) completions off the id's CQ
     /// without waiting (`ibv_poll_cq`); how many it took.
     pub fn poll_cq(&self, out: &mut [WorkCompletion]) -> Result<usize> {
         let p = self.qp()?;
-        let mut raw = [ShimWc::default(); 16];
-        let n = out.len().min(raw.len()) as c_int;
-        // SAFETY: the id's live CQ; raw has room for n records.
-        let got = unsafe { ffi::rdmacm_shim_api_poll_cq(p.cq.as_ptr(), raw.as_mut_ptr(), n) };
-        if got < 0 {
-            return Err(Error::from_errno(if got == -1 { Errno::last_raw() } else { -got }));
-        }
-        for (o, r) in out.iter_mut().zip(&raw[..got as usize]) {
+        let mut raw = [ShimWc::default(); dp::POLL_MAX];
+        let n = out.len().min(raw.len());
+        let got = p.poll(&mut raw[..n]).map_err(errno)?;
+        for (o, r) in out.iter_mut().zip(&raw[..got]) {
             *o = WorkCompletion::from_shim(r);
         }
-        Ok(got as usize)
+        Ok(got)
     }
 
     /// The next completion, waiting for it if needed
@@ -1217,19 +1128,20 @@ impl<M: Mode> CmId<M> {
     /// Reads (and acknowledges) one event of the completion channel:
     /// true; false when `deadline` passed first. On a non-blocking
     /// channel with none: `EAGAIN` unless `wait` (then a `poll` waits).
-    fn take_cq_event(&self, p: &QpPtrs, deadline: Option<std::time::Instant>, wait: bool) -> Result<bool> {
+    fn take_cq_event(&self, p: &DataQp, deadline: Option<std::time::Instant>, wait: bool) -> Result<bool> {
         loop {
-            // SAFETY: the id's live completion channel; the shim acks the
-            // event it reads.
-            if unsafe { ffi::rdmacm_shim_api_get_cq_event(p.channel.as_ptr()) } == 0 {
-                return Ok(true);
-            }
-            match Errno::last() {
+            // Acknowledged at once, so that destroying the CQ never waits.
+            let e = match p.get_cq_event() {
+                Ok(()) => {
+                    p.ack_cq_events(1);
+                    return Ok(true);
+                }
+                Err(e) => e,
+            };
+            match e {
                 Errno::EINTR => {}
                 Errno::EAGAIN if wait => {
-                    // SAFETY: the id's live completion channel.
-                    let fd = unsafe { ffi::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) };
-                    if !super::id::wait_readable(fd, deadline)? {
+                    if !super::id::wait_readable(p.channel_fd(), deadline)? {
                         return Ok(false);
                     }
                 }
@@ -1241,9 +1153,7 @@ impl<M: Mode> CmId<M> {
     /// Arms the CQ: the next completion makes the completion channel
     /// ([`CmId::cq_channel_fd`]) readable (`ibv_req_notify_cq`).
     pub fn req_notify_cq(&self) -> Result<()> {
-        let p = self.qp()?;
-        // SAFETY: the id's live CQ.
-        check(unsafe { ffi::rdmacm_shim_api_req_notify_cq(p.cq.as_ptr(), 0) })
+        self.qp()?.req_notify(false).map_err(errno)
     }
 
     /// Reads (and acknowledges) one event of the completion channel, after
@@ -1259,9 +1169,7 @@ impl<M: Mode> CmId<M> {
     /// an armed CQ), for poll or an async runtime. As
     /// [`CmId::cq_channel`], unborrowed.
     pub fn cq_channel_fd(&self) -> Result<std::os::fd::RawFd> {
-        let p = self.qp()?;
-        // SAFETY: the id's live completion channel.
-        Ok(unsafe { ffi::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) })
+        Ok(self.qp()?.channel_fd())
     }
 
     /// The completion channel's descriptor, borrowed from the id (open
@@ -1394,7 +1302,7 @@ mod tests {
         mr.as_mut_slice().unwrap()[..4].copy_from_slice(b"ping");
         assert_eq!(mr.as_slice().unwrap(), b"ping456789");
         let sge = mr.sge(2..6).unwrap();
-        assert_eq!((sge.addr(), sge.len(), sge.lkey), (at + 2, 4, 5));
+        assert_eq!((sge.addr(), sge.len(), sge.0.lkey()), (at + 2, 4, 5));
         assert!(mr.sge(8..11).is_err());
         let v = mr.into_inner().map_err(|(e, _)| e).unwrap();
         assert_eq!((v.as_ptr() as usize as u64, v.capacity(), &v[..]), (at, 64, &b"ping456789"[..]));
@@ -1461,6 +1369,9 @@ mod tests {
 
     #[test]
     fn sge_is_ibv_sge() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<AddressHandle>();
+        send_sync::<MemoryRegion>();
         assert_eq!(std::mem::size_of::<Sge>(), 16);
         assert_eq!(Access::REMOTE_WRITE.bits() | Access::LOCAL_WRITE.bits(), 3);
     }
