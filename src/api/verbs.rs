@@ -27,10 +27,14 @@
 //! * a region keeps its id, and so the id's PD and device, alive;
 //! * the QP, CQ and completion channel belong to the id (destroyed with it).
 //!
-//! This file is, like `rsocket::verbs`, the one place of its module tree
-//! with `unsafe` code: calls into libibverbs through the C shim
-//! (src/sys/api_shim.c), and the borrowed descriptors of the event and
-//! completion channels (`AsFd`), each with its `// SAFETY:` argument.
+//! The verbs calls themselves are the library's one data path
+//! (`crate::sys::verbs::data`, shared with rsockets); in unit tests they
+//! run over the rsocket tests' fake fabric instead (`Path`). This file
+//! is, like `rsocket::verbs`, the one place of its module tree with
+//! `unsafe` code: the promise that the id's verbs objects are live
+//! (`DataQp::new`), registration and address handles on the id's PD, the
+//! region's buffer as raw parts, and the borrowed descriptors of the event
+//! and completion channels (`AsFd`), each with its `// SAFETY:` argument.
 #![allow(unsafe_code)]
 
 use super::error::{errno, Error, Result};
@@ -1085,8 +1089,7 @@ impl std::fmt::Debug for AddressHandle {
 impl UdParam {
     /// The destination GID (meaningful when [`UdParam::is_global`]).
     pub fn dgid(&self) -> [u8; 16] {
-        // SAFETY: every member of union ibv_gid is plain bytes.
-        unsafe { self.raw.ah_attr.grh.dgid.raw }
+        crate::sys::verbs::gid_bytes(&self.raw.ah_attr.grh.dgid)
     }
 
     /// The remote end of a UD receive, to answer it

@@ -407,8 +407,7 @@ impl DataQp {
     /// GRH is used when the path leaves the subnet (hop limit above 1) and
     /// always on an Ethernet link.
     pub fn create_ah_from_path(&self, port: u8, path: &crate::abi::cma::ibv_sa_path_rec) -> Result<Ah, Errno> {
-        // SAFETY: every member of union ibv_gid is 16 plain bytes.
-        let (dgid, sgid) = unsafe { (path.dgid.raw, path.sgid.raw) };
+        let (dgid, sgid) = (super::gid_bytes(&path.dgid), super::gid_bytes(&path.sgid));
         // SAFETY: the PD is live; the GIDs are 16-byte locals.
         let ah = unsafe {
             ffi::rdmacm_shim_create_ah_from_path(self.pd.as_ptr(), port, dgid.as_ptr(), sgid.as_ptr(), u32::from_be(path.flow_label), path.hop_limit, path.traffic_class, u16::from_be(path.dlid), u16::from_be(path.slid), path.sl, path.rate)
