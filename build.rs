@@ -8,16 +8,15 @@ fn main() {
     println!("cargo:rerun-if-changed=src/sys/verbs_shim.c");
     println!("cargo:rerun-if-changed=src/sys/gid_shim.c");
     println!("cargo:rerun-if-changed=src/sys/cancel_shim.c");
-    println!("cargo:rerun-if-changed=src/sys/api_shim.c");
 
     // Small C shim for libibverbs' static inline functions and struct
-    // fields that would otherwise need the whole verbs.h in Rust.
+    // fields that would otherwise need the whole verbs.h in Rust: the
+    // connection manager's verbs calls and the one data path of the Rust
+    // API and rsockets (src/sys/verbs/).
     cc::Build::new()
         .file("src/sys/verbs_shim.c")
         .file("src/sys/gid_shim.c")
         .file("src/sys/cancel_shim.c")
-        // The data calls of the public Rust API (src/api/verbs.rs).
-        .file("src/sys/api_shim.c")
         .flag_if_supported("-Wall")
         .flag_if_supported("-Wextra")
         .flag("-fvisibility=hidden")

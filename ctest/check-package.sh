@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 CARGO=${CARGO:-cargo}
 fail(){ echo "check-package: $*" >&2; exit 1; }
 list=$($CARGO package -p rdmacm --allow-dirty --list 2>/dev/null) || fail "cargo package --list failed"
-for need in Cargo.toml build.rs src/lib.rs src/api/mod.rs src/internal.rs src/sys/verbs_shim.c src/sys/api_shim.c \
+for need in Cargo.toml build.rs src/lib.rs src/api/mod.rs src/internal.rs src/sys/verbs_shim.c \
             src/sys/gid_shim.c src/sys/cancel_shim.c COPYING.BSD COPYING.GPL2 README.md; do
     grep -qx "$need" <<<"$list" || fail "the package lacks $need"
 done

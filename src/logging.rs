@@ -83,6 +83,44 @@ pub fn init(read_var: fn(&CStr) -> Option<OsString>, open: fn(&OsStr) -> std::io
     });
 }
 
+/// Unit tests: the warnings of the `rdmacm` targets, kept in memory (the
+/// first call installs the logger for the test binary).
+#[cfg(test)]
+pub mod capture {
+    use super::*;
+
+    struct Capture(Mutex<Vec<String>>);
+
+    impl Log for Capture {
+        fn enabled(&self, m: &Metadata<'_>) -> bool {
+            m.level() <= log::Level::Warn && m.target().starts_with("rdmacm")
+        }
+        fn log(&self, r: &Record<'_>) {
+            if self.enabled(r.metadata()) {
+                self.0.lock().push(format!("{}", r.args()));
+            }
+        }
+        fn flush(&self) {}
+    }
+
+    static CAPTURE: OnceCell<&'static Capture> = OnceCell::new();
+
+    /// Starts capturing (once per test binary).
+    pub fn start() {
+        CAPTURE.get_or_init(|| {
+            let c: &'static Capture = Box::leak(Box::new(Capture(Mutex::new(Vec::new()))));
+            log::set_logger(c).expect("no other logger in unit tests");
+            log::set_max_level(LevelFilter::Warn);
+            c
+        });
+    }
+
+    /// The warnings captured so far that contain `s`.
+    pub fn lines_with(s: &str) -> Vec<String> {
+        CAPTURE.get().map(|c| c.0.lock().iter().filter(|l| l.contains(s)).cloned().collect()).unwrap_or_default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,8 +13,8 @@
 //!   key), checked against its bounds and remote-write right; a bad one
 //!   completes with a remote access error and both QPs go to error (their
 //!   posted receives flush);
-//! * a write with immediate and a send take one posted receive of the
-//!   peer; with none posted the operation, and every later one of that
+//! * a write with immediate and a send (with immediate or not) take one
+//!   posted receive of the peer; with none posted the operation, and every later one of that
 //!   end, waits until the peer posts one (RNR retry without limit, as
 //!   rsockets set their QPs up), or with [`FakeQp::rnr_error`] fails with
 //!   an RNR error completion and both QPs go to error;
@@ -53,6 +53,7 @@ pub const WC_RNR_RETRY_EXC_ERR: u32 = 13;
 const WR_RDMA_WRITE: c_int = 0;
 const WR_RDMA_WRITE_WITH_IMM: c_int = 1;
 const WR_SEND: c_int = 2;
+const WR_SEND_WITH_IMM: c_int = 3;
 
 /// Memory a registration covers: bounds-checked copies at offsets.
 pub trait Mem: Send + Sync {
@@ -92,6 +93,27 @@ pub struct FakeWc {
     pub status: u32,
     pub imm: Option<u32>,
     pub byte_len: u32,
+    /// `IBV_WC_*`: [`WC_SEND`], [`WC_RDMA_WRITE`], [`WC_RECV`],
+    /// [`WC_RECV_RDMA_WITH_IMM`].
+    pub opcode: u32,
+}
+
+/// `IBV_WC_SEND`.
+pub const WC_SEND: u32 = 0;
+/// `IBV_WC_RDMA_WRITE`.
+pub const WC_RDMA_WRITE: u32 = 1;
+/// `IBV_WC_RECV`.
+pub const WC_RECV: u32 = 128;
+/// `IBV_WC_RECV_RDMA_WITH_IMM`.
+pub const WC_RECV_RDMA_WITH_IMM: u32 = 129;
+
+/// The completion opcode of a send work request's `IBV_WR_*` opcode.
+fn wc_opcode(wr: c_int) -> u32 {
+    if matches!(wr, WR_RDMA_WRITE | WR_RDMA_WRITE_WITH_IMM) {
+        WC_RDMA_WRITE
+    } else {
+        WC_SEND
+    }
 }
 
 /// A scatter entry: (address, length, local key).
@@ -192,19 +214,20 @@ impl Inner {
         self.ends[side].error = true;
         let ops: Vec<_> = self.ends[side].pending.drain(..).collect();
         for op in ops {
-            self.complete(chan, side, FakeWc { wr_id: op.wr_id, status: WC_WR_FLUSH_ERR, imm: None, byte_len: 0 });
+            self.complete(chan, side, FakeWc { wr_id: op.wr_id, status: WC_WR_FLUSH_ERR, imm: None, byte_len: 0, opcode: wc_opcode(op.opcode) });
         }
         let recvs: Vec<_> = self.ends[side].recvs.drain(..).collect();
         for (wr_id, _) in recvs {
-            self.complete(chan, side, FakeWc { wr_id, status: WC_WR_FLUSH_ERR, imm: None, byte_len: 0 });
+            self.complete(chan, side, FakeWc { wr_id, status: WC_WR_FLUSH_ERR, imm: None, byte_len: 0, opcode: WC_RECV });
         }
     }
 
     /// Completes a send work request of `me` (reported when signalled or
     /// failed); an error moves both ends to error.
-    fn finish(&mut self, chan: &[Wake; 2], me: usize, wr_id: u64, signalled: bool, status: u32) {
+    #[allow(clippy::too_many_arguments)]
+    fn finish(&mut self, chan: &[Wake; 2], me: usize, wr_id: u64, signalled: bool, status: u32, opcode: c_int) {
         if signalled || status != WC_SUCCESS {
-            self.complete(chan, me, FakeWc { wr_id, status, imm: None, byte_len: 0 });
+            self.complete(chan, me, FakeWc { wr_id, status, imm: None, byte_len: 0, opcode: wc_opcode(opcode) });
         }
         if status != WC_SUCCESS {
             self.fail(chan, me);
@@ -235,41 +258,43 @@ impl Inner {
             Src::Bytes(b) => b,
             Src::Sges(s) => match self.gather(me, &FakeData::Sges(&s)) {
                 Some(b) => b,
-                None => return self.finish(chan, me, wr_id, signalled, WC_LOC_PROT_ERR),
+                None => return self.finish(chan, me, wr_id, signalled, WC_LOC_PROT_ERR, opcode),
             },
         };
-        if opcode != WR_SEND && !bytes.is_empty() {
+        let send = matches!(opcode, WR_SEND | WR_SEND_WITH_IMM);
+        if !send && !bytes.is_empty() {
             // A zero-length write names no memory (no key is checked).
             match self.region(peer, rkey, raddr, bytes.len(), true) {
                 Some((r, off)) => r.mem.write(off, &bytes),
-                None => return self.finish(chan, me, wr_id, signalled, WC_REM_ACCESS_ERR),
+                None => return self.finish(chan, me, wr_id, signalled, WC_REM_ACCESS_ERR, opcode),
             }
         }
         if opcode == WR_RDMA_WRITE {
-            return self.finish(chan, me, wr_id, signalled, WC_SUCCESS);
+            return self.finish(chan, me, wr_id, signalled, WC_SUCCESS, opcode);
         }
         let Some((rid, rsge)) = self.ends[peer].recvs.pop_front() else {
-            return self.finish(chan, me, wr_id, signalled, WC_RNR_RETRY_EXC_ERR);
+            return self.finish(chan, me, wr_id, signalled, WC_RNR_RETRY_EXC_ERR, opcode);
         };
-        if opcode == WR_SEND {
+        if send {
             let room = rsge.map_or(0, |s| s.1 as usize);
             if bytes.len() > room {
-                self.complete(chan, peer, FakeWc { wr_id: rid, status: WC_LOC_LEN_ERR, imm: None, byte_len: 0 });
-                return self.finish(chan, me, wr_id, signalled, WC_REM_ACCESS_ERR);
+                self.complete(chan, peer, FakeWc { wr_id: rid, status: WC_LOC_LEN_ERR, imm: None, byte_len: 0, opcode: WC_RECV });
+                return self.finish(chan, me, wr_id, signalled, WC_REM_ACCESS_ERR, opcode);
             }
             if let Some((addr, len, lkey)) = rsge {
                 match self.region(peer, lkey, addr, len as usize, false) {
                     Some((r, off)) => r.mem.write(off, &bytes),
                     None => {
-                        self.complete(chan, peer, FakeWc { wr_id: rid, status: WC_LOC_PROT_ERR, imm: None, byte_len: 0 });
-                        return self.finish(chan, me, wr_id, signalled, WC_REM_ACCESS_ERR);
+                        self.complete(chan, peer, FakeWc { wr_id: rid, status: WC_LOC_PROT_ERR, imm: None, byte_len: 0, opcode: WC_RECV });
+                        return self.finish(chan, me, wr_id, signalled, WC_REM_ACCESS_ERR, opcode);
                     }
                 }
             }
         }
-        let imm = (opcode == WR_RDMA_WRITE_WITH_IMM).then_some(imm);
-        self.complete(chan, peer, FakeWc { wr_id: rid, status: WC_SUCCESS, imm, byte_len: bytes.len() as u32 });
-        self.finish(chan, me, wr_id, signalled, WC_SUCCESS);
+        let imm = matches!(opcode, WR_RDMA_WRITE_WITH_IMM | WR_SEND_WITH_IMM).then_some(imm);
+        let rop = if opcode == WR_RDMA_WRITE_WITH_IMM { WC_RECV_RDMA_WITH_IMM } else { WC_RECV };
+        self.complete(chan, peer, FakeWc { wr_id: rid, status: WC_SUCCESS, imm, byte_len: bytes.len() as u32, opcode: rop });
+        self.finish(chan, me, wr_id, signalled, WC_SUCCESS, opcode);
     }
 
     /// The region of `key` covering `[addr, addr+len)` on `side`.
@@ -336,7 +361,11 @@ impl FakeMr {
     }
     /// Makes every later deregistration fail (as `ibv_dereg_mr` may).
     pub fn fail_release(&self) {
-        self.fail.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.set_release_fails(true);
+    }
+    /// Makes later deregistrations fail (true) or succeed again (false).
+    pub fn set_release_fails(&self, on: bool) {
+        self.fail.store(on, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -380,7 +409,7 @@ impl FakeQp {
     pub fn post_recv(&self, wr_id: u64, sge: Option<FakeSge>) -> Result<(), Errno> {
         let mut i = self.fab.inner.lock();
         if i.ends[self.side].error {
-            i.complete(&self.fab.chan, self.side, FakeWc { wr_id, status: WC_WR_FLUSH_ERR, imm: None, byte_len: 0 });
+            i.complete(&self.fab.chan, self.side, FakeWc { wr_id, status: WC_WR_FLUSH_ERR, imm: None, byte_len: 0, opcode: WC_RECV });
             return Ok(());
         }
         i.ends[self.side].recvs.push_back((wr_id, sge));
@@ -394,14 +423,14 @@ impl FakeQp {
     /// as rsockets' QPs are set up), unless [`FakeQp::rnr_error`] is set.
     #[allow(clippy::too_many_arguments)]
     pub fn post_send(&self, wr_id: u64, data: FakeData<'_>, opcode: c_int, signalled: bool, imm: u32, raddr: u64, rkey: u32) -> Result<(), Errno> {
-        if !matches!(opcode, WR_RDMA_WRITE | WR_RDMA_WRITE_WITH_IMM | WR_SEND) {
+        if !matches!(opcode, WR_RDMA_WRITE | WR_RDMA_WRITE_WITH_IMM | WR_SEND | WR_SEND_WITH_IMM) {
             return Err(Errno::EINVAL);
         }
         let chan = &self.fab.chan;
         let me = self.side;
         let mut i = self.fab.inner.lock();
         if i.ends[me].error {
-            i.complete(chan, me, FakeWc { wr_id, status: WC_WR_FLUSH_ERR, imm: None, byte_len: 0 });
+            i.complete(chan, me, FakeWc { wr_id, status: WC_WR_FLUSH_ERR, imm: None, byte_len: 0, opcode: wc_opcode(opcode) });
             return Ok(());
         }
         // Inline bytes are copied now; registered memory is read when the

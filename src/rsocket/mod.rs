@@ -108,7 +108,7 @@ pub mod dgram_udp;
 pub mod dgram_wire;
 pub mod epoll;
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 pub mod fdmap;
 pub mod guard;
 pub mod iomap;

@@ -2,7 +2,9 @@
 //! System calls: every foreign call of the library.  The ucma device (its
 //! typed command protocol and the kernel transport behind the [`ucma::Ucma`]
 //! trait), libibverbs (with the C shim for its `static inline`
-//! functions), libc's name service ([`netdb`]: getaddrinfo behind an owning
+//! functions: the connection manager's calls in [`verbs`], and
+//! [`verbs::data`], the one data path of the Rust API and rsockets:
+//! posts, polls, registrations, address handles), libc's name service ([`netdb`]: getaddrinfo behind an owning
 //! list) and the few socket and environment calls std does not offer
 //! safely ([`unix`]: send without SIGPIPE, `secure_getenv`), and the global
 //! allocator ([`alloc`]: libc malloc, fallible `Arc`/`Box`), and the fork

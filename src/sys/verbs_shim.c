@@ -152,14 +152,25 @@ int rdmacm_shim_close_xrcd(struct ibv_xrcd *xrcd)
 	return ibv_close_xrcd(xrcd);
 }
 
-/* --- rsockets (src/core/rsocket/verbs.rs) --- */
+/* The device of a verbs context (NULL in memory that is no open context,
+ * such as zeroed memory: ibv_gid_reachable's argument check). */
+struct ibv_device *rdmacm_shim_context_device(struct ibv_context *ctx)
+{
+	return ctx->device;
+}
+
+/* --- the data path (src/sys/verbs/data.rs): the Rust API and rsockets --- */
 
 #include <endian.h>
+#include <errno.h>
+#include <string.h>
 
-int rdmacm_shim_rs_post_send(struct ibv_qp *qp, uint64_t wr_id,
-			     struct ibv_sge *sgl, int nsge, int opcode,
-			     int send_flags, uint32_t imm_host,
-			     uint64_t raddr, uint32_t rkey)
+/* One send work request; imm_host is the immediate data in host order: it
+ * goes on the wire big-endian (imm_data is __be32). */
+int rdmacm_shim_post_send(struct ibv_qp *qp, uint64_t wr_id,
+			  struct ibv_sge *sgl, int nsge, int opcode,
+			  int send_flags, uint32_t imm_host,
+			  uint64_t raddr, uint32_t rkey)
 {
 	struct ibv_send_wr wr = {0}, *bad;
 
@@ -174,8 +185,8 @@ int rdmacm_shim_rs_post_send(struct ibv_qp *qp, uint64_t wr_id,
 	return ibv_post_send(qp, &wr, &bad);
 }
 
-int rdmacm_shim_rs_post_recv(struct ibv_qp *qp, uint64_t wr_id,
-			     struct ibv_sge *sgl, int nsge)
+int rdmacm_shim_post_recv(struct ibv_qp *qp, uint64_t wr_id,
+			  struct ibv_sge *sgl, int nsge)
 {
 	struct ibv_recv_wr wr = {0}, *bad;
 
@@ -185,20 +196,44 @@ int rdmacm_shim_rs_post_recv(struct ibv_qp *qp, uint64_t wr_id,
 	return ibv_post_recv(qp, &wr, &bad);
 }
 
-/* Up to n completions at once (a stream's poll takes what is there in one
- * call): the count, 0 when the CQ is empty, <0 on error. */
-struct rdmacm_rs_wc {
+/* A UD send (IBV_WR_SEND, or IBV_WR_SEND_WITH_IMM when with_imm) to
+ * remote_qpn behind ah, immediate data in host order as above. */
+int rdmacm_shim_post_ud_send(struct ibv_qp *qp, uint64_t wr_id,
+			     struct ibv_sge *sgl, int nsge, int send_flags,
+			     struct ibv_ah *ah, uint32_t remote_qpn,
+			     uint32_t remote_qkey, int with_imm,
+			     uint32_t imm_host)
+{
+	struct ibv_send_wr wr = {0}, *bad;
+
+	wr.wr_id = wr_id;
+	wr.sg_list = sgl;
+	wr.num_sge = nsge;
+	wr.opcode = with_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+	if (with_imm)
+		wr.imm_data = htobe32(imm_host);
+	wr.send_flags = send_flags;
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = remote_qpn;
+	wr.wr.ud.remote_qkey = remote_qkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+/* A stream's batch poll: only what it reads of each completion. */
+struct rdmacm_wc_brief {
 	uint64_t wr_id;
 	uint32_t status;
 	uint32_t has_imm;	/* 1 when it carries immediate data */
 	uint32_t imm;		/* the immediate data in host order */
 	uint32_t pad;
 };
-/* src/rsocket/verbs.rs `Wc` mirrors it */
-_Static_assert(sizeof(struct rdmacm_rs_wc) == 24 && offsetof(struct rdmacm_rs_wc, imm) == 16,
-	       "struct rdmacm_rs_wc changed: change Wc in src/rsocket/verbs.rs too");
+/* WcBrief in src/sys/verbs/data.rs mirrors it */
+_Static_assert(sizeof(struct rdmacm_wc_brief) == 24 && offsetof(struct rdmacm_wc_brief, imm) == 16,
+	       "struct rdmacm_wc_brief changed: change WcBrief in src/sys/verbs/data.rs too");
 
-int rdmacm_shim_rs_poll_cq_n(struct ibv_cq *cq, int n, struct rdmacm_rs_wc *out)
+/* Up to n (at most 8) completions at once: the count, 0 when the CQ is
+ * empty, <0 on error. */
+int rdmacm_shim_poll_cq_brief(struct ibv_cq *cq, int n, struct rdmacm_wc_brief *out)
 {
 	struct ibv_wc wc[8];
 	int ret, i;
@@ -216,12 +251,61 @@ int rdmacm_shim_rs_poll_cq_n(struct ibv_cq *cq, int n, struct rdmacm_rs_wc *out)
 	return ret;
 }
 
-int rdmacm_shim_rs_req_notify_cq(struct ibv_cq *cq)
+/* One work completion with every field a client reads. */
+struct rdmacm_wc {
+	uint64_t wr_id;
+	uint32_t status;
+	uint32_t opcode;
+	uint32_t vendor_err;
+	uint32_t byte_len;
+	uint32_t imm_host;	/* immediate data, host order (valid with IBV_WC_WITH_IMM) */
+	uint32_t wc_flags;
+	uint32_t qp_num;
+	uint32_t src_qp;
+	uint16_t slid;
+	uint16_t pkey_index;
+	uint8_t sl;
+	uint8_t dlid_path_bits;
+};
+/* Wc in src/sys/verbs/data.rs mirrors it */
+_Static_assert(sizeof(struct rdmacm_wc) == 48 && offsetof(struct rdmacm_wc, slid) == 40,
+	       "struct rdmacm_wc changed: change Wc in src/sys/verbs/data.rs too");
+
+/* Up to n (at most 16) completions into out: their count, or <0. */
+int rdmacm_shim_poll_cq(struct ibv_cq *cq, struct rdmacm_wc *out, int n)
 {
-	return ibv_req_notify_cq(cq, 0);
+	struct ibv_wc wc[16];
+	int i, got;
+
+	if (n > 16)
+		n = 16;
+	got = ibv_poll_cq(cq, n, wc);
+	for (i = 0; i < got; i++) {
+		memset(&out[i], 0, sizeof(out[i]));
+		out[i].wr_id = wc[i].wr_id;
+		out[i].status = wc[i].status;
+		out[i].opcode = wc[i].opcode;
+		out[i].vendor_err = wc[i].vendor_err;
+		out[i].byte_len = wc[i].byte_len;
+		out[i].imm_host = be32toh(wc[i].imm_data);
+		out[i].wc_flags = wc[i].wc_flags;
+		out[i].qp_num = wc[i].qp_num;
+		out[i].src_qp = wc[i].src_qp;
+		out[i].slid = wc[i].slid;
+		out[i].pkey_index = wc[i].pkey_index;
+		out[i].sl = wc[i].sl;
+		out[i].dlid_path_bits = wc[i].dlid_path_bits;
+	}
+	return got;
 }
 
-int rdmacm_shim_rs_get_cq_event(struct ibv_comp_channel *ch)
+int rdmacm_shim_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	return ibv_req_notify_cq(cq, solicited_only);
+}
+
+/* One event of the completion channel, not acknowledged. */
+int rdmacm_shim_get_cq_event(struct ibv_comp_channel *ch)
 {
 	struct ibv_cq *cq;
 	void *ctx;
@@ -231,108 +315,78 @@ int rdmacm_shim_rs_get_cq_event(struct ibv_comp_channel *ch)
 
 int rdmacm_rs_wait_call(int (*fn)(void *), void *arg);
 
-static int rs_get_cq_event_arg(void *ch)
+static int get_cq_event_arg(void *ch)
 {
-	return rdmacm_shim_rs_get_cq_event(ch);
+	return rdmacm_shim_get_cq_event(ch);
 }
 
 /* ibv_get_cq_event on a blocking channel, the thread cancellable in it as
  * in any wait of ours (src/sys/cancel_shim.c): -1/ECANCELED then. */
-int rdmacm_shim_rs_wait_cq_event(struct ibv_comp_channel *ch)
+int rdmacm_shim_wait_cq_event(struct ibv_comp_channel *ch)
 {
-	return rdmacm_rs_wait_call(rs_get_cq_event_arg, ch);
+	return rdmacm_rs_wait_call(get_cq_event_arg, ch);
 }
 
-void rdmacm_shim_rs_ack_cq_events(struct ibv_cq *cq, unsigned int n)
+void rdmacm_shim_ack_cq_events(struct ibv_cq *cq, unsigned int n)
 {
 	ibv_ack_cq_events(cq, n);
 }
 
-int rdmacm_shim_rs_channel_fd(struct ibv_comp_channel *ch)
+int rdmacm_shim_channel_fd(struct ibv_comp_channel *ch)
 {
 	return ch->fd;
 }
 
-struct ibv_mr *rdmacm_shim_rs_reg_mr(struct ibv_pd *pd, void *addr,
-				     size_t len, int remote_write)
+uint32_t rdmacm_shim_qp_num(struct ibv_qp *qp)
 {
-	int access = IBV_ACCESS_LOCAL_WRITE;
+	return qp->qp_num;
+}
 
-	if (remote_write)
-		access |= IBV_ACCESS_REMOTE_WRITE;
+/* The QP's qkey (ibv_query_qp with IBV_QP_QKEY): 0, or an errno value. */
+int rdmacm_shim_query_qkey(struct ibv_qp *qp, uint32_t *qkey)
+{
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+	int ret;
+
+	memset(&attr, 0, sizeof(attr));
+	ret = ibv_query_qp(qp, &attr, IBV_QP_QKEY, &init);
+	if (ret == 0)
+		*qkey = attr.qkey;
+	return ret;
+}
+
+struct ibv_mr *rdmacm_shim_reg_mr(struct ibv_pd *pd, void *addr,
+				  size_t len, int access)
+{
 	return ibv_reg_mr(pd, addr, len, access);
 }
 
-void rdmacm_shim_rs_mr_keys(struct ibv_mr *mr, uint32_t *lkey, uint32_t *rkey)
+void rdmacm_shim_mr_keys(struct ibv_mr *mr, uint32_t *lkey, uint32_t *rkey)
 {
 	*lkey = mr->lkey;
 	*rkey = mr->rkey;
 }
 
-int rdmacm_shim_rs_dereg_mr(struct ibv_mr *mr)
+int rdmacm_shim_dereg_mr(struct ibv_mr *mr)
 {
 	return ibv_dereg_mr(mr);
 }
 
-/* The device of a verbs context (NULL in memory that is no open context,
- * such as zeroed memory: ibv_gid_reachable's argument check). */
-struct ibv_device *rdmacm_shim_context_device(struct ibv_context *ctx)
+struct ibv_ah *rdmacm_shim_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
-	return ctx->device;
-}
-
-/* --- datagram rsockets (src/rsocket/dgram.rs through src/rsocket/verbs.rs) --- */
-#include <string.h>
-
-/* One completion with its length: 1 and the fields, 0 when the CQ is empty,
- * <0 on error. out[0] = status, out[1] = byte_len, out[2] = 1 for a receive. */
-int rdmacm_shim_rs_poll_cq_len(struct ibv_cq *cq, uint64_t *wr_id, uint32_t *out)
-{
-	struct ibv_wc wc;
-	int ret = ibv_poll_cq(cq, 1, &wc);
-
-	if (ret <= 0)
-		return ret;
-	*wr_id = wc.wr_id;
-	out[0] = wc.status;
-	out[1] = wc.byte_len;
-	out[2] = (wc.opcode & IBV_WC_RECV) ? 1 : 0;
-	return 1;
-}
-
-/* A send on a UD QP to (ah, remote_qpn, qkey), one SGE. */
-int rdmacm_shim_rs_post_ud_send(struct ibv_qp *qp, uint64_t wr_id,
-				struct ibv_sge *sge, int send_flags,
-				struct ibv_ah *ah, uint32_t remote_qpn,
-				uint32_t qkey)
-{
-	struct ibv_send_wr wr = {0}, *bad;
-
-	wr.wr_id = wr_id;
-	wr.sg_list = sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = send_flags;
-	wr.wr.ud.ah = ah;
-	wr.wr.ud.remote_qpn = remote_qpn;
-	wr.wr.ud.remote_qkey = qkey;
-	return ibv_post_send(qp, &wr, &bad);
-}
-
-uint32_t rdmacm_shim_rs_qp_num(struct ibv_qp *qp)
-{
-	return qp->qp_num;
+	return ibv_create_ah(pd, attr);
 }
 
 /* An address handle from a resolved path record's fields (host order).
  * The GRH is used when the path leaves the subnet (hop_limit > 1) and
  * always on an Ethernet link (RoCE needs it); the source GID's index is
  * looked up among the port's first 16 entries (0 when not found). */
-struct ibv_ah *rdmacm_shim_rs_create_ah(struct ibv_pd *pd, uint8_t port,
-					const uint8_t *dgid, const uint8_t *sgid,
-					uint32_t flow_label, uint8_t hop_limit,
-					uint8_t traffic_class, uint16_t dlid,
-					uint16_t slid, uint8_t sl, uint8_t rate)
+struct ibv_ah *rdmacm_shim_create_ah_from_path(struct ibv_pd *pd, uint8_t port,
+					       const uint8_t *dgid, const uint8_t *sgid,
+					       uint32_t flow_label, uint8_t hop_limit,
+					       uint8_t traffic_class, uint16_t dlid,
+					       uint16_t slid, uint8_t sl, uint8_t rate)
 {
 	struct ibv_port_attr pattr;
 	struct ibv_ah_attr attr;
@@ -367,7 +421,37 @@ struct ibv_ah *rdmacm_shim_rs_create_ah(struct ibv_pd *pd, uint8_t port,
 	return ibv_create_ah(pd, &attr);
 }
 
-int rdmacm_shim_rs_destroy_ah(struct ibv_ah *ah)
+int rdmacm_shim_destroy_ah(struct ibv_ah *ah)
 {
 	return ibv_destroy_ah(ah);
+}
+
+/* The address vector back to the sender of a received UD datagram
+ * (libibverbs' ibv_init_ah_from_wc): from the completion's fields and the
+ * 40 bytes the receive buffer starts with (the GRH, or on RoCEv2 over IPv4
+ * the IP header in its last 20 bytes).  0, or -1 with errno. */
+int rdmacm_shim_init_ah_from_wc(struct ibv_context *ctx, uint8_t port_num,
+				const struct rdmacm_wc *w,
+				const void *grh40, struct ibv_ah_attr *out)
+{
+	struct ibv_wc wc;
+	struct ibv_grh grh;
+
+	_Static_assert(sizeof(struct ibv_grh) == 40, "the GRH is 40 bytes");
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = w->wr_id;
+	wc.status = w->status;
+	wc.opcode = w->opcode;
+	wc.byte_len = w->byte_len;
+	wc.imm_data = htobe32(w->imm_host);
+	wc.wc_flags = w->wc_flags;
+	wc.qp_num = w->qp_num;
+	wc.src_qp = w->src_qp;
+	wc.slid = w->slid;
+	wc.pkey_index = w->pkey_index;
+	wc.sl = w->sl;
+	wc.dlid_path_bits = w->dlid_path_bits;
+	memcpy(&grh, grh40, sizeof(grh));
+	errno = 0;
+	return ibv_init_ah_from_wc(ctx, port_num, &wc, &grh, out) ? -1 : 0;
 }

@@ -12,8 +12,8 @@
 //! * [`Sge`]: a scatter entry; only a [`RegBuf`] makes one with a key, so
 //!   the device checks every access against a live registration.
 
-use crate::abi::cma::ibv_pd;
 use crate::cma::api::CmId;
+use crate::sys::verbs::data::{self as dp, DataQp};
 use nix::errno::Errno;
 use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
@@ -21,52 +21,13 @@ use std::sync::Arc;
 #[cfg(test)]
 use super::super::fake::{FakeMr, FakeQp};
 
-// (cbindgen: not exported)
-extern "C" {
-    fn rdmacm_shim_rs_reg_mr(pd: *mut ibv_pd, addr: *mut c_void, len: usize, remote_write: c_int) -> *mut IbvMr;
-    fn rdmacm_shim_rs_mr_keys(mr: *mut IbvMr, lkey: *mut u32, rkey: *mut u32);
-    fn rdmacm_shim_rs_dereg_mr(mr: *mut IbvMr) -> c_int;
-}
+/// `struct ibv_sge`, made with a key by [`RegBuf::sge`] only.
+pub use dp::Sge;
 
-/// `struct ibv_sge`, made by [`RegBuf::sge`].
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct Sge {
-    pub(super) addr: u64,
-    pub(super) length: u32,
-    pub(super) lkey: u32,
-}
-
-impl Sge {
-    pub fn addr(&self) -> u64 {
-        self.addr
-    }
-    pub fn length(&self) -> u32 {
-        self.length
-    }
-}
-
-/// Opaque `struct ibv_mr`.
-#[repr(C)]
-struct IbvMr {
-    _private: [u8; 0],
-}
-
-/// # Safety
-/// `pd` is live; `[addr, addr+len)` stays allocated until the MR is deregistered.
-unsafe fn reg_mr(pd: NonNull<ibv_pd>, addr: *mut u8, len: usize, remote_write: bool) -> Result<(NonNull<IbvMr>, u32, u32), Errno> {
-    // SAFETY: the caller's contract.
-    let mr = unsafe { rdmacm_shim_rs_reg_mr(pd.as_ptr(), addr as *mut c_void, len, remote_write as c_int) };
-    let Some(mr) = NonNull::new(mr) else {
-        return Err(match Errno::last() {
-            Errno::UnknownErrno => Errno::ENOMEM,
-            e => e,
-        });
-    };
-    let (mut l, mut r) = (0u32, 0u32);
-    // SAFETY: mr was just created.
-    unsafe { rdmacm_shim_rs_mr_keys(mr.as_ptr(), &mut l, &mut r) };
-    Ok((mr, l, r))
+/// The access rights of a stream's registrations: local write, plus remote
+/// write when asked.
+fn access(remote_write: bool) -> c_int {
+    dp::ACCESS_LOCAL_WRITE | if remote_write { dp::ACCESS_REMOTE_WRITE } else { 0 }
 }
 
 /// A zeroed allocation of whole pages covering `len` bytes (freed with free()).
@@ -92,34 +53,28 @@ pub struct RegBuf {
     reg: Reg,
     ptr: NonNull<u8>,
     len: usize,
-    lkey: u32,
     rkey: u32,
 }
 
 /// A memory registration: a real MR (which keeps the id, so the PD,
 /// alive) or, in unit tests, one on a fake fabric.
 enum Reg {
-    Real { _id: Arc<CmId>, mr: NonNull<IbvMr> },
+    Real { mr: dp::Mr, _id: Arc<CmId> },
     #[cfg(test)]
     Fake(FakeMr),
 }
 
 impl Reg {
-    /// Deregisters; called exactly once, by the owner's Drop, before the
-    /// memory may go. False when the deregistration failed: the device may
-    /// still reach the memory, so it must not be freed (it is leaked, and
-    /// a warning logged: the policy of the Rust API's `MemoryRegion` too).
-    fn release(&self) -> bool {
-        let ok = match self {
-            // SAFETY: the MR came from reg_mr and is deregistered once.
-            Reg::Real { mr, .. } => unsafe { rdmacm_shim_rs_dereg_mr(mr.as_ptr()) == 0 },
+    /// Deregisters; called by the owner's Drop, before the memory may go.
+    /// False when the deregistration failed: the device may still reach
+    /// the memory, so it must not be freed (the library's one policy,
+    /// `Mr::release`: leaked, a warning logged).
+    fn release(&mut self, what: &str) -> bool {
+        match self {
+            Reg::Real { mr, .. } => mr.release(what),
             #[cfg(test)]
-            Reg::Fake(m) => m.release(),
-        };
-        if !ok {
-            log::warn!(target: "rdmacm", "ibv_dereg_mr failed: the registered memory is leaked");
+            Reg::Fake(m) => dp::release_or_leak(if m.release() { Ok(()) } else { Err(Errno::EBUSY) }, what, 0),
         }
-        ok
     }
 }
 
@@ -138,16 +93,17 @@ unsafe impl Send for RegBuf {}
 unsafe impl Sync for RegBuf {}
 
 impl RegBuf {
-    pub(super) fn new(id: &Arc<CmId>, pd: NonNull<ibv_pd>, len: usize, remote_write: bool) -> Result<RegBuf, Errno> {
+    pub(super) fn new(id: &Arc<CmId>, q: &DataQp, len: usize, remote_write: bool) -> Result<RegBuf, Errno> {
         let len = len.max(1);
         // Whole pages, page-aligned (as upstream): with RDMAV_FORK_SAFE set,
         // libibverbs marks the registered pages MADV_DONTFORK, which must not
         // take heap data of others into a child's hole.
         let ptr = page_alloc(len)?;
-        // SAFETY: the PD is live (we hold the id); the buffer stays until
-        // Drop, which deregisters first.
-        match unsafe { reg_mr(pd, ptr.as_ptr(), len, remote_write) } {
-            Ok((mr, lkey, rkey)) => Ok(RegBuf { reg: Reg::Real { _id: id.clone(), mr }, ptr, len, lkey, rkey }),
+        // SAFETY: the PD is live (we hold the id, and the registration
+        // holds it too); the buffer stays until Drop, which deregisters
+        // first.
+        match unsafe { q.reg_mr(ptr.as_ptr(), len, access(remote_write)) } {
+            Ok(mr) => Ok(RegBuf { rkey: mr.rkey(), reg: Reg::Real { mr, _id: id.clone() }, ptr, len }),
             Err(e) => {
                 // SAFETY: from posix_memalign above, never registered.
                 unsafe { libc::free(ptr.as_ptr() as *mut c_void) };
@@ -177,9 +133,13 @@ impl RegBuf {
     }
 
     /// A keyed scatter entry for `[off, off+len)`.
+    #[inline]
     pub fn sge(&self, off: usize, len: u32) -> Sge {
-        let p = self.range(off, len as usize);
-        Sge { addr: p as u64, length: len, lkey: self.lkey }
+        match &self.reg {
+            Reg::Real { mr, .. } => mr.sge(off, len).expect("RegBuf access out of bounds"),
+            #[cfg(test)]
+            Reg::Fake(m) => Sge::fake(self.range(off, len as usize) as u64, len, m.key()),
+        }
     }
 
     /// Copies `data` into the buffer at `off`.
@@ -290,7 +250,7 @@ impl Drop for RegBuf {
         // The MR covers our buffer; after it is gone the device cannot
         // touch the memory, which is then freed once. While it is there
         // (a failed deregistration) the memory stays: leaked.
-        if !self.reg.release() {
+        if !self.reg.release("a stream buffer") {
             return;
         }
         // SAFETY: from posix_memalign (page_alloc), freed once, no longer registered.
@@ -347,11 +307,12 @@ unsafe impl Send for UserMr {}
 
 impl UserMr {
     /// Registers the caller's buffer `b` on `pd` (the id's, kept alive).
-    pub(super) fn new(id: &Arc<CmId>, pd: NonNull<ibv_pd>, b: UserBuf, remote_write: bool) -> Result<UserMr, Errno> {
-        // SAFETY: the PD is live (we hold the id); UserBuf's contract keeps
-        // the memory allocated until the returned registration is dropped.
-        let (mr, _, rkey) = unsafe { reg_mr(pd, b.ptr, b.len, remote_write)? };
-        Ok(UserMr { reg: Reg::Real { _id: id.clone(), mr }, rkey, addr: b.ptr as u64, len: b.len })
+    pub(super) fn new(id: &Arc<CmId>, q: &DataQp, b: UserBuf, remote_write: bool) -> Result<UserMr, Errno> {
+        // SAFETY: the PD is live (we hold the id, and the registration
+        // holds it too); UserBuf's contract keeps the memory allocated
+        // until the returned registration is dropped.
+        let mr = unsafe { q.reg_mr(b.ptr, b.len, access(remote_write))? };
+        Ok(UserMr { rkey: mr.rkey(), reg: Reg::Real { mr, _id: id.clone() }, addr: b.ptr as u64, len: b.len })
     }
 
     /// Registers `b` on a fake fabric (unit tests).
@@ -381,7 +342,7 @@ impl Drop for UserMr {
     fn drop(&mut self) {
         // The memory is the caller's (riomap's C contract): a failed
         // deregistration can only be logged.
-        self.reg.release();
+        self.reg.release("a riomap registration");
     }
 }
 
@@ -431,7 +392,7 @@ impl RegBuf {
         let mem = Arc::new(RawMem { ptr: ptr.as_ptr(), len, _keep: None });
         let mr = q.reg(mem, ptr.as_ptr() as u64, remote_write);
         let key = mr.key();
-        Ok(RegBuf { reg: Reg::Fake(mr), ptr, len, lkey: key, rkey: key })
+        Ok(RegBuf { reg: Reg::Fake(mr), ptr, len, rkey: key })
     }
 }
 

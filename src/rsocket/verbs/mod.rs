@@ -1,21 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-//! The verbs the rsocket data path uses, behind safe types: every foreign
-//! call and raw pointer of the stream code is here.
+//! The verbs the rsocket data path uses, behind safe types, over the
+//! library's one verbs data path (`crate::sys::verbs::data`, shared with
+//! the Rust API): the raw pointers of the stream code stay there.
 //!
 //! * [`Qp`]: the connection's QP, CQ and completion channel (owned by a
 //!   [`CmId`], which it keeps alive); post, poll, arm, read CQ events.
 //! * registered memory, in [`mem`]: [`RegBuf`] (the stream's buffers),
 //!   [`UserMr`] (riomap's registrations), [`Sge`] (keyed scatter entries).
-//!
-//! Most calls go through the C shim (src/verbs_shim.c) because they are
-//! static inline in <infiniband/verbs.h>.
-// The one place of the rsocket code that may use unsafe (the parent denies it).
+// The one place of the rsocket code that may use unsafe (the parent denies
+// it): vouching for the id's verbs objects, and registered memory (mem).
 #![allow(unsafe_code)]
 
-use crate::cma::api::{CmId, QpCaps, QpPtrs};
+use crate::cma::api::{CmId, QpCaps};
+use crate::sys::verbs::data::{self as dp, DataQp};
 use nix::errno::Errno;
 use std::ffi::c_int;
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use crate::sys::rsock::set_nonblock;
@@ -25,95 +24,19 @@ pub use mem::{RegBuf, Sge, UserBuf, UserMr};
 #[cfg(test)]
 pub use mem::TestMem;
 
-/// `IBV_WR_RDMA_WRITE`.
-pub const WR_RDMA_WRITE: c_int = 0;
-/// `IBV_WR_RDMA_WRITE_WITH_IMM`.
-pub const WR_RDMA_WRITE_WITH_IMM: c_int = 1;
-/// `IBV_WR_SEND`.
-pub const WR_SEND: c_int = 2;
-/// `IBV_SEND_INLINE`.
-pub const SEND_INLINE: c_int = 8;
+pub use dp::{Data, SEND_INLINE, WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND};
 /// `IBV_SEND_SIGNALED`: [`Qp::post_send`] sets it unless told
 /// [`UNSIGNALLED`] (a stream's QP signals only the sends that ask).
-const SEND_SIGNALED: c_int = 2;
+use dp::SEND_SIGNALED;
 /// Ours, for [`Qp::post_send`]: the send goes without a completion of its
 /// own (unless it fails); never passed to the device.
 pub const UNSIGNALLED: c_int = 1 << 30;
 
-/// What a send work request carries.
-pub enum Data<'a> {
-    /// Nothing (a zero-length write with immediate).
-    None,
-    /// Bytes copied by the provider while posting (IBV_SEND_INLINE).
-    Inline(&'a [u8]),
-    /// Registered memory (the device reads it later, checked by its key).
-    Reg(&'a [Sge]),
-}
-
-/// cbindgen:ignore
-mod sys {
-    use crate::abi::cma::{ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp};
-    use crate::rsocket::verbs::{IbvAh, Sge, Wc};
-    use std::ffi::c_int;
-    extern "C" {
-        pub(super) fn rdmacm_shim_rs_post_send(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int, opcode: c_int, flags: c_int, imm: u32, raddr: u64, rkey: u32) -> c_int;
-        pub(super) fn rdmacm_shim_rs_post_recv(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int) -> c_int;
-        pub(super) fn rdmacm_shim_rs_poll_cq_n(cq: *mut ibv_cq, n: c_int, out: *mut Wc) -> c_int;
-        pub(super) fn rdmacm_shim_rs_req_notify_cq(cq: *mut ibv_cq) -> c_int;
-        pub(super) fn rdmacm_shim_rs_get_cq_event(ch: *mut ibv_comp_channel) -> c_int;
-        pub(super) fn rdmacm_shim_rs_wait_cq_event(ch: *mut ibv_comp_channel) -> c_int;
-        pub(super) fn rdmacm_shim_rs_ack_cq_events(cq: *mut ibv_cq, n: u32);
-        pub(super) fn rdmacm_shim_rs_channel_fd(ch: *mut ibv_comp_channel) -> c_int;
-        pub(super) fn rdmacm_shim_rs_poll_cq_len(cq: *mut ibv_cq, wr_id: *mut u64, out: *mut u32) -> c_int;
-        pub(super) fn rdmacm_shim_rs_post_ud_send(qp: *mut ibv_qp, wr_id: u64, sge: *mut Sge, flags: c_int, ah: *mut IbvAh, qpn: u32, qkey: u32) -> c_int;
-        pub(super) fn rdmacm_shim_rs_qp_num(qp: *mut ibv_qp) -> u32;
-        #[allow(clippy::too_many_arguments)]
-        pub(super) fn rdmacm_shim_rs_create_ah(pd: *mut ibv_pd, port: u8, dgid: *const u8, sgid: *const u8, flow_label: u32, hop_limit: u8, traffic_class: u8, dlid: u16, slid: u16, sl: u8, rate: u8) -> *mut IbvAh;
-        pub(super) fn rdmacm_shim_rs_destroy_ah(ah: *mut IbvAh) -> c_int;
-    }
-}
-
-/// A verbs return value (0 or an errno value, or -1 with errno) as a
-/// Result, by the library's one rule.
-fn check(ret: c_int) -> Result<(), Errno> {
-    crate::sys::verbs::check(ret)
-}
-
-/// One work completion (`struct rdmacm_rs_wc` of src/sys/verbs_shim.c: the
-/// batch poll writes these directly).
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-pub struct Wc {
-    pub wr_id: u64,
-    pub status: u32,
-    has_imm: u32,
-    imm: u32,
-    pad: u32,
-}
-
-impl Wc {
-    /// (The fake fabric's completions; the real ones come from the shim.)
-    #[cfg(test)]
-    pub fn new(wr_id: u64, status: u32, imm: Option<u32>) -> Wc {
-        Wc { wr_id, status, has_imm: imm.is_some() as u32, imm: imm.unwrap_or(0), pad: 0 }
-    }
-
-    /// The immediate data, if it carries any.
-    #[inline]
-    pub fn imm(&self) -> Option<u32> {
-        if self.has_imm != 0 {
-            Some(self.imm)
-        } else {
-            None
-        }
-    }
-}
-
-// The shim's struct rdmacm_rs_wc (it asserts the same of its side).
-const _: () = assert!(std::mem::size_of::<Wc>() == 24 && std::mem::offset_of!(Wc, status) == 8 && std::mem::offset_of!(Wc, has_imm) == 12 && std::mem::offset_of!(Wc, imm) == 16);
+/// One work completion as a stream's batch poll reads it.
+pub use dp::WcBrief as Wc;
 
 /// Completions one poll takes at most ([`Qp::poll_many`]).
-pub const POLL_BATCH: usize = 8;
+pub use dp::POLL_BATCH;
 
 /// The connection's QP, CQ and (non-blocking) completion channel: a real
 /// one, or in unit tests one end of a fake fabric (see [`super::fake`];
@@ -131,7 +54,7 @@ enum QpKind {
 struct RealQp {
     /// Keeps the QP, CQ and channel alive (the id destroys them).
     id: Arc<CmId>,
-    p: QpPtrs,
+    q: DataQp,
     chan_fd: c_int,
     /// The channel is in blocking mode (see [`Qp::set_channel_blocking`]).
     chan_blocking: AtomicBool,
@@ -141,16 +64,6 @@ struct RealQp {
     unacked: AtomicU32,
     ack_batch: u32,
 }
-
-// SAFETY: the handles are used only through &self/&mut self of this owner;
-// libibverbs objects may be used from any thread.
-unsafe impl Send for RealQp {}
-// SAFETY: a stream's sender and receiver post at the same time, and one of
-// them polls the CQ, as upstream's threads do: libibverbs makes
-// ibv_post_send, ibv_post_recv, ibv_poll_cq, ibv_req_notify_cq and
-// reading the completion channel safe from several threads (the provider
-// locks its queues); the only field that changes, `unacked`, is atomic.
-unsafe impl Sync for RealQp {}
 
 #[cfg(test)]
 use super::fake::{FakeData, FakeQp};
@@ -225,7 +138,7 @@ impl Qp {
                             return Err(Errno::EINVAL);
                         }
                         for (t, g) in two.iter_mut().zip(s) {
-                            *t = (g.addr, g.length, g.lkey);
+                            *t = (g.addr(), g.length(), g.lkey());
                         }
                         FakeData::Sges(&two[..s.len()])
                     }
@@ -240,7 +153,7 @@ impl Qp {
         match &self.0 {
             QpKind::Real(q) => q.post_recv(wr_id, sge),
             #[cfg(test)]
-            QpKind::Fake(f) => f.post_recv(wr_id, sge.map(|g| (g.addr, g.length, g.lkey))),
+            QpKind::Fake(f) => f.post_recv(wr_id, sge.map(|g| (g.addr(), g.length(), g.lkey()))),
         }
     }
 
@@ -376,17 +289,31 @@ impl Qp {
     }
 }
 
+/// The id's verbs objects, vouched for: the id (which the caller keeps in
+/// the same `RealQp`) destroys them only when it goes.
+fn data_qp(id: &CmId) -> Result<DataQp, Errno> {
+    let p = id.qp_ptrs().ok_or(Errno::EINVAL)?;
+    // SAFETY: the QP, CQ, channel and PD of the id, live while it lives
+    // (crate::cma::api); the RealQp holding this value holds the id, and
+    // every registration and AH made through it holds the id too.
+    Ok(unsafe { DataQp::new(p.qp, p.cq, p.channel, p.pd) })
+}
+
 impl RealQp {
+    /// A QP over the id's objects, its channel non-blocking.
+    fn over(id: &Arc<CmId>, caps: QpCaps) -> Result<RealQp, Errno> {
+        let q = data_qp(id)?;
+        let chan_fd = q.channel_fd();
+        set_nonblock(chan_fd, true)?;
+        Ok(RealQp { id: id.clone(), q, chan_fd, chan_blocking: AtomicBool::new(false), unacked: AtomicU32::new(0), ack_batch: (caps.max_send_wr + caps.max_recv_wr).max(1) })
+    }
+
     /// Creates the id's RC QP (see [`CmId::create_rc_qp`]) and makes its
     /// completion channel non-blocking, so that reading an event never
     /// sleeps: waiting is the caller's business, on [`Qp::channel_fd`].
     fn create_rc(id: &Arc<CmId>, cqe: u32, caps: QpCaps) -> Result<(Qp, QpCaps), Errno> {
         let got = id.create_rc_qp(cqe, caps, false)?;
-        let p = id.qp_ptrs().ok_or(Errno::EINVAL)?;
-        // SAFETY: the channel is live while the id lives (we hold it).
-        let chan_fd = unsafe { sys::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) };
-        set_nonblock(chan_fd, true)?;
-        Ok((Qp(QpKind::Real(RealQp { id: id.clone(), p, chan_fd, chan_blocking: AtomicBool::new(false), unacked: AtomicU32::new(0), ack_batch: (caps.max_send_wr + caps.max_recv_wr).max(1) })), got))
+        Ok((Qp(QpKind::Real(RealQp::over(id, caps)?)), got))
     }
 
     /// Moves the QP to error (its posted receives flush).
@@ -401,54 +328,30 @@ impl RealQp {
     }
 
     /// Posts one send work request.
+    #[inline]
     #[allow(clippy::too_many_arguments)]
     pub fn post_send(&self, wr_id: u64, data: Data<'_>, opcode: c_int, flags: c_int, imm: u32, raddr: u64, rkey: u32) -> Result<(), Errno> {
-        let mut one = [Sge::default()];
-        let mut two = [Sge::default(); 2];
-        let (p, n, flags) = match data {
-            Data::None => (std::ptr::null_mut(), 0, flags & !SEND_INLINE),
-            Data::Inline(b) => {
-                one[0] = Sge { addr: b.as_ptr() as u64, length: u32::try_from(b.len()).map_err(|_| Errno::EINVAL)?, lkey: 0 };
-                (one.as_mut_ptr(), 1, flags | SEND_INLINE)
-            }
-            Data::Reg(s) => {
-                if s.len() > 2 {
-                    return Err(Errno::EINVAL);
-                }
-                two[..s.len()].copy_from_slice(s);
-                (two.as_mut_ptr(), s.len() as c_int, flags & !SEND_INLINE)
-            }
-        };
-        // SAFETY: the QP is live (we hold its id). Inline bytes are borrowed
-        // for the call and copied by the provider before it returns; keyed
-        // SGEs are checked by the device against their registration.
-        check(unsafe { sys::rdmacm_shim_rs_post_send(self.p.qp.as_ptr(), wr_id, p, n, opcode, flags, imm, raddr, rkey) })
+        self.q.post_send(wr_id, data, opcode, flags, imm, raddr, rkey)
     }
 
     /// Posts one receive work request (no SGE: only immediate data).
+    #[inline]
     pub fn post_recv(&self, wr_id: u64, sge: Option<Sge>) -> Result<(), Errno> {
-        let mut s = [sge.unwrap_or_default()];
-        let (p, n) = if sge.is_some() { (s.as_mut_ptr(), 1) } else { (std::ptr::null_mut(), 0) };
-        // SAFETY: the QP is live; a keyed SGE is checked by the device.
-        check(unsafe { sys::rdmacm_shim_rs_post_recv(self.p.qp.as_ptr(), wr_id, p, n) })
+        match sge {
+            Some(g) => self.q.post_recv(wr_id, &[g]),
+            None => self.q.post_recv(wr_id, &[]),
+        }
     }
 
     /// See [`Qp::poll_many`].
+    #[inline]
     pub fn poll_many(&self, out: &mut [Wc; POLL_BATCH]) -> Result<usize, Errno> {
-        // SAFETY: the CQ is live; `out` holds POLL_BATCH entries of the
-        // shim's struct (Wc is its mirror), which it fills up to the count
-        // it returns.
-        let r = unsafe { sys::rdmacm_shim_rs_poll_cq_n(self.p.cq.as_ptr(), POLL_BATCH as c_int, out.as_mut_ptr()) };
-        if r < 0 {
-            return Err(Errno::EIO);
-        }
-        Ok((r as usize).min(POLL_BATCH))
+        self.q.poll_brief(out)
     }
 
     /// Arms the CQ for the next completion.
     pub fn req_notify(&self) -> Result<(), Errno> {
-        // SAFETY: the CQ is live.
-        check(unsafe { sys::rdmacm_shim_rs_req_notify_cq(self.p.cq.as_ptr()) })
+        self.q.req_notify(false)
     }
 
     /// Reads one CQ event if there is one (EAGAIN otherwise; never blocks:
@@ -457,18 +360,16 @@ impl RealQp {
         if self.chan_blocking.load(Ordering::Acquire) && !crate::sys::cancel::raw::readable(self.chan_fd) {
             return Err(Errno::EAGAIN);
         }
-        // SAFETY: the channel is live (we hold its id); non-blocking, or
-        // readable and read by the one thread its stream lets read it.
-        check(unsafe { sys::rdmacm_shim_rs_get_cq_event(self.p.channel.as_ptr()) })?;
+        // Non-blocking, or readable and read by the one thread its stream
+        // lets read it.
+        self.q.get_cq_event()?;
         self.count_event();
         Ok(())
     }
 
     /// Sleeps in reading one CQ event (see [`Qp::wait_cq_event`]).
     fn wait_cq_event(&self) -> Result<(), Errno> {
-        // SAFETY: the channel is live (we hold its id); the shim reads one
-        // event into its own locals.
-        check(unsafe { sys::rdmacm_shim_rs_wait_cq_event(self.p.channel.as_ptr()) })?;
+        self.q.wait_cq_event()?;
         self.count_event();
         Ok(())
     }
@@ -493,20 +394,19 @@ impl RealQp {
     fn ack(&self) {
         let n = self.unacked.swap(0, Ordering::AcqRel);
         if n > 0 {
-            // SAFETY: the n events were read from this CQ's channel.
-            unsafe { sys::rdmacm_shim_rs_ack_cq_events(self.p.cq.as_ptr(), n) };
+            self.q.ack_cq_events(n);
         }
     }
 
     /// Registers a zeroed buffer of `len` bytes (local write, plus remote
     /// write when asked) on the id's PD.
     pub fn reg_buf(&self, len: usize, remote_write: bool) -> Result<RegBuf, Errno> {
-        RegBuf::new(&self.id, self.p.pd, len, remote_write)
+        RegBuf::new(&self.id, &self.q, len, remote_write)
     }
 
     /// Registers a caller's buffer for riomap.
     pub fn reg_user(&self, b: UserBuf, remote_write: bool) -> Result<UserMr, Errno> {
-        UserMr::new(&self.id, self.p.pd, b, remote_write)
+        UserMr::new(&self.id, &self.q, b, remote_write)
     }
 }
 
@@ -528,93 +428,47 @@ impl RealQp {
     /// the first completion makes the channel readable).
     fn create_ud(id: &Arc<CmId>, cqe: u32, caps: QpCaps) -> Result<(Qp, QpCaps), Errno> {
         let got = id.create_ud_qp(cqe, caps, true)?;
-        let p = id.qp_ptrs().ok_or(Errno::EINVAL)?;
-        // SAFETY: the channel is live while the id lives (we hold it).
-        let chan_fd = unsafe { sys::rdmacm_shim_rs_channel_fd(p.channel.as_ptr()) };
-        set_nonblock(chan_fd, true)?;
-        let q = RealQp { id: id.clone(), p, chan_fd, chan_blocking: AtomicBool::new(false), unacked: AtomicU32::new(0), ack_batch: (caps.max_send_wr + caps.max_recv_wr).max(1) };
+        let q = RealQp::over(id, caps)?;
         q.req_notify()?;
         Ok((Qp(QpKind::Real(q)), got))
     }
 
     /// The QP number.
     pub fn qp_num(&self) -> u32 {
-        // SAFETY: the QP is live (we hold its id); reads one field.
-        unsafe { sys::rdmacm_shim_rs_qp_num(self.p.qp.as_ptr()) }
+        self.q.qp_num()
     }
 
     /// Polls one completion with its length.
     pub fn poll_len(&self) -> Result<Option<UdWc>, Errno> {
-        let mut wr_id = 0u64;
-        let mut out = [0u32; 3];
-        // SAFETY: the CQ is live; the out pointers are valid locals (3 words).
-        let r = unsafe { sys::rdmacm_shim_rs_poll_cq_len(self.p.cq.as_ptr(), &mut wr_id, out.as_mut_ptr()) };
-        match r {
+        let mut one = [dp::Wc::default()];
+        match self.q.poll(&mut one).map_err(|_| Errno::EIO)? {
             0 => Ok(None),
-            r if r < 0 => Err(Errno::EIO),
-            _ => Ok(Some(UdWc { wr_id, status: out[0], byte_len: out[1], recv: out[2] != 0 })),
+            _ => Ok(Some(UdWc { wr_id: one[0].wr_id, status: one[0].status, byte_len: one[0].byte_len, recv: one[0].opcode & WC_RECV != 0 })),
         }
     }
 
     /// Posts a send of `sge` (registered memory of this QP's PD) to the
     /// QP `qpn` behind `ah`, with the UDP port space's qkey.
     pub fn post_ud_send(&self, wr_id: u64, sge: Sge, inline: bool, ah: &Ah, qpn: u32) -> Result<(), Errno> {
-        let mut s = [sge];
         let flags = if inline { SEND_INLINE } else { 0 };
-        // SAFETY: the QP and the AH are live (we hold the id, the caller
-        // the AH); the SGE is keyed (checked by the device) or, inline,
-        // copied by the provider before the call returns.
-        check(unsafe { sys::rdmacm_shim_rs_post_ud_send(self.p.qp.as_ptr(), wr_id, s.as_mut_ptr(), flags, ah.ah.as_ptr(), qpn, UDP_QKEY) })
+        self.q.post_ud_send(wr_id, &[sge], flags, &ah.ah, qpn, UDP_QKEY, None)
     }
 
     /// An address handle on this QP's PD and port for a resolved path.
     pub fn create_ah(&self, path: &crate::abi::cma::ibv_sa_path_rec) -> Result<Ah, Errno> {
-        let dgid = gid_bytes(&path.dgid);
-        let sgid = gid_bytes(&path.sgid);
-        // SAFETY: the PD is live (we hold the id); the GIDs are 16-byte locals.
-        let ah = unsafe {
-            sys::rdmacm_shim_rs_create_ah(
-                self.p.pd.as_ptr(),
-                self.id.port_num(),
-                dgid.as_ptr(),
-                sgid.as_ptr(),
-                u32::from_be(path.flow_label),
-                path.hop_limit,
-                path.traffic_class,
-                u16::from_be(path.dlid),
-                u16::from_be(path.slid),
-                path.sl,
-                path.rate,
-            )
-        };
-        let ah = NonNull::new(ah).ok_or_else(|| match Errno::last() {
-            Errno::UnknownErrno => Errno::ENOMEM,
-            e => e,
-        })?;
-        Ok(Ah { _id: self.id.clone(), ah })
+        let ah = self.q.create_ah_from_path(self.id.port_num(), path)?;
+        Ok(Ah { ah, _id: self.id.clone() })
     }
 }
 
-/// Opaque `struct ibv_ah`.
-#[repr(C)]
-pub struct IbvAh {
-    _private: [u8; 0],
-}
+/// `IBV_WC_RECV`: the receive opcodes have this bit.
+const WC_RECV: u32 = 128;
 
-/// An address handle; keeps the id (so the PD) alive; Drop destroys it.
+/// An address handle; keeps the id (so the PD) alive; dropping it
+/// destroys the handle, then releases the id.
 pub struct Ah {
+    ah: dp::Ah,
     _id: Arc<CmId>,
-    ah: NonNull<IbvAh>,
-}
-
-// SAFETY: an owned handle; libibverbs AHs may be used from any thread.
-unsafe impl Send for Ah {}
-
-impl Drop for Ah {
-    fn drop(&mut self) {
-        // SAFETY: created by rdmacm_shim_rs_create_ah, destroyed once.
-        unsafe { sys::rdmacm_shim_rs_destroy_ah(self.ah.as_ptr()) };
-    }
 }
 
 impl Drop for RealQp {
@@ -628,12 +482,8 @@ impl Drop for RealQp {
 /// cancellation point on their hot paths).
 pub use crate::sys::wake::Wake;
 
-/// The 16 bytes of a GID.
-pub fn gid_bytes(g: &crate::abi::cma::ibv_gid) -> [u8; 16] {
-    // SAFETY: every member of the union is 16 bytes of plain data; any bit
-    // pattern is a valid byte array.
-    unsafe { g.raw }
-}
+/// The 16 bytes of a GID: `sys`'s.
+pub use crate::sys::verbs::gid_bytes;
 
 /// poll(2) over `fds` without a cancellation point (the service threads'
 /// sleeps, rpoll's look at ordinary descriptors): `sys`'s.

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! The libibverbs calls the library makes: devices, QP, SRQ, CQ,
-//! multicast attachment, the port queries of `ibv_gid_reachable`.  The
-//! structures they take are mirrored in [`crate::abi::verbs`] (re-exported
-//! here); the unit tests compare every size and offset with what the C
-//! shim measures from the installed header.
+//! multicast attachment, the port queries of `ibv_gid_reachable`, and in
+//! [`data`] the one data path of the Rust API and rsockets (post, poll,
+//! registration, address handles).  The structures they take are
+//! mirrored in [`crate::abi::verbs`] (re-exported here) and [`data`]; the
+//! unit tests compare every size and offset with what the C shim
+//! measures from the installed header.
 
 use crate::abi::cma::{ibv_comp_channel, ibv_context, ibv_cq, ibv_gid, ibv_pd, ibv_qp, ibv_srq};
 use crate::abi::ucma::UverbsQpAttr;
@@ -14,15 +16,17 @@ use std::ffi::{c_int, c_void};
 
 pub use crate::abi::verbs::*;
 
+pub mod data;
+
 /// `struct ibv_device` (opaque).
 #[repr(C)]
 pub struct ibv_device {
     _private: [u8; 0],
 }
 
-/// The one declaration of the libibverbs functions and C shim functions
-/// the library calls (rsockets' data path has its own, in
-/// `crate::rsocket::verbs`); kept out of the generated header.
+/// The declaration of the libibverbs functions and C shim functions the
+/// connection manager calls (the data path's are in [`data`]); kept out
+/// of the generated header.
 /// cbindgen:ignore
 mod sys {
     use super::{ibv_device, Ece, QpAttr, QpInitAttrEx, SrqInitAttrEx};
@@ -588,6 +592,13 @@ mod gid_shim {
         pub(super) fn rdmacm_gid_ndev_ifindex(ctx: *mut ibv_context, port: u8, index: u32) -> u32;
         pub(super) fn ibv_query_gid(ctx: *mut ibv_context, port: u8, index: c_int, gid: *mut ibv_gid) -> c_int;
     }
+}
+
+/// The 16 bytes of a GID.
+pub fn gid_bytes(g: &ibv_gid) -> [u8; 16] {
+    // SAFETY: every member of the union is 16 bytes of plain data; any bit
+    // pattern is a valid byte array.
+    unsafe { g.raw }
 }
 
 /// The number of physical ports of a device.
