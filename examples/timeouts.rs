@@ -102,16 +102,17 @@ fn run(addr: SocketAddr) -> Res<()> {
     drop(expect(&ch, &client, EventKind::AddrResolved)?);
     client.resolve_route(LONG).map_err(err("rdma_resolve_route"))?;
     drop(expect(&ch, &client, EventKind::RouteResolved)?);
-    let caps = QpCaps { max_send_wr: 4, max_recv_wr: 4, ..QpCaps::default() };
+    let caps = QpCaps { max_send_wr: 4, max_recv_wr: 4, max_inline_data: 16, ..QpCaps::default() };
     client.create_qp(caps).map_err(err("create_qp (client)"))?;
     client.connect(&ConnParam::default()).map_err(err("rdma_connect"))?;
     let mut req = expect(&ch, &listener, EventKind::ConnectRequest)?;
     let server = req.take_request().ok_or("a request without its id")?;
     drop(req);
     server.create_qp(caps).map_err(err("create_qp (server)"))?;
-    let inbox = MemoryRegion::new(&server, 64, Access::LOCAL_WRITE | Access::REMOTE_WRITE).map_err(err("register (server)"))?;
-    for i in 0..3 {
-        server.post_recv(i, &[inbox.sge(i as usize * 16..i as usize * 16 + 16).map_err(err("sge"))?]).map_err(err("post_recv"))?;
+    let inbox = MemoryRegion::new(&server, 80, Access::LOCAL_WRITE | Access::REMOTE_WRITE).map_err(err("register (server)"))?;
+    // Receives at 0, 16, 32 and 64 (48..64 is the RDMA write's).
+    for (i, at) in [0usize, 16, 32, 64].into_iter().enumerate() {
+        server.post_recv(i as u64, &[inbox.sge(at..at + 16).map_err(err("sge"))?]).map_err(err("post_recv"))?;
     }
     server.accept(&ConnParam::default()).map_err(err("rdma_accept"))?;
     let mut up = 0;
@@ -172,6 +173,19 @@ fn run(addr: SocketAddr) -> Res<()> {
     let wc = completion(&client, "the write")?;
     check(wc.opcode == WcOpcode::RdmaWrite && wc.wr_id == 12, || format!("{wc:?} for the write"))?;
     println!("write with immediate data: {:#010x}, the bytes in place", IMM_WRITE);
+
+    // An inline send of the program's own bytes: not registered, dropped
+    // as soon as the call returns.
+    {
+        let line = String::from("inline!!");
+        client.post_send_inline(13, &[line.as_bytes()], SendOp::Send, true).map_err(err("post_send_inline"))?;
+    }
+    let wc = completion(&server, "the inline send's receive")?;
+    check(wc.opcode == WcOpcode::Recv && wc.byte_len == 8, || format!("{wc:?}"))?;
+    check(inbox.to_vec(64..72).map_err(err("read"))? == b"inline!!", || "the inline send's bytes differ".into())?;
+    let wc = completion(&client, "the inline send")?;
+    check(wc.opcode == WcOpcode::Send && wc.wr_id == 13, || format!("{wc:?} for the inline send"))?;
+    println!("inline send: the program's own bytes, unregistered, delivered");
 
     // The client disconnects; the server answers when told (the client's
     // own event waits for that answer).

@@ -67,29 +67,32 @@ enum Path {
 }
 
 impl Path {
-    /// Posts a send work request of `sgl`: signalled or not, its bytes
-    /// copied while posting (`inline`) or read by the device later.
-    fn post_send(&self, wr_id: u64, sgl: &[Sge], op: SendOp, signaled: bool, inline: bool) -> Result<()> {
+    /// Posts a send work request of `sgl`, signalled or not, read by the
+    /// device later.
+    fn post_send(&self, wr_id: u64, sgl: &[Sge], op: SendOp, signaled: bool) -> Result<()> {
         let (opcode, imm, raddr, rkey) = op.raw();
-        let flags = if signaled { SEND_SIGNALED } else { 0 } | if inline { SEND_INLINE } else { 0 };
+        let flags = if signaled { SEND_SIGNALED } else { 0 };
         match self {
-            Path::Real(p) => {
-                let list = raw_list(sgl);
-                if flags & SEND_INLINE == 0 {
-                    return p.post_send_list(wr_id, &list, opcode, flags, imm, raddr, rkey).map_err(errno);
-                }
-                // SAFETY: the provider copies the bytes the entries name
-                // while posting, without checking their key: each entry
-                // came from `MemoryRegion::sge` over the region's bytes. A
-                // known gap: an `Sge` is `Copy` and may outlive its region,
-                // whose bytes are then freed (the device's key check does
-                // not cover this copy).
-                unsafe { p.post_send_list_inline(wr_id, &list, opcode, flags, imm, raddr, rkey) }.map_err(errno)
-            }
+            Path::Real(p) => p.post_send_list(wr_id, &raw_list(sgl), opcode, flags, imm, raddr, rkey).map_err(errno),
             #[cfg(test)]
             Path::Fake(f) => {
                 let list: Vec<_> = sgl.iter().map(|g| (g.0.addr(), g.0.length(), g.0.lkey())).collect();
                 f.post_send(wr_id, crate::rsocket::fake::FakeData::Sges(&list), opcode, flags & SEND_SIGNALED != 0, imm, raddr, rkey).map_err(errno)
+            }
+        }
+    }
+
+    /// Posts a send work request whose bytes, `data`'s pieces in order,
+    /// are copied into it while posting.
+    fn post_send_inline(&self, wr_id: u64, data: &[&[u8]], op: SendOp, signaled: bool) -> Result<()> {
+        let (opcode, imm, raddr, rkey) = op.raw();
+        let flags = if signaled { SEND_SIGNALED } else { 0 };
+        match self {
+            Path::Real(p) => p.post_send_bytes_inline(wr_id, data, opcode, flags, imm, raddr, rkey).map_err(errno),
+            #[cfg(test)]
+            Path::Fake(f) => {
+                let bytes = data.concat();
+                f.post_send(wr_id, crate::rsocket::fake::FakeData::Inline(&bytes), opcode, flags & SEND_SIGNALED != 0, imm, raddr, rkey).map_err(errno)
             }
         }
     }
@@ -796,7 +799,7 @@ impl SendOp {
     }
 }
 
-use dp::{SEND_INLINE, SEND_SIGNALED};
+use dp::SEND_SIGNALED;
 
 /// The status of a work completion (`enum ibv_wc_status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -1168,14 +1171,16 @@ impl<M: Mode> CmId<M> {
     /// unless the work fails (see [`CmId::create_qp`] for the rule on how
     /// often to signal).
     pub fn post_send(&self, wr_id: u64, sgl: &[Sge], op: SendOp, signaled: bool) -> Result<()> {
-        self.qp()?.post_send(wr_id, sgl, op, signaled, false)
+        self.qp()?.post_send(wr_id, sgl, op, signaled)
     }
 
-    /// As [`CmId::post_send`] with the data copied into the work request
-    /// (`IBV_SEND_INLINE`: at most `max_inline_data` bytes; the region may
-    /// be reused at once).
-    pub fn post_send_inline(&self, wr_id: u64, sgl: &[Sge], op: SendOp, signaled: bool) -> Result<()> {
-        self.qp()?.post_send(wr_id, sgl, op, signaled, true)
+    /// As [`CmId::post_send`] with bytes of the caller's, `data`'s pieces
+    /// in order, copied into the work request while it is posted
+    /// (`IBV_SEND_INLINE`: at most `max_inline_data` bytes in all). No
+    /// registration is needed, and the bytes may be reused as soon as the
+    /// call returns: the device never reads them.
+    pub fn post_send_inline(&self, wr_id: u64, data: &[&[u8]], op: SendOp, signaled: bool) -> Result<()> {
+        self.qp()?.post_send_inline(wr_id, data, op, signaled)
     }
 
     /// Posts a receive into the scatter list (`rdma_post_recv`).
@@ -1537,7 +1542,7 @@ mod tests {
         let dst = on_fake(&b, vec![0u8; 64], Access::LOCAL_WRITE);
         assert_eq!(pb.wait_until(soon()).unwrap(), None, "nothing yet");
         pb.post_recv(7, &[dst.sge(0..64).unwrap()]).unwrap();
-        pa.post_send(1, &[src.sge(0..5).unwrap()], SendOp::Send, true, false).unwrap();
+        pa.post_send(1, &[src.sge(0..5).unwrap()], SendOp::Send, true).unwrap();
         let got = pb.wait_until(soon()).unwrap().expect("the receive");
         assert_eq!((got.wr_id, got.status, got.opcode, got.byte_len, got.imm), (7, WcStatus::Success, WcOpcode::Recv, 5, None));
         assert_eq!(dst.to_vec(0..5).unwrap(), b"hello");
@@ -1558,7 +1563,7 @@ mod tests {
         let src = on_fake(&a, vec![3u8; 8], Access::NONE);
         let dst = on_fake(&b, vec![0u8; 8], Access::LOCAL_WRITE);
         pb.post_recv(1, &[dst.sge(0..8).unwrap()]).unwrap();
-        pa.post_send(2, &[src.sge(0..8).unwrap()], SendOp::Send, false, false).unwrap();
+        pa.post_send(2, &[src.sge(0..8).unwrap()], SendOp::Send, false).unwrap();
         assert_eq!(pb.wait_until(soon()).unwrap().map(|w| w.wr_id), Some(1));
         assert_eq!(pa.wait_until(soon()).unwrap(), None, "no completion of an unsignalled send");
         assert_eq!(dst.to_vec(0..8).unwrap(), [3u8; 8]);
@@ -1573,7 +1578,7 @@ mod tests {
         let src = on_fake(&a, b"abcd".to_vec(), Access::NONE);
         let dst = on_fake(&b, vec![0u8; 16], Access::REMOTE_WRITE);
         pb.post_recv(1, &[dst.sge(0..16).unwrap()]).unwrap();
-        pa.post_send(2, &[src.sge(0..4).unwrap()], SendOp::SendWithImm(0x0102_0304), true, false).unwrap();
+        pa.post_send(2, &[src.sge(0..4).unwrap()], SendOp::SendWithImm(0x0102_0304), true).unwrap();
         let mut wc = [WorkCompletion::EMPTY; 1];
         assert_eq!(pb.poll(&mut wc).unwrap(), 1);
         assert_eq!((wc[0].opcode, wc[0].imm, wc[0].byte_len), (WcOpcode::Recv, Some(0x0102_0304), 4));
@@ -1581,12 +1586,29 @@ mod tests {
 
         pb.post_recv(3, &[]).unwrap();
         let op = SendOp::WriteWithImm { remote_addr: dst.addr() + 8, rkey: dst.rkey(), imm: 0xfeed_beef };
-        pa.post_send(4, &[src.sge(0..4).unwrap()], op, true, false).unwrap();
+        pa.post_send(4, &[src.sge(0..4).unwrap()], op, true).unwrap();
         assert_eq!(pb.poll(&mut wc).unwrap(), 1);
         assert_eq!((wc[0].wr_id, wc[0].opcode, wc[0].imm), (3, WcOpcode::RecvRdmaWithImm, Some(0xfeed_beef)));
         assert_eq!(dst.to_vec(8..12).unwrap(), b"abcd");
         assert_eq!(pa.poll(&mut wc).unwrap(), 1);
         assert_eq!((wc[0].wr_id, wc[0].opcode), (2, WcOpcode::Send));
+    }
+
+    /// An inline send carries the caller's own bytes, in pieces, with no
+    /// registration; they may be dropped as soon as the call returns.
+    #[test]
+    fn inline_send_copies_borrowed_bytes() {
+        let (pa, pb, _a, b) = pair();
+        let dst = on_fake(&b, vec![0u8; 16], Access::LOCAL_WRITE);
+        pb.post_recv(1, &[dst.sge(0..16).unwrap()]).unwrap();
+        {
+            let head = b"in".to_vec();
+            let tail = String::from("line");
+            pa.post_send_inline(2, &[&head, tail.as_bytes()], SendOp::Send, true).unwrap();
+        }
+        let got = pb.wait_until(soon()).unwrap().expect("the receive");
+        assert_eq!((got.wr_id, got.byte_len), (1, 6));
+        assert_eq!(dst.to_vec(0..6).unwrap(), b"inline");
     }
 
     #[test]

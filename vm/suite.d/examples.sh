@@ -34,7 +34,7 @@
 #                            and completion waits (None after the time, and a wakeup by what
 #                            comes meanwhile), an id dropped while its event is held, listen(0),
 #                            an unsignalled send without a completion, immediate data by send
-#                            and by RDMA write (the Rust API only: no librdmacm on either side,
+#                            and by RDMA write, an inline send of unregistered bytes (the Rust API only: no librdmacm on either side,
 #                            so both variants run the same program)
 #
 # rping: both sides print the ping data (-v), and ex_pings_match checks that the server's lines

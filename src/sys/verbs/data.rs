@@ -272,18 +272,20 @@ impl DataQp {
         check(unsafe { ffi::rdmacm_shim_post_send(self.qp.as_ptr(), wr_id, list.as_mut_ptr(), n, opcode, flags & !SEND_INLINE, imm, raddr, rkey) })
     }
 
-    /// As [`DataQp::post_send_list`] with `IBV_SEND_INLINE`: the provider
-    /// copies the bytes the entries name while posting, without a key
-    /// check.
-    ///
-    /// # Safety
-    /// The bytes every entry names are allocated for the call.
+    /// Posts one send work request whose bytes the provider copies into
+    /// the request while posting (`IBV_SEND_INLINE`): `data` are the
+    /// pieces, in order, borrowed for the call only (no key: inline data
+    /// is not read by the device).
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn post_send_list_inline(&self, wr_id: u64, sgl: &[Sge], opcode: c_int, flags: c_int, imm: u32, raddr: u64, rkey: u32) -> Result<(), Errno> {
-        let mut list = sgl.to_vec();
+    pub fn post_send_bytes_inline(&self, wr_id: u64, data: &[&[u8]], opcode: c_int, flags: c_int, imm: u32, raddr: u64, rkey: u32) -> Result<(), Errno> {
+        let mut list = data
+            .iter()
+            .map(|b| Ok(Sge { addr: b.as_ptr() as u64, length: u32::try_from(b.len()).map_err(|_| Errno::EINVAL)?, lkey: 0 }))
+            .collect::<Result<Vec<_>, Errno>>()?;
         let n = c_int::try_from(list.len()).map_err(|_| Errno::EINVAL)?;
-        // SAFETY: the QP is live; the list is read during the call; the
-        // provider's copy reads memory that exists (contract).
+        // SAFETY: the QP is live; the provider copies the bytes the entries
+        // name while posting, and each entry names a slice borrowed for
+        // this call (shared: nothing writes it meanwhile).
         check(unsafe { ffi::rdmacm_shim_post_send(self.qp.as_ptr(), wr_id, list.as_mut_ptr(), n, opcode, flags | SEND_INLINE, imm, raddr, rkey) })
     }
 
