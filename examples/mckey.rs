@@ -209,6 +209,11 @@ struct Node {
 
 /// Makes node `k`'s QP and region, posts its receives, joins the group.
 fn set_up(o: &Opts, node: &mut Node) -> Result<(), String> {
+    // As rdma-core's mckey: no datagram larger than the port's active MTU.
+    let mtu = node.id.active_mtu().map_err(fail("query port"))?;
+    if o.count > 0 && o.size > mtu as usize {
+        return Err(format!("message size {} is larger than active mtu {mtu}", o.size));
+    }
     let n = o.count.max(1);
     let caps = QpCaps { max_send_wr: n, max_recv_wr: n, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
     if o.no_loopback {

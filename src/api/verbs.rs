@@ -1225,6 +1225,21 @@ impl<M: Mode> CmId<M> {
         self.qp()?.real()?.qkey().map_err(errno)
     }
 
+    /// The active MTU of the id's port in bytes (`ibv_query_port`'s
+    /// `active_mtu`): the most one UD send or multicast datagram carries
+    /// (rdma-core's `mckey` refuses a message size above it). `EINVAL`
+    /// before the id has a device (before its address is resolved or
+    /// bound to one).
+    pub fn active_mtu(&self) -> Result<u32> {
+        let ctx = self.id.verbs_context();
+        if ctx.is_null() {
+            return Err(Error::from_errno(libc::EINVAL));
+        }
+        // SAFETY: the context of the id's device, open while the id (held
+        // through `self`) keeps its device.
+        unsafe { crate::sys::verbs::port_active_mtu(ctx, self.id.port_num()) }.map_err(errno)
+    }
+
     /// Takes up to `out.len()` (at most 16) completions off the id's CQ
     /// without waiting (`ibv_poll_cq`); how many it took.
     pub fn poll_cq(&self, out: &mut [WorkCompletion]) -> Result<usize> {

@@ -76,6 +76,18 @@ int rdmacm_shim_port_ib_active(struct ibv_context *ctx, uint8_t port)
 	       attr.state >= IBV_PORT_ACTIVE;
 }
 
+/* The port's active MTU as the IBV_MTU_* value (1..5), or -errno when it
+ * cannot be queried. */
+int rdmacm_shim_port_active_mtu(struct ibv_context *ctx, uint8_t port)
+{
+	struct ibv_port_attr attr;
+	int ret = ibv_query_port(ctx, port, &attr);
+
+	if (ret)
+		return ret > 0 ? -ret : ret;
+	return attr.active_mtu;
+}
+
 /* --- connection code (src/core/conn/verbs.rs) --- */
 
 #include <fcntl.h>

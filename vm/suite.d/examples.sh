@@ -23,7 +23,8 @@
 #   example_mckey_opts_recv_rxe  examples/mckey -c 2 -C 6 -S 600 (ns1)  <-  mckey -s -o -c 2 ...
 #   example_mckey_opts_send_rxe  mckey -c 2 -C 6 -S 600 (ns1)  <-  examples/mckey -s -o -c 2 ...
 #   example_mckey_sendonly_rxe  examples/mckey -o beside mckey (both receivers, ns1)  <-  mckey -s
-#   example_mckey_refuse_rxe examples/mckey -l and -M refused as rdma-core's mckey is (errno)
+#   example_mckey_refuse_rxe examples/mckey -l and -M refused as rdma-core's mckey is (errno), and -S above the
+#                            port's active MTU refused naming the same MTU
 #   example_bulk_rxe         examples/bulk alone on rxe0 (loopback): 1 MiB RDMA writes with immediate
 #                            data through copying regions and through the program's own Vecs
 #                            registered in place (from_buffer, as_mut_slice, into_inner), every
@@ -159,7 +160,17 @@ ex_mck_refusal(){ local c r e t
   echo "mckey $*: C: ${t:-no refusal} (rc $c); Rust: errno ${e:-none} (rc $r)"
   [ -n "$t" ] && [ -n "$e" ] && [ "$r" != 0 ] && [ "$t" = "$(python3 -c "import os; print(os.strerror($e))")" ]; }
 export -f ex_mck_refusal
-t --cmp example_mckey_refuse_rxe 60 bash -c "ex_mck_refusal -m 239.0.0.1 -b 192.0.2.1 -l -C 1 && ex_mck_refusal -M ff0e::db8:1 -b 192.0.2.1 -C 1"
+# -S above the port's active MTU: rdma-core's mckey says so and joins nothing; ours refuses the
+# same size and names the same MTU (the Rust API's CmId::active_mtu).
+ex_mck_mtu(){ local c r
+  timeout 20 mckey -m 239.0.0.1 -b 192.0.2.1 -S 5000 -C 1 > /tmp/ex.mckm.out 2>&1
+  timeout 20 /extra/bin/examples/mckey -m 239.0.0.1 -b 192.0.2.1 -S 5000 -C 1 -t 1 > /tmp/ex.mckm.rs 2>&1; r=$?
+  cat /tmp/ex.mckm.out /tmp/ex.mckm.rs >&2
+  c=$(sed -n 's/.*message_size 5000 is larger than active mtu \([0-9]*\).*/\1/p' /tmp/ex.mckm.out | head -1)
+  echo "mckey -S 5000: C: active mtu ${c:-no refusal}; Rust: $(sed -n 's/.*message size 5000 is larger than active mtu \([0-9]*\).*/active mtu \1/p' /tmp/ex.mckm.rs) (rc $r)"
+  [ -n "$c" ] && [ "$r" != 0 ] && grep -q "message size 5000 is larger than active mtu $c\$" /tmp/ex.mckm.rs; }
+export -f ex_mck_mtu
+t --cmp example_mckey_refuse_rxe 60 bash -c "ex_mck_refusal -m 239.0.0.1 -b 192.0.2.1 -l -C 1 && ex_mck_refusal -M ff0e::db8:1 -b 192.0.2.1 -C 1 && ex_mck_mtu"
 
 # --- udaddy: UD "connects" (service ID resolution), datagrams carrying the sender's QP number as
 # immediate data, the server's answer from the first datagram's completion and GRH ---------------

@@ -66,6 +66,7 @@ mod sys {
         pub fn rdmacm_shim_cm_transport_type(ctx: *mut ibv_context) -> c_int;
         pub fn rdmacm_shim_phys_port_cnt(ctx: *mut ibv_context) -> c_int;
         pub fn rdmacm_shim_port_ib_active(ctx: *mut ibv_context, port: u8) -> c_int;
+        pub fn rdmacm_shim_port_active_mtu(ctx: *mut ibv_context, port: u8) -> c_int;
         pub fn rdmacm_shim_conn_layout(out: *mut usize, n: usize) -> usize;
         pub fn rdmacm_shim_context_device(ctx: *mut ibv_context) -> *mut ibv_device;
     }
@@ -627,6 +628,20 @@ pub unsafe fn port_state(ctx: *mut ibv_context, port: u8) -> Result<(u32, u8), E
         return Err(super::errno_from_raw(r));
     }
     Ok((state, link_layer))
+}
+
+/// A port's active MTU in bytes (`ibv_query_port`'s `active_mtu`).
+///
+/// # Safety
+/// `ctx` must be an open device context.
+pub unsafe fn port_active_mtu(ctx: *mut ibv_context, port: u8) -> Result<u32, Errno> {
+    // SAFETY: ctx is open (contract); the shim queries one port.
+    let m = unsafe { sys::rdmacm_shim_port_active_mtu(ctx, port) };
+    match m {
+        1..=5 => Ok(1 << (m + 7)),
+        m if m < 0 => Err(super::errno_from_raw(-m)),
+        _ => Err(Errno::EINVAL),
+    }
 }
 
 /// A device's node GUID (as libibverbs stores it).
