@@ -37,7 +37,7 @@ OURS_INC := -Iinclude
         check-compat check-layout ctest ctest-asan check-install check-static check-ldd ctest-valgrind check-gai fuzz-smoke vm-bin \
         check-symbols-upstream check-constants check-ratchet deps check-setuid check-badinput-rows badinput-doc fuzz \
         vm-check demo bench install uninstall clean tools check-preload-cancel
-.PHONY: check-link-order
+.PHONY: check-link-order miri
 .PHONY: static check-static rpm check-rpm check-msrv check-newest-deps check-api check-package
 .PHONY: install-lib install-preload install-tools install-dev install-man check-man check-layout-abi deb check-deb vm-debs
 
@@ -134,6 +134,11 @@ check-api:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --locked --no-deps -q -p rdmacm --features tokio
 	$(CARGO) test --locked --lib -q -p rdmacm --features tokio api::
 	ctest/check-package.sh
+
+# Miri over the unit tests that need no foreign call (nightly Rust with miri; not part of
+# make check: docs/rust-api.md, "Checked by Miri").
+miri:
+	ctest/miri.sh
 
 # The declared minimum Rust version (Cargo.toml's rust-version) is true: the workspace crates
 # and the locked dependencies agree with it, clippy's incompatible_msrv finds nothing newer.

@@ -61,8 +61,13 @@ pub struct NoCancel {
 impl NoCancel {
     #[inline]
     pub fn new() -> NoCancel {
+        // Under Miri (unit tests only) there is no C shim and no
+        // cancellation to hold off.
+        #[cfg(miri)]
+        return NoCancel { old: 0 };
         // SAFETY: a C function without arguments that changes only this
         // thread's cancel state and the shim's thread-local record of it.
+        #[cfg(not(miri))]
         NoCancel { old: unsafe { rdmacm_rs_nocancel_enter() } }
     }
 }
@@ -76,7 +81,10 @@ impl Default for NoCancel {
 impl Drop for NoCancel {
     #[inline]
     fn drop(&mut self) {
+        #[cfg(miri)]
+        let _ = self.old;
         // SAFETY: gives back the state `new` saved.
+        #[cfg(not(miri))]
         unsafe { rdmacm_rs_nocancel_leave(self.old) }
     }
 }
@@ -97,7 +105,12 @@ pub fn shield(f: &mut dyn FnMut()) {
 /// handler) may end: `ECANCELED` then, and on every later wait of the
 /// thread until [`resume`].  `EINTR` as poll gives it.
 pub fn wait_poll(fds: &mut [libc::pollfd], timeout_ms: c_int) -> Result<c_int, Errno> {
+    // Under Miri (unit tests only): libc's poll, without the shim.
+    #[cfg(miri)]
     // SAFETY: fds is a valid array of its length for the call.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    // SAFETY: fds is a valid array of its length for the call.
+    #[cfg(not(miri))]
     let r = unsafe { rdmacm_rs_wait_poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
     if r < 0 {
         Err(match Errno::last() {
@@ -165,7 +178,7 @@ pub mod raw {
     /// # Safety
     /// The system call's contract for its arguments.
     #[inline(always)]
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     unsafe fn sys3(nr: libc::c_long, a: usize, b: usize, c: usize) -> isize {
         let ret: isize;
         // SAFETY: the Linux x86-64 system call convention; rcx and r11
@@ -180,7 +193,7 @@ pub mod raw {
 
     /// As above, AArch64.
     #[inline(always)]
-    #[cfg(target_arch = "aarch64")]
+    #[cfg(all(target_arch = "aarch64", not(miri)))]
     unsafe fn sys3(nr: libc::c_long, a: usize, b: usize, c: usize) -> isize {
         let ret: isize;
         // SAFETY: the Linux AArch64 system call convention (x8 the number,
@@ -193,10 +206,22 @@ pub mod raw {
 
     /// Elsewhere: libc's syscall(2), which is not a cancellation point either.
     #[inline(always)]
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    #[cfg(all(not(any(target_arch = "x86_64", target_arch = "aarch64")), not(miri)))]
     unsafe fn sys3(nr: libc::c_long, a: usize, b: usize, c: usize) -> isize {
         // SAFETY: the system call's contract.
         let r = unsafe { libc::syscall(nr, a, b, c) } as isize;
+        if r < 0 {
+            -(Errno::last_raw() as isize)
+        } else {
+            r
+        }
+    }
+
+    /// Under Miri (unit tests only), which runs no system call by number,
+    /// the calls above go through libc's functions: their result as the
+    /// kernel gives it (negative errno on failure).
+    #[cfg(miri)]
+    fn miri_ret(r: isize) -> isize {
         if r < 0 {
             -(Errno::last_raw() as isize)
         } else {
@@ -220,23 +245,36 @@ pub mod raw {
     #[inline]
     pub unsafe fn write(fd: c_int, b: &[u8]) -> Result<usize, Errno> {
         // SAFETY: b is readable for its length; the caller vouches for addresses in it.
-        result(unsafe { sys3(libc::SYS_write, fd as usize, b.as_ptr() as usize, b.len()) })
+        #[cfg(not(miri))]
+        let r = unsafe { sys3(libc::SYS_write, fd as usize, b.as_ptr() as usize, b.len()) };
+        // SAFETY: as above.
+        #[cfg(miri)]
+        let r = miri_ret(unsafe { libc::write(fd, b.as_ptr().cast(), b.len()) });
+        result(r)
     }
 
     /// read(2).
     #[inline]
     pub fn read(fd: c_int, b: &mut [u8]) -> Result<usize, Errno> {
         // SAFETY: b is writable for its length.
-        result(unsafe { sys3(libc::SYS_read, fd as usize, b.as_mut_ptr() as usize, b.len()) })
+        #[cfg(not(miri))]
+        let r = unsafe { sys3(libc::SYS_read, fd as usize, b.as_mut_ptr() as usize, b.len()) };
+        // SAFETY: as above.
+        #[cfg(miri)]
+        let r = miri_ret(unsafe { libc::read(fd, b.as_mut_ptr().cast(), b.len()) });
+        result(r)
     }
 
     /// poll(2) (ppoll on architectures without poll).
     #[inline]
     pub fn poll(fds: &mut [libc::pollfd], timeout_ms: c_int) -> Result<usize, Errno> {
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(miri)]
+        // SAFETY: fds is a valid array of its length.
+        let r = miri_ret(unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) } as isize);
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
         // SAFETY: fds is a valid array of its length.
         let r = unsafe { sys3(libc::SYS_poll, fds.as_mut_ptr() as usize, fds.len(), timeout_ms as isize as usize) };
-        #[cfg(not(target_arch = "x86_64"))]
+        #[cfg(all(not(target_arch = "x86_64"), not(miri)))]
         let r = {
             let ts = libc::timespec { tv_sec: (timeout_ms / 1000) as _, tv_nsec: ((timeout_ms % 1000) * 1_000_000) as _ };
             let tsp = if timeout_ms < 0 { 0 } else { &ts as *const libc::timespec as usize };
@@ -246,7 +284,7 @@ pub mod raw {
         result(r)
     }
 
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(all(not(target_arch = "x86_64"), not(miri)))]
     #[inline(always)]
     unsafe fn sys4(nr: libc::c_long, a: usize, b: usize, c: usize, d: usize) -> isize {
         // SAFETY: the system call's contract; syscall(2) is not a cancellation point.
@@ -269,7 +307,12 @@ pub mod raw {
     #[inline]
     pub fn close(fd: c_int) -> Result<(), Errno> {
         // SAFETY: no memory arguments; the caller owns fd.
-        result(unsafe { sys3(libc::SYS_close, fd as usize, 0, 0) }).map(|_| ())
+        #[cfg(not(miri))]
+        let r = unsafe { sys3(libc::SYS_close, fd as usize, 0, 0) };
+        // SAFETY: as above.
+        #[cfg(miri)]
+        let r = miri_ret(unsafe { libc::close(fd) } as isize);
+        result(r).map(|_| ())
     }
 }
 
