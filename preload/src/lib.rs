@@ -16,8 +16,14 @@
 //! forwarded to runs outside it, in the export's own frame, so that a
 //! thread cancelled there ends as it would without this library (see
 //! `interpose`).  On the way back, errno is what the forwarded call set.
+//!
+//! Every `unsafe` block says why it holds in a `// SAFETY:` comment:
+//! clippy's `undocumented_unsafe_blocks` is an error here, so any clippy
+//! run over the crate (`make check-msrv` runs one) fails on a block
+//! without one.
 
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod calls;
 mod config;

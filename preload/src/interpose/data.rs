@@ -32,9 +32,13 @@ macro_rules! data_call {
                 None => To::Real(fd),
                 Some(e) => boundary(To::Failed, || route_data(fd, e)),
             };
-            // SAFETY: the callee has the caller's contract.
             match to {
+                // SAFETY: the rsocket call has the contract of the libc call
+                // the program made, whose arguments it gets untouched; `r` is
+                // the rsocket `fd` stands for.
                 To::Rs(r) => inside(|| unsafe { rs::$rs(r, $($a),*) }),
+                // SAFETY: libc's own call with the program's arguments, on
+                // `fd` or on the socket it stands for.
                 To::Real(f) => unsafe { real::$name(f, $($a),*) },
                 To::Failed => -1,
             }
@@ -68,10 +72,10 @@ enum Sendfile {
 
 fn sendfile_plan(inp: c_int, off: *mut off_t, count: size_t) -> Sendfile {
     let pos = if off.is_null() {
-        // SAFETY: lseek on the caller's file.
+        // SAFETY: lseek takes no pointers.
         unsafe { libc::lseek(inp, 0, libc::SEEK_CUR) }
     } else {
-        // SAFETY: the caller's offset.
+        // SAFETY: a non-null `off` is the program's off_t (sendfile's contract).
         unsafe { *off }
     };
     if pos < 0 {
@@ -91,10 +95,10 @@ fn sendfile_plan(inp: c_int, off: *mut off_t, count: size_t) -> Sendfile {
 fn sendfile_done(inp: c_int, off: *mut off_t, pos: off_t, sent: ssize_t) -> ssize_t {
     if sent > 0 {
         if off.is_null() {
-            // SAFETY: as above.
+            // SAFETY: lseek takes no pointers.
             keep_errno(|| unsafe { libc::lseek(inp, pos + sent as off_t, libc::SEEK_SET) });
         } else {
-            // SAFETY: the caller's offset.
+            // SAFETY: a non-null `off` is the program's off_t (sendfile's contract).
             unsafe { *off = pos + sent as off_t };
         }
     }
@@ -127,12 +131,12 @@ unsafe fn sendfile_common(wide: bool, out: c_int, inp: c_int, off: *mut off_t, c
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn sendfile(out: c_int, inp: c_int, off: *mut off_t, count: size_t) -> ssize_t {
-    // SAFETY: the caller's arguments.
+    // SAFETY: sendfile_common has sendfile's contract, which the program keeps.
     unsafe { sendfile_common(false, out, inp, off, count) }
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn sendfile64(out: c_int, inp: c_int, off: *mut off_t, count: size_t) -> ssize_t {
-    // SAFETY: the caller's arguments.
+    // SAFETY: sendfile_common has sendfile64's contract, which the program keeps.
     unsafe { sendfile_common(true, out, inp, off, count) }
 }

@@ -16,7 +16,7 @@ use libc::{c_int, c_ulong};
 #[no_mangle]
 pub unsafe extern "C-unwind" fn close(fd: c_int) -> c_int {
     if fdmap::get(fd).is_none() {
-        // SAFETY: libc's close.
+        // SAFETY: libc's close takes no pointers.
         return unsafe { real::close(fd) };
     }
     // close is a cancellation point: a pending cancellation acts before
@@ -57,7 +57,7 @@ fn before_dup(fd: c_int) -> Option<Entry> {
 #[no_mangle]
 pub unsafe extern "C-unwind" fn dup(fd: c_int) -> c_int {
     let e = before_dup(fd);
-    // SAFETY: libc's dup.
+    // SAFETY: libc's dup takes no pointers.
     let new = unsafe { real::dup(fd) };
     if e.is_none() {
         return new;
@@ -81,7 +81,7 @@ unsafe fn dup2_common(old: c_int, new: c_int, flags: Option<c_int>) -> c_int {
             return -1;
         }
     }
-    // SAFETY: libc's dup2/dup3.
+    // SAFETY: libc's dup2 and dup3 take no pointers.
     let r = unsafe {
         match flags {
             Some(f) => real::dup3(old, new, f),
@@ -96,36 +96,38 @@ unsafe fn dup2_common(old: c_int, new: c_int, flags: Option<c_int>) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn dup2(old: c_int, new: c_int) -> c_int {
-    // SAFETY: the caller's arguments.
+    // SAFETY: dup2_common takes descriptor numbers and flags, no pointers.
     unsafe { dup2_common(old, new, None) }
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
-    // SAFETY: the caller's arguments.
+    // SAFETY: as in dup2.
     unsafe { dup2_common(old, new, Some(flags)) }
 }
 
 #[inline(always)]
 unsafe fn fcntl_common(wide: bool, fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
     let e = fdmap::get(fd);
-    // SAFETY (all calls below): libc's fcntl, or rfcntl, which takes its
-    // argument as fcntl does, with the caller's arguments.  (F_SETLKW is a
-    // cancellation point.)
+    // libc's fcntl, or rfcntl, which takes its argument as fcntl does, with
+    // the program's arguments.  (F_SETLKW is a cancellation point.)
     match (e, cmd) {
         // descriptor flags and duplicates belong to the program's descriptor
         (Some(_), libc::F_DUPFD | libc::F_DUPFD_CLOEXEC) => {
             let e = before_dup(fd);
+            // SAFETY: F_DUPFD's argument is a number, no pointer.
             let new = unsafe { real::fcntl(wide, fd, cmd, arg) };
             boundary(-1, || dup_done(e, new))
         }
-        // SAFETY: as above.
+        // SAFETY: the descriptor-flag commands take a number, no pointer.
         (Some(_), libc::F_GETFD | libc::F_SETFD) => unsafe { real::fcntl(wide, fd, cmd, arg) },
-        // SAFETY: as above.
+        // SAFETY: rfcntl has fcntl's contract for the program's command and
+        // argument, passed on untouched; `inner` is the rsocket `fd` stands for.
         (Some(Entry { kind: Kind::Rsocket, inner, .. }), _) => inside_nocancel(|| unsafe { rs::rfcntl(inner, cmd, arg) }),
-        // SAFETY: as above.
+        // SAFETY: libc's fcntl with the program's command and argument, on
+        // the socket `fd` stands for.
         (Some(Entry { kind: Kind::Real, inner, .. }), _) => unsafe { real::fcntl(wide, inner, cmd, arg) },
-        // SAFETY: as above.
+        // SAFETY: libc's fcntl with the program's arguments.
         _ => unsafe { real::fcntl(wide, fd, cmd, arg) },
     }
 }
@@ -139,13 +141,13 @@ compile_error!("fcntl's variadic argument is read as a fixed one: check the ABI 
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    // SAFETY: the caller's arguments.
+    // SAFETY: fcntl_common has fcntl's contract, which the program keeps.
     unsafe { fcntl_common(false, fd, cmd, arg) }
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    // SAFETY: the caller's arguments.
+    // SAFETY: fcntl_common has fcntl64's contract, which the program keeps.
     unsafe { fcntl_common(true, fd, cmd, arg) }
 }
 
@@ -188,7 +190,7 @@ pub unsafe extern "C-unwind" fn ioctl(fd: c_int, req: c_ulong, arg: c_ulong) -> 
         },
         // SAFETY: libc's ioctl on the real socket, with the caller's arguments.
         Some(Entry { kind: Kind::Real, inner, .. }) if !matches!(req, libc::FIOCLEX | libc::FIONCLEX) => unsafe { real::ioctl(inner, req, arg) },
-        // SAFETY: as above.
+        // SAFETY: libc's ioctl with the program's arguments, untouched.
         _ => unsafe { real::ioctl(fd, req, arg) },
     }
 }

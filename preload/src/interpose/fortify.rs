@@ -20,36 +20,38 @@ pub unsafe extern "C-unwind" fn __read_chk(fd: c_int, buf: *mut c_void, len: siz
         // SAFETY: ends the process as libc's own check does.
         unsafe { __chk_fail() }
     }
-    // SAFETY: the caller's arguments, checked.
+    // SAFETY: read's contract: the program's buffer holds `room` >= `len`
+    // bytes (checked above).
     unsafe { read(fd, buf, len) }
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn __recv_chk(fd: c_int, buf: *mut c_void, len: size_t, room: size_t, flags: c_int) -> ssize_t {
     if len > room {
-        // SAFETY: as above.
+        // SAFETY: as in __read_chk.
         unsafe { __chk_fail() }
     }
-    // SAFETY: as above.
+    // SAFETY: as in __read_chk, recv's contract.
     unsafe { recv(fd, buf, len, flags) }
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn __recvfrom_chk(fd: c_int, buf: *mut c_void, len: size_t, room: size_t, flags: c_int, addr: *mut sockaddr, alen: *mut socklen_t) -> ssize_t {
     if len > room {
-        // SAFETY: as above.
+        // SAFETY: as in __read_chk.
         unsafe { __chk_fail() }
     }
-    // SAFETY: as above.
+    // SAFETY: as in __read_chk, recvfrom's contract.
     unsafe { recvfrom(fd, buf, len, flags, addr, alen) }
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn __poll_chk(fds: *mut pollfd, nfds: nfds_t, timeout: c_int, room: size_t) -> c_int {
     if (room / std::mem::size_of::<pollfd>()) < nfds as usize {
-        // SAFETY: as above.
+        // SAFETY: as in __read_chk.
         unsafe { __chk_fail() }
     }
-    // SAFETY: as above.
+    // SAFETY: poll's contract: the program's array holds `room` bytes, room
+    // for `nfds` entries (checked above).
     unsafe { poll(fds, nfds, timeout) }
 }

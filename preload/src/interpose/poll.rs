@@ -82,7 +82,7 @@ pub unsafe extern "C-unwind" fn poll(fds: *mut pollfd, nfds: nfds_t, timeout: c_
     let n = if fds.is_null() { 0 } else { nfds as usize };
     // SAFETY: the caller passes nfds pollfd entries at fds (or none).
     if !unsafe { any_stand_in(fds, n) } {
-        // SAFETY: the caller's arguments.
+        // SAFETY: libc's poll with the program's arguments, untouched.
         return unsafe { real::poll(fds, nfds, timeout) };
     }
     let plan = boundary(None, || {
@@ -124,7 +124,7 @@ pub unsafe extern "C-unwind" fn select(nfds: c_int, r: *mut fd_set, w: *mut fd_s
     // SAFETY: the sets are NULL or the caller's fd_sets; fd < FD_SETSIZE.
     let listed = |fd| unsafe { isset(r, fd) || isset(w, fd) || isset(x, fd) };
     if !(0..n).any(|fd| listed(fd) && fdmap::get(fd).is_some()) {
-        // SAFETY: the caller's arguments.
+        // SAFETY: libc's select with the program's arguments, untouched.
         return unsafe { real::select(nfds, r, w, x, tv) };
     }
     let plan = boundary(None, || {
@@ -230,7 +230,7 @@ fn epoll_create_plan(flags: c_int) -> EpCreate {
 #[no_mangle]
 pub unsafe extern "C-unwind" fn epoll_create1(flags: c_int) -> c_int {
     match boundary(EpCreate::Failed, || epoll_create_plan(flags)) {
-        // SAFETY: libc's epoll_create1.
+        // SAFETY: libc's epoll_create1 takes no pointers.
         EpCreate::Real => unsafe { real::epoll_create1(flags) },
         EpCreate::Repoll(rp, res) => {
             // SAFETY: repoll_create takes no pointers.
@@ -247,7 +247,7 @@ pub unsafe extern "C-unwind" fn epoll_create(size: c_int) -> c_int {
         set_errno(libc::EINVAL);
         return -1;
     }
-    // SAFETY: no pointers.
+    // SAFETY: epoll_create1 takes no pointers.
     unsafe { epoll_create1(0) }
 }
 
@@ -311,7 +311,8 @@ fn epoll_target(op: c_int, fd: c_int, e: Entry) -> Result<c_int, ()> {
 #[inline(always)]
 unsafe fn epoll_wait_common(epfd: c_int, ev: *mut epoll_event, max: c_int, timeout: c_int, mask: *const libc::sigset_t) -> c_int {
     let Some((inner, rp)) = repoll_set(epfd) else {
-        // SAFETY: libc's calls with the caller's arguments.
+        // SAFETY: libc's epoll_wait or epoll_pwait with the program's
+        // arguments, untouched.
         return unsafe {
             if mask.is_null() {
                 real::epoll_wait(epfd, ev, max, timeout)
@@ -341,12 +342,14 @@ unsafe fn epoll_wait_common(epfd: c_int, ev: *mut epoll_event, max: c_int, timeo
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn epoll_wait(epfd: c_int, ev: *mut epoll_event, max: c_int, timeout: c_int) -> c_int {
-    // SAFETY: the caller's arguments.
+    // SAFETY: epoll_wait_common with a null mask has epoll_wait's contract,
+    // which the program keeps.
     unsafe { epoll_wait_common(epfd, ev, max, timeout, std::ptr::null()) }
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn epoll_pwait(epfd: c_int, ev: *mut epoll_event, max: c_int, timeout: c_int, mask: *const libc::sigset_t) -> c_int {
-    // SAFETY: the caller's arguments.
+    // SAFETY: epoll_wait_common has epoll_pwait's contract, which the
+    // program keeps.
     unsafe { epoll_wait_common(epfd, ev, max, timeout, mask) }
 }

@@ -70,12 +70,12 @@ pub unsafe extern "C-unwind" fn socket(domain: c_int, type_: c_int, protocol: c_
         && matches!(base, libc::SOCK_STREAM | libc::SOCK_DGRAM)
         && !in_rdmacm();
     let plan = if candidate { boundary(Sock::Failed, || socket_plan(domain, type_, protocol)) } else { Sock::Real };
-    // SAFETY (all calls below): libc's socket or rsocket, with the caller's
-    // arguments (no pointers).
     match plan {
+        // SAFETY: libc's socket takes no pointers.
         Sock::Real => unsafe { real::socket(domain, type_, protocol) },
         Sock::Failed => -1,
         Sock::Fork(res) => {
+            // SAFETY: as above.
             let s = unsafe { real::socket(domain, type_, protocol) };
             boundary(-1, || settle(res, s, Kind::Real, Fork::Fresh, domain))
         }
@@ -84,7 +84,7 @@ pub unsafe extern "C-unwind" fn socket(domain: c_int, type_: c_int, protocol: c_
             let r = inside_nocancel(|| unsafe { rs::rsocket(domain, type_, protocol) });
             match boundary(Some(-1), || socket_rs_done(res, r, domain, type_)) {
                 Some(idx) => idx,
-                // SAFETY: libc's socket, the caller's arguments.
+                // SAFETY: libc's socket takes no pointers.
                 None => unsafe { real::socket(domain, type_, protocol) },
             }
         }
@@ -93,9 +93,11 @@ pub unsafe extern "C-unwind" fn socket(domain: c_int, type_: c_int, protocol: c_
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn bind(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
-    // SAFETY (all forwarding below): the callee has the caller's contract.
     match route(fd) {
+        // SAFETY: rbind has bind's contract; the program's address and
+        // length go on untouched; `r` is the rsocket `fd` stands for.
         To::Rs(r) => inside_nocancel(|| unsafe { rs::rbind(r, addr, len) }),
+        // SAFETY: libc's bind with the program's arguments.
         To::Real(f) => unsafe { real::bind(f, addr, len) },
         To::Failed => -1,
     }
@@ -103,10 +105,11 @@ pub unsafe extern "C-unwind" fn bind(fd: c_int, addr: *const sockaddr, len: sock
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn listen(fd: c_int, backlog: c_int) -> c_int {
-    // SAFETY (all forwarding below): the callee has the caller's contract.
     match route(fd) {
+        // SAFETY: rlisten takes no pointers; `r` is the rsocket `fd` stands for.
         To::Rs(r) => inside_nocancel(|| unsafe { rs::rlisten(r, backlog) }),
         To::Real(f) => {
+            // SAFETY: libc's listen takes no pointers.
             let ret = unsafe { real::listen(f, backlog) };
             if ret == 0 && f != fd {
                 boundary((), || {
@@ -180,9 +183,9 @@ unsafe fn accept_common(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, fla
         None => Accept::Real(fd),
         Some(e) => boundary(Accept::Failed, || accept_plan(fd, e, flags)),
     };
-    // SAFETY (all calls below): libc's accept/accept4 or raccept with the
-    // caller's arguments.
     match plan {
+        // SAFETY: libc's accept or accept4 with the program's arguments,
+        // whose contract the caller of this function keeps.
         Accept::Real(f) => unsafe {
             match flags {
                 Some(fl) => real::accept4(f, addr, len, fl),
@@ -190,7 +193,9 @@ unsafe fn accept_common(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, fla
             }
         },
         Accept::Rs(e, res) => {
-            // SAFETY: raccept with the caller's address buffer.
+            // SAFETY: raccept has accept's contract for the program's
+            // address buffer, passed on untouched; e.inner is the listening
+            // rsocket.
             let r = inside(|| unsafe { rs::raccept(e.inner, addr, len) });
             boundary(-1, || accept_rs_done(e, res, r, flags))
         }
@@ -205,13 +210,13 @@ unsafe fn accept_common(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, fla
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int {
-    // SAFETY: the caller's arguments.
+    // SAFETY: accept_common has accept's contract, which the program keeps.
     unsafe { accept_common(fd, addr, len, None) }
 }
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn accept4(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: c_int) -> c_int {
-    // SAFETY: the caller's arguments.
+    // SAFETY: accept_common has accept4's contract, which the program keeps.
     unsafe { accept_common(fd, addr, len, Some(flags)) }
 }
 
@@ -246,7 +251,7 @@ fn connect_plan(fd: c_int, e: Entry) -> Conn {
 /// The peer cannot be reached over RDMA: a real socket takes the
 /// rsocket's place, to connect over TCP.  The new socket, or -1.
 fn connect_fallback(fd: c_int, e: Entry) -> c_int {
-    // SAFETY: libc's socket.
+    // SAFETY: libc's socket takes no pointers.
     let s = unsafe { real::socket(e.domain, libc::SOCK_STREAM, 0) };
     trace!("connect: no RDMA path to the peer (errno {}): descriptor {fd} continues over TCP", errno());
     if s < 0 {
@@ -271,11 +276,12 @@ pub unsafe extern "C-unwind" fn connect(fd: c_int, addr: *const sockaddr, len: s
         None => Conn::Real(fd),
         Some(e) => boundary(Conn::Failed, || connect_plan(fd, e)),
     };
-    // SAFETY (all calls below): libc's connect or rconnect with the caller's
-    // arguments.
     match plan {
+        // SAFETY: libc's connect with the program's arguments.
         Conn::Real(f) => unsafe { real::connect(f, addr, len) },
         Conn::Rs(e) => {
+            // SAFETY: rconnect has connect's contract; the program's address
+            // and length go on untouched; e.inner is the rsocket `fd` stands for.
             let r = inside(|| unsafe { rs::rconnect(e.inner, addr, len) });
             // (AF_IB has no TCP to fall back to)
             if r == 0 || errno() == libc::EINPROGRESS || e.domain == libc::AF_IB {
@@ -285,7 +291,8 @@ pub unsafe extern "C-unwind" fn connect(fd: c_int, addr: *const sockaddr, len: s
             if s < 0 {
                 return -1;
             }
-            // SAFETY: libc's connect with the caller's address.
+            // SAFETY: libc's connect with the program's address and length,
+            // untouched, on the TCP socket that replaced the rsocket.
             unsafe { real::connect(s, addr, len) }
         }
         Conn::Failed => -1,
@@ -297,9 +304,12 @@ macro_rules! plain_call {
     ($name:ident, $rs:ident, ($($a:ident : $t:ty),*)) => {
         #[no_mangle]
         pub unsafe extern "C-unwind" fn $name(fd: c_int, $($a: $t),*) -> c_int {
-            // SAFETY: the callee has the caller's contract.
             match route(fd) {
+                // SAFETY: the rsocket call has the contract of the libc call
+                // the program made, whose arguments it gets untouched; `r` is
+                // the rsocket `fd` stands for.
                 To::Rs(r) => inside_nocancel(|| unsafe { rs::$rs(r, $($a),*) }),
+                // SAFETY: libc's own call with the program's arguments.
                 To::Real(f) => unsafe { real::$name(f, $($a),*) },
                 To::Failed => -1,
             }
@@ -313,9 +323,11 @@ plain_call!(getsockname, rgetsockname, (addr: *mut sockaddr, len: *mut socklen_t
 
 #[no_mangle]
 pub unsafe extern "C-unwind" fn setsockopt(fd: c_int, level: c_int, name: c_int, val: *const c_void, len: socklen_t) -> c_int {
-    // SAFETY (all forwarding below): the callee has the caller's contract.
     match route(fd) {
         To::Rs(r) => {
+            // SAFETY: rsetsockopt has setsockopt's contract; the program's
+            // value and length go on untouched; `r` is the rsocket `fd`
+            // stands for.
             let ret = inside_nocancel(|| unsafe { rs::rsetsockopt(r, level, name, val, len) });
             if ret < 0 && errno() == libc::ENOTSUP {
                 // (as getsockopt: the kernel's errno for an unknown option)
@@ -324,6 +336,7 @@ pub unsafe extern "C-unwind" fn setsockopt(fd: c_int, level: c_int, name: c_int,
             }
             ret
         }
+        // SAFETY: libc's setsockopt with the program's arguments.
         To::Real(f) => unsafe { real::setsockopt(f, level, name, val, len) },
         To::Failed => -1,
     }
@@ -381,7 +394,8 @@ pub unsafe extern "C-unwind" fn getsockopt(fd: c_int, level: c_int, name: c_int,
                 // SAFETY: the caller's buffer and length.
                 return unsafe { identity_out(v, val, len) };
             }
-            // SAFETY: rgetsockopt has getsockopt's contract.
+            // SAFETY: rgetsockopt has getsockopt's contract for the program's
+            // buffer and length, passed on untouched.
             let r = inside_nocancel(|| unsafe { rs::rgetsockopt(inner, level, name, val, len) });
             if r < 0 && errno() == libc::ENOTSUP {
                 // an option rsockets do not have: the kernel's answer for an

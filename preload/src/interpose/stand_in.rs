@@ -80,7 +80,7 @@ pub(super) fn settle(res: Reserved, r: c_int, kind: Kind, fork: Fork, domain: c_
 /// table entry, the stand-in and what it stands for go together.
 pub(super) fn close_impl(fd: c_int) -> c_int {
     let Some(e) = fdmap::clear(fd) else {
-        // SAFETY: libc's close.
+        // SAFETY: libc's close takes no pointers.
         return unsafe { real::close(fd) };
     };
     // SAFETY: the stand-in is ours.
