@@ -27,22 +27,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static const char *en(int r)
-{
-	static char b[32];
+#include "common.h"
 
-	if (r >= 0)
-		return "0";
-	switch (errno) {
-	case EAGAIN: return "EAGAIN";
-	case ENOPROTOOPT: return "ENOPROTOOPT";
-	case ENOTSOCK: return "ENOTSOCK";
-	case EINVAL: return "EINVAL";
-	case ENOTTY: return "ENOTTY";
-	default:
-		snprintf(b, sizeof b, "errno %d", errno);
-		return b;
-	}
+/* "0" for a call that succeeded, else the name of its errno. */
+static const char *ren(int r)
+{
+	return r >= 0 ? "0" : en(errno);
 }
 
 static void fail(const char *what)
@@ -68,7 +58,7 @@ static void empty_recv(const char *who, int fd)
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 
 	if (fl & O_NONBLOCK)
-		printf("%s recv without data -> %s\n", who, en((int)recv(fd, &c, 1, 0)));
+		printf("%s recv without data -> %s\n", who, ren((int)recv(fd, &c, 1, 0)));
 	else
 		printf("%s poll without data -> %d\n", who, poll(&p, 1, 100));
 }
@@ -80,7 +70,7 @@ static void opt_int(const char *who, int fd, int level, int name, const char *nm
 
 	r = getsockopt(fd, level, name, &v, &l);
 	if (r)
-		printf("%s getsockopt %s -> %s\n", who, nm, en(r));
+		printf("%s getsockopt %s -> %s\n", who, nm, ren(r));
 	else if (exact)
 		printf("%s getsockopt %s -> %d (len %u)\n", who, nm, v, (unsigned)l);
 	else
@@ -102,16 +92,16 @@ static void opts(const char *who, int fd)
 	opt_int(who, fd, SOL_SOCKET, SO_RCVBUF, "SO_RCVBUF", 0);
 	opt_int(who, fd, SOL_SOCKET, SO_SNDBUF, "SO_SNDBUF", 0);
 	printf("%s setsockopt TCP_NODELAY 1 -> %s\n", who,
-	       en(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one)));
+	       ren(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one)));
 	opt_int(who, fd, IPPROTO_TCP, TCP_NODELAY, "TCP_NODELAY", 1);
 	printf("%s setsockopt SO_KEEPALIVE 1 -> %s\n", who,
-	       en(setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one)));
+	       ren(setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one)));
 	opt_int(who, fd, SOL_SOCKET, SO_KEEPALIVE, "SO_KEEPALIVE", 1);
 	/* one a socket may not know: the kernel answers it, rsockets do not; either way the
 	 * caller sees an answer or ENOPROTOOPT, never another error */
 	r = getsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &v, &l);
 	printf("%s getsockopt SO_RCVLOWAT -> %s\n", who,
-	       r == 0 || errno == ENOPROTOOPT ? "answered or ENOPROTOOPT" : en(r));
+	       r == 0 || errno == ENOPROTOOPT ? "answered or ENOPROTOOPT" : ren(r));
 }
 
 static void names(int acc, int con, int port)
@@ -227,24 +217,24 @@ int main(int argc, char **argv)
 	empty_recv("acc", acc);
 	/* fcntl: back to blocking */
 	fl = fcntl(acc, F_GETFL);
-	printf("acc fcntl F_SETFL without O_NONBLOCK -> %s\n", en(fcntl(acc, F_SETFL, fl & ~O_NONBLOCK)));
+	printf("acc fcntl F_SETFL without O_NONBLOCK -> %s\n", ren(fcntl(acc, F_SETFL, fl & ~O_NONBLOCK)));
 	flags("acc", acc);
 	empty_recv("acc", acc);
 	/* ioctl(FIONBIO) on, then off, on both sockets */
-	printf("acc ioctl FIONBIO 1 -> %s\n", en(ioctl(acc, FIONBIO, &on)));
+	printf("acc ioctl FIONBIO 1 -> %s\n", ren(ioctl(acc, FIONBIO, &on)));
 	flags("acc", acc);
 	empty_recv("acc", acc);
-	printf("acc ioctl FIONBIO 0 -> %s\n", en(ioctl(acc, FIONBIO, &off)));
+	printf("acc ioctl FIONBIO 0 -> %s\n", ren(ioctl(acc, FIONBIO, &off)));
 	flags("acc", acc);
-	printf("con ioctl FIONBIO 1 -> %s\n", en(ioctl(con, FIONBIO, &on)));
+	printf("con ioctl FIONBIO 1 -> %s\n", ren(ioctl(con, FIONBIO, &on)));
 	flags("con", con);
 	empty_recv("con", con);
-	printf("con ioctl FIONBIO 0 -> %s\n", en(ioctl(con, FIONBIO, &off)));
+	printf("con ioctl FIONBIO 0 -> %s\n", ren(ioctl(con, FIONBIO, &off)));
 	flags("con", con);
 	/* FD_CLOEXEC stays the program descriptor's */
-	printf("con ioctl FIOCLEX -> %s\n", en(ioctl(con, FIOCLEX)));
+	printf("con ioctl FIOCLEX -> %s\n", ren(ioctl(con, FIOCLEX)));
 	flags("con", con);
-	printf("con fcntl F_SETFD 0 -> %s\n", en(fcntl(con, F_SETFD, 0)));
+	printf("con fcntl F_SETFD 0 -> %s\n", ren(fcntl(con, F_SETFD, 0)));
 	flags("con", con);
 	opts("acc", acc);
 	opts("con", con);
@@ -258,11 +248,11 @@ int main(int argc, char **argv)
 	printf("con read -> %zu bytes\n", read_all(con, buf, 6));
 	send_file(acc, con);
 	/* shutdown: con stops writing; acc sees the end of file and still writes to con */
-	printf("con shutdown SHUT_WR -> %s\n", en(shutdown(con, SHUT_WR)));
+	printf("con shutdown SHUT_WR -> %s\n", ren(shutdown(con, SHUT_WR)));
 	printf("acc read after the peer's shutdown -> %zd\n", read(acc, buf, sizeof buf));
 	printf("acc write after the peer's shutdown -> %zd\n", write(acc, "late", 4));
 	printf("con read -> %zu bytes\n", read_all(con, buf, 4));
-	printf("acc shutdown SHUT_RDWR -> %s\n", en(shutdown(acc, SHUT_RDWR)));
+	printf("acc shutdown SHUT_RDWR -> %s\n", ren(shutdown(acc, SHUT_RDWR)));
 	printf("con read after the peer's shutdown -> %zd\n", read(con, buf, sizeof buf));
 	close(acc);
 	close(con);

@@ -20,24 +20,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common.h"
+
 static struct sockaddr_in sa;
 
-static const char *en(int r)
+/* "0" for a call that succeeded, else the name of its errno. */
+static const char *ren(int r)
 {
-	static char b[32];
-
-	if (r == 0)
-		return "0";
-	switch (errno) {
-	case EEXIST: return "EEXIST";
-	case ENOENT: return "ENOENT";
-	case EBADF: return "EBADF";
-	case EINVAL: return "EINVAL";
-	case EPERM: return "EPERM";
-	default:
-		snprintf(b, sizeof b, "errno %d", errno);
-		return b;
-	}
+	return r == 0 ? "0" : en(errno);
 }
 
 static void ctl(const char *what, int ep, int op, int fd, unsigned ev, unsigned long long data)
@@ -47,7 +37,7 @@ static void ctl(const char *what, int ep, int op, int fd, unsigned ev, unsigned 
 	memset(&e, 0, sizeof e);
 	e.events = ev;
 	e.data.u64 = data;
-	printf("ctl %-28s -> %s\n", what, en(epoll_ctl(ep, op, fd, &e)));
+	printf("ctl %-28s -> %s\n", what, ren(epoll_ctl(ep, op, fd, &e)));
 }
 
 static void wait_(const char *what, int ep, int timeout)
