@@ -3,8 +3,9 @@
 # check-api.sh: the public Rust API of the `rdmacm` crate is a stated surface (make check-api,
 # in make check-host).
 #   - api/rdmacm.api lists it: every `pub` item, field, enum variant and trait impl of the files
-#     that make it (src/lib.rs's re-exports and src/api/*.rs, the tokio feature's asyncio.rs
-#     included), each under its enclosing type, derives attached; `#[cfg(test)]` modules, private
+#     that make it (src/lib.rs's re-exports, src/api/*.rs, the tokio feature's asyncio.rs
+#     included, and src/cma/params.rs: the parameter values the connection manager defines and
+#     the API re-exports as they are), each under its enclosing type, derives attached; `#[cfg(test)]` modules, private
 #     and pub(crate) items are not part of it. A change of the surface without the listing fails:
 #     regenerate with `ctest/check-api.sh --update` and commit the listing with the change.
 #   - the crate root exposes nothing but those re-exports and the doc-hidden `internal` module
@@ -17,7 +18,7 @@ listing=api/rdmacm.api
 gen() {
 python3 - "$@" <<'PY'
 import re, sys, glob
-files = ["src/lib.rs"] + sorted(glob.glob("src/api/*.rs"))
+files = ["src/lib.rs"] + sorted(glob.glob("src/api/*.rs")) + ["src/cma/params.rs"]
 out = []
 strip_str = re.compile(r'"(\\.|[^"\\])*"|\'(\\.|[^\'\\])\'')
 def norm(s):

@@ -62,7 +62,7 @@ const SAFE: &[&str] = &[
     "gid", "addrinfo", "addrinfo::acm", "addrinfo::numeric", "addrinfo::ib_hdr", "rsocket", "rsocket::wire", "rsocket::epoll", "rsocket::svc", "rsocket::dgram", "rsocket::dgram_udp", "rsocket::dgram_wire", "rsocket::conf",
     "rsocket::fdmap", "rsocket::sock", "rsocket::state", "rsocket::guard", "rsocket::cq", "rsocket::blocking", "rsocket::send", "rsocket::recv",
     "rsocket::iomap", "rsocket::lifecycle", "rsocket::options", "rsocket::stream_opts", "rsocket::poll", "rsocket::spin", "rsocket::signal",
-    "rsocket::control", "rsocket::send_half", "rsocket::recv_half", "rsocket::iomap_table", "rsocket::sleepers", "cma", "cma::ai", "cma::ai_worker", "cma::api", "cma::conn",
+    "rsocket::control", "rsocket::send_half", "rsocket::recv_half", "rsocket::iomap_table", "rsocket::sleepers", "cma", "cma::ai", "cma::ai_worker", "cma::api", "cma::conn", "cma::params",
     "cma::conn::mcast", "cma::conn::qp", "cma::device", "cma::events", "cma::gid_env", "cma::registry",
     "cma::acks", "cma::base", "cma::channel", "cma::cm", "cma::delivery", "cma::id",
     "explain", "explain::devices", "explain::json", "explain::trace", "cma::trace",

@@ -4,7 +4,8 @@
 use super::cm::id_of as live_id;
 use rdmacm::internal::abi::cma::*;
 use super::{entry, nonnull};
-use rdmacm::internal::cma::conn::{self, ConnParamIn};
+use rdmacm::internal::cma::conn;
+use rdmacm::internal::cma::params::ConnParam;
 use rdmacm::internal::sys::verbs;
 use crate::symver;
 use std::ffi::{c_int, c_void};
@@ -14,7 +15,7 @@ use std::ffi::{c_int, c_void};
 /// # Safety
 /// `p` must be NULL or readable, its private data NULL or
 /// `private_data_len` readable bytes.
-unsafe fn param(p: *mut rdma_conn_param) -> Option<ConnParamIn> {
+unsafe fn param(p: *mut rdma_conn_param) -> Option<ConnParam> {
     // SAFETY: per the contract.
     let c = unsafe { p.as_ref() }?;
     let n = (c.private_data_len as usize).min(rdmacm::internal::abi::ucma::RDMA_MAX_PRIVATE_DATA);
@@ -24,7 +25,7 @@ unsafe fn param(p: *mut rdma_conn_param) -> Option<ConnParamIn> {
         // SAFETY: per the contract (n <= private_data_len).
         unsafe { std::slice::from_raw_parts(c.private_data as *const u8, n) }.to_vec()
     };
-    Some(ConnParamIn::from_c(c, private_data))
+    Some(conn::conn_param_from_c(c, private_data))
 }
 
 /// Reads optional private data.

@@ -32,7 +32,8 @@
 
 pub use super::astream::{AsyncRListener, AsyncRStream};
 use super::error::{Error, Result};
-use super::event::{ConnParam, EventKind, UdParam};
+use super::event::EventKind;
+use crate::cma::params::{ConnParam, UdParam};
 use super::id::{CmId, Event, EventChannel, OnChannel, PortSpace};
 use super::verbs::WorkCompletion;
 use std::net::SocketAddr;

@@ -18,7 +18,8 @@
 
 use super::addr::{from_storage, to_sockaddr};
 use super::error::{errno, Result};
-use super::event::{ConnParam, EventKind, UdParam};
+use super::event::EventKind;
+use crate::cma::params::{ConnParam, UdParam};
 use crate::cma::api::RawEvent;
 use crate::abi::cma::{RDMA_PS_IB, RDMA_PS_IPOIB, RDMA_PS_TCP, RDMA_PS_UDP};
 use crate::cma::api as capi;
@@ -396,7 +397,7 @@ impl<M: Mode> CmId<M> {
 
     /// Binds the id to a local address (`rdma_bind_addr`); port 0 picks one.
     pub fn bind_addr(&self, addr: SocketAddr) -> Result<()> {
-        self.id.bind(to_sockaddr(&addr).as_bytes()).map_err(errno)
+        self.id.bind(&to_sockaddr(&addr)).map_err(errno)
     }
 
     /// Listens for connection requests (`rdma_listen`). `backlog` is how
@@ -413,7 +414,7 @@ impl<M: Mode> CmId<M> {
     /// (`rdma_resolve_addr`): [`EventKind::AddrResolved`](crate::EventKind::AddrResolved).
     pub fn resolve_addr(&self, src: Option<SocketAddr>, dst: SocketAddr, timeout: Duration) -> Result<()> {
         let s = src.map(|a| to_sockaddr(&a));
-        self.id.resolve_addr_from(s.as_ref().map(|a| a.as_bytes()), to_sockaddr(&dst).as_bytes(), ms(timeout)).map_err(errno)
+        self.id.resolve_addr_from(s.as_ref(), &to_sockaddr(&dst), ms(timeout)).map_err(errno)
     }
 
     /// Resolves the route to the destination (`rdma_resolve_route`):
@@ -426,12 +427,12 @@ impl<M: Mode> CmId<M> {
     /// (a synchronous id returns once connected: see
     /// [`CmId::peer_private_data`]).
     pub fn connect(&self, param: &ConnParam) -> Result<()> {
-        self.id.connect_with(Some(&param.to_inner())).map_err(errno)
+        self.id.connect_with(Some(param)).map_err(errno)
     }
 
     /// Accepts a connection request on the request's id (`rdma_accept`).
     pub fn accept(&self, param: &ConnParam) -> Result<()> {
-        self.id.accept_with(Some(&param.to_inner())).map_err(errno)
+        self.id.accept_with(Some(param)).map_err(errno)
     }
 
     /// Rejects a connection request, with private data (`rdma_reject`).
@@ -448,12 +449,12 @@ impl<M: Mode> CmId<M> {
     /// Joins the multicast group at `addr` (`rdma_join_multicast`):
     /// [`EventKind::MulticastJoin`](crate::EventKind::MulticastJoin).
     pub fn join_multicast(&self, addr: SocketAddr) -> Result<()> {
-        self.id.join_multicast(to_sockaddr(&addr).as_bytes()).map_err(errno)
+        self.id.join_multicast(&to_sockaddr(&addr)).map_err(errno)
     }
 
     /// Leaves a multicast group (`rdma_leave_multicast`).
     pub fn leave_multicast(&self, addr: SocketAddr) -> Result<()> {
-        self.id.leave_multicast(to_sockaddr(&addr).as_bytes()).map_err(errno)
+        self.id.leave_multicast(&to_sockaddr(&addr)).map_err(errno)
     }
 
     /// The local address (after bind or resolution), if IPv4 or IPv6.
@@ -499,7 +500,7 @@ impl CmId<Blocking> {
     /// (`rdma_get_request`): its id and parameters (with the private data).
     pub fn get_request(&self) -> Result<(CmId<Blocking>, ConnParam)> {
         let (id, p) = self.id.get_request().map_err(errno)?;
-        Ok((CmId::from_parts(id, None), ConnParam::from_inner(&p)))
+        Ok((CmId::from_parts(id, None), p))
     }
 
     /// The private data of the last answer a synchronous call waited for
@@ -520,7 +521,7 @@ impl CmId<Blocking> {
         if !super::event::carries_ud_param(kind, 0) {
             return None;
         }
-        self.id.parked_ud().map(|raw| UdParam { raw })
+        self.id.parked_ud()
     }
 }
 
@@ -613,7 +614,7 @@ impl<'a> Event<'a> {
 
     /// The connection parameters of a connection event (connected ids).
     pub fn conn_param(&self) -> Option<ConnParam> {
-        self.raw.conn.as_ref().map(ConnParam::from_inner)
+        self.raw.conn.clone()
     }
 
     /// The UD parameters of an event of a UD id: `Some` for the answer to
@@ -628,7 +629,7 @@ impl<'a> Event<'a> {
         if !super::event::carries_ud_param(self.raw.event, self.raw.status) {
             return None;
         }
-        self.raw.ud.as_ref().map(|(raw, _)| UdParam { raw: *raw })
+        self.raw.ud.as_ref().map(|(ud, _)| *ud)
     }
 
     /// Takes a connection request's new id (once; `None` for other

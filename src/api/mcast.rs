@@ -7,9 +7,9 @@
 
 use super::error::{errno, Result};
 use super::id::{CmId, Mode};
-use super::verbs::{cq_entries, QpCaps};
+use super::verbs::cq_entries;
+use crate::cma::params::QpCaps;
 use crate::abi::sockaddr::{ib_of_gid, SockAddr};
-use crate::cma::api as capi;
 use crate::cma::api::{JOIN_FLAG_FULLMEMBER, JOIN_FLAG_SENDONLY_FULLMEMBER};
 use std::net::{Ipv6Addr, SocketAddr};
 
@@ -124,7 +124,7 @@ impl<M: Mode> CmId<M> {
     /// [`CmId::join_multicast`] is this with an IP group and
     /// [`Membership::FullMember`].
     pub fn join_multicast_ex(&self, group: MulticastAddr, membership: Membership) -> Result<()> {
-        self.id.join_multicast_flags(group.to_sockaddr().as_bytes(), membership.raw()).map_err(errno)
+        self.id.join_multicast_flags(&group.to_sockaddr(), membership.raw()).map_err(errno)
     }
 
     /// Leaves a group joined with [`CmId::join_multicast_ex`] (or
@@ -132,7 +132,7 @@ impl<M: Mode> CmId<M> {
     /// (`rdma_leave_multicast`); `EADDRNOTAVAIL` for a group the id has
     /// not joined.
     pub fn leave_multicast_ex(&self, group: MulticastAddr) -> Result<()> {
-        self.id.leave_multicast(group.to_sockaddr().as_bytes()).map_err(errno)
+        self.id.leave_multicast(&group.to_sockaddr()).map_err(errno)
     }
 
     /// [`CmId::create_qp`] with creation flags (`rdma_create_qp_ex` with
@@ -141,9 +141,7 @@ impl<M: Mode> CmId<M> {
     /// `BLOCK_SELF_MCAST_LB` with `EOPNOTSUPP`, as it does for upstream's
     /// library).
     pub fn create_qp_with_flags(&self, caps: QpCaps, flags: QpCreateFlags) -> Result<QpCaps> {
-        let c = capi::QpCaps { max_send_wr: caps.max_send_wr, max_recv_wr: caps.max_recv_wr, max_send_sge: caps.max_send_sge, max_recv_sge: caps.max_recv_sge, max_inline_data: caps.max_inline_data };
-        let got = self.id.create_qp_flags(cq_entries(&caps), c, false, flags.bits()).map_err(errno)?;
-        Ok(QpCaps { max_send_wr: got.max_send_wr, max_recv_wr: got.max_recv_wr, max_send_sge: got.max_send_sge, max_recv_sge: got.max_recv_sge, max_inline_data: got.max_inline_data })
+        self.id.create_qp_flags(cq_entries(&caps), caps, false, flags.bits()).map_err(errno)
     }
 }
 

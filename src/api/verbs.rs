@@ -27,10 +27,13 @@
 //! * a region keeps its id, and so the id's PD and device, alive;
 //! * the QP, CQ and completion channel belong to the id (destroyed with it).
 //!
-//! Over 800 lines: the verbs half of the public API (capabilities,
-//! regions and the buffers they take over, address handles, work requests
-//! and completions), each type with the rustdoc that is its manual; its
-//! unit tests are in verbs_tests.rs.
+//! Over 800 lines: the verbs half of the public API (regions and the
+//! buffers they take over, address handles, work requests and
+//! completions), each type with the rustdoc that is its manual; its unit
+//! tests are in verbs_tests.rs. The QP's capacities ([`QpCaps`]) and a UD
+//! peer ([`UdParam`]) are the connection manager's values
+//! (`crate::cma::params`); [`UdParam::from_wc`], which needs a QP, is
+//! here.
 //!
 //! The verbs calls themselves are the library's one data path
 //! (`crate::sys::verbs::data`, shared with rsockets); in unit tests they
@@ -43,11 +46,9 @@
 #![allow(unsafe_code)]
 
 use super::error::{errno, Error, Result};
-use super::event::UdParam;
-use crate::cma::api::RawUd;
+use crate::cma::params::{QpCaps, UdParam};
 use super::id::{CmId, EventChannel, IdInner, Mode};
 use crate::abi::cma::ibv_ah_attr;
-use crate::cma::api as capi;
 use crate::sys::verbs::data::{self as dp, DataQp};
 use nix::errno::Errno;
 use std::ffi::c_int;
@@ -226,29 +227,6 @@ impl Path {
 }
 
 
-
-/// Capacities of an id's QP: asked for by [`CmId::create_qp`], and what the
-/// device granted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct QpCaps {
-    /// Outstanding send work requests.
-    pub max_send_wr: u32,
-    /// Outstanding receive work requests.
-    pub max_recv_wr: u32,
-    /// Scatter entries per send.
-    pub max_send_sge: u32,
-    /// Scatter entries per receive.
-    pub max_recv_sge: u32,
-    /// Bytes a send may carry inline ([`SendOp`] with `inline`).
-    pub max_inline_data: u32,
-}
-
-impl Default for QpCaps {
-    /// 16 work requests each way, one scatter entry each, no inline data.
-    fn default() -> QpCaps {
-        QpCaps { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 }
-    }
-}
 
 /// Access rights of a [`MemoryRegion`] (`IBV_ACCESS_*`); combine with `|`.
 ///
@@ -1064,7 +1042,7 @@ impl AddressHandle {
         // SAFETY: pd is the id's live PD, kept alive by the handle (it
         // holds the id); the attributes are a valid ibv_ah_attr (copied
         // from the kernel's event, or made by ibv_init_ah_from_wc).
-        let ah = unsafe { dp::create_ah(pd, &to.raw.ah_attr) }.map_err(errno)?;
+        let ah = unsafe { dp::create_ah(pd, &to.ah_attr) }.map_err(errno)?;
         Ok(AddressHandle { ah, _id: id.id.clone() })
     }
 
@@ -1083,8 +1061,8 @@ impl AddressHandle {
     /// the peer's protocol names) with the qkey both ends use
     /// ([`CmId::qkey`] for the UDP port space's).
     pub fn from_wc<M: Mode>(id: &CmId<M>, wc: &WorkCompletion, grh: &[u8; GRH_LEN]) -> Result<AddressHandle> {
-        let ud = RawUd { ah_attr: ah_attr_from_wc(id, wc, grh)?, qp_num: wc.src_qp, qkey: 0 };
-        AddressHandle::new(id, &UdParam { raw: ud })
+        let ud = UdParam { ah_attr: ah_attr_from_wc(id, wc, grh)?, qp_num: wc.src_qp, qkey: 0 };
+        AddressHandle::new(id, &ud)
     }
 }
 
@@ -1095,11 +1073,6 @@ impl std::fmt::Debug for AddressHandle {
 }
 
 impl UdParam {
-    /// The destination GID (meaningful when [`UdParam::is_global`]).
-    pub fn dgid(&self) -> [u8; 16] {
-        crate::sys::verbs::gid_bytes(&self.raw.ah_attr.grh.dgid)
-    }
-
     /// The remote end of a UD receive, to answer it
     /// (`ibv_init_ah_from_wc`, see [`AddressHandle::from_wc`] for the
     /// address): QP number [`WorkCompletion::src_qp`] and the qkey of the
@@ -1108,7 +1081,7 @@ impl UdParam {
     /// of [`AddressHandle::from_wc`]'s address.
     pub fn from_wc<M: Mode>(id: &CmId<M>, wc: &WorkCompletion, grh: &[u8; GRH_LEN]) -> Result<UdParam> {
         let qkey = id.qkey()?;
-        Ok(UdParam { raw: RawUd { ah_attr: ah_attr_from_wc(id, wc, grh)?, qp_num: wc.src_qp, qkey } })
+        Ok(UdParam { ah_attr: ah_attr_from_wc(id, wc, grh)?, qp_num: wc.src_qp, qkey })
     }
 }
 
@@ -1149,11 +1122,9 @@ impl<M: Mode> CmId<M> {
     /// more).
     pub fn create_qp(&self, caps: QpCaps) -> Result<QpCaps> {
         let cqe = cq_entries(&caps);
-        let c = capi::QpCaps { max_send_wr: caps.max_send_wr, max_recv_wr: caps.max_recv_wr, max_send_sge: caps.max_send_sge, max_recv_sge: caps.max_recv_sge, max_inline_data: caps.max_inline_data };
         // sq_sig_all = 0: `signaled` decides (C's rdma_create_qp passes
         // the caller's sq_sig_all instead).
-        let got = if self.id.is_ud() { self.id.create_ud_qp(cqe, c, false).map_err(errno)? } else { self.id.create_rc_qp(cqe, c, false).map_err(errno)? };
-        Ok(QpCaps { max_send_wr: got.max_send_wr, max_recv_wr: got.max_recv_wr, max_send_sge: got.max_send_sge, max_recv_sge: got.max_recv_sge, max_inline_data: got.max_inline_data })
+        if self.id.is_ud() { self.id.create_ud_qp(cqe, caps, false) } else { self.id.create_rc_qp(cqe, caps, false) }.map_err(errno)
     }
 
     /// The QP's number (`None` before [`CmId::create_qp`]).

@@ -6,7 +6,10 @@
 //! out as owned Rust data ([`RawEvent`]).
 //!
 //! It calls the connection manager's Rust functions directly, never the C
-//! exports (no second panic boundary, no errno round trip). What leaves it
+//! exports (no second panic boundary, no errno round trip). Addresses
+//! enter as [`SockAddr`] (cut to their family's length here,
+//! [`SockAddr::for_cm`]); the parameters are the values of `cma::params`
+//! ([`ConnParam`], [`QpCaps`], [`UdParam`]), re-exported. What leaves it
 //! is owned Rust data (addresses, private data) or raw verbs handles
 //! ([`QpPtrs`], the PD) that stay valid for as long as the `CmId` lives:
 //! the QP, its CQ and completion channel are created at most once and
@@ -17,20 +20,20 @@
 use super::objects::Vouched;
 use super::base::{Cm, IdPriv};
 use super::conn;
+use super::params;
 use crate::abi::cma::{ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp, RDMA_PS_TCP, RDMA_PS_UDP};
 use crate::abi::sockaddr::SockAddr;
 use crate::abi::ucma::{RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR};
 use crate::sys::verbs as cv;
 use nix::errno::Errno;
-use crate::abi::cma::{ibv_ah_attr, ibv_context, IBV_QPT_UD, RDMA_CM_EVENT_CONNECT_REQUEST};
+use crate::abi::cma::{ibv_context, IBV_QPT_UD, RDMA_CM_EVENT_CONNECT_REQUEST};
 use super::base::Channel;
 use std::ffi::{c_int, c_void};
 use std::ptr::{null_mut, NonNull};
 use std::sync::Arc;
 
-/// Connection parameters (`struct rdma_conn_param` with its private data
-/// owned): the connection manager's own type.
-pub use super::conn::ConnParamIn as ConnParam;
+/// The values this API takes and reports (defined once, in `cma::params`).
+pub use super::params::{ConnParam, QpCaps, UdParam};
 
 /// The join flags of [`CmId::join_multicast_flags`] (`RDMA_MC_JOIN_FLAG_*`).
 pub use super::conn::mcast::{JOIN_FLAG_FULLMEMBER, JOIN_FLAG_SENDONLY_FULLMEMBER};
@@ -39,16 +42,6 @@ pub use super::conn::mcast::{JOIN_FLAG_FULLMEMBER, JOIN_FLAG_SENDONLY_FULLMEMBER
 fn checked(param: &ConnParam) -> Result<&ConnParam, Errno> {
     u8::try_from(param.private_data.len()).map_err(|_| Errno::EINVAL)?;
     Ok(param)
-}
-
-/// Capacities of a QP (asked for, and what the device granted).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct QpCaps {
-    pub max_send_wr: u32,
-    pub max_recv_wr: u32,
-    pub max_send_sge: u32,
-    pub max_recv_sge: u32,
-    pub max_inline_data: u32,
 }
 
 /// The verbs objects of an id's QP. The pointers are valid while the
@@ -114,15 +107,15 @@ impl CmId {
 
     /// `rdma_bind_addr`. `addr` holds a socket address of its family
     /// (longer is fine; shorter gives EINVAL).
-    pub fn bind(&self, addr: &[u8]) -> Result<(), Errno> {
+    pub fn bind(&self, addr: &SockAddr) -> Result<(), Errno> {
         let a = self.addr(addr)?;
         self.cm.bind(&self.p, Some(a))
     }
 
     /// A socket address as the connection manager takes it
     /// ([`SockAddr::for_cm`]: its family's length, EINVAL when shorter).
-    fn addr(&self, b: &[u8]) -> Result<SockAddr, Errno> {
-        SockAddr::for_cm(b, self.cm.af_ib()).ok_or(Errno::EINVAL)
+    fn addr(&self, a: &SockAddr) -> Result<SockAddr, Errno> {
+        SockAddr::for_cm(a.as_bytes(), self.cm.af_ib()).ok_or(Errno::EINVAL)
     }
 
     /// `rdma_listen`.
@@ -131,7 +124,7 @@ impl CmId {
     }
 
     /// `rdma_resolve_addr` (synchronous: returns once resolved).
-    pub fn resolve_addr(&self, dst: &[u8], timeout_ms: i32) -> Result<(), Errno> {
+    pub fn resolve_addr(&self, dst: &SockAddr, timeout_ms: i32) -> Result<(), Errno> {
         let a = self.addr(dst)?;
         self.cm.resolve_addr(&self.p, None, Some(a), timeout_ms)
     }
@@ -156,7 +149,7 @@ impl CmId {
             return None;
         }
         let (c, data) = self.cm.event_conn(ev)?;
-        Some(ConnParam::from_c(&c, data))
+        Some(conn::conn_param_from_c(&c, data))
     }
 
     /// `rdma_get_request`: the next connection request of this (listening)
@@ -257,7 +250,7 @@ impl CmId {
             return Err(Errno::EINVAL);
         }
         self.p.id.create_shared_cq(cqe)?;
-        let cap = cv::QpCap { max_send_wr: caps.max_send_wr, max_recv_wr: caps.max_recv_wr, max_send_sge: caps.max_send_sge, max_recv_sge: caps.max_recv_sge, max_inline_data: caps.max_inline_data };
+        let cap = params::qp_cap_of(caps);
         // No handles of our own: the QP gets the id's PD and its shared CQ.
         let attr = Vouched::without_handles(cap, qp_type, c_int::from(sig_all));
         let mut ex = Vouched::<cv::QpInitAttrEx>::from_base(&attr, self.p.id.pd_handle(), &self.p.id);
@@ -269,8 +262,7 @@ impl CmId {
             conn::qp::destroy_qp_of(&self.p);
             return Err(e);
         }
-        let c = ex.get().cap;
-        Ok(QpCaps { max_send_wr: c.max_send_wr, max_recv_wr: c.max_recv_wr, max_send_sge: c.max_send_sge, max_recv_sge: c.max_recv_sge, max_inline_data: c.max_inline_data })
+        Ok(params::qp_caps_of(&ex.get().cap))
     }
 
     /// The QP made by [`CmId::create_rc_qp`], its CQ, channel and PD.
@@ -307,7 +299,7 @@ impl CmId {
 
     /// The UD parameters of the parked event (a synchronous UD id's
     /// connect answer), if it is a UD id's event.
-    pub fn parked_ud(&self) -> Option<RawUd> {
+    pub fn parked_ud(&self) -> Option<UdParam> {
         let ev = self.p.id.event();
         if ev.is_null() || !self.is_ud() {
             return None;
@@ -363,7 +355,7 @@ impl CmId {
     }
 
     /// `rdma_resolve_addr` with an optional source address.
-    pub fn resolve_addr_from(&self, src: Option<&[u8]>, dst: &[u8], timeout_ms: i32) -> Result<(), Errno> {
+    pub fn resolve_addr_from(&self, src: Option<&SockAddr>, dst: &SockAddr, timeout_ms: i32) -> Result<(), Errno> {
         let s = match src {
             Some(b) => Some(self.addr(b)?),
             None => None,
@@ -398,13 +390,13 @@ impl CmId {
     }
 
     /// `rdma_join_multicast` (full member) of the group at `addr`.
-    pub fn join_multicast(&self, addr: &[u8]) -> Result<(), Errno> {
+    pub fn join_multicast(&self, addr: &SockAddr) -> Result<(), Errno> {
         self.join_multicast_flags(addr, conn::mcast::JOIN_FLAG_FULLMEMBER)
     }
 
     /// `rdma_join_multicast_ex` of the group at `addr` with join flags
     /// `RDMA_MC_JOIN_FLAG_*` (EINVAL for any other value).
-    pub fn join_multicast_flags(&self, addr: &[u8], join_flags: u16) -> Result<(), Errno> {
+    pub fn join_multicast_flags(&self, addr: &SockAddr, join_flags: u16) -> Result<(), Errno> {
         if u32::from(join_flags) >= conn::mcast::JOIN_FLAG_RESERVED {
             return Err(Errno::EINVAL);
         }
@@ -413,7 +405,7 @@ impl CmId {
     }
 
     /// `rdma_leave_multicast`.
-    pub fn leave_multicast(&self, addr: &[u8]) -> Result<(), Errno> {
+    pub fn leave_multicast(&self, addr: &SockAddr) -> Result<(), Errno> {
         let a = self.addr(addr)?;
         conn::mcast::leave(self.cm, &self.p, a)
     }
@@ -450,14 +442,6 @@ pub fn destroy_channel(ch: &Channel) {
     super::cm::global().destroy_channel(ch)
 }
 
-/// The UD parameters of an event (`struct rdma_ud_param`, owned).
-#[derive(Clone, Copy)]
-pub struct RawUd {
-    pub ah_attr: ibv_ah_attr,
-    pub qp_num: u32,
-    pub qkey: u32,
-}
-
 /// An event read out of the library's event record as owned data. The
 /// record stays unacknowledged until [`ack_event`] with [`RawEvent::key`].
 pub struct RawEvent {
@@ -475,7 +459,7 @@ pub struct RawEvent {
     /// Connection parameters (connected port spaces), with private data.
     pub conn: Option<ConnParam>,
     /// UD parameters (UD ids) and the private data.
-    pub ud: Option<(RawUd, Vec<u8>)>,
+    pub ud: Option<(UdParam, Vec<u8>)>,
 }
 
 /// Blocks for the channel's next event (EAGAIN at once on a non-blocking
@@ -506,17 +490,17 @@ pub fn get_event(ch: &Channel) -> Result<RawEvent, Errno> {
     let (conn, udp) = if ud {
         (None, cm.live.events.with(key, |e| read_ud(e)))
     } else {
-        (cm.event_conn(got.ptr).map(|(c, data)| ConnParam::from_c(&c, data)), None)
+        (cm.event_conn(got.ptr).map(|(c, data)| conn::conn_param_from_c(&c, data)), None)
     };
     Ok(RawEvent { key, event: got.event, status: got.status, id_uid, request, conn, ud: udp })
 }
 
 /// The UD parameters of an event and its private data.
-fn read_ud(e: &super::base::EventPriv) -> (RawUd, Vec<u8>) {
+fn read_ud(e: &super::base::EventPriv) -> (UdParam, Vec<u8>) {
     let u = e.event.ud();
     let n = (u.private_data_len as usize).min(e.private_data.len());
     let data = if u.private_data.is_null() { Vec::new() } else { e.private_data[..n].to_vec() };
-    (RawUd { ah_attr: u.ah_attr, qp_num: u.qp_num, qkey: u.qkey }, data)
+    (UdParam::from_c(&u), data)
 }
 
 /// Acknowledges (releases) an event read by [`get_event`].

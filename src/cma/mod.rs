@@ -33,7 +33,10 @@
 //! [`channel`], [`id`] (and [`Held`]), [`delivery`] (reading and acking
 //! events), [`acks`], [`conn`] (connections, QPs, multicast), [`ai`]
 //! (`rdma_resolve_addrinfo`), [`trace`] (the opt-in trail of every step
-//! and event, docs/trace.md).
+//! and event, docs/trace.md). The values the CM shares with its clients
+//! (connection and UD parameters, QP capacities) are defined once, in
+//! [`params`]; the internal Rust API the library's own clients use is
+//! [`api`].
 #![deny(unsafe_code)]
 
 pub mod acks;
@@ -51,6 +54,7 @@ pub mod events;
 pub mod gid_env;
 pub mod id;
 pub mod objects;
+pub mod params;
 pub mod public;
 pub mod registry;
 pub mod trace;

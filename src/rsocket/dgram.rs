@@ -52,6 +52,7 @@ use super::svc::{self, DATAGRAMS};
 use super::verbs::{Ah, Qp, RegBuf, Wake};
 use super::wire::{scale_to_value, value_to_scale};
 use crate::sys::rsock::{Epoll, Udp};
+use crate::abi::sockaddr::SockAddr;
 use crate::cma::api::{CmId, QpCaps};
 use crate::sys::wake;
 use nix::errno::Errno;
@@ -217,7 +218,7 @@ impl Dgram {
             return Ok(i);
         }
         let id = Arc::new(CmId::create_udp()?);
-        id.bind(src)?;
+        id.bind(&SockAddr::from_prefix(src))?;
         let caps = QpCaps { max_send_wr: self.sq_size, max_recv_wr: self.rq_size, max_send_sge: 1, max_recv_sge: 1, max_inline_data: self.sq_inline };
         let (qp, got) = Qp::new_ud(&id, self.sq_size + self.rq_size, caps)?;
         self.sq_inline = got.max_inline_data;

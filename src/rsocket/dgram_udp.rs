@@ -9,6 +9,7 @@
 use super::dgram::{lock, Dgram, SLOT};
 use super::dgram_wire::{key, mtu_bytes, parse_udp_hdr, udp_hdr, OP_CTRL, OP_DATA};
 use super::svc::Client;
+use crate::abi::sockaddr::SockAddr;
 use crate::cma::api::CmId;
 use crate::sys::rsock::Udp;
 use parking_lot::Mutex;
@@ -108,8 +109,8 @@ fn resolve(local: &[u8], addr: &[u8]) -> Option<crate::abi::cma::ibv_sa_path_rec
     if src.len() >= 4 {
         src[2..4].copy_from_slice(&[0, 0]);
     }
-    id.bind(&src).ok()?;
-    id.resolve_addr(addr, RESOLVE_MS).ok()?;
+    id.bind(&SockAddr::from_prefix(&src)).ok()?;
+    id.resolve_addr(&SockAddr::from_prefix(addr), RESOLVE_MS).ok()?;
     id.resolve_route(RESOLVE_MS).ok()?;
     id.route_paths().into_iter().next()
 }

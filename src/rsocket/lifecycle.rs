@@ -15,6 +15,7 @@ use super::svc::{self, STREAMS};
 use super::verbs::Qp;
 use super::wire::{self, msg_set, CONN_DATA_LEN, OP_CTRL};
 use crate::abi::cma::AF_IB;
+use crate::abi::sockaddr::SockAddr;
 use crate::addrinfo::ib_hdr;
 use crate::cma::api::{CmId, ConnParam, QpCaps};
 use crate::sys::rsock;
@@ -147,7 +148,7 @@ impl Stream {
 
     /// rbind: `addr` holds a socket address of its family.
     pub fn bind(&mut self, addr: &[u8]) -> Result<(), Errno> {
-        self.cm()?.bind(addr)?;
+        self.cm()?.bind(&SockAddr::from_prefix(addr))?;
         self.ctl.set_state(ST_BOUND);
         Ok(())
     }
@@ -219,7 +220,7 @@ impl Stream {
                     let to = 1000 << self.retries;
                     self.retries += 1;
                     self.ctl.set_state(ST_RESOLVING_ADDR);
-                    id.resolve_addr(&self.dst, to)?;
+                    id.resolve_addr(&SockAddr::from_prefix(&self.dst), to)?;
                     self.retries = 0;
                     Step::ResolveRoute
                 }

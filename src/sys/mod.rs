@@ -1,5 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-//! System calls: every foreign call of the library.  The ucma device (its
+//! Foreign calls: every `extern` block of the library (the C API's crate
+//! aside) and the wrappers the rest of it calls instead.  The domain calls
+//! a foreign function directly only for memory whose owner needs libc's
+//! allocator (`cma::public`: path records C may `free()`;
+//! `rsocket::verbs::mem`: page-aligned registered buffers) and through
+//! nix's safe wrappers (`pipe2` and `close` in `rsocket::epoll`, `fcntl`
+//! in `api::id`).  The ucma device (its
 //! typed command protocol and the kernel transport behind the [`ucma::Ucma`]
 //! trait), libibverbs (with the C shim for its `static inline`
 //! functions: the connection manager's calls in [`verbs`], and

@@ -26,6 +26,7 @@ mod tests;
 pub use qp::{init_qp_attr, EpInfo, create_ep, create_qp, create_qp_ex, create_srq, create_srq_ex, destroy_cqs, destroy_ep, destroy_qp_of, destroy_srq_of};
 use crate::sys::verbs::{Ece, QpAttr, IBV_LINK_LAYER_INFINIBAND, IBV_QPS_ERR, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_TRANSPORT_IB, IBV_TRANSPORT_IWARP};
 use crate::cma::base::{Channel, Cm, EventPriv, IdPriv};
+use crate::cma::params::ConnParam;
 use crate::cma::trace;
 use crate::abi::cma::*;
 use crate::abi::ucma as kabi;
@@ -112,7 +113,7 @@ pub fn get_remote_ece(p: &IdPriv) -> Result<Ece, Errno> {
 
 // --- connection -------------------------------------------------------------------
 
-fn valid_param(p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
+fn valid_param(p: &IdPriv, param: Option<&ConnParam>) -> Result<(), Errno> {
     if p.id.ps() != RDMA_PS_TCP {
         return Ok(());
     }
@@ -130,40 +131,25 @@ fn valid_param(p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
     Ok(())
 }
 
-/// The caller's `rdma_conn_param`, its private data copied (the C API
-/// reads it).
-#[derive(Clone, Debug, Default)]
-pub struct ConnParamIn {
-    pub private_data: Vec<u8>,
-    pub responder_resources: u8,
-    pub initiator_depth: u8,
-    pub flow_control: u8,
-    pub retry_count: u8,
-    pub rnr_retry_count: u8,
-    pub srq: u8,
-    pub qp_num: u32,
-}
-
-impl ConnParamIn {
-    /// The fields of a C `struct rdma_conn_param` with its private data
-    /// (already copied by the caller).
-    pub fn from_c(c: &rdma_conn_param, private_data: Vec<u8>) -> ConnParamIn {
-        ConnParamIn {
-            private_data,
-            responder_resources: c.responder_resources,
-            initiator_depth: c.initiator_depth,
-            flow_control: c.flow_control,
-            retry_count: c.retry_count,
-            rnr_retry_count: c.rnr_retry_count,
-            srq: c.srq,
-            qp_num: c.qp_num,
-        }
+/// The caller's `struct rdma_conn_param` as the connection manager takes
+/// it, with its private data (already copied by the caller: the C API
+/// reads it). The one conversion from the C structure to [`ConnParam`].
+pub fn conn_param_from_c(c: &rdma_conn_param, private_data: Vec<u8>) -> ConnParam {
+    ConnParam {
+        private_data,
+        responder_resources: c.responder_resources,
+        initiator_depth: c.initiator_depth,
+        flow_control: c.flow_control,
+        retry_count: c.retry_count,
+        rnr_retry_count: c.rnr_retry_count,
+        srq: c.srq,
+        qp_num: c.qp_num,
     }
 }
 
 /// The kernel's connection parameters: the id's pending connect data (an
 /// AF_IB header from rdma_getaddrinfo) followed by the caller's.
-fn conn_param_to_kern(p: &IdPriv, src: Option<&ConnParamIn>, qp_num: u32, srq: u8) -> kabi::ConnParam {
+fn conn_param_to_kern(p: &IdPriv, src: Option<&ConnParam>, qp_num: u32, srq: u8) -> kabi::ConnParam {
     let conn = p.conn.lock();
     let mut k = kabi::ConnParam { qp_num, srq, responder_resources: conn.responder_resources, initiator_depth: conn.initiator_depth, valid: 1, ..Default::default() };
     match src {
@@ -197,7 +183,7 @@ pub fn join_private_data(out: &mut [u8; kabi::RDMA_MAX_PRIVATE_DATA], connect: &
 
 /// The QP number and SRQ flag the kernel announces: the id's QP if it has
 /// one, else the caller's values.
-fn qp_num_srq(p: &IdPriv, param: Option<&ConnParamIn>) -> Option<(u32, u8)> {
+fn qp_num_srq(p: &IdPriv, param: Option<&ConnParam>) -> Option<(u32, u8)> {
     if let Some((num, srq)) = p.id.qp_num_srq() {
         return Some((num, srq as u8));
     }
@@ -205,7 +191,7 @@ fn qp_num_srq(p: &IdPriv, param: Option<&ConnParamIn>) -> Option<(u32, u8)> {
 }
 
 /// `rdma_connect`.
-pub fn connect(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
+pub fn connect(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Result<(), Errno> {
     if trace::on() {
         return connect_traced(cm, p, param);
     }
@@ -214,12 +200,12 @@ pub fn connect(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Resu
 
 #[cold]
 #[inline(never)]
-fn connect_traced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
+fn connect_traced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Result<(), Errno> {
     trace::call(p, trace::Step::Connect, || connect_untraced(cm, p, param))
 }
 
 #[inline(always)]
-fn connect_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
+fn connect_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Result<(), Errno> {
     valid_param(p, param)?;
     let d = p.device().ok_or(Errno::EINVAL)?;
     {
@@ -268,7 +254,7 @@ fn listen_untraced(cm: &'static Cm, p: &IdPriv, backlog: c_int) -> Result<(), Er
 }
 
 /// `rdma_accept`.
-pub fn accept(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
+pub fn accept(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Result<(), Errno> {
     if trace::on() {
         return accept_traced(cm, p, param);
     }
@@ -277,12 +263,12 @@ pub fn accept(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Resul
 
 #[cold]
 #[inline(never)]
-fn accept_traced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
+fn accept_traced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Result<(), Errno> {
     trace::call(p, trace::Step::Accept, || accept_untraced(cm, p, param))
 }
 
 #[inline(always)]
-fn accept_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParamIn>) -> Result<(), Errno> {
+fn accept_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Result<(), Errno> {
     // Upstream reads the caller's parameters when the id has no QP.
     let (qpn, srq) = qp_num_srq(p, param).ok_or(Errno::EINVAL)?;
     valid_param(p, param)?;

@@ -211,8 +211,8 @@ fn handle(p: &IdPriv) -> u32 {
     p.handle()
 }
 
-fn param(pd: &[u8]) -> ConnParamIn {
-    ConnParamIn {
+fn param(pd: &[u8]) -> ConnParam {
+    ConnParam {
         private_data: pd.to_vec(),
         responder_resources: RDMA_MAX_RESP_RES,
         initiator_depth: RDMA_MAX_INIT_DEPTH,
