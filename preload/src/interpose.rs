@@ -53,6 +53,7 @@ use crate::calls::{close_nocancel, errno, in_rdmacm, inside, inside_nocancel, ke
 use crate::config::{self, Config};
 use crate::fdmap::{self, Entry, Fork, Kind};
 use crate::held::{self, Buf, Reserved};
+use crate::split;
 use libc::{c_int, c_long, c_ulong, c_void, epoll_event, fd_set, iovec, msghdr, nfds_t, off_t, pollfd, size_t, sockaddr, socklen_t, ssize_t, timeval};
 use std::sync::OnceLock;
 
@@ -106,25 +107,42 @@ fn inherited(fd: c_int, call: &str, err: c_int) {
 }
 
 /// Registers (once) the handler that marks, in a child made by fork(2),
-/// the rsockets and repoll sets of the parent as `Kind::Inherited`.
+/// the rsockets and repoll sets of the parent as `Kind::Inherited`; in fork
+/// mode, first the handlers that split each connected rsocket between the
+/// two processes (`split`).
 fn watch_fork() {
+    extern "C" fn prepare() {
+        boundary((), split::prepare);
+    }
+    extern "C" fn parent() {
+        boundary((), split::parent);
+    }
     extern "C" fn child() {
+        boundary((), split::child);
         fdmap::inherit_all();
     }
     static ONCE: std::sync::Once = std::sync::Once::new();
-    // SAFETY: a handler with no arguments that only touches atomics.
+    // SAFETY: handlers with no arguments; split's only allocate (prepare,
+    // parent) and close our own descriptors.
     ONCE.call_once(|| unsafe {
-        libc::pthread_atfork(None, None, Some(child));
+        if config().0.fork {
+            split::TRACE.store(config().0.trace, std::sync::atomic::Ordering::Relaxed);
+            libc::pthread_atfork(Some(prepare), Some(parent), Some(child));
+        } else {
+            libc::pthread_atfork(None, None, Some(child));
+        }
     });
 }
 
 /// `route` for the data calls: a fork-mode socket becomes an rsocket at
 /// its first data call (see `fork_switch`).  The plan of a data call on a
 /// stand-in (`e` is its entry).
-fn route_data(fd: c_int, e: Entry) -> To {
-    if let Entry { kind: Kind::Real, fork: Fork::Active | Fork::Passive, .. } = e {
+fn route_data(fd: c_int, e: Entry, reads: bool) -> To {
+    match e {
         // (a handshake with the peer: it runs to its end)
-        quiet(|| fork_switch(fd, e));
+        Entry { kind: Kind::Real, fork: Fork::Active | Fork::Passive, .. } => quiet(|| fork_switch(fd, e)),
+        Entry { kind: Kind::Real, fork: Fork::Split, .. } if reads => split::claim(fd, e),
+        _ => {}
     }
     route(fd)
 }
@@ -637,7 +655,7 @@ macro_rules! data_call {
         pub unsafe extern "C-unwind" fn $name(fd: c_int, $($a: $t),*) -> $r {
             let to = match fdmap::get(fd) {
                 None => To::Real(fd),
-                Some(e) => boundary(To::Failed, || route_data(fd, e)),
+                Some(e) => boundary(To::Failed, || route_data(fd, e, stringify!($name).starts_with("re"))),
             };
             // SAFETY: the callee has the caller's contract.
             match to {
@@ -800,6 +818,11 @@ unsafe fn translate(from: *const pollfd, to: *mut pollfd, n: usize) -> bool {
             // fork mode: an accepted socket waited on here is used in this
             // process; its peer waits for the switch before its first byte
             quiet(|| fork_switch(p.fd, e));
+        }
+        if let Some(e @ Entry { kind: Kind::Real, fork: Fork::Split, .. }) = fdmap::get(p.fd) {
+            if p.events & libc::POLLIN != 0 {
+                split::claim(p.fd, e);
+            }
         }
         let fd = match fdmap::get(p.fd) {
             Some(Entry { kind: Kind::Rsocket, inner, .. }) => {
@@ -1274,7 +1297,7 @@ fn sendfile_done(inp: c_int, off: *mut off_t, pos: off_t, sent: ssize_t) -> ssiz
 unsafe fn sendfile_common(wide: bool, out: c_int, inp: c_int, off: *mut off_t, count: size_t) -> ssize_t {
     let to = match fdmap::get(out) {
         None => To::Real(out),
-        Some(e) => boundary(To::Failed, || route_data(out, e)),
+        Some(e) => boundary(To::Failed, || route_data(out, e, false)),
     };
     let r = match to {
         To::Rs(r) => r,
@@ -1398,9 +1421,13 @@ pub unsafe extern "C-unwind" fn epoll_ctl(epfd: c_int, op: c_int, fd: c_int, ev:
 /// a descriptor epoll cannot watch).
 fn epoll_target(op: c_int, fd: c_int, e: Entry) -> Result<c_int, ()> {
     let e = match e {
-        Entry { kind: Kind::Real, fork: Fork::Passive, .. } if op != libc::EPOLL_CTL_DEL => {
+        Entry { kind: Kind::Real, fork: Fork::Passive | Fork::Active, .. } if op != libc::EPOLL_CTL_DEL => {
             quiet(|| fork_switch(fd, e));
             fdmap::get(fd).unwrap_or(e)
+        }
+        Entry { kind: Kind::Real, fork: Fork::Split, .. } if op != libc::EPOLL_CTL_DEL => {
+            split::claim(fd, e);
+            e
         }
         _ => e,
     };
