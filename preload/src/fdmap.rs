@@ -280,6 +280,23 @@ mod tests {
     }
 
     #[test]
+    fn each_visits_every_entry_once() {
+        let _one = TABLE_USERS.lock().unwrap_or_else(|e| e.into_inner());
+        let e = Entry { kind: Kind::Rsocket, fork: Fork::Split, inner: 41, domain: libc::AF_INET, dgram: false };
+        let fds = [8000, 8001, 9000 + CHUNK as i32];
+        for (i, fd) in fds.iter().enumerate() {
+            assert!(set(*fd, Entry { inner: 41 + i as i32, ..e }));
+        }
+        let mut seen = Vec::new();
+        each(|fd, x| seen.push((fd, x.inner)));
+        seen.sort();
+        assert_eq!(seen, vec![(8000, 41), (8001, 42), (9000 + CHUNK as i32, 43)]);
+        for fd in fds {
+            clear(fd);
+        }
+    }
+
+    #[test]
     fn inherit_all_marks_rsockets_and_sets_only() {
         let _one = TABLE_USERS.lock().unwrap_or_else(|e| e.into_inner());
         let base = Entry { kind: Kind::Rsocket, fork: Fork::Ready, inner: 77, domain: libc::AF_INET6, dgram: true };

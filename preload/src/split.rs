@@ -74,7 +74,8 @@ fn close_all(fds: &[c_int]) {
 pub fn prepare() {
     let mut list: Vec<Split> = Vec::new();
     fdmap::each(|_, e| {
-        if e.kind != Kind::Rsocket || e.dgram || list.iter().any(|s| s.rs == e.inner) {
+        // (beyond CLAIMS splits the child could not claim: those stay the parent's)
+        if e.kind != Kind::Rsocket || e.dgram || list.len() >= CLAIMS || list.iter().any(|s| s.rs == e.inner) {
             return;
         }
         // (a listening rsocket: nothing to relay)

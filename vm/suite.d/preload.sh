@@ -478,13 +478,51 @@ EOF
 pair --srv-wait 10 preload_rsync_fork 150 \
   "pl=$PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP; bash /tmp/pl_rsync_srv.sh \$pl" \
   ". /tmp/pl_lib.sh; pl=$PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP; pl_lib \$pl || { touch /tmp/rsd/stop; exit 1; }
-   for i in \$(seq 100); do [ -n \"\$($N1 ss -Hltn 'sport = :8730')\" ] || [ -e /tmp/rsd/ended ] && break; sleep 0.1; done
+   for i in \$(seq 100); do [ -n \"\$($N1 ss -Hltn 'sport = :8730')\" ] || [ -e /tmp/rsd/ended ] && break; sleep 0.1; done; echo \"client: \$i looks for the daemon's listener\" >&2
    C=/tmp/rsc; rm -rf \$C; mkdir -p \$C; g0=\$(tcp_segs); p0=\$(rxe_pkts); q0=\$(cat /sys/class/infiniband/rxe0/ports/1/hw_counters/rcvd_pkts)
-   rs(){ pl_watch 50 env LD_PRELOAD=\$pl RDMAV_FORK_SAFE=1 RDMACM_RS_LOG=1 rsync \"\$@\" 2>> \$C/log; }
+   rs(){ local t=\${EPOCHREALTIME/./}; pl_watch 50 env LD_PRELOAD=\$pl RDMAV_FORK_SAFE=1 RDMACM_RS_LOG=1 rsync \"\$@\" 2>> \$C/log; local r=\$?
+     t=\$(( (\${EPOCHREALTIME/./} - t) / 1000 )); echo \"rsync \$*: exit \$r after \$t ms\" >&2; return \$r; }
    rs -a rsync://192.0.2.2:8730/mod/ \$C/pull/; a=\$?; diff -r /tmp/rsd/mod \$C/pull && echo 'pull: the module arrived intact'; da=\$?
-   rs -a \$C/pull/ rsync://192.0.2.2:8730/mod/up/; b=\$?; diff -r \$C/pull /tmp/rsd/mod/up && echo 'push: the files arrived intact'; db=\$?
+   mkdir \$C/src; cp -a /tmp/rsd/mod/big /tmp/rsd/mod/s* \$C/src/
+   rs -a \$C/src/ rsync://192.0.2.2:8730/mod/up/; b=\$?; diff -r \$C/src /tmp/rsd/mod/up && echo 'push: the files arrived intact'; db=\$?
    touch /tmp/rsd/stop; g=\$(( \$(tcp_segs) - g0 )) p=\$(( \$(rxe_pkts) - p0 )) q=\$(( \$(cat /sys/class/infiniband/rxe0/ports/1/hw_counters/rcvd_pkts) - q0 ))
    grep -v '^librspreload\|^rdmacm-rs' \$C/log >&2; grep 'relay' \$C/log >&2
    echo \"client: pull exit \$a, push exit \$b; TCP \$g segments sent; rxe0 sent \$p packets, received \$q\"
    r=\$(grep -c 'used by a child process: relayed' \$C/log); echo \"client: \$r connection relayed to a child\"
    [ \$a = 0 ] && [ \$b = 0 ] && [ \$da = 0 ] && [ \$db = 0 ] && [ \$g -lt 60 ] && [ \$p -ge 1953 ] && [ \$q -ge 1953 ] && [ \$r = 1 ]"
+# Why the daemon above runs as nobody: a server started as root that changes its credentials
+# (setgid, setuid) after its connection has become an rsocket can no longer send on it. The
+# kernel refuses write(2) on a verbs device file opened under other credentials (EACCES), and
+# rxe's provider posts its sends with such a write. The server (root, ns1) sends once, calls
+# setgid and setuid (nobody), sends again: that send must fail with EACCES. Both variants run
+# their own pair (the kernel's rule, not the library's).
+cat > /tmp/pl_setuid_srv.py <<'EOF'
+import errno, os, socket, sys
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("192.0.2.2", int(sys.argv[1]))); ls.listen(1)
+c, _ = ls.accept(); c.settimeout(10)
+print("server: got", c.recv(2), flush=True); c.sendall(b"before")
+os.setgid(65534); os.setuid(65534)
+try:
+    c.sendall(b"after"); print("server: send after setuid succeeded"); sys.exit(1)
+except OSError as e:
+    print("server: send after setuid failed:", errno.errorcode.get(e.errno, e.errno)); sys.exit(e.errno != errno.EACCES)
+EOF
+cat > /tmp/pl_setuid_cli.py <<'EOF'
+import socket, sys
+c = socket.create_connection(("192.0.2.2", int(sys.argv[1]))); c.settimeout(15); c.sendall(b"go"); got = b""
+try:
+    while not got.startswith(b"before"):
+        b = c.recv(64)
+        if not b: break
+        got += b
+except OSError as e:
+    print("client:", e)
+print("client: got", got); sys.exit(0 if got.startswith(b"before") else 1)
+EOF
+pair --srv-wait 10 preload_setuid_rs 60 \
+  ". /tmp/pl_lib.sh; pl=$PL_RS port=5312; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP port=5313; t0=\$(tcp_opens)
+   pl_watch 40 env LD_PRELOAD=\$pl python3 /tmp/pl_setuid_srv.py \$port; r=\$?; no_tcp \$t0 && exit \$r" \
+  ". /tmp/pl_lib.sh; pl=$PL_RS port=5312; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP port=5313; pl_lib \$pl || exit 1
+   for i in \$(seq 100); do [ -n \"\$(rdma res show cm_id 2>/dev/null | grep LISTEN | grep \$port)\" ] && break; sleep 0.1; done
+   p0=\$(rxe_pkts); t0=\$(tcp_opens); pl_watch 40 env LD_PRELOAD=\$pl python3 /tmp/pl_setuid_cli.py \$port; r=\$?; over_rdma \$p0 \$t0 1 && exit \$r"
