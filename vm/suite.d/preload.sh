@@ -469,7 +469,7 @@ setpriv --reuid=nobody --regid=nogroup --clear-groups env LD_PRELOAD=$L RDMAV_FO
 end=$((SECONDS + 130)); while [ $SECONDS -lt $end ]; do [ -e $D/stop ] && break; kill -0 $p 2>/dev/null || break; sleep 0.1; done
 kill -0 $p 2>/dev/null; alive=$?; touch $D/ended; kill $p 2>/dev/null; sleep 0.3; kill -9 $p 2>/dev/null; wait $p
 g=$(( $(tcp_segs) - g0 )); echo "server: daemon ran to the client's end: $([ $alive = 0 ] && echo yes || echo no), TCP $g segments sent"
-grep -v 'connect from\|name lookup failed\|rsyncd version\|allowed access\|sent .* bytes\|total size' $D/rsyncd.log >&2
+grep -v 'name lookup failed\|rsyncd version\|allowed access\|sent .* bytes\|total size' $D/rsyncd.log >&2
 grep 'librspreload' $D/daemon.err | grep -v 'socket: descriptor' | head -30 >&2
 n=$(grep -c 'accepting side: raccept [0-9]' $D/daemon.err); r=$(grep -c 'used by a child process: relayed' $D/daemon.err)
 echo "server: $n connections switched to rsockets, $r relayed to a child"
