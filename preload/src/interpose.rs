@@ -112,13 +112,13 @@ fn inherited(fd: c_int, call: &str, err: c_int) {
 /// two processes (`split`).
 fn watch_fork() {
     extern "C" fn prepare() {
-        boundary((), split::prepare);
+        boundary((), || quiet(split::prepare));
     }
     extern "C" fn parent() {
-        boundary((), split::parent);
+        boundary((), || quiet(split::parent));
     }
     extern "C" fn child() {
-        boundary((), split::child);
+        boundary((), || quiet(split::child));
         fdmap::inherit_all();
     }
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -135,8 +135,10 @@ fn watch_fork() {
 }
 
 /// `route` for the data calls: a fork-mode socket becomes an rsocket at
-/// its first data call (see `fork_switch`).  The plan of a data call on a
-/// stand-in (`e` is its entry).
+/// its first data call (see `fork_switch`); in a child, the first read of a
+/// connection split at fork(2) claims its incoming data (`split::claim`).
+/// The plan of a data call on a stand-in (`e` is its entry; `reads`: the
+/// call receives).
 fn route_data(fd: c_int, e: Entry, reads: bool) -> To {
     match e {
         // (a handshake with the peer: it runs to its end)
@@ -1415,8 +1417,10 @@ pub unsafe extern "C-unwind" fn epoll_ctl(epfd: c_int, op: c_int, fd: c_int, ev:
 }
 
 /// What repoll_ctl is to watch for stand-in `fd`: the descriptor that does
-/// the work.  A fork-mode socket accepted over TCP becomes an rsocket when
-/// it is added (its peer waits for that before its first byte); an
+/// the work.  A fork-mode socket connected or accepted over TCP becomes an
+/// rsocket when it is added (the accepting side's peer waits for that
+/// before its first byte; the connecting side waits for its peer's four
+/// zero bytes); a split connection added in a child claims its data; an
 /// inherited rsocket cannot be watched here (EPERM, the kernel's answer for
 /// a descriptor epoll cannot watch).
 fn epoll_target(op: c_int, fd: c_int, e: Entry) -> Result<c_int, ()> {

@@ -25,10 +25,10 @@
 //! connection open.  A fork that fails leaves a relay that ends at once.
 //!
 //! The atfork handlers (`prepare`, `parent`, `child`) run in the forking
-//! thread; `prepare` and `parent` may allocate, `child` only closes
-//! descriptors and stores atomics.
+//! thread with cancellation disabled; `prepare` and `parent` may allocate,
+//! `child` only closes descriptors and stores atomics.
 
-use crate::calls::{errno, inside, real, rs};
+use crate::calls::{errno, inside, quiet, real, rs};
 use crate::fdmap::{self, Entry, Fork, Kind};
 use libc::{c_int, c_void, pollfd};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
@@ -175,8 +175,9 @@ pub fn claim(fd: c_int, e: Entry) {
         if w != 0 && ((w - 1) >> 32) as u32 as c_int == e.inner {
             let cw = (w - 1) as u32 as c_int;
             let one = 1u8;
-            // SAFETY: one byte from a local into our pipe.
-            unsafe { real::write(cw, (&one as *const u8).cast(), 1) };
+            // SAFETY: one byte from a local into our pipe (write is a
+            // cancellation point: none may act in the library's own work).
+            quiet(|| unsafe { real::write(cw, (&one as *const u8).cast(), 1) });
             log!("fork mode: descriptor {fd}, inherited connection: the child reads it (relayed by the parent)");
         }
     }
