@@ -456,7 +456,9 @@ pair --srv-wait 10 preload_netperf_fork 120 \
 # kernel then refuses the verbs commands rxe's provider writes to the device file opened
 # before (EACCES from write(2): its send doorbell). TCP carries only the two connections'
 # handshakes (fewer than 60 segments sent by either side), rxe0 the files (at least their
-# size in 1024-byte packets, both ways). The upstream variant runs upstream's pair.
+# size in 1024-byte packets, both ways). The upstream variant runs upstream's pair. The harness
+# waits 1 s only (its wait looks for a listening rdma_cm id, and fork mode listens on TCP); the
+# client looks for the daemon's TCP listener itself.
 cat > /tmp/pl_rsync_srv.sh <<'EOF'
 # pl_rsync_srv.sh LIB: the daemon side (ns1); stops when the client creates /tmp/rsd/stop
 . /tmp/pl_lib.sh; L=$1; D=/tmp/rsd; rm -rf $D; mkdir -p $D/mod; rm -f /dev/shm/sem.rsocket_fork
@@ -475,7 +477,7 @@ n=$(grep -c 'accepting side: raccept [0-9]' $D/daemon.err); r=$(grep -c 'used by
 echo "server: $n connections switched to rsockets, $r relayed to a child"
 ! grep -q 'rsync error\|rsync: \[' $D/rsyncd.log && [ $alive = 0 ] && [ $n = 2 ] && [ $r -ge 1 ] && [ $g -lt 60 ]
 EOF
-pair --srv-wait 10 preload_rsync_fork 150 \
+pair --srv-wait 1 preload_rsync_fork 150 \
   "pl=$PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP; bash /tmp/pl_rsync_srv.sh \$pl" \
   ". /tmp/pl_lib.sh; pl=$PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP; pl_lib \$pl || { touch /tmp/rsd/stop; exit 1; }
    for i in \$(seq 100); do [ -n \"\$($N1 ss -Hltn 'sport = :8730')\" ] || [ -e /tmp/rsd/ended ] && break; sleep 0.1; done; echo \"client: \$i looks for the daemon's listener\" >&2
