@@ -816,15 +816,13 @@ unsafe fn translate(from: *const pollfd, to: *mut pollfd, n: usize) -> bool {
     for i in 0..n {
         // SAFETY: i < n (the caller's contract).
         let p = unsafe { *from.add(i) };
-        if let Some(e @ Entry { kind: Kind::Real, fork: Fork::Passive, .. }) = fdmap::get(p.fd) {
+        match fdmap::get(p.fd) {
             // fork mode: an accepted socket waited on here is used in this
             // process; its peer waits for the switch before its first byte
-            quiet(|| fork_switch(p.fd, e));
-        }
-        if let Some(e @ Entry { kind: Kind::Real, fork: Fork::Split, .. }) = fdmap::get(p.fd) {
-            if p.events & libc::POLLIN != 0 {
-                split::claim(p.fd, e);
-            }
+            Some(e @ Entry { kind: Kind::Real, fork: Fork::Passive, .. }) => quiet(|| fork_switch(p.fd, e)),
+            // a child waits to read a connection split at fork(2)
+            Some(e @ Entry { kind: Kind::Real, fork: Fork::Split, .. }) if p.events & libc::POLLIN != 0 => split::claim(p.fd, e),
+            _ => {}
         }
         let fd = match fdmap::get(p.fd) {
             Some(Entry { kind: Kind::Rsocket, inner, .. }) => {
