@@ -49,6 +49,9 @@ pub enum Fork {
     Active,
     /// Accepted over TCP; becomes an rsocket at its first data call.
     Passive,
+    /// In a child made by fork(2): the child's end of a connection the
+    /// parent relays (`split`); the child has not yet read from it.
+    Split,
 }
 
 /// One table entry.
@@ -87,6 +90,7 @@ fn encode(e: Entry) -> u64 {
         Fork::Listen => 2,
         Fork::Active => 3,
         Fork::Passive => 4,
+        Fork::Split => 5,
     };
     let domain = match e.domain {
         libc::AF_INET6 => 1u64,
@@ -109,6 +113,7 @@ fn decode(w: u64) -> Option<Entry> {
         2 => Fork::Listen,
         3 => Fork::Active,
         4 => Fork::Passive,
+        5 => Fork::Split,
         _ => Fork::Ready,
     };
     let domain = match (w >> 48) & 3 {
@@ -212,6 +217,23 @@ pub fn inherit_all() {
     }
 }
 
+/// Calls `f` with every descriptor in the table and its entry.  Only
+/// atomic loads: fit for an atfork handler.
+pub fn each(mut f: impl FnMut(i32, Entry)) {
+    for (c, cell) in TABLE.iter().enumerate() {
+        let p = cell.load(Ordering::Acquire);
+        if p.is_null() {
+            continue;
+        }
+        // SAFETY: a published chunk is never freed or moved (see the module comment).
+        for (j, s) in unsafe { &*p }.iter().enumerate() {
+            if let Some(e) = decode(s.word.load(Ordering::Acquire)) {
+                f((c * CHUNK + j) as i32, e);
+            }
+        }
+    }
+}
+
 /// The highest descriptor number the table can hold.
 pub const MAX_FD: usize = CHUNK * CHUNKS - 1;
 
@@ -225,7 +247,7 @@ mod tests {
     #[test]
     fn entries_round_trip() {
         for kind in [Kind::Rsocket, Kind::Repoll, Kind::Real, Kind::Inherited] {
-            for fork in [Fork::Ready, Fork::Fresh, Fork::Listen, Fork::Active, Fork::Passive] {
+            for fork in [Fork::Ready, Fork::Fresh, Fork::Listen, Fork::Active, Fork::Passive, Fork::Split] {
                 for domain in [libc::AF_INET, libc::AF_INET6, libc::AF_IB] {
                     for inner in [0, 7, 65535, i32::MAX] {
                         for dgram in [false, true] {
@@ -255,6 +277,23 @@ mod tests {
         assert!(!release(4000));
         assert!(release(4000));
         assert!(release(4001));
+    }
+
+    #[test]
+    fn each_visits_every_entry_once() {
+        let _one = TABLE_USERS.lock().unwrap_or_else(|e| e.into_inner());
+        let e = Entry { kind: Kind::Rsocket, fork: Fork::Split, inner: 41, domain: libc::AF_INET, dgram: false };
+        let fds = [8000, 8001, 9000 + CHUNK as i32];
+        for (i, fd) in fds.iter().enumerate() {
+            assert!(set(*fd, Entry { inner: 41 + i as i32, ..e }));
+        }
+        let mut seen = Vec::new();
+        each(|fd, x| seen.push((fd, x.inner)));
+        seen.sort();
+        assert_eq!(seen, vec![(8000, 41), (8001, 42), (9000 + CHUNK as i32, 43)]);
+        for fd in fds {
+            clear(fd);
+        }
     }
 
     #[test]

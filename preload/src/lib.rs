@@ -31,6 +31,8 @@ mod fdmap;
 mod held;
 #[cfg(not(test))]
 mod interpose;
+#[cfg(not(test))]
+mod split;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

@@ -88,7 +88,7 @@ EOF
 cat > /tmp/pl_fork_srv.py <<'EOF'
 import hashlib, os, socket, sys
 ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.bind(("192.0.2.2", 5306)); ls.listen(1)
+ls.bind(("192.0.2.2", int(sys.argv[1]) if sys.argv[1:] else 5306)); ls.listen(1)
 c, _ = ls.accept()
 pid = os.fork()
 if pid == 0:
@@ -102,13 +102,37 @@ if pid == 0:
 c.close()
 sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 EOF
-cat > /tmp/pl_fork_cli.py <<'EOF'
-import hashlib, os, socket, sys
-data = os.urandom(2000000)
-c = socket.create_connection(("192.0.2.2", 5306)); c.sendall(data)
+# The client of both: sends SIZE random bytes to PORT and compares the SHA-256 the server
+# sends back; with "go" it first waits for the server's 2-byte go-ahead; with "epoll" its
+# socket is non-blocking and every wait is an epoll_wait on one set, the socket added to it
+# before the first byte.
+cat > /tmp/pl_sha_cli.py <<'EOF'
+import hashlib, os, select, socket, sys
+port, size = int(sys.argv[1]), int(sys.argv[2])
+data = os.urandom(size)
+c = socket.create_connection(("192.0.2.2", port)); c.settimeout(20)
+if sys.argv[3:] == ["go"]:
+    print("client: server says", c.recv(2), flush=True)
+if sys.argv[3:] == ["epoll"]:
+    c.setblocking(False); ep = select.epoll(); ep.register(c, select.EPOLLOUT)
+    def wait(ev):
+        ep.modify(c, ev)
+        if not ep.poll(20): sys.exit("client: no epoll event for 20 s")
+    view = memoryview(data)
+    while view:
+        wait(select.EPOLLOUT)
+        try: view = view[c.send(view[:65536]):]
+        except BlockingIOError: pass
+    def recv():
+        while True:
+            wait(select.EPOLLIN)
+            try: return c.recv(64)
+            except BlockingIOError: pass
+else:
+    c.sendall(data); recv = lambda: c.recv(64)
 back = b""
 while len(back) < 64:
-    b = c.recv(64)
+    b = recv()
     if not b: break
     back += b
 ok = back.decode() == hashlib.sha256(data).hexdigest()
@@ -182,7 +206,18 @@ pair --srv-wait 3 preload_fork_rs 150 \
   ". /tmp/pl_lib.sh; pl_lib $PL_RS || exit 1
    for i in \$(seq 300); do [ -n \"\$($N1 ss -Hltn 'sport = :5306')\" ] && break; sleep 0.1; done
    p0=\$(rxe_pkts); s0=\$(tcp_segs)
-   pl_watch 120 env LD_PRELOAD=$PL_RS RDMAV_FORK_SAFE=1 python3 /tmp/pl_fork_cli.py; r=\$?
+   pl_watch 120 env LD_PRELOAD=$PL_RS RDMAV_FORK_SAFE=1 python3 /tmp/pl_sha_cli.py 5306 2000000; r=\$?
+   p=\$(( \$(rxe_pkts) - p0 )); s=\$(( \$(tcp_segs) - s0 )); echo \"rxe0 sent \$p packets, TCP \$s segments\"
+   [ \$r = 0 ] && [ \$p -ge 1953 ] && [ \$s -lt 40 ]"
+# The same in fork mode with a client that adds its socket to an epoll set before its first byte
+# and waits for every send and receive in epoll_wait: its connection becomes an rsocket when it
+# is added (the set then watches the rsocket), as an accepting side's does.
+pair --srv-wait 3 preload_fork_epoll_rs 150 \
+  ". /tmp/pl_lib.sh; rm -f /dev/shm/sem.rsocket_fork; pl_watch 130 env LD_PRELOAD=$PL_RS RDMAV_FORK_SAFE=1 python3 /tmp/pl_fork_srv.py 5309" \
+  ". /tmp/pl_lib.sh; pl_lib $PL_RS || exit 1
+   for i in \$(seq 300); do [ -n \"\$($N1 ss -Hltn 'sport = :5309')\" ] && break; sleep 0.1; done
+   p0=\$(rxe_pkts); s0=\$(tcp_segs)
+   pl_watch 120 env LD_PRELOAD=$PL_RS RDMAV_FORK_SAFE=1 python3 /tmp/pl_sha_cli.py 5309 2000000 epoll; r=\$?
    p=\$(( \$(rxe_pkts) - p0 )); s=\$(( \$(tcp_segs) - s0 )); echo \"rxe0 sent \$p packets, TCP \$s segments\"
    [ \$r = 0 ] && [ \$p -ge 1953 ] && [ \$s -lt 40 ]"
 # A connection inherited across fork WITHOUT fork mode: the server accepts an rsocket, makes an
@@ -227,19 +262,6 @@ while n < 1000000:
 c.sendall(h.hexdigest().encode()); c.close()
 print(f"parent: received {n} bytes", flush=True); sys.exit(0 if st == 0 and n == 1000000 else 1)
 EOF2
-cat > /tmp/pl_inherit_cli.py <<'EOF2'
-import hashlib, os, socket, sys
-data = os.urandom(1000000)
-c = socket.create_connection(("192.0.2.2", int(sys.argv[1]))); c.settimeout(20)
-go = c.recv(2); print("client: server says", go, flush=True)
-c.sendall(data); back = b""
-while len(back) < 64:
-    b = c.recv(64)
-    if not b: break
-    back += b
-ok = back.decode() == hashlib.sha256(data).hexdigest()
-print("client: digest", "matches" if ok else "differs"); sys.exit(0 if ok else 1)
-EOF2
 pair --srv-wait 10 preload_fork_inherit 60 \
   ". /tmp/pl_lib.sh; pl=$PL_RS port=5307; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP port=5308; t0=\$(tcp_opens)
    pl_watch 40 env LD_PRELOAD=\$pl RDMACM_RS_LOG=1 python3 /tmp/pl_inherit_srv.py \$port 2> /tmp/pl_inh.log; r=\$?
@@ -249,7 +271,7 @@ pair --srv-wait 10 preload_fork_inherit 60 \
   ". /tmp/pl_lib.sh; pl=$PL_RS port=5307; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP port=5308; pl_lib \$pl || exit 1
    for i in \$(seq 100); do [ -n \"\$(rdma res show cm_id 2>/dev/null | grep LISTEN | grep \$port)\" ] && break; sleep 0.1; done
    p0=\$(rxe_pkts); t0=\$(tcp_opens)
-   pl_watch 40 env LD_PRELOAD=\$pl python3 /tmp/pl_inherit_cli.py \$port; r=\$?; over_rdma \$p0 \$t0 900 && exit \$r"
+   pl_watch 40 env LD_PRELOAD=\$pl python3 /tmp/pl_sha_cli.py \$port 1000000 go; r=\$?; over_rdma \$p0 \$t0 900 && exit \$r"
 # nginx, unmodified (Debian's package; epoll, accept4, sendfile), serving files over RDMA: in ns1
 # two instances, each one process (master_process off: nginx's master makes the listening
 # sockets and forks its workers, and an rsocket does not cross a fork), one with sendfile on
@@ -423,3 +445,86 @@ pair --srv-wait 10 preload_netperf_fork 120 \
      echo \"netperf -t \$test: exit \$x, result \$rate\"; [ \$x = 0 ] && awk -v v=\$rate 'BEGIN { exit !(v > 0) }' || r=1; done
    $N1 pkill -TERM -x netserver; p=\$(( \$(rxe_pkts) - p0 )) g=\$(( \$(tcp_segs) - g0 ))
    echo \"rxe0 sent \$p packets, TCP \$g segments sent\"; [ \$r = 0 ] && [ \$p -ge 1000 ] && [ \$g -lt 100 ]"
+# An rsync daemon (Debian's rsync: `rsync --daemon`, a process forked per connection) serving a
+# module in fork mode (RDMAV_FORK_SAFE=1 on both sides), in ns1; from the root ns a pull of the
+# module (a 2 MB file and 10 small ones) and a push of the same files into it, each compared
+# with the original. rsync's receiving side (the client of the pull, the daemon's child of the
+# push) forks after the connection has carried data: the child reads the socket, the parent
+# writes it, and the connection, an rsocket of the parent, is relayed to the child through a
+# socket pair (both logs must say so). The daemon runs as user nobody: a daemon started as root
+# changes its credentials (setgid, setuid) after the connection has become an rsocket, and the
+# kernel then refuses the verbs commands rxe's provider writes to the device file opened
+# before (EACCES from write(2): its send doorbell). TCP carries only the two connections'
+# handshakes (fewer than 60 segments sent by either side), rxe0 the files (at least their
+# size in 1024-byte packets, both ways). The upstream variant runs upstream's pair. The harness
+# waits 1 s only (its wait looks for a listening rdma_cm id, and fork mode listens on TCP); the
+# client looks for the daemon's TCP listener itself.
+cat > /tmp/pl_rsync_srv.sh <<'EOF'
+# pl_rsync_srv.sh LIB: the daemon side (ns1); stops when the client creates /tmp/rsd/stop
+. /tmp/pl_lib.sh; L=$1; D=/tmp/rsd; rm -rf $D; mkdir -p $D/mod; rm -f /dev/shm/sem.rsocket_fork
+head -c 2000000 /dev/urandom > $D/mod/big; for i in $(seq 10); do head -c $((i * 331 + 7)) /dev/urandom > $D/mod/s$i; done
+printf 'pid file = %s\nlog file = %s\nuse chroot = no\n[mod]\n  path = %s\n  read only = no\n' \
+  $D/rsyncd.pid $D/rsyncd.log $D/mod > $D/rsyncd.conf
+chown -R nobody:nogroup $D; g0=$(tcp_segs)
+setpriv --reuid=nobody --regid=nogroup --clear-groups env LD_PRELOAD=$L RDMAV_FORK_SAFE=1 RDMACM_RS_LOG=1 \
+  rsync --daemon --no-detach --config=$D/rsyncd.conf --address=192.0.2.2 --port=8730 2> $D/daemon.err & p=$!
+end=$((SECONDS + 130)); while [ $SECONDS -lt $end ]; do [ -e $D/stop ] && break; kill -0 $p 2>/dev/null || break; sleep 0.1; done
+kill -0 $p 2>/dev/null; alive=$?; touch $D/ended; kill $p 2>/dev/null; sleep 0.3; kill -9 $p 2>/dev/null; wait $p
+g=$(( $(tcp_segs) - g0 )); echo "server: daemon ran to the client's end: $([ $alive = 0 ] && echo yes || echo no), TCP $g segments sent"
+grep -v 'name lookup failed\|rsyncd version\|allowed access\|sent .* bytes\|total size' $D/rsyncd.log >&2
+grep 'librspreload' $D/daemon.err | grep -v 'socket: descriptor' | head -30 >&2
+n=$(grep -c 'accepting side: raccept [0-9]' $D/daemon.err); r=$(grep -c 'used by a child process: relayed' $D/daemon.err)
+echo "server: $n connections switched to rsockets, $r relayed to a child"
+! grep -q 'rsync error\|rsync: \[' $D/rsyncd.log && [ $alive = 0 ] && [ $n = 2 ] && [ $r -ge 1 ] && [ $g -lt 60 ]
+EOF
+pair --srv-wait 1 preload_rsync_fork 150 \
+  "pl=$PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP; bash /tmp/pl_rsync_srv.sh \$pl" \
+  ". /tmp/pl_lib.sh; pl=$PL_RS; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP; pl_lib \$pl || { touch /tmp/rsd/stop; exit 1; }
+   for i in \$(seq 100); do [ -n \"\$($N1 ss -Hltn 'sport = :8730')\" ] || [ -e /tmp/rsd/ended ] && break; sleep 0.1; done; echo \"client: \$i looks for the daemon's listener\" >&2
+   C=/tmp/rsc; rm -rf \$C; mkdir -p \$C; g0=\$(tcp_segs); p0=\$(rxe_pkts); q0=\$(cat /sys/class/infiniband/rxe0/ports/1/hw_counters/rcvd_pkts)
+   rs(){ local t=\${EPOCHREALTIME/./}; pl_watch 50 env LD_PRELOAD=\$pl RDMAV_FORK_SAFE=1 RDMACM_RS_LOG=1 rsync \"\$@\" 2>> \$C/log; local r=\$?
+     t=\$(( (\${EPOCHREALTIME/./} - t) / 1000 )); echo \"rsync \$*: exit \$r after \$t ms\" >&2; return \$r; }
+   rs -a rsync://192.0.2.2:8730/mod/ \$C/pull/; a=\$?; diff -r /tmp/rsd/mod \$C/pull && echo 'pull: the module arrived intact'; da=\$?
+   mkdir \$C/src; cp -a /tmp/rsd/mod/big /tmp/rsd/mod/s* \$C/src/
+   rs -a \$C/src/ rsync://192.0.2.2:8730/mod/up/; b=\$?; diff -r \$C/src /tmp/rsd/mod/up && echo 'push: the files arrived intact'; db=\$?
+   touch /tmp/rsd/stop; g=\$(( \$(tcp_segs) - g0 )) p=\$(( \$(rxe_pkts) - p0 )) q=\$(( \$(cat /sys/class/infiniband/rxe0/ports/1/hw_counters/rcvd_pkts) - q0 ))
+   grep -v '^librspreload\|^rdmacm-rs' \$C/log >&2; grep 'relay' \$C/log >&2
+   echo \"client: pull exit \$a, push exit \$b; TCP \$g segments sent; rxe0 sent \$p packets, received \$q\"
+   r=\$(grep -c 'used by a child process: relayed' \$C/log); echo \"client: \$r connection relayed to a child\"
+   [ \$a = 0 ] && [ \$b = 0 ] && [ \$da = 0 ] && [ \$db = 0 ] && [ \$g -lt 60 ] && [ \$p -ge 1953 ] && [ \$q -ge 1953 ] && [ \$r = 1 ]"
+# Why the daemon above runs as nobody: a server started as root that changes its credentials
+# (setgid, setuid) after its connection has become an rsocket can no longer send on it. The
+# kernel refuses write(2) on a verbs device file opened under other credentials (EACCES), and
+# rxe's provider posts its sends with such a write. The server (root, ns1) sends once, calls
+# setgid and setuid (nobody), sends again: that send must fail with EACCES. Both variants run
+# their own pair (the kernel's rule, not the library's).
+cat > /tmp/pl_setuid_srv.py <<'EOF'
+import errno, os, socket, sys
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("192.0.2.2", int(sys.argv[1]))); ls.listen(1)
+c, _ = ls.accept(); c.settimeout(10)
+print("server: got", c.recv(2), flush=True); c.sendall(b"before")
+os.setgid(65534); os.setuid(65534)
+try:
+    c.sendall(b"after"); print("server: send after setuid succeeded"); sys.exit(1)
+except OSError as e:
+    print("server: send after setuid failed:", errno.errorcode.get(e.errno, e.errno)); sys.exit(e.errno != errno.EACCES)
+EOF
+cat > /tmp/pl_setuid_cli.py <<'EOF'
+import socket, sys
+c = socket.create_connection(("192.0.2.2", int(sys.argv[1]))); c.settimeout(15); c.sendall(b"go"); got = b""
+try:
+    while not got.startswith(b"before"):
+        b = c.recv(64)
+        if not b: break
+        got += b
+except OSError as e:
+    print("client:", e)
+print("client: got", got); sys.exit(0 if got.startswith(b"before") else 1)
+EOF
+pair --srv-wait 10 preload_setuid_rs 60 \
+  ". /tmp/pl_lib.sh; pl=$PL_RS port=5312; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP port=5313; t0=\$(tcp_opens)
+   pl_watch 40 env LD_PRELOAD=\$pl python3 /tmp/pl_setuid_srv.py \$port; r=\$?; no_tcp \$t0 && exit \$r" \
+  ". /tmp/pl_lib.sh; pl=$PL_RS port=5312; [ \"\$RDMACM_VARIANT\" = upstream ] && pl=$PL_UP port=5313; pl_lib \$pl || exit 1
+   for i in \$(seq 100); do [ -n \"\$(rdma res show cm_id 2>/dev/null | grep LISTEN | grep \$port)\" ] && break; sleep 0.1; done
+   p0=\$(rxe_pkts); t0=\$(tcp_opens); pl_watch 40 env LD_PRELOAD=\$pl python3 /tmp/pl_setuid_cli.py \$port; r=\$?; over_rdma \$p0 \$t0 1 && exit \$r"

@@ -9,15 +9,20 @@ use crate::boundary;
 use crate::calls::{inside, inside_nocancel, keep_errno, quiet, real, rs};
 use crate::fdmap::{self, Entry, Fork, Kind};
 use crate::held::{self, Buf};
+use crate::split;
 use libc::{c_int, c_void, iovec, msghdr, off_t, size_t, sockaddr, socklen_t, ssize_t};
 
 /// `route` for the data calls: a fork-mode socket becomes an rsocket at
-/// its first data call (see `fork_switch`).  The plan of a data call on a
-/// stand-in (`e` is its entry).
-fn route_data(fd: c_int, e: Entry) -> To {
-    if let Entry { kind: Kind::Real, fork: Fork::Active | Fork::Passive, .. } = e {
+/// its first data call (see `fork_switch`); in a child, the first read of a
+/// connection split at fork(2) claims its incoming data (`split::claim`).
+/// The plan of a data call on a stand-in (`e` is its entry; `reads`: the
+/// call receives).
+fn route_data(fd: c_int, e: Entry, reads: bool) -> To {
+    match e {
         // (a handshake with the peer: it runs to its end)
-        quiet(|| fork_switch(fd, e));
+        Entry { kind: Kind::Real, fork: Fork::Active | Fork::Passive, .. } => quiet(|| fork_switch(fd, e)),
+        Entry { kind: Kind::Real, fork: Fork::Split, .. } if reads => split::claim(fd, e),
+        _ => {}
     }
     route(fd)
 }
@@ -30,7 +35,7 @@ macro_rules! data_call {
         pub unsafe extern "C-unwind" fn $name(fd: c_int, $($a: $t),*) -> $r {
             let to = match fdmap::get(fd) {
                 None => To::Real(fd),
-                Some(e) => boundary(To::Failed, || route_data(fd, e)),
+                Some(e) => boundary(To::Failed, || route_data(fd, e, stringify!($name).starts_with("re"))),
             };
             match to {
                 // SAFETY: the rsocket call has the contract of the libc call
@@ -109,7 +114,7 @@ fn sendfile_done(inp: c_int, off: *mut off_t, pos: off_t, sent: ssize_t) -> ssiz
 unsafe fn sendfile_common(wide: bool, out: c_int, inp: c_int, off: *mut off_t, count: size_t) -> ssize_t {
     let to = match fdmap::get(out) {
         None => To::Real(out),
-        Some(e) => boundary(To::Failed, || route_data(out, e)),
+        Some(e) => boundary(To::Failed, || route_data(out, e, false)),
     };
     let r = match to {
         To::Rs(r) => r,

@@ -5,9 +5,11 @@
 //! handler that marks them).
 
 use super::options::{copy_options, tune};
-use super::setup::trace;
-use crate::calls::{errno, inside, keep_errno, real, rs, set_errno};
+use super::setup::{config, trace};
+use crate::boundary;
+use crate::calls::{errno, inside, keep_errno, quiet, real, rs, set_errno};
 use crate::fdmap::{self, Entry, Fork, Kind};
+use crate::split;
 use libc::{c_int, c_ulong, sockaddr, socklen_t};
 
 /// A call on a stand-in inherited across fork(2) (`Kind::Inherited`): the
@@ -21,15 +23,30 @@ pub(super) fn inherited(fd: c_int, call: &str, err: c_int) {
 }
 
 /// Registers (once) the handler that marks, in a child made by fork(2),
-/// the rsockets and repoll sets of the parent as `Kind::Inherited`.
+/// the rsockets and repoll sets of the parent as `Kind::Inherited`; in fork
+/// mode, first the handlers that split each connected rsocket between the
+/// two processes (`split`).
 pub(super) fn watch_fork() {
+    extern "C" fn prepare() {
+        boundary((), || quiet(split::prepare));
+    }
+    extern "C" fn parent() {
+        boundary((), || quiet(split::parent));
+    }
     extern "C" fn child() {
+        boundary((), || quiet(split::child));
         fdmap::inherit_all();
     }
     static ONCE: std::sync::Once = std::sync::Once::new();
-    // SAFETY: a handler with no arguments that only touches atomics.
+    // SAFETY: handlers with no arguments; split's only allocate (prepare,
+    // parent) and close our own descriptors.
     ONCE.call_once(|| unsafe {
-        libc::pthread_atfork(None, None, Some(child));
+        if config().0.fork {
+            split::TRACE.store(config().0.trace, std::sync::atomic::Ordering::Relaxed);
+            libc::pthread_atfork(Some(prepare), Some(parent), Some(child));
+        } else {
+            libc::pthread_atfork(None, None, Some(child));
+        }
     });
 }
 

@@ -8,6 +8,7 @@ use crate::boundary;
 use crate::calls::{in_rdmacm, inside, inside_nocancel, keep_errno, quiet, real, rs, set_errno};
 use crate::fdmap::{self, Entry, Fork, Kind};
 use crate::held::{self, Buf, Reserved};
+use crate::split;
 use libc::{c_int, c_ulong, epoll_event, fd_set, nfds_t, pollfd, timeval};
 
 // --- poll, select ---
@@ -32,10 +33,13 @@ unsafe fn translate(from: *const pollfd, to: *mut pollfd, n: usize) -> bool {
     for i in 0..n {
         // SAFETY: i < n (the caller's contract).
         let p = unsafe { *from.add(i) };
-        if let Some(e @ Entry { kind: Kind::Real, fork: Fork::Passive, .. }) = fdmap::get(p.fd) {
+        match fdmap::get(p.fd) {
             // fork mode: an accepted socket waited on here is used in this
             // process; its peer waits for the switch before its first byte
-            quiet(|| fork_switch(p.fd, e));
+            Some(e @ Entry { kind: Kind::Real, fork: Fork::Passive, .. }) => quiet(|| fork_switch(p.fd, e)),
+            // a child waits to read a connection split at fork(2)
+            Some(e @ Entry { kind: Kind::Real, fork: Fork::Split, .. }) if p.events & libc::POLLIN != 0 => split::claim(p.fd, e),
+            _ => {}
         }
         let fd = match fdmap::get(p.fd) {
             Some(Entry { kind: Kind::Rsocket, inner, .. }) => {
@@ -289,15 +293,21 @@ pub unsafe extern "C-unwind" fn epoll_ctl(epfd: c_int, op: c_int, fd: c_int, ev:
 }
 
 /// What repoll_ctl is to watch for stand-in `fd`: the descriptor that does
-/// the work.  A fork-mode socket accepted over TCP becomes an rsocket when
-/// it is added (its peer waits for that before its first byte); an
+/// the work.  A fork-mode socket connected or accepted over TCP becomes an
+/// rsocket when it is added (the accepting side's peer waits for that
+/// before its first byte; the connecting side waits for its peer's four
+/// zero bytes); a split connection added in a child claims its data; an
 /// inherited rsocket cannot be watched here (EPERM, the kernel's answer for
 /// a descriptor epoll cannot watch).
 fn epoll_target(op: c_int, fd: c_int, e: Entry) -> Result<c_int, ()> {
     let e = match e {
-        Entry { kind: Kind::Real, fork: Fork::Passive, .. } if op != libc::EPOLL_CTL_DEL => {
+        Entry { kind: Kind::Real, fork: Fork::Passive | Fork::Active, .. } if op != libc::EPOLL_CTL_DEL => {
             quiet(|| fork_switch(fd, e));
             fdmap::get(fd).unwrap_or(e)
+        }
+        Entry { kind: Kind::Real, fork: Fork::Split, .. } if op != libc::EPOLL_CTL_DEL => {
+            split::claim(fd, e);
+            e
         }
         _ => e,
     };
