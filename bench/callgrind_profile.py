@@ -22,6 +22,7 @@ class Profile:
                 table[m.group(1)] = m.group(2)
             return table.get(m.group(1), '?')
         cur = ob = callee = cob = None
+        npos = 1
         edge = False
         for line in open(path):
             line = line.rstrip('\n')
@@ -34,11 +35,15 @@ class Profile:
                 elif key == 'calls': self.calls[callee] += int(val.split()[0]); edge = True; cob = None
                 else: name(val, files)
                 continue
+            if line.startswith('positions:'):
+                # one column per position ("line", or "instr line" with --dump-instr), then the cost
+                npos = len(line.split()) - 1
+                continue
             if line and (line[0].isdigit() or line[0] in '+-*'):
                 parts = line.split()
-                if len(parts) < 2:
+                if len(parts) < npos + 1:
                     continue
-                c = int(parts[1])
+                c = int(parts[npos])
                 if edge:
                     edge = False
                     self.incl[(cur, callee)] += c
