@@ -7,6 +7,7 @@
 # BENCH_CG_INSTR=1): per instruction instead, each shown with its disassembly from LIB (the same
 # build as the profiled one, e.g. a copy of build/lib/librdmacm.so.1 made before the run).
 import re, subprocess, sys, collections
+from callgrind_profile import name
 
 args = [a for a in sys.argv[1:] if a != '--instr']
 lib = None
@@ -15,14 +16,6 @@ if '--instr' in sys.argv:
 path, n, want = args[0], int(args[1]), args[2]
 top = int(args[3]) if len(args) > 3 else 60
 tabs = {'ob': {}, 'fl': {}, 'fn': {}}
-
-def name(v, t):
-    m = re.match(r'\((\d+)\)\s*(.*)', v)
-    if not m:
-        return v
-    if m.group(2):
-        t[m.group(1)] = m.group(2)
-    return t.get(m.group(1), '?')
 
 def pos(tok, last):
     if tok == '*':
