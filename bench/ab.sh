@@ -6,7 +6,7 @@
 # `make bench` keeps the best of two rounds, which cannot tell a few per cent from the
 # TCG noise; this takes as many rounds as asked and pairs them.
 #
-#   bench/ab.sh [-r ROUNDS] [-c "duplex pingpong rstream64k cg_create_destroy cg_get_ack first cg_first"] [-w syscount] NAME=DIR...
+#   bench/ab.sh [-r ROUNDS] [-i] [-c "duplex pingpong rstream64k cg_create_destroy cg_get_ack first cg_first cg_rs_pingpong"] [-w syscount] NAME=DIR...
 #       DIR holds a librdmacm.so.1 (e.g. build/lib, or a copy of it made before a change);
 #       -w syscount: both ends under ctest/vm/preload/syscount.c, and a table of the system
 #       calls and context switches per message (duplex) or round trip (pingpong) and end
@@ -17,7 +17,10 @@
 #   first: 11 fresh processes per run, each timing its first numeric rdma_getaddrinfo (ns,
 #   the median); with it come first_proc (the whole process, exec to exit, ns) and
 #   first_minflt (the minor page faults of the first call); cg_first: that call's instructions
-#   under callgrind, in the whole process (cg_first_lib: in librdmacm's object)
+#   under callgrind, in the whole process (cg_first_lib: in librdmacm's object);
+#   cg_rs_pingpong: instructions per 64 B rsocket round trip as make bench's cg_rs_pingpong_total
+#   (also cg_rs_pingpong_lib), the profiles in build/vm-ab/suite/share/out/callgrind/ (-i: per
+#   instruction too, valgrind's --dump-instr=yes, for bench/callgrind-lines.py)
 #   bench/ab.sh --report DIR    report from an earlier run's output directory
 #
 # Each of the VM's two variant runs (upstream, ours) does every round, so ROUNDS=3 gives six
@@ -25,15 +28,15 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/ab-common.sh
-rounds=3 cases=duplex out= wrap=
+rounds=3 cases=duplex out= wrap= cginstr=
 while [ $# -gt 0 ]; do case $1 in
-  -r) rounds=$2; shift 2;; -w) wrap=$2; shift 2;; -c) cases=$2; shift 2;; --report) out=$2; shift 2;;
-  -h|--help) sed -n '3,22p' "$0"; exit 0;; *) break;; esac; done
+  -r) rounds=$2; shift 2;; -i) cginstr=1; shift;; -w) wrap=$2; shift 2;; -c) cases=$2; shift 2;; --report) out=$2; shift 2;;
+  -h|--help) sed -n '3,25p' "$0"; exit 0;; *) break;; esac; done
 if [ -z "$out" ]; then
   [ $# -gt 0 ] || { echo "usage: bench/ab.sh [-r ROUNDS] [-c CASES] NAME=DIR..." >&2; exit 2; }
   ab_stage bench/ab.sh "upstream" "$@"
   export VM_ONLY=bench_ab VM_TIMEOUT=${VM_TIMEOUT:-10800} RDMACM_VM_WORK=${RDMACM_VM_WORK:-$PWD/build/vm-ab}
-  export VM_BENCH="ab=$(IFS=,; echo "${names[*]}") abrounds=$rounds abcases=$(echo $cases | tr ' ' ,)${wrap:+ abwrap=$wrap}"
+  export VM_BENCH="ab=$(IFS=,; echo "${names[*]}") abrounds=$rounds abcases=$(echo $cases | tr ' ' ,)${wrap:+ abwrap=$wrap}${cginstr:+ cginstr=1}"
   ab_boot bench/ab.sh
 fi
 awk '

@@ -1,7 +1,17 @@
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-# callgrind_profile.py: reads a callgrind profile (callgrind's own format, as valgrind writes it
-# without --dump-instr) for the scripts beside it (callgrind-self.py, hot-symbols.py).
+# callgrind_profile.py: reads a callgrind profile (callgrind's own format, with or without
+# --dump-instr) for the scripts beside it (callgrind-self.py, callgrind-lines.py, hot-symbols.py).
 import re, collections
+
+
+def name(v, table):
+    """A compressed name "(id) name" (recorded in `table`), or "(id)" (looked up there)."""
+    m = re.match(r'\((\d+)\)\s*(.*)', v)
+    if not m:
+        return v
+    if m.group(2):
+        table[m.group(1)] = m.group(2)
+    return table.get(m.group(1), '?')
 
 
 class Profile:
@@ -14,14 +24,8 @@ class Profile:
         # compressed names "(id) name", then "(id)": one table per kind (files, functions and
         # objects count their ids separately)
         fns, objs, files = {}, {}, {}
-        def name(v, table):
-            m = re.match(r'\((\d+)\)\s*(.*)', v)
-            if not m:
-                return v
-            if m.group(2):
-                table[m.group(1)] = m.group(2)
-            return table.get(m.group(1), '?')
         cur = ob = callee = cob = None
+        npos = 1
         edge = False
         for line in open(path):
             line = line.rstrip('\n')
@@ -34,11 +38,15 @@ class Profile:
                 elif key == 'calls': self.calls[callee] += int(val.split()[0]); edge = True; cob = None
                 else: name(val, files)
                 continue
+            if line.startswith('positions:'):
+                # one column per position ("line", or "instr line" with --dump-instr), then the cost
+                npos = len(line.split()) - 1
+                continue
             if line and (line[0].isdigit() or line[0] in '+-*'):
                 parts = line.split()
-                if len(parts) < 2:
+                if len(parts) < npos + 1:
                     continue
-                c = int(parts[1])
+                c = int(parts[npos])
                 if edge:
                     edge = False
                     self.incl[(cur, callee)] += c

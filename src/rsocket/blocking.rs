@@ -84,7 +84,6 @@ enum Step<T> {
 /// [`sleep_until`] holding `path`'s lock (taken before the state's) around
 /// every try, never across the sleep.
 pub(super) fn sleep_until_on<T>(h: &Handle, path: Path, mut check: impl FnMut(&mut Guard<'_>) -> Result<Option<T>, Errno>) -> Result<T, Errno> {
-    let limit = Duration::from_micros(conf::get().polling_time_us as u64);
     let mut spin = Spin::Start;
     // The last sleep's token and outcome: finished under the next try's
     // locks (one locking less per sleep). Unregistered whatever the
@@ -101,7 +100,7 @@ pub(super) fn sleep_until_on<T>(h: &Handle, path: Path, mut check: impl FnMut(&m
             let _p = lock_path(h, path);
             let mut s = lock(h)?;
             // Every way out passes leave() (the reader's hand-off).
-            match try_once(&mut s, &mut woke, &mut spin, limit, wants, &mut check) {
+            match try_once(&mut s, &mut woke, &mut spin, path, wants, &mut check) {
                 Ok(Step::Wait(tok)) => tok,
                 Ok(Step::Done(v)) => {
                     s.leave();
@@ -123,6 +122,12 @@ pub(super) fn sleep_until_on<T>(h: &Handle, path: Path, mut check: impl FnMut(&m
     }
 }
 
+/// The busy poll's limit (`polling_time`), read only by a call that has
+/// to wait.
+fn spin_limit() -> Duration {
+    Duration::from_micros(conf::get().polling_time_us as u64)
+}
+
 /// One try of [`sleep_until_on`] under its locks: finishes the last sleep,
 /// runs `check`, and when that has no answer decides between spinning
 /// once more and sleeping (arming the CQ and registering first).
@@ -130,7 +135,7 @@ fn try_once<T>(
     s: &mut Guard<'_>,
     woke: &mut Option<(WaitToken, Result<bool, Errno>)>,
     spin: &mut Spin,
-    limit: Duration,
+    path: Path,
     wants: u8,
     check: &mut impl FnMut(&mut Guard<'_>) -> Result<Option<T>, Errno>,
 ) -> Result<Step<T>, Errno> {
@@ -138,6 +143,7 @@ fn try_once<T>(
         finish_wait(s, &tok, &r);
         r?;
     }
+    let unlocks = s.unlocks;
     if let Some(v) = check(s)? {
         if let Spin::Since(_) = spin {
             s.spin.hit();
@@ -146,8 +152,8 @@ fn try_once<T>(
     }
     *spin = match *spin {
         // (no clock read when there is no spin, as with polling_time 0)
-        Spin::Start if !limit.is_zero() && s.spin.begin() => Spin::Since(Instant::now()),
-        Spin::Since(t0) if t0.elapsed() > limit => {
+        Spin::Start if !spin_limit().is_zero() && s.spin.begin() => Spin::Since(Instant::now()),
+        Spin::Since(t0) if t0.elapsed() > spin_limit() => {
             s.spin.miss();
             Spin::Over
         }
@@ -163,11 +169,19 @@ fn try_once<T>(
     // missed. A sleeper needs the CQ armed when it registers: a check that
     // let go of the state (a copy, `Guard::unlocked`) may have seen another
     // thread read the event and leave the CQ unarmed, so arm and look again
-    // until a look ends with the CQ armed.
+    // until a look ends with the CQ armed. A send's or receive's look
+    // (`check` is a function of the stream's state and its CQ) that kept
+    // the state locked throughout needs no second look when the CQ, once
+    // armed, has nothing more: nothing it looked at has changed since.
+    let mut quiet = path != Path::State && s.unlocks == unlocks;
     loop {
         if !s.arm() {
             return Ok(Step::Wait(Some(s.sleep_token(wants)?)));
         }
+        if quiet && matches!(s.poll_cq(), Ok(0)) {
+            return Ok(Step::Wait(Some(s.sleep_token(wants)?)));
+        }
+        quiet = false;
         if let Some(v) = check(s)? {
             return Ok(Step::Done(v));
         }

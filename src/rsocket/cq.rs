@@ -91,9 +91,10 @@ impl Stream {
 
     /// Takes the completions off the CQ (in batches: [`verbs::POLL_BATCH`]
     /// per call into the provider) and applies them; reposts a receive for
-    /// each one consumed while connected.
-    pub(super) fn poll_cq(&mut self) -> Result<(), Errno> {
+    /// each one consumed while connected. Returns how many it took.
+    pub(super) fn poll_cq(&mut self) -> Result<usize, Errno> {
         let mut rcnt = 0u32;
+        let mut taken = 0usize;
         // A disconnect from the peer ends the taking (the rest of the batch
         // is applied still: nothing the peer sent comes after it).
         let mut ended = false;
@@ -106,6 +107,7 @@ impl Stream {
             if n == 0 {
                 break;
             }
+            taken += n;
             // Others sleeping on the stream may wait for what this changes
             // (apply_wc notes what with the sleepers: send room, data, or any change).
             for i in 0..n {
@@ -119,7 +121,7 @@ impl Stream {
             }
         }
         if ended {
-            return Ok(());
+            return Ok(taken);
         }
         if self.ctl.connected() {
             for _ in 0..rcnt {
@@ -130,7 +132,7 @@ impl Stream {
                 }
             }
         }
-        Ok(())
+        Ok(taken)
     }
 
     /// Applies one completion (a receive counts in `rcnt`, to be reposted);

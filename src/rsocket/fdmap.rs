@@ -81,7 +81,7 @@ impl<T: Clone> FdMap<T> {
     }
 
     /// The value of `fd`, cloned (the shard's lock ends with the call).
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, fd: c_int) -> Option<T> {
         self.shard(fd).read().get(fd).cloned()
     }

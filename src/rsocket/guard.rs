@@ -49,6 +49,7 @@ pub struct Guard<'a> {
 }
 
 impl Drop for Guard<'_> {
+    #[inline(always)]
     fn drop(&mut self) {
         if std::thread::panicking() {
             self.g.ctl.set_broken();
@@ -82,6 +83,7 @@ impl Guard<'_> {
     /// looks at `closed` again.
     pub fn unlocked<T>(&mut self, f: impl FnOnce() -> T) -> T {
         self.g.flush_wakes();
+        self.g.unlocks = self.g.unlocks.wrapping_add(1);
         MutexGuard::unlocked(&mut self.g, f)
     }
 

@@ -37,7 +37,16 @@ impl Stream {
     }
 
     /// Writes the riomap registrations the peer has not seen into its table.
+    #[inline]
     pub(super) fn send_iomaps(&mut self) -> Result<(), Errno> {
+        if self.iomaps.next_unsent().is_none() {
+            return Ok(());
+        }
+        self.send_unsent_iomaps()
+    }
+
+    #[inline(never)]
+    fn send_unsent_iomaps(&mut self) -> Result<(), Errno> {
         while let Some(pos) = self.iomaps.next_unsent() {
             self.wait_can_send()?;
             let e = self.iomaps.entry(pos, self.ctl.opts() & OPT_SWAP_SGL != 0);

@@ -16,12 +16,22 @@ use super::verbs::Data;
 use super::wire::{msg_set, OP_DATA};
 
 impl Stream {
+    /// Room for a data message, taking completions when there is none yet
+    /// (EWOULDBLOCK when they bring none).
+    #[inline]
     pub(super) fn wait_can_send(&mut self) -> Result<(), Errno> {
-        if !self.can_send() {
-            self.process_cq(Stream::conn_can_send)?;
-            if !self.ctl.writable() {
-                return Err(Errno::ECONNRESET);
-            }
+        if self.can_send() {
+            Ok(())
+        } else {
+            self.take_send_room()
+        }
+    }
+
+    #[inline(never)]
+    fn take_send_room(&mut self) -> Result<(), Errno> {
+        self.process_cq(Stream::conn_can_send)?;
+        if !self.ctl.writable() {
+            return Err(Errno::ECONNRESET);
         }
         Ok(())
     }

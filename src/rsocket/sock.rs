@@ -181,6 +181,7 @@ impl Sock {
     }
 
     /// rrecv/rread.
+    #[inline]
     pub fn recv(&self, buf: &mut [u8], flags: c_int) -> Result<usize, Errno> {
         match self {
             Sock::Stream(h) => recv::recv(h, buf, flags),
@@ -205,6 +206,7 @@ impl Sock {
     }
 
     /// rsend/rwrite.
+    #[inline]
     pub fn send(&self, buf: &[u8], flags: c_int) -> Result<usize, Errno> {
         match self {
             Sock::Stream(h) => send::send(h, buf, flags),

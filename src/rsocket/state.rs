@@ -127,6 +127,10 @@ pub struct Stream {
     /// How the stream's recent busy polls ended (whether a blocked call
     /// spins before it sleeps).
     pub(super) spin: super::spin::SpinPolicy,
+    /// Times a guard let go of the state in [`super::guard::Guard::unlocked`]
+    /// (wrapping): a blocked call's look that kept it locked throughout
+    /// saw a state nobody else changed since.
+    pub(super) unlocks: u32,
 }
 
 /// One stream and its locks, in the order they are taken: `slock` (one
@@ -181,6 +185,7 @@ impl Stream {
             sleepers: Sleepers::default(),
             wcs: [super::verbs::Wc::default(); super::verbs::POLL_BATCH],
             spin: super::spin::SpinPolicy::default(),
+            unlocks: 0,
         }
     }
 

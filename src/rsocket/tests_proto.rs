@@ -593,3 +593,34 @@ fn keepalive_not_before_due_and_ignored_by_the_peer() {
     assert_eq!(recv(&b, &mut buf, NB), Err(Errno::EAGAIN));
     assert_eq!(st(&b).ctl.state(), ST_CONNECT_RDWR);
 }
+
+/// A receive's look that found nothing, then data arriving before the CQ
+/// is armed (no event will come for it): the call must not sleep on the
+/// armed CQ without taking it (it looks at the CQ once more after arming).
+#[test]
+fn data_arriving_before_the_arming_is_not_slept_on() {
+    let (a, b) = pair();
+    // A first message taken and its event read: the CQ is not armed.
+    assert_eq!(send(&b, b"y", NB), Ok(1));
+    assert_eq!(recv64(&a), Ok(1));
+    while fake(&a).get_cq_event().is_ok() {}
+    st(&a).cq_armed = false;
+    // No busy poll (the stream's spins missed): the call arms after its first look.
+    for _ in 0..super::spin::MISS_LIMIT {
+        st(&a).spin.miss();
+    }
+    let a2 = a.clone();
+    let got = within(10, move || {
+        let mut looks = 0;
+        super::blocking::sleep_until_on(&a2, super::guard::Path::Recv, |s| {
+            looks += 1;
+            let have = s.process_cq(Stream::conn_have_rdata).is_ok();
+            if looks == 1 {
+                // after the look, before the arming
+                assert_eq!(send(&b, b"x", NB), Ok(1));
+            }
+            Ok(have.then_some(looks))
+        })
+    });
+    assert_eq!(got, Ok(2), "the data that came before the arming was slept on");
+}

@@ -153,7 +153,9 @@ bench_cg_report(){ local c=$1 n=$2 f=$3 u=$4
     /^cob=/ { obname(substr($0, 5)); next }
     /^calls=/ { skip = 1; next }
     /^summary:/ { total = $2; next }
-    /^[0-9+*-]/ { if (skip) { skip = 0; next } self[cur] += $2 }
+    # (one column per position: "line", or "instr line" with --dump-instr; the cost after them)
+    /^positions:/ { pc = NF; next }
+    /^[0-9+*-]/ { if (skip) { skip = 0; next } self[cur] += $(pc ? pc : 2) }
     END { lib = 0; for (o in self) if (o ~ /librdmacm\.so/) lib += self[o]
       if (total == "" || total == 0) { printf "BENCH cg_%s_lib FAIL no_instructions_counted\nBENCH cg_%s_total FAIL no_instructions_counted\n", c, c; exit }
       printf "BENCH cg_%s_lib %.0f instr/%s\n", c, lib / n, u; printf "BENCH cg_%s_total %.0f instr/%s\n", c, total / n, u }' "$f"
@@ -192,17 +194,21 @@ bench_cg_first(){ local f=/tmp/bench-cg.first r w=${1:-} nm=${2:-${RDMACM_VARIAN
 # ping-pong under callgrind, counted inside pp_round only (WARMUP + ROUNDS calls), with
 # polling_time 0 on both ends so that no count depends on how long a spin lasted, and the
 # listening end waiting 5 ms before each echo so that the connecting end is asleep in rrecv
-# when it comes: every round trip takes the same path (send; look, arm, look, sleep, wake, take)
-bench_cg_rsock(){ local n=$1 f=/tmp/bench-cg.rsock s c sc pt=/etc/rdma/rsocket/polling_time keep=
+# when it comes: every round trip takes the same path (send; look, arm, look, sleep, wake, take);
+# [WRAP NAME PORT] as bench_callgrind (both ends under WRAP), on PORT (7474). BENCH_CG_INSTR=1:
+# the profile per instruction too (--dump-instr=yes, for bench/callgrind-lines.py)
+bench_cg_rsock(){ local n=$1 f=/tmp/bench-cg.rsock s c sc pt=/etc/rdma/rsocket/polling_time keep= w=${2:-} nm=${3:-${RDMACM_VARIANT:-x}} p=${4:-7474}
   [ -e $pt ] && keep=$(cat $pt); mkdir -p /etc/rdma/rsocket; echo 0 > $pt
   rm -f "$f"
-  BENCH_RS_ECHO_DELAY_US=5000 ip netns exec ns1 timeout 600 /extra/bin/bench_rsocket pingpong listen 192.0.2.2 7474 1 "$n" 64 > "$f.srv" 2>&1 & s=$!
+  # shellcheck disable=SC2086
+  BENCH_RS_ECHO_DELAY_US=5000 ip netns exec ns1 $w timeout 600 /extra/bin/bench_rsocket pingpong listen 192.0.2.2 $p 1 "$n" 64 > "$f.srv" 2>&1 & s=$!
   bench_wait_listen $s 20
-  timeout 600 valgrind -q --tool=callgrind --toggle-collect=pp_round --callgrind-out-file="$f" \
-    /extra/bin/bench_rsocket pingpong connect 192.0.2.2 7474 1 "$n" 64 > "$f.out" 2> "$f.err"; c=$?
+  # shellcheck disable=SC2086
+  timeout 600 $w valgrind -q --tool=callgrind ${BENCH_CG_INSTR:+--dump-instr=yes} --toggle-collect=pp_round --callgrind-out-file="$f" \
+    /extra/bin/bench_rsocket pingpong connect 192.0.2.2 $p 1 "$n" 64 > "$f.out" 2> "$f.err"; c=$?
   [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null; sc=$?
   if [ -n "$keep" ]; then echo "$keep" > $pt; else rm -f $pt; fi
-  if [ -d /host/out ] && [ -s "$f" ]; then mkdir -p /host/out/callgrind; cp "$f" "/host/out/callgrind/${RDMACM_VARIANT:-x}.rs_pingpong.${BENCH_ROUND:-1}"; fi
+  if [ -d /host/out ] && [ -s "$f" ]; then mkdir -p /host/out/callgrind; cp "$f" "/host/out/callgrind/$nm.rs_pingpong.${BENCH_ROUND:-1}"; fi
   if [ $c != 0 ] || [ $sc != 0 ] || [ ! -s "$f" ]; then
     bench_fail cg_rs_pingpong_lib "connect_rc=$c,listen_rc=$sc"; bench_fail cg_rs_pingpong_total "connect_rc=$c,listen_rc=$sc"
     sed 's/^/  valgrind: /' "$f.err" "$f.out" >&2; sed 's/^/  bench_rsocket listen: /' "$f.srv" >&2; return; fi
@@ -379,6 +385,9 @@ bench_ab(){ local r lib w cs c nm v e i fo o=/tmp/bench-ab rc=0 port=7480 sc= li
         first) nm=gai_first_call cs=;;
         # its instructions under callgrind (also cg_first_lib: in librdmacm's object)
         cg_first) nm=cg_first_total cs=;;
+        # instructions per 64 B rsocket round trip under callgrind (as make bench's; also
+        # cg_rs_pingpong_lib: in librdmacm's object)
+        cg_rs_pingpong) nm=cg_rs_pingpong_total cs=;;
         *) echo "bench_ab: unknown case $c"; return 1;; esac
       # the order turns by one each round (no library always runs first, or after the same one)
       for i in "${!libs[@]}"; do lib=${libs[$(( (i + r) % ${#libs[@]} ))]}
@@ -393,6 +402,11 @@ bench_ab(){ local r lib w cs c nm v e i fo o=/tmp/bench-ab rc=0 port=7480 sc= li
           fo=$(BENCH_ROUND=$r bench_cg_first "$w" "$lib")
           v=$(awk '$1 == "BENCH" && $2 == "cg_first_lib" && $3 ~ /^[0-9.]+$/ { print $3 }' <<< "$fo"); echo "AB cg_first_lib $lib $r ${v:-FAIL}"
           v=$(awk '$1 == "BENCH" && $2 == "cg_first_total" && $3 ~ /^[0-9.]+$/ { print $3 }' <<< "$fo")
+        elif [ $c = cg_rs_pingpong ]; then
+          port=$((port + 1))
+          fo=$(BENCH_ROUND=$r bench_cg_rsock 300 "$w" "$lib" $port)
+          v=$(awk '$1 == "BENCH" && $2 == "cg_rs_pingpong_lib" && $3 ~ /^[0-9.]+$/ { print $3 }' <<< "$fo"); echo "AB cg_rs_pingpong_lib $lib $r ${v:-FAIL}"
+          v=$(awk '$1 == "BENCH" && $2 == "cg_rs_pingpong_total" && $3 ~ /^[0-9.]+$/ { print $3 }' <<< "$fo")
         elif [ $c = rstream64k ]; then
           # (bench_rstream reports a failure itself)
           v=$(bench_rstream "$nm" "$cs" "$w" | awk '$1 == "BENCH" && $3 ~ /^[0-9.]+$/ { print $3 }')
@@ -433,6 +447,8 @@ case ${BENCH:-} in *ab=*) BENCH_AB=${BENCH#*ab=}; BENCH_AB=${BENCH_AB%% *}; expo
 case ${BENCH:-} in *abrounds=*) BENCH_AB_ROUNDS=${BENCH#*abrounds=}; export BENCH_AB_ROUNDS=${BENCH_AB_ROUNDS%% *};; esac
 case ${BENCH:-} in *abwrap=*) BENCH_AB_WRAP=${BENCH#*abwrap=}; export BENCH_AB_WRAP=${BENCH_AB_WRAP%% *};; esac
 case ${BENCH:-} in *abcases=*) BENCH_AB_CASES=${BENCH#*abcases=}; BENCH_AB_CASES=${BENCH_AB_CASES%% *}; export BENCH_AB_CASES=${BENCH_AB_CASES//,/ };; esac
+# "cginstr=1" (bench/ab.sh -i): the rsocket round trip's profile per instruction too
+case ${BENCH:-} in *cginstr=1*) export BENCH_CG_INSTR=1;; esac
 if [ -n "${BENCH_AB:-}" ]; then
   t bench_ab 7200 bash -c bench_ab
 elif [ -n "${BENCH:-}" ]; then
