@@ -3,12 +3,11 @@
 
 use rdmacm::internal::abi::cma::*;
 use super::{entry_hot, entry, nonnull, Errno};
-use rdmacm::internal::cma::{self as cm, Channel, Cm};
+use rdmacm::internal::cma::{self as cm, ChanRef, Cm};
 use rdmacm::internal::abi::sockaddr::SockAddr;
 use crate::symver;
 use libc::sockaddr;
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::Arc;
 
 /// Opens a new event channel.  Its `fd` may be polled for events.
 ///
@@ -81,7 +80,7 @@ pub(crate) fn id_to_destroy(id: *mut rdma_cm_id) -> Result<(cm::Held, &'static C
 }
 
 /// A live channel of the library, or EINVAL (checked like [`id_of`]).
-fn live_channel(channel: *mut rdma_event_channel) -> Result<Arc<Channel>, Errno> {
+fn live_channel(channel: *mut rdma_event_channel) -> Result<ChanRef, Errno> {
     cm::global().channel(nonnull(channel)?.as_ptr())
 }
 

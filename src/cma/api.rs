@@ -15,7 +15,7 @@
 #![deny(unsafe_code)]
 
 use super::objects::Vouched;
-use super::base::{Cm, IdPriv};
+use super::base::{Cm, IdRef};
 use super::conn;
 use crate::abi::cma::{ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp, RDMA_PS_TCP, RDMA_PS_UDP};
 use crate::abi::sockaddr::SockAddr;
@@ -23,10 +23,9 @@ use crate::abi::ucma::{RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR};
 use crate::sys::verbs as cv;
 use nix::errno::Errno;
 use crate::abi::cma::{ibv_ah_attr, ibv_context, IBV_QPT_UD, RDMA_CM_EVENT_CONNECT_REQUEST};
-use super::base::Channel;
+use super::base::{ChanRef, Channel};
 use std::ffi::{c_int, c_void};
 use std::ptr::{null_mut, NonNull};
-use std::sync::Arc;
 
 /// Connection parameters (`struct rdma_conn_param` with its private data
 /// owned): the connection manager's own type.
@@ -66,7 +65,7 @@ pub struct QpPtrs {
 /// Dropping it destroys its QP (with the CQ and completion channel made by
 /// [`CmId::create_rc_qp`]) and the id.
 pub struct CmId {
-    p: Arc<IdPriv>,
+    p: IdRef,
     cm: &'static Cm,
 }
 
@@ -340,7 +339,7 @@ impl CmId {
 impl CmId {
     /// An asynchronous id reporting to `ch`, of port space `ps`
     /// (`RDMA_PS_*`).
-    pub fn create_on(ch: &Arc<Channel>, ps: u32) -> Result<CmId, Errno> {
+    pub fn create_on(ch: &ChanRef, ps: u32) -> Result<CmId, Errno> {
         let cm = super::cm::global();
         let p = cm.create_id(Some(ch), null_mut(), ps)?;
         Ok(CmId { p, cm })
@@ -419,7 +418,7 @@ impl CmId {
     }
 
     /// `rdma_migrate_id` to another channel.
-    pub fn migrate(&self, ch: &Arc<Channel>) -> Result<(), Errno> {
+    pub fn migrate(&self, ch: &ChanRef) -> Result<(), Errno> {
         self.cm.migrate_id(&self.p, Some(ch))
     }
 
@@ -441,7 +440,7 @@ impl CmId {
 }
 
 /// A new event channel of the library's connection manager.
-pub fn create_channel() -> Result<Arc<Channel>, Errno> {
+pub fn create_channel() -> Result<ChanRef, Errno> {
     super::cm::global().create_channel()
 }
 
@@ -504,7 +503,7 @@ pub fn get_event(ch: &Channel) -> Result<RawEvent, Errno> {
         id_uid = p.uid();
     }
     let (conn, udp) = if ud {
-        (None, cm.live.events.with(key, |e| read_ud(e)))
+        (None, cm.live.events.with(key, read_ud))
     } else {
         (cm.event_conn(got.ptr).map(|(c, data)| ConnParam::from_c(&c, data)), None)
     };

@@ -56,7 +56,7 @@ pub mod registry;
 pub mod trace;
 
 pub use acks::Acks;
-pub use base::{Channel, Cm, ConnState, EventPriv, IdPriv, Links};
+pub use base::{ChanRef, Channel, Cm, ConnState, EventPriv, IdPriv, IdRef, Links};
 pub use cm::{addr_len, af_ib_supported, free_devices, get_devices, global, init};
 pub use delivery::{ack_event, get_event, Got};
 pub use id::Held;

@@ -312,7 +312,7 @@ mod tests {
         let m: Sharded<Arc<u32>> = Sharded::default();
         let a = Arc::new(1u32);
         let k = a.addr();
-        m.insert(a.clone());
+        m.insert(a.clone()).unwrap();
         assert_eq!(m.get(k).as_deref(), Some(&1));
         assert!(m.contains(k));
         assert!(!m.contains(k + 16));
@@ -337,7 +337,7 @@ mod tests {
         let objs: Vec<Box<u64>> = (0..3000u64).map(Box::new).collect();
         let mut t: Table<&Box<u64>> = Table::new();
         for o in &objs {
-            t.insert(o);
+            t.insert(o).unwrap();
         }
         assert_eq!(t.len, 3000);
         assert!(t.slots.len().is_power_of_two() && t.len * 4 <= t.slots.len() * 3);

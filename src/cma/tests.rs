@@ -438,15 +438,23 @@ fn c_pointers_become_checked_references() {
     let ch = cm.create_channel().unwrap();
     let p = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
     let held = cm.id(p.raw()).unwrap();
-    assert!(std::sync::Arc::ptr_eq(&held, &p));
+    assert!(IdRef::ptr_eq(&held, &p));
     assert_eq!(cm.channel(ch.raw()).unwrap().fd(), ch.fd());
     assert_eq!(cm.id(0x1000 as *const rdma_cm_id).unwrap_err(), Errno::EINVAL, "not an id of ours");
+    // inside the store, but not at an id's start: EINVAL
+    assert_eq!(cm.id((p.raw() as usize + 8) as *const rdma_cm_id).unwrap_err(), Errno::EINVAL, "inside an id");
+    assert_eq!(cm.id((p.raw() as usize - 8) as *const rdma_cm_id).unwrap_err(), Errno::EINVAL, "between ids");
     cm.destroy_id(&p).unwrap();
     assert_eq!(cm.id(p.raw()).unwrap_err(), Errno::EINVAL, "destroyed: unknown to the C API");
-    // A reference taken before the destroy stays valid: the memory goes
-    // with the last one (here `p` and `held`; the registry let go).
+    assert_eq!(cm.id(p.raw()).unwrap_err(), Errno::EINVAL, "destroyed twice: still EINVAL");
+    // A reference taken before the destroy stays valid: the slot goes
+    // with the last one (here `p` and `held`).
     assert_eq!(held.handle(), p.handle());
-    assert_eq!(std::sync::Arc::strong_count(&p), 2);
+    assert_eq!(IdRef::count(&p), 2);
+    let w = IdRef::downgrade(&p);
+    drop(held);
+    drop(p);
+    assert!(w.upgrade().is_none(), "the last reference freed the slot");
     cm.destroy_channel(&ch);
     assert_eq!(cm.channel(ch.raw()).unwrap_err(), Errno::EINVAL);
 }

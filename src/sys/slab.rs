@@ -1,0 +1,650 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! Type-stable memory: objects that C knows by their address, kept in
+//! slots of one region the library owns, so that a C pointer is checked by
+//! an address range, an alignment and one atomic word instead of a lookup
+//! in a table.
+//!
+//! A [`Slab<T>`] reserves one range of address space for at most `cap`
+//! slots (`mmap` without access, on the first allocation) and makes it
+//! usable from its start as slots are needed (`mprotect`, 64 KiB at a
+//! time: the kernel charges memory there, and refuses with ENOMEM when
+//! it is short).  The range is never unmapped and a slot is never anything
+//! but a slot of `T`: memory inside the usable part is always a slot whose
+//! state word may be read, whatever C hands in.  Pages are only made
+//! resident when touched, so the memory an object costs is its slot.
+//!
+//! A slot is the object (`value`, first: its address is the slot's, the
+//! address C holds) followed by one state word:
+//!
+//! | bits | meaning |
+//! |---|---|
+//! | 63..32 | generation: changes each time the slot is freed |
+//! | 31 | `LIVE`: found by [`Slab::get`] (published, not retired) |
+//! | 30 | `FREE`: no object (bits 29..0 are then the next free slot) |
+//! | 29..0 | references ([`Ref`]) held, while not `FREE` |
+//!
+//! An object stays in its slot while it is `LIVE` or a [`Ref`] holds it;
+//! the thread whose change makes it neither (the last [`Ref`] dropped, or
+//! [`Slab::retire`] of an object no one holds) drops it and frees the slot.
+//! [`Slab::get`] takes a reference only from a `LIVE` state and
+//! [`Weak::upgrade`] only from a state with the same generation that is
+//! `LIVE` or held, each by one compare-and-swap of the whole word: no
+//! lookup can take an object that is being dropped, nor a later object of
+//! the same slot for an earlier one (the generation differs).
+//!
+//! Threads: lookups, clones and drops of references are lock-free; the
+//! free list (allocation and freeing) is behind one lock, held for a few
+//! instructions (never across anything that blocks).
+//!
+//! A stale pointer to a slot that a new object took since is, as with any
+//! allocator that reuses memory, the new object: the generation protects
+//! the library's own weak references, not C's.
+
+use nix::errno::Errno;
+use parking_lot::Mutex;
+use std::cell::UnsafeCell;
+use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+const LIVE: u64 = 1 << 31;
+const FREE: u64 = 1 << 30;
+const COUNT: u64 = FREE - 1;
+const GEN_ONE: u64 = 1 << 32;
+/// The end of the free list (no slot).
+const NIL: u64 = COUNT;
+/// How much of the reserved range is made usable at a time.
+const COMMIT: usize = 64 << 10;
+
+/// An object kept in a [`Slab`]: the slab it lives in (one per type, for
+/// the whole process).
+pub trait Slabbed: Sized + Send + Sync + 'static {
+    fn slab() -> &'static Slab<Self>;
+}
+
+#[repr(C)]
+struct Slot<T> {
+    value: UnsafeCell<MaybeUninit<T>>,
+    state: AtomicU64,
+}
+
+struct FreeList {
+    /// The first free slot (NIL: none).
+    head: u64,
+    /// Slots handed out so far from the start of the range.
+    used: usize,
+}
+
+/// Slots of `T` in one reserved address range (see the module).
+pub struct Slab<T> {
+    base: AtomicPtr<u8>,
+    /// Bytes usable from `base` (only grows).
+    usable: AtomicUsize,
+    cap: usize,
+    free: Mutex<FreeList>,
+    _t: PhantomData<T>,
+}
+
+// SAFETY: the slab hands out shared references to its objects across
+// threads (a Ref is Send and Sync only for T: Send + Sync); its own
+// fields are atomics and a mutex.
+unsafe impl<T: Send + Sync> Sync for Slab<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Send for Slab<T> {}
+
+impl<T: Slabbed> Slab<T> {
+    const STRIDE: usize = std::mem::size_of::<Slot<T>>();
+
+    /// A slab for at most `cap` objects (below 2^30); no memory until the
+    /// first allocation.
+    pub const fn new(cap: usize) -> Slab<T> {
+        assert!((cap as u64) < NIL);
+        Slab { base: AtomicPtr::new(std::ptr::null_mut()), usable: AtomicUsize::new(0), cap, free: Mutex::new(FreeList { head: NIL, used: 0 }), _t: PhantomData }
+    }
+
+    /// The slot at `addr`, if `addr` is the address of a slot in the
+    /// usable part of the range.
+    #[inline]
+    fn slot_at(&self, addr: usize) -> Option<&Slot<T>> {
+        let base = self.base.load(Ordering::Acquire) as usize;
+        let off = addr.wrapping_sub(base);
+        if off >= self.usable.load(Ordering::Acquire) || off % Self::STRIDE != 0 {
+            return None;
+        }
+        // SAFETY: base + off lies in the usable part of the range, at a
+        // slot boundary: memory of this process that stays mapped and
+        // writable for its life, zeroed or a Slot<T> (never anything
+        // else), whose state word is only accessed atomically.
+        Some(unsafe { &*((base + off) as *const Slot<T>) })
+    }
+
+    fn slot(&self, i: usize) -> &Slot<T> {
+        // SAFETY: i < used: a slot in the usable part (see slot_at).
+        unsafe { &*(self.base.load(Ordering::Acquire).add(i * Self::STRIDE) as *const Slot<T>) }
+    }
+
+    fn index_of(&self, s: &Slot<T>) -> usize {
+        (s as *const Slot<T> as usize - self.base.load(Ordering::Acquire) as usize) / Self::STRIDE
+    }
+
+    /// A reference to the `LIVE` object at `addr`, or None (an address
+    /// that is not a slot of this slab, an empty or retired slot).
+    #[inline]
+    pub fn get(&'static self, addr: usize) -> Option<Ref<T>> {
+        let slot = self.slot_at(addr)?;
+        let mut s = slot.state.load(Ordering::Relaxed);
+        loop {
+            if s & LIVE == 0 {
+                return None;
+            }
+            match slot.state.compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return Some(Ref(NonNull::from(slot))),
+                Err(x) => s = x,
+            }
+        }
+    }
+
+    /// Whether `addr` is a `LIVE` object of this slab (a hint: it may
+    /// change right after).
+    pub fn contains(&self, addr: usize) -> bool {
+        self.slot_at(addr).is_some_and(|s| s.state.load(Ordering::Acquire) & LIVE != 0)
+    }
+
+    /// An empty slot to build an object in ([`Uninit`]); ENOMEM when the
+    /// range is full or memory cannot be made usable.
+    pub fn alloc(&'static self) -> Result<Uninit<T>, Errno> {
+        let mut f = self.free.lock();
+        let i = if f.head != NIL {
+            let i = f.head as usize;
+            f.head = self.slot(i).state.load(Ordering::Relaxed) & COUNT;
+            i
+        } else {
+            let i = f.used;
+            if i >= self.cap {
+                return Err(Errno::ENOMEM);
+            }
+            self.grow_to((i + 1) * Self::STRIDE)?;
+            f.used = i + 1;
+            i
+        };
+        Ok(Uninit(NonNull::from(self.slot(i))))
+    }
+
+    /// Makes the range usable up to `end` bytes (under the free list's
+    /// lock: one grower at a time).
+    fn grow_to(&self, end: usize) -> Result<(), Errno> {
+        let usable = self.usable.load(Ordering::Relaxed);
+        if end <= usable {
+            return Ok(());
+        }
+        let mut base = self.base.load(Ordering::Relaxed);
+        if base.is_null() {
+            let len = (self.cap * Self::STRIDE).next_multiple_of(COMMIT);
+            // SAFETY: a new anonymous mapping, no access: it changes no
+            // memory of the program.
+            let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0) };
+            if p == libc::MAP_FAILED {
+                return Err(Errno::ENOMEM);
+            }
+            base = p.cast();
+            self.base.store(base, Ordering::Release);
+        }
+        let new = end.next_multiple_of(COMMIT).min((self.cap * Self::STRIDE).next_multiple_of(COMMIT));
+        // SAFETY: [usable, new) lies inside the range mapped above, which
+        // nothing else uses; it becomes zeroed, writable memory.
+        let r = unsafe { libc::mprotect(base.add(usable).cast(), new - usable, libc::PROT_READ | libc::PROT_WRITE) };
+        if r != 0 {
+            return Err(Errno::ENOMEM);
+        }
+        self.usable.store(new, Ordering::Release);
+        Ok(())
+    }
+
+    /// Puts a slot whose object is gone (or was never built) back on the
+    /// free list, with a new generation.
+    fn release(&self, slot: &Slot<T>) {
+        let i = self.index_of(slot) as u64;
+        let mut f = self.free.lock();
+        let g = slot.state.load(Ordering::Relaxed) & !(LIVE | FREE | COUNT);
+        slot.state.store(g.wrapping_add(GEN_ONE) | FREE | f.head, Ordering::Release);
+        f.head = i;
+    }
+
+    /// Makes the object found by [`get`](Self::get).
+    pub fn publish(&self, r: &Ref<T>) {
+        r.slot().state.fetch_or(LIVE, Ordering::Release);
+    }
+
+    /// Makes the object no longer found by [`get`](Self::get) (it stays
+    /// until the last reference goes); false if it was not `LIVE`.
+    pub fn retire(&self, r: &Ref<T>) -> bool {
+        // (r holds a reference: the object cannot go here.)
+        r.slot().state.fetch_and(!LIVE, Ordering::AcqRel) & LIVE != 0
+    }
+
+    /// [`retire`](Self::retire) of the object at `obj` (borrowed from a
+    /// reference the caller holds); false if it was not `LIVE` or is not
+    /// in this slab.
+    pub fn retire_obj(&self, obj: &T) -> bool {
+        self.slot_at(obj as *const T as usize).is_some_and(|s| s.state.fetch_and(!LIVE, Ordering::AcqRel) & LIVE != 0)
+    }
+
+    /// The `LIVE` object at `addr`, retired and held in one step: of two
+    /// threads taking the same object, one gets it.  (When the returned
+    /// reference is the only one, dropping it frees the object.)
+    #[inline]
+    pub fn take(&'static self, addr: usize) -> Option<Ref<T>> {
+        let slot = self.slot_at(addr)?;
+        let mut s = slot.state.load(Ordering::Relaxed);
+        loop {
+            if s & LIVE == 0 {
+                return None;
+            }
+            match slot.state.compare_exchange_weak(s, (s & !LIVE) + 1, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return Some(Ref(NonNull::from(slot))),
+                Err(x) => s = x,
+            }
+        }
+    }
+
+    /// Calls `f` on every `LIVE` object (held while `f` runs): for rare
+    /// searches, not for lookups.
+    pub fn for_each(&'static self, mut f: impl FnMut(&Ref<T>)) {
+        let used = self.free.lock().used;
+        for i in 0..used {
+            let addr = self.slot(i) as *const Slot<T> as usize;
+            if let Some(r) = self.get(addr) {
+                f(&r);
+            }
+        }
+    }
+
+    /// The first `LIVE` object `pred` accepts.
+    pub fn find(&'static self, mut pred: impl FnMut(&T) -> bool) -> Option<Ref<T>> {
+        let used = self.free.lock().used;
+        (0..used).find_map(|i| self.get(self.slot(i) as *const Slot<T> as usize).filter(|r| pred(r)))
+    }
+}
+
+/// An empty slot: build the object in it ([`as_mut_ptr`](Self::as_mut_ptr)),
+/// then [`assume_init`](Self::assume_init).  Dropped, the slot goes back.
+pub struct Uninit<T: Slabbed>(NonNull<Slot<T>>);
+
+impl<T: Slabbed> Uninit<T> {
+    /// Where to build the object (valid for writes of a `T`; not
+    /// initialised).
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        // SAFETY: the slot is ours alone until assume_init or drop.
+        unsafe { (*self.0.as_ref().value.get()).as_mut_ptr() }
+    }
+
+    /// The object, held once, not yet found by [`Slab::get`]
+    /// ([`Slab::publish`]).
+    ///
+    /// # Safety
+    /// The object must be fully initialised.
+    pub unsafe fn assume_init(self) -> Ref<T> {
+        let slot = self.0;
+        std::mem::forget(self);
+        // SAFETY: the slot is valid (it lies in the usable range).
+        let st = unsafe { &slot.as_ref().state };
+        let g = st.load(Ordering::Relaxed) & !(LIVE | FREE | COUNT);
+        st.store(g | 1, Ordering::Release);
+        Ref(slot)
+    }
+}
+
+impl<T: Slabbed> Uninit<T> {
+    /// The object, owned alone and changed freely until
+    /// [`Own::publish`]; not found by [`Slab::get`] until then.
+    ///
+    /// # Safety
+    /// The object must be fully initialised.
+    pub unsafe fn assume_init_own(self) -> Own<T> {
+        let slot = self.0;
+        std::mem::forget(self);
+        Own(slot)
+    }
+}
+
+impl<T: Slabbed> Drop for Uninit<T> {
+    fn drop(&mut self) {
+        // SAFETY: as in assume_init.
+        T::slab().release(unsafe { self.0.as_ref() });
+    }
+}
+
+/// An object in a [`Slab`] owned by one holder (what `Box` is for an
+/// object on the heap), not yet found by [`Slab::get`]: the slot's state
+/// still says `FREE` (no reference can be taken to it).  Dropped, the
+/// object goes and the slot is freed.
+pub struct Own<T: Slabbed>(NonNull<Slot<T>>);
+
+// SAFETY: an Own is the object's only holder, as a Box<T>.
+unsafe impl<T: Slabbed> Send for Own<T> {}
+// SAFETY: as above.
+unsafe impl<T: Slabbed> Sync for Own<T> {}
+
+impl<T: Slabbed> Own<T> {
+    /// Hands the object over to the slab: `LIVE`, held by no one;
+    /// [`Slab::take`] gets it back (and its last reference frees it).
+    pub fn publish(self) {
+        let slot = self.0;
+        std::mem::forget(self);
+        // SAFETY: the slot is in the usable range.
+        let st = unsafe { &slot.as_ref().state };
+        let g = st.load(Ordering::Relaxed) & !(LIVE | FREE | COUNT);
+        st.store(g | LIVE, Ordering::Release);
+    }
+}
+
+impl<T: Slabbed> std::ops::Deref for Own<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the object is initialised and ours alone.
+        unsafe { (*self.0.as_ref().value.get()).assume_init_ref() }
+    }
+}
+
+impl<T: Slabbed> std::ops::DerefMut for Own<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in deref; &mut self makes the access unique.
+        unsafe { (*self.0.as_ref().value.get()).assume_init_mut() }
+    }
+}
+
+impl<T: Slabbed> Drop for Own<T> {
+    fn drop(&mut self) {
+        // SAFETY: the object is initialised, ours alone, dropped once.
+        unsafe { (*self.0.as_ref().value.get()).assume_init_drop() };
+        // SAFETY: the slot is in the usable range.
+        T::slab().release(unsafe { self.0.as_ref() });
+    }
+}
+
+/// A counted reference to an object in a [`Slab`] (what `Arc` is for an
+/// object on the heap): the object stays while one exists.
+pub struct Ref<T: Slabbed>(NonNull<Slot<T>>);
+
+// SAFETY: a Ref gives shared access to T from any thread, as Arc<T> does.
+unsafe impl<T: Slabbed> Send for Ref<T> {}
+// SAFETY: as above.
+unsafe impl<T: Slabbed> Sync for Ref<T> {}
+
+impl<T: Slabbed> Ref<T> {
+    #[inline]
+    fn slot(&self) -> &Slot<T> {
+        // SAFETY: the slot is in the usable range, which stays mapped.
+        unsafe { self.0.as_ref() }
+    }
+
+    /// The object's address (the slot's).
+    #[inline]
+    pub fn as_ptr(this: &Self) -> *const T {
+        this.0.as_ptr().cast()
+    }
+
+    /// Whether both name the same object.
+    #[inline]
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        a.0 == b.0
+    }
+
+    /// A weak reference: it does not keep the object, and
+    /// [`Weak::upgrade`] fails once the object is gone.
+    pub fn downgrade(this: &Self) -> Weak<T> {
+        Weak { slot: this.0, gen: (this.slot().state.load(Ordering::Relaxed) >> 32) as u32 }
+    }
+
+    /// How many references are held (tests).
+    pub fn count(this: &Self) -> usize {
+        (this.slot().state.load(Ordering::Relaxed) & COUNT) as usize
+    }
+}
+
+impl<T: Slabbed> std::ops::Deref for Ref<T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: a held object is initialised and not dropped while a
+        // reference exists; only shared references to it are handed out.
+        unsafe { (*self.slot().value.get()).assume_init_ref() }
+    }
+}
+
+impl<T: Slabbed> Clone for Ref<T> {
+    #[inline]
+    fn clone(&self) -> Self {
+        let old = self.slot().state.fetch_add(1, Ordering::Relaxed);
+        if old & COUNT == COUNT - 1 {
+            // As Arc does on overflow: billions of references are a bug.
+            std::process::abort();
+        }
+        Ref(self.0)
+    }
+}
+
+impl<T: Slabbed> Drop for Ref<T> {
+    #[inline]
+    fn drop(&mut self) {
+        let old = self.slot().state.fetch_sub(1, Ordering::Release);
+        if old & (LIVE | COUNT) == 1 {
+            self.drop_slow();
+        }
+    }
+}
+
+impl<T: Slabbed> Ref<T> {
+    /// The last reference of a retired object went: drop it, free the slot.
+    #[cold]
+    #[inline(never)]
+    fn drop_slow(&mut self) {
+        fence(Ordering::Acquire);
+        // SAFETY: no reference remains and none can be taken (not LIVE,
+        // count 0: get and upgrade refuse it): this thread owns the
+        // object, initialised, and drops it once.
+        unsafe { (*self.slot().value.get()).assume_init_drop() };
+        T::slab().release(self.slot());
+    }
+}
+
+impl<T: Slabbed> std::fmt::Debug for Ref<T>
+where
+    T: std::fmt::Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+/// A reference that does not keep its object ([`Ref::downgrade`]).
+pub struct Weak<T: Slabbed> {
+    slot: NonNull<Slot<T>>,
+    gen: u32,
+}
+
+// SAFETY: only the slot's atomic state is touched without a Ref.
+unsafe impl<T: Slabbed> Send for Weak<T> {}
+// SAFETY: as above.
+unsafe impl<T: Slabbed> Sync for Weak<T> {}
+
+impl<T: Slabbed> Weak<T> {
+    /// The object, if it is still there (LIVE or held, same generation).
+    pub fn upgrade(&self) -> Option<Ref<T>> {
+        // SAFETY: the slot stays mapped (type-stable range).
+        let st = unsafe { &self.slot.as_ref().state };
+        let mut s = st.load(Ordering::Relaxed);
+        loop {
+            if s & FREE != 0 || (s >> 32) as u32 != self.gen || s & (LIVE | COUNT) == 0 {
+                return None;
+            }
+            match st.compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return Some(Ref(self.slot)),
+                Err(x) => s = x,
+            }
+        }
+    }
+}
+
+impl<T: Slabbed> Clone for Weak<T> {
+    fn clone(&self) -> Self {
+        Weak { slot: self.slot, gen: self.gen }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+
+    #[repr(C)]
+    struct Obj {
+        n: u64,
+        pad: [u8; 40],
+    }
+    impl Drop for Obj {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    static OBJS: Slab<Obj> = Slab::new(1 << 16);
+    impl Slabbed for Obj {
+        fn slab() -> &'static Slab<Obj> {
+            &OBJS
+        }
+    }
+
+    fn new(n: u64) -> Ref<Obj> {
+        let mut u = OBJS.alloc().unwrap();
+        // SAFETY: the slot is valid for writes of an Obj.
+        unsafe {
+            u.as_mut_ptr().write(Obj { n, pad: [0; 40] });
+            u.assume_init()
+        }
+    }
+
+    #[test]
+    fn life_of_an_object() {
+        let a = new(7);
+        let addr = Ref::as_ptr(&a) as usize;
+        assert!(OBJS.get(addr).is_none(), "not found before it is published");
+        OBJS.publish(&a);
+        let b = OBJS.get(addr).expect("published");
+        assert_eq!(b.n, 7);
+        assert_eq!(Ref::count(&a), 2);
+        // foreign, misaligned and out-of-range addresses
+        assert!(OBJS.get(addr + 8).is_none());
+        assert!(OBJS.get(addr.wrapping_sub(1 << 40)).is_none());
+        assert!(OBJS.get(0).is_none());
+        let x = 5u64;
+        assert!(OBJS.get(&x as *const u64 as usize).is_none());
+        let w = Ref::downgrade(&a);
+        assert!(OBJS.retire(&a));
+        assert!(!OBJS.retire(&a), "retired once");
+        assert!(OBJS.get(addr).is_none(), "retired: not found");
+        assert!(w.upgrade().is_some(), "still held");
+        drop(b);
+        let d0 = DROPS.load(Ordering::Relaxed);
+        drop(a);
+        assert!(DROPS.load(Ordering::Relaxed) > d0, "the last reference dropped it");
+        assert!(w.upgrade().is_none(), "gone");
+        assert!(OBJS.get(addr).is_none(), "freed: not found");
+    }
+
+    #[test]
+    fn owned_then_published() {
+        let mut u = OBJS.alloc().unwrap();
+        // SAFETY: the slot is valid for writes of an Obj.
+        let mut o = unsafe {
+            u.as_mut_ptr().write(Obj { n: 1, pad: [0; 40] });
+            u.assume_init_own()
+        };
+        o.n = 9;
+        let addr = &*o as *const Obj as usize;
+        assert!(OBJS.get(addr).is_none(), "owned: not found");
+        o.publish();
+        assert_eq!(OBJS.get(addr).map(|r| r.n), Some(9));
+        let d0 = DROPS.load(Ordering::Relaxed);
+        drop(OBJS.take(addr).expect("published"));
+        assert!(DROPS.load(Ordering::Relaxed) > d0, "taken and dropped: gone");
+        assert!(OBJS.get(addr).is_none());
+        let mut u = OBJS.alloc().unwrap();
+        // SAFETY: as above.
+        let o = unsafe {
+            u.as_mut_ptr().write(Obj { n: 2, pad: [0; 40] });
+            u.assume_init_own()
+        };
+        let d0 = DROPS.load(Ordering::Relaxed);
+        drop(o);
+        assert!(DROPS.load(Ordering::Relaxed) > d0, "an owned object goes with its owner");
+    }
+
+    #[test]
+    fn take_once() {
+        let a = new(3);
+        OBJS.publish(&a);
+        let addr = Ref::as_ptr(&a) as usize;
+        let w = Ref::downgrade(&a);
+        drop(a);
+        assert!(w.upgrade().is_some(), "published: kept while no one holds it");
+        let t = OBJS.take(addr).expect("live");
+        assert_eq!(t.n, 3);
+        assert!(OBJS.take(addr).is_none(), "taken twice");
+        assert!(OBJS.get(addr).is_none());
+        drop(t);
+        assert!(w.upgrade().is_none(), "the taker's reference was the last");
+        let b = new(4);
+        OBJS.publish(&b);
+        assert!(OBJS.retire_obj(&b));
+        assert!(!OBJS.retire_obj(&b));
+        let x = Obj { n: 0, pad: [0; 40] };
+        assert!(!OBJS.retire_obj(&x), "not in the slab");
+    }
+
+    #[test]
+    fn unpublished_goes_with_its_last_reference() {
+        let a = new(1);
+        let w = Ref::downgrade(&a);
+        drop(a);
+        assert!(w.upgrade().is_none());
+    }
+
+    /// Threads create, publish, look up, retire and drop objects at once,
+    /// and look up stale addresses: every lookup finds a live object with
+    /// the value it was built with, or nothing.
+    #[test]
+    fn concurrent_create_lookup_destroy() {
+        let stale: Vec<usize> = (0..64).map(|i| Ref::as_ptr(&new(i)) as usize).collect();
+        let stale = std::sync::Arc::new(stale);
+        let ts: Vec<_> = (0..4u64)
+            .map(|t| {
+                let stale = stale.clone();
+                std::thread::spawn(move || {
+                    for i in 0..20_000u64 {
+                        let v = t << 32 | i;
+                        let a = new(v);
+                        OBJS.publish(&a);
+                        let addr = Ref::as_ptr(&a) as usize;
+                        let b = OBJS.get(addr).expect("own object");
+                        assert_eq!(b.n, v);
+                        for s in stale.iter().skip((i % 8) as usize).step_by(8) {
+                            if let Some(o) = OBJS.get(*s) {
+                                // someone else's object in a reused slot: whole
+                                let _ = o.n;
+                            }
+                        }
+                        assert!(OBJS.retire(&a));
+                        drop(b);
+                        drop(a);
+                    }
+                })
+            })
+            .collect();
+        for t in ts {
+            t.join().unwrap();
+        }
+    }
+}
