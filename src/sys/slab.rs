@@ -103,6 +103,12 @@ impl<T: Slabbed> Slab<T> {
         Slab { base: AtomicPtr::new(std::ptr::null_mut()), usable: AtomicUsize::new(0), cap, free: Mutex::new(FreeList { head: NIL, used: 0 }), _t: PhantomData }
     }
 
+    /// The memory one object takes: its slot (the object and the state
+    /// word).
+    pub const fn slot_size() -> usize {
+        Self::STRIDE
+    }
+
     /// The slot at `addr`, if `addr` is the address of a slot in the
     /// usable part of the range.
     #[inline]
@@ -602,6 +608,27 @@ mod tests {
         assert!(!OBJS.retire_obj(&b));
         let x = Obj { n: 0, pad: [0; 40] };
         assert!(!OBJS.retire_obj(&x), "not in the slab");
+    }
+
+    /// An address inside the store but not at a slot's start is refused
+    /// even where the word read as its state would say `LIVE`: here an
+    /// object whose first field looks like a live state word, and the
+    /// address one stride's worth of header before it.
+    #[test]
+    fn misaligned_address_is_refused() {
+        let stride = std::mem::size_of::<Slot<Obj>>();
+        let fake_state = LIVE | 1;
+        let objs: Vec<Ref<Obj>> = (0..2).map(|_| new(fake_state)).collect();
+        for o in &objs {
+            OBJS.publish(o);
+            let addr = Ref::as_ptr(o) as usize;
+            // (the word at addr is `n`; a slot starting at p has its state
+            // at p + stride - 8)
+            let p = addr + 8 - stride;
+            assert!(OBJS.get(p).is_none(), "a misaligned address found an object");
+            assert_eq!(o.n, fake_state, "nothing written through it");
+            assert!(OBJS.retire(o));
+        }
     }
 
     #[test]
