@@ -60,8 +60,8 @@ pub unsafe extern "C-unwind" fn rdma_create_id(channel: *mut rdma_event_channel,
 symver!(rdma_create_id, "RDMACM_1.0");
 
 /// The private state behind a C id: EINVAL for NULL and for pointers that
-/// are not live ids of the library (never dereferenced then).  The `Arc`
-/// is taken under the registry's lock, so the id stays valid for the
+/// are not live ids of the library (never dereferenced then).  The
+/// counted reference keeps the id in its slot, so it stays valid for the
 /// call even if another thread destroys it meanwhile.
 /// An id that an earlier call left broken by a panic gives EIO (see
 /// [`cm::Held`]).

@@ -460,7 +460,7 @@ pub struct RawUd {
 /// An event read out of the library's event record as owned data. The
 /// record stays unacknowledged until [`ack_event`] with [`RawEvent::key`].
 pub struct RawEvent {
-    /// The event record's address (its key in the registry).
+    /// The event record's address (what C knows it by).
     pub key: usize,
     /// `RDMA_CM_EVENT_*` as the library reports it.
     pub event: u32,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! The objects of the connection manager, declared together: the CM
-//! instance ([`Cm`]) with its registry of live objects ([`Live`]), event
+//! instance ([`Cm`]) with its live objects ([`Live`]), event
 //! channels ([`Channel`]), ids ([`IdPriv`] with [`Links`], [`ConnState`]
 //! and [`AiSlot`]), events ([`EventPriv`]) and multicast memberships
 //! ([`Mc`]).
@@ -43,17 +43,16 @@ pub struct Cm {
     pub(super) af_ib: AtomicBool,
     /// The device list (also the lock upstream calls `mut`).
     pub devices: Mutex<Devices>,
-    /// Every live channel, id, unacked event and multicast membership of
-    /// this instance, by the address C (or the kernel) knows it by
-    /// (sharded: independent ids take different locks).
+    /// The live ids, unacked events and multicast memberships of this
+    /// instance, by the address C (or the kernel) knows them by.
     pub(super) live: Live,
 }
 
-/// Every live channel, id, unacked event and multicast membership of a
-/// CM instance, by the address C (or the kernel) knows it by.  Each set
+/// The live ids, unacked events and multicast memberships of a CM
+/// instance, by the address C (or the kernel) knows them by.  Each set
 /// changes by single insertions and removals.  There is no map by kernel
 /// handle: only events of old kernels without a uid need one, and they
-/// search `ids` ([`Sharded::find`]) instead of every id paying for a
+/// search `ids` ([`Ids::find`]) instead of every id paying for a
 /// second entry.
 #[derive(Default)]
 pub struct Live {
