@@ -57,6 +57,23 @@ const NIL: u64 = COUNT;
 /// How much of the reserved range is made usable at a time.
 const COMMIT: usize = 64 << 10;
 
+/// Changes the state word `st` from a state `ok` accepts to `next` of it,
+/// in one compare-and-swap (retried while other threads change it);
+/// false, nothing changed, when the state is not accepted.
+#[inline(always)]
+fn hold_if(st: &AtomicU64, ok: impl Fn(u64) -> bool, next: impl Fn(u64) -> u64) -> bool {
+    let mut s = st.load(Ordering::Relaxed);
+    loop {
+        if !ok(s) {
+            return false;
+        }
+        match st.compare_exchange_weak(s, next(s), Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(x) => s = x,
+        }
+    }
+}
+
 /// An object kept in a [`Slab`]: the slab it lives in (one per type, for
 /// the whole process).
 pub trait Slabbed: Sized + Send + Sync + 'static {
@@ -139,16 +156,7 @@ impl<T: Slabbed> Slab<T> {
     #[inline]
     pub fn get(&'static self, addr: usize) -> Option<Ref<T>> {
         let slot = self.slot_at(addr)?;
-        let mut s = slot.state.load(Ordering::Relaxed);
-        loop {
-            if s & LIVE == 0 {
-                return None;
-            }
-            match slot.state.compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed) {
-                Ok(_) => return Some(Ref(NonNull::from(slot))),
-                Err(x) => s = x,
-            }
-        }
+        hold_if(&slot.state, |s| s & LIVE != 0, |s| s + 1).then(|| Ref(NonNull::from(slot)))
     }
 
     /// Whether `addr` is a `LIVE` object of this slab (a hint: it may
@@ -242,16 +250,7 @@ impl<T: Slabbed> Slab<T> {
     #[inline]
     pub fn take(&'static self, addr: usize) -> Option<Ref<T>> {
         let slot = self.slot_at(addr)?;
-        let mut s = slot.state.load(Ordering::Relaxed);
-        loop {
-            if s & LIVE == 0 {
-                return None;
-            }
-            match slot.state.compare_exchange_weak(s, (s & !LIVE) + 1, Ordering::Acquire, Ordering::Relaxed) {
-                Ok(_) => return Some(Ref(NonNull::from(slot))),
-                Err(x) => s = x,
-            }
-        }
+        hold_if(&slot.state, |s| s & LIVE != 0, |s| (s & !LIVE) + 1).then(|| Ref(NonNull::from(slot)))
     }
 
     /// Calls `f` on every `LIVE` object (held while `f` runs): for rare
@@ -480,16 +479,8 @@ impl<T: Slabbed> Weak<T> {
     pub fn upgrade(&self) -> Option<Ref<T>> {
         // SAFETY: the slot stays mapped (type-stable range).
         let st = unsafe { &self.slot.as_ref().state };
-        let mut s = st.load(Ordering::Relaxed);
-        loop {
-            if s & FREE != 0 || (s >> 32) as u32 != self.gen || s & (LIVE | COUNT) == 0 {
-                return None;
-            }
-            match st.compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed) {
-                Ok(_) => return Some(Ref(self.slot)),
-                Err(x) => s = x,
-            }
-        }
+        let ok = |s: u64| s & FREE == 0 && (s >> 32) as u32 == self.gen && s & (LIVE | COUNT) != 0;
+        hold_if(st, ok, |s| s + 1).then(|| Ref(self.slot))
     }
 }
 
