@@ -32,9 +32,10 @@
 //! lookup can take an object that is being dropped, nor a later object of
 //! the same slot for an earlier one (the generation differs).
 //!
-//! Threads: lookups, clones and drops of references are lock-free; the
-//! free list (allocation and freeing) is behind one lock, held for a few
-//! instructions (never across anything that blocks).
+//! Threads: lookups, clones and drops of references, and the free list
+//! (allocation and freeing), are lock-free; one lock is taken when the
+//! free list is empty, to hand out a new slot (and make more of the range
+//! usable), never across anything that blocks.
 //!
 //! A stale pointer to a slot that a new object took since is, as with any
 //! allocator that reuses memory, the new object: the generation protects
@@ -86,20 +87,20 @@ struct Slot<T> {
     state: AtomicU64,
 }
 
-struct FreeList {
-    /// The first free slot (NIL: none).
-    head: u64,
-    /// Slots handed out so far from the start of the range.
-    used: usize,
-}
-
 /// Slots of `T` in one reserved address range (see the module).
 pub struct Slab<T> {
     base: AtomicPtr<u8>,
     /// Bytes usable from `base` (only grows).
     usable: AtomicUsize,
     cap: usize,
-    free: Mutex<FreeList>,
+    /// The free list: the first free slot (bits 31..0, NIL: none) and a
+    /// tag (bits 63..32) that every change moves on, so that a thread
+    /// whose view of the head is stale fails its compare-and-swap (a
+    /// Treiber stack; each free slot's state holds the next one).
+    head: AtomicU64,
+    /// Slots handed out so far from the start of the range (taken when
+    /// the free list is empty; growing the range is done under it).
+    used: Mutex<usize>,
     _t: PhantomData<T>,
 }
 
@@ -117,7 +118,7 @@ impl<T: Slabbed> Slab<T> {
     /// first allocation.
     pub const fn new(cap: usize) -> Slab<T> {
         assert!((cap as u64) < NIL);
-        Slab { base: AtomicPtr::new(std::ptr::null_mut()), usable: AtomicUsize::new(0), cap, free: Mutex::new(FreeList { head: NIL, used: 0 }), _t: PhantomData }
+        Slab { base: AtomicPtr::new(std::ptr::null_mut()), usable: AtomicUsize::new(0), cap, head: AtomicU64::new(NIL), used: Mutex::new(0), _t: PhantomData }
     }
 
     /// The memory one object takes: its slot (the object and the state
@@ -168,25 +169,29 @@ impl<T: Slabbed> Slab<T> {
     /// An empty slot to build an object in ([`Uninit`]); ENOMEM when the
     /// range is full or memory cannot be made usable.
     pub fn alloc(&'static self) -> Result<Uninit<T>, Errno> {
-        let mut f = self.free.lock();
-        let i = if f.head != NIL {
-            let i = f.head as usize;
-            f.head = self.slot(i).state.load(Ordering::Relaxed) & COUNT;
-            i
-        } else {
-            let i = f.used;
-            if i >= self.cap {
-                return Err(Errno::ENOMEM);
+        let mut h = self.head.load(Ordering::Acquire);
+        while h & 0xffff_ffff != NIL {
+            let i = (h & 0xffff_ffff) as usize;
+            // (the slot may be taken and changed meanwhile: then the tag
+            // has moved and the swap below fails)
+            let next = self.slot(i).state.load(Ordering::Relaxed) & COUNT;
+            match self.head.compare_exchange_weak(h, ((h >> 32) + 1) << 32 | next, Ordering::Acquire, Ordering::Acquire) {
+                Ok(_) => return Ok(Uninit(NonNull::from(self.slot(i)))),
+                Err(x) => h = x,
             }
-            self.grow_to((i + 1) * Self::STRIDE)?;
-            f.used = i + 1;
-            i
-        };
+        }
+        let mut used = self.used.lock();
+        let i = *used;
+        if i >= self.cap {
+            return Err(Errno::ENOMEM);
+        }
+        self.grow_to((i + 1) * Self::STRIDE)?;
+        *used = i + 1;
         Ok(Uninit(NonNull::from(self.slot(i))))
     }
 
-    /// Makes the range usable up to `end` bytes (under the free list's
-    /// lock: one grower at a time).
+    /// Makes the range usable up to `end` bytes (under the lock of
+    /// `used`: one grower at a time).
     fn grow_to(&self, end: usize) -> Result<(), Errno> {
         let usable = self.usable.load(Ordering::Relaxed);
         if end <= usable {
@@ -219,10 +224,15 @@ impl<T: Slabbed> Slab<T> {
     /// free list, with a new generation.
     fn release(&self, slot: &Slot<T>) {
         let i = self.index_of(slot) as u64;
-        let mut f = self.free.lock();
-        let g = slot.state.load(Ordering::Relaxed) & !(LIVE | FREE | COUNT);
-        slot.state.store(g.wrapping_add(GEN_ONE) | FREE | f.head, Ordering::Release);
-        f.head = i;
+        let g = (slot.state.load(Ordering::Relaxed) & !(LIVE | FREE | COUNT)).wrapping_add(GEN_ONE);
+        let mut h = self.head.load(Ordering::Relaxed);
+        loop {
+            slot.state.store(g | FREE | (h & 0xffff_ffff), Ordering::Relaxed);
+            match self.head.compare_exchange_weak(h, ((h >> 32) + 1) << 32 | i, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(x) => h = x,
+            }
+        }
     }
 
     /// Makes the object found by [`get`](Self::get).
@@ -256,7 +266,7 @@ impl<T: Slabbed> Slab<T> {
     /// Calls `f` on every `LIVE` object (held while `f` runs): for rare
     /// searches, not for lookups.
     pub fn for_each(&'static self, mut f: impl FnMut(&Ref<T>)) {
-        let used = self.free.lock().used;
+        let used = *self.used.lock();
         for i in 0..used {
             let addr = self.slot(i) as *const Slot<T> as usize;
             if let Some(r) = self.get(addr) {
@@ -267,7 +277,7 @@ impl<T: Slabbed> Slab<T> {
 
     /// The first `LIVE` object `pred` accepts.
     pub fn find(&'static self, mut pred: impl FnMut(&T) -> bool) -> Option<Ref<T>> {
-        let used = self.free.lock().used;
+        let used = *self.used.lock();
         (0..used).find_map(|i| self.get(self.slot(i) as *const Slot<T> as usize).filter(|r| pred(r)))
     }
 }
@@ -641,6 +651,7 @@ mod tests {
             .map(|t| {
                 let stale = stale.clone();
                 std::thread::spawn(move || {
+                    let mut ring = Vec::new();
                     for i in 0..20_000u64 {
                         let v = t << 32 | i;
                         let a = new(v);
@@ -656,7 +667,14 @@ mod tests {
                         }
                         assert!(OBJS.retire(&a));
                         drop(b);
-                        drop(a);
+                        // a few kept a while: a slot handed out twice
+                        // would show as a changed value
+                        ring.push(a);
+                        if ring.len() == 8 {
+                            for (k, o) in ring.drain(..).enumerate() {
+                                assert_eq!(o.n, t << 32 | (i + k as u64 - 7), "a held object changed");
+                            }
+                        }
                     }
                 })
             })
