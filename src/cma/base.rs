@@ -71,9 +71,9 @@ pub type IdRef = Ref<IdPriv>;
 /// A reference to an id that does not keep it.
 pub type IdWeak = crate::sys::slab::Weak<IdPriv>;
 
-/// Most ids alive at once in a process (the store reserves address space
-/// for them, and uses memory only for the slots in use).
-pub const MAX_IDS: usize = 1 << 20;
+/// Most ids alive at once in a process (a bound of the store's slot
+/// numbers, not a reservation: the store maps segments as ids are made).
+pub const MAX_IDS: usize = 1 << 29;
 
 /// Every id of the process, in type-stable slots ([`crate::sys::slab`]):
 /// the address C holds is checked by a range, an alignment and the slot's
@@ -91,7 +91,7 @@ pub type ChanRef = Ref<Channel>;
 
 /// Most event channels open at once in a process (a synchronous id has
 /// one of its own).
-pub const MAX_CHANNELS: usize = 1 << 20;
+pub const MAX_CHANNELS: usize = 1 << 29;
 
 /// Every event channel of the process, in type-stable slots (as [`IDS`]).
 pub static CHANNELS: Slab<Channel> = Slab::new(MAX_CHANNELS);
@@ -103,7 +103,7 @@ impl Slabbed for Channel {
 }
 
 /// Most events handed out and not yet acked at once in a process.
-pub const MAX_EVENTS: usize = 1 << 20;
+pub const MAX_EVENTS: usize = 1 << 29;
 
 /// Every event handed out and not yet acked, in type-stable slots (as
 /// [`IDS`]); an event being built is owned by its reader and not `LIVE`.

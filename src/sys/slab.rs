@@ -4,14 +4,16 @@
 //! an address range, an alignment and one atomic word instead of a lookup
 //! in a table.
 //!
-//! A [`Slab<T>`] reserves one range of address space for at most `cap`
-//! slots (`mmap` without access, on the first allocation) and makes it
-//! usable from its start as slots are needed (`mprotect`, 64 KiB at a
-//! time: the kernel charges memory there, and refuses with ENOMEM when
-//! it is short).  The range is never unmapped and a slot is never anything
-//! but a slot of `T`: memory inside the usable part is always a slot whose
-//! state word may be read, whatever C hands in.  Pages are only made
-//! resident when touched, so the memory an object costs is its slot.
+//! A [`Slab<T>`] holds at most `cap` slots in segments it maps as they
+//! are needed: the first takes 64 KiB, each next one twice the one before
+//! (so a slab of n slots maps less than 2n slots' worth of address space,
+//! and a few segments cover any number a process makes: a C pointer is
+//! compared with each mapped segment's range).  The kernel charges a
+//! segment's memory when it is mapped and refuses with ENOMEM when it is
+//! short.  A segment is never unmapped and a slot is never anything but a
+//! slot of `T`: memory inside a segment is always a slot whose state word
+//! may be read, whatever C hands in.  Pages are only made resident when
+//! touched, so the memory an object costs is its slot.
 //!
 //! A slot is the object (`value`, first: its address is the slot's, the
 //! address C holds) followed by one state word:
@@ -34,8 +36,8 @@
 //!
 //! Threads: lookups, clones and drops of references, and the free list
 //! (allocation and freeing), are lock-free; one lock is taken when the
-//! free list is empty, to hand out a new slot (and make more of the range
-//! usable), never across anything that blocks.
+//! free list is empty, to hand out a new slot (and map a segment when it
+//! is the first of one), never across anything that blocks.
 //!
 //! A stale pointer to a slot that a new object took since is, as with any
 //! allocator that reuses memory, the new object: the generation protects
@@ -55,8 +57,11 @@ const COUNT: u64 = FREE - 1;
 const GEN_ONE: u64 = 1 << 32;
 /// The end of the free list (no slot).
 const NIL: u64 = COUNT;
-/// How much of the reserved range is made usable at a time.
-const COMMIT: usize = 64 << 10;
+/// The size of a slab's first segment.
+const SEG0: usize = 64 << 10;
+/// Segments a slab may map (the last ones are never reached: `cap` is
+/// below 2^30 slots).
+const SEGS: usize = 32;
 
 /// Changes the state word `st` from a state `ok` accepts to `next` of it,
 /// in one compare-and-swap (retried while other threads change it);
@@ -87,19 +92,21 @@ struct Slot<T> {
     state: AtomicU64,
 }
 
-/// Slots of `T` in one reserved address range (see the module).
+/// Slots of `T` in segments of doubling size (see the module).
 pub struct Slab<T> {
-    base: AtomicPtr<u8>,
-    /// Bytes usable from `base` (only grows).
-    usable: AtomicUsize,
+    /// The segments' starts: segment k holds `FIRST << k` slots, from slot
+    /// index `FIRST * (2^k - 1)`.
+    segs: [AtomicPtr<u8>; SEGS],
+    /// Segments mapped (only grows; a segment's start is stored before).
+    mapped: AtomicUsize,
     cap: usize,
     /// The free list: the first free slot (bits 31..0, NIL: none) and a
     /// tag (bits 63..32) that every change moves on, so that a thread
     /// whose view of the head is stale fails its compare-and-swap (a
     /// Treiber stack; each free slot's state holds the next one).
     head: AtomicU64,
-    /// Slots handed out so far from the start of the range (taken when
-    /// the free list is empty; growing the range is done under it).
+    /// Slots handed out so far (taken when the free list is empty;
+    /// mapping a segment is done under it).
     used: Mutex<usize>,
     _t: PhantomData<T>,
 }
@@ -113,12 +120,16 @@ unsafe impl<T: Send + Sync> Send for Slab<T> {}
 
 impl<T: Slabbed> Slab<T> {
     const STRIDE: usize = std::mem::size_of::<Slot<T>>();
+    /// Slots in the first segment.
+    const FIRST: usize = if SEG0 / Self::STRIDE > 0 { SEG0 / Self::STRIDE } else { 1 };
 
     /// A slab for at most `cap` objects (below 2^30); no memory until the
     /// first allocation.
     pub const fn new(cap: usize) -> Slab<T> {
         assert!((cap as u64) < NIL);
-        Slab { base: AtomicPtr::new(std::ptr::null_mut()), usable: AtomicUsize::new(0), cap, head: AtomicU64::new(NIL), used: Mutex::new(0), _t: PhantomData }
+        #[allow(clippy::declare_interior_mutable_const)]
+        const NONE: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+        Slab { segs: [NONE; SEGS], mapped: AtomicUsize::new(0), cap, head: AtomicU64::new(NIL), used: Mutex::new(0), _t: PhantomData }
     }
 
     /// The memory one object takes: its slot (the object and the state
@@ -127,29 +138,52 @@ impl<T: Slabbed> Slab<T> {
         Self::STRIDE
     }
 
-    /// The slot at `addr`, if `addr` is the address of a slot in the
-    /// usable part of the range.
-    #[inline]
-    fn slot_at(&self, addr: usize) -> Option<&Slot<T>> {
-        let base = self.base.load(Ordering::Acquire) as usize;
-        let off = addr.wrapping_sub(base);
-        if off >= self.usable.load(Ordering::Acquire) || off % Self::STRIDE != 0 {
-            return None;
-        }
-        // SAFETY: base + off lies in the usable part of the range, at a
-        // slot boundary: memory of this process that stays mapped and
-        // writable for its life, zeroed or a Slot<T> (never anything
-        // else), whose state word is only accessed atomically.
-        Some(unsafe { &*((base + off) as *const Slot<T>) })
+    /// Segment `k`'s length in bytes.
+    #[inline(always)]
+    const fn seg_len(k: usize) -> usize {
+        (Self::FIRST << k) * Self::STRIDE
     }
 
+    /// The segment holding `addr` and the offset of `addr` in it, if
+    /// `addr` lies in a mapped segment.
+    #[inline(always)]
+    fn seg_of(&self, addr: usize) -> Option<(usize, usize)> {
+        let n = self.mapped.load(Ordering::Acquire);
+        (0..n).find_map(|k| {
+            let off = addr.wrapping_sub(self.segs[k].load(Ordering::Relaxed) as usize);
+            (off < Self::seg_len(k)).then_some((k, off))
+        })
+    }
+
+    /// The slot at `addr`, if `addr` is the address of a slot in a mapped
+    /// segment.
+    #[inline]
+    fn slot_at(&self, addr: usize) -> Option<&Slot<T>> {
+        let (_, off) = self.seg_of(addr)?;
+        if off % Self::STRIDE != 0 {
+            return None;
+        }
+        // SAFETY: addr lies in a mapped segment, at a slot boundary:
+        // memory of this process that stays mapped and writable for its
+        // life, zeroed or a Slot<T> (never anything else), whose state word
+        // is only accessed atomically.
+        Some(unsafe { &*(addr as *const Slot<T>) })
+    }
+
+    /// Slot `i` (below `used`: its segment is mapped).
     fn slot(&self, i: usize) -> &Slot<T> {
-        // SAFETY: i < used: a slot in the usable part (see slot_at).
-        unsafe { &*(self.base.load(Ordering::Acquire).add(i * Self::STRIDE) as *const Slot<T>) }
+        let k = (usize::BITS - 1 - (i / Self::FIRST + 1).leading_zeros()) as usize;
+        let off = (i - Self::FIRST * ((1 << k) - 1)) * Self::STRIDE;
+        // SAFETY: i < used: a slot of segment k, which is mapped (see
+        // slot_at).
+        unsafe { &*(self.segs[k].load(Ordering::Acquire).add(off) as *const Slot<T>) }
     }
 
     fn index_of(&self, s: &Slot<T>) -> usize {
-        (s as *const Slot<T> as usize - self.base.load(Ordering::Acquire) as usize) / Self::STRIDE
+        match self.seg_of(s as *const Slot<T> as usize) {
+            Some((k, off)) => Self::FIRST * ((1 << k) - 1) + off / Self::STRIDE,
+            None => unreachable!("a slot outside its slab"),
+        }
     }
 
     /// A reference to the `LIVE` object at `addr`, or None (an address
@@ -167,7 +201,7 @@ impl<T: Slabbed> Slab<T> {
     }
 
     /// An empty slot to build an object in ([`Uninit`]); ENOMEM when the
-    /// range is full or memory cannot be made usable.
+    /// slab is full or memory cannot be mapped.
     pub fn alloc(&'static self) -> Result<Uninit<T>, Errno> {
         let mut h = self.head.load(Ordering::Acquire);
         while h & 0xffff_ffff != NIL {
@@ -185,38 +219,30 @@ impl<T: Slabbed> Slab<T> {
         if i >= self.cap {
             return Err(Errno::ENOMEM);
         }
-        self.grow_to((i + 1) * Self::STRIDE)?;
+        self.map_for(i)?;
         *used = i + 1;
         Ok(Uninit(NonNull::from(self.slot(i))))
     }
 
-    /// Makes the range usable up to `end` bytes (under the lock of
-    /// `used`: one grower at a time).
-    fn grow_to(&self, end: usize) -> Result<(), Errno> {
-        let usable = self.usable.load(Ordering::Relaxed);
-        if end <= usable {
+    /// Maps the segment of slot `i` if it is not yet (under the lock of
+    /// `used`: one mapper at a time; slots are handed out in order, so
+    /// the segment is the next one).
+    fn map_for(&self, i: usize) -> Result<(), Errno> {
+        let k = self.mapped.load(Ordering::Relaxed);
+        if i < Self::FIRST * ((1 << k) - 1) {
             return Ok(());
         }
-        let mut base = self.base.load(Ordering::Relaxed);
-        if base.is_null() {
-            let len = (self.cap * Self::STRIDE).next_multiple_of(COMMIT);
-            // SAFETY: a new anonymous mapping, no access: it changes no
-            // memory of the program.
-            let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0) };
-            if p == libc::MAP_FAILED {
-                return Err(Errno::ENOMEM);
-            }
-            base = p.cast();
-            self.base.store(base, Ordering::Release);
-        }
-        let new = end.next_multiple_of(COMMIT).min((self.cap * Self::STRIDE).next_multiple_of(COMMIT));
-        // SAFETY: [usable, new) lies inside the range mapped above, which
-        // nothing else uses; it becomes zeroed, writable memory.
-        let r = unsafe { libc::mprotect(base.add(usable).cast(), new - usable, libc::PROT_READ | libc::PROT_WRITE) };
-        if r != 0 {
+        if k == SEGS {
             return Err(Errno::ENOMEM);
         }
-        self.usable.store(new, Ordering::Release);
+        // SAFETY: a new anonymous mapping: it changes no memory of the
+        // program.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), Self::seg_len(k), libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        if p == libc::MAP_FAILED {
+            return Err(Errno::ENOMEM);
+        }
+        self.segs[k].store(p.cast(), Ordering::Relaxed);
+        self.mapped.store(k + 1, Ordering::Release);
         Ok(())
     }
 
@@ -302,7 +328,7 @@ impl<T: Slabbed> Uninit<T> {
     pub unsafe fn assume_init(self) -> Ref<T> {
         let slot = self.0;
         std::mem::forget(self);
-        // SAFETY: the slot is valid (it lies in the usable range).
+        // SAFETY: the slot is valid (it lies in a mapped segment).
         let st = unsafe { &slot.as_ref().state };
         let g = st.load(Ordering::Relaxed) & !(LIVE | FREE | COUNT);
         st.store(g | 1, Ordering::Release);
@@ -347,7 +373,7 @@ impl<T: Slabbed> Own<T> {
     pub fn publish(self) {
         let slot = self.0;
         std::mem::forget(self);
-        // SAFETY: the slot is in the usable range.
+        // SAFETY: the slot is in a mapped segment.
         let st = unsafe { &slot.as_ref().state };
         let g = st.load(Ordering::Relaxed) & !(LIVE | FREE | COUNT);
         st.store(g | LIVE, Ordering::Release);
@@ -373,7 +399,7 @@ impl<T: Slabbed> Drop for Own<T> {
     fn drop(&mut self) {
         // SAFETY: the object is initialised, ours alone, dropped once.
         unsafe { (*self.0.as_ref().value.get()).assume_init_drop() };
-        // SAFETY: the slot is in the usable range.
+        // SAFETY: the slot is in a mapped segment.
         T::slab().release(unsafe { self.0.as_ref() });
     }
 }
@@ -390,7 +416,7 @@ unsafe impl<T: Slabbed> Sync for Ref<T> {}
 impl<T: Slabbed> Ref<T> {
     #[inline]
     fn slot(&self) -> &Slot<T> {
-        // SAFETY: the slot is in the usable range, which stays mapped.
+        // SAFETY: the slot is in a mapped segment, which stays mapped.
         unsafe { self.0.as_ref() }
     }
 
@@ -531,6 +557,59 @@ mod tests {
             u.as_mut_ptr().write(Obj { n, pad: [0; 40] });
             u.assume_init()
         }
+    }
+
+    #[repr(C)]
+    struct Seg {
+        n: usize,
+        pad: [u8; 48],
+    }
+    static SEGD: Slab<Seg> = Slab::new(5000);
+    impl Slabbed for Seg {
+        fn slab() -> &'static Slab<Seg> {
+            &SEGD
+        }
+    }
+
+    /// Slots past the first segment: every one found by its address,
+    /// nothing found just past a segment's end, ENOMEM at `cap`, and
+    /// freed slots of every segment handed out again.
+    #[test]
+    fn segments_grow_and_hold() {
+        let make = |n: usize| {
+            let mut u = SEGD.alloc()?;
+            // SAFETY: the slot is valid for writes of a Seg.
+            let r = unsafe {
+                u.as_mut_ptr().write(Seg { n, pad: [0; 48] });
+                u.assume_init()
+            };
+            SEGD.publish(&r);
+            Ok::<_, Errno>(r)
+        };
+        let all: Vec<Ref<Seg>> = (0..5000).map(|n| make(n).unwrap()).collect();
+        let mapped = SEGD.mapped.load(Ordering::Relaxed);
+        assert!(mapped >= 3, "5000 slots of {} bytes take several segments ({mapped})", Slab::<Seg>::STRIDE);
+        for (n, r) in all.iter().enumerate() {
+            let addr = Ref::as_ptr(r) as usize;
+            assert_eq!(SEGD.get(addr).expect("found").n, n);
+            assert!(SEGD.get(addr + 8).is_none());
+        }
+        for k in 0..mapped {
+            let end = SEGD.segs[k].load(Ordering::Relaxed) as usize + Slab::<Seg>::seg_len(k);
+            if SEGD.seg_of(end).is_none() {
+                assert!(SEGD.get(end).is_none());
+            }
+        }
+        assert_eq!(make(5000).err(), Some(Errno::ENOMEM));
+        let before: std::collections::HashSet<usize> = all.iter().map(|r| Ref::as_ptr(r) as usize).collect();
+        for r in &all {
+            assert!(SEGD.retire(r));
+        }
+        drop(all);
+        let again: Vec<Ref<Seg>> = (0..5000).map(|n| make(n).unwrap()).collect();
+        let after: std::collections::HashSet<usize> = again.iter().map(|r| Ref::as_ptr(r) as usize).collect();
+        assert_eq!(before, after, "the freed slots are the ones handed out again");
+        assert_eq!(SEGD.mapped.load(Ordering::Relaxed), mapped, "no segment more");
     }
 
     #[test]
