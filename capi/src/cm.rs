@@ -3,12 +3,11 @@
 
 use rdmacm::internal::abi::cma::*;
 use super::{entry_hot, entry, nonnull, Errno};
-use rdmacm::internal::cma::{self as cm, Channel, Cm};
+use rdmacm::internal::cma::{self as cm, ChanRef, Cm};
 use rdmacm::internal::abi::sockaddr::SockAddr;
 use crate::symver;
 use libc::sockaddr;
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::Arc;
 
 /// Opens a new event channel.  Its `fd` may be polled for events.
 ///
@@ -61,8 +60,8 @@ pub unsafe extern "C-unwind" fn rdma_create_id(channel: *mut rdma_event_channel,
 symver!(rdma_create_id, "RDMACM_1.0");
 
 /// The private state behind a C id: EINVAL for NULL and for pointers that
-/// are not live ids of the library (never dereferenced then).  The `Arc`
-/// is taken under the registry's lock, so the id stays valid for the
+/// are not live ids of the library (never dereferenced then).  The
+/// counted reference keeps the id in its slot, so it stays valid for the
 /// call even if another thread destroys it meanwhile.
 /// An id that an earlier call left broken by a panic gives EIO (see
 /// [`cm::Held`]).
@@ -81,7 +80,7 @@ pub(crate) fn id_to_destroy(id: *mut rdma_cm_id) -> Result<(cm::Held, &'static C
 }
 
 /// A live channel of the library, or EINVAL (checked like [`id_of`]).
-fn live_channel(channel: *mut rdma_event_channel) -> Result<Arc<Channel>, Errno> {
+fn live_channel(channel: *mut rdma_event_channel) -> Result<ChanRef, Errno> {
     cm::global().channel(nonnull(channel)?.as_ptr())
 }
 

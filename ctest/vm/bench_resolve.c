@@ -70,6 +70,9 @@ static void fail(const char *name, const char *why)
 
 static void result(const char *name, double v, const char *unit)
 {
+	/* a difference that rounds to zero prints as 0, not "-0" */
+	if (v < 0 && v > -0.5)
+		v = 0;
 	printf("BENCH %s %.0f %s\n", name, v, unit);
 	fflush(stdout);
 }

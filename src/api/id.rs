@@ -23,7 +23,7 @@ use crate::cma::params::{ConnParam, UdParam};
 use crate::cma::api::RawEvent;
 use crate::abi::cma::{RDMA_PS_IB, RDMA_PS_IPOIB, RDMA_PS_TCP, RDMA_PS_UDP};
 use crate::cma::api as capi;
-use crate::cma::Channel;
+use crate::cma::ChanRef;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::collections::HashMap;
@@ -64,7 +64,7 @@ pub struct IdKey(pub(crate) u64);
 /// The channel itself; closed when the last owner (the [`EventChannel`]
 /// or one of its ids) goes.
 pub(crate) struct ChanInner {
-    pub(crate) ch: Arc<Channel>,
+    pub(crate) ch: ChanRef,
     /// Its descriptor's blocking mode (see [`NbMode`]).
     nb: NbMode,
     /// The ids reporting to it, by [`CmId::key`]: what an event holds of
@@ -73,7 +73,7 @@ pub(crate) struct ChanInner {
 }
 
 impl ChanInner {
-    fn new(ch: Arc<Channel>) -> ChanInner {
+    fn new(ch: ChanRef) -> ChanInner {
         ChanInner { ch, nb: NbMode::default(), ids: Default::default() }
     }
 

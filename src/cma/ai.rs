@@ -30,7 +30,7 @@
 
 #![deny(unsafe_code)]
 
-use super::base::{Channel, Cm, EventPriv, IdPriv};
+use super::base::{Channel, Cm, EventPriv, IdPriv, IdRef};
 pub use super::base::AiSlot;
 use crate::addrinfo::{self as gai, GaiError, Hints, Rai};
 use crate::abi::cma::*;
@@ -38,7 +38,6 @@ use crate::abi::ucma as kabi;
 use nix::errno::Errno;
 use std::ffi::{c_int, CStr};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
 
 /// Tickets of worker lookups.
 static TICKETS: AtomicU32 = AtomicU32::new(1);
@@ -123,7 +122,7 @@ pub fn rai_of_service_recs(recs: &[kabi::ServiceRec]) -> Vec<Rai> {
 
 impl Cm {
     /// `rdma_resolve_addrinfo`.
-    pub fn resolve_addrinfo(&'static self, p: &Arc<IdPriv>, node: Option<&CStr>, service: Option<&CStr>, hints: &Hints) -> Result<(), Errno> {
+    pub fn resolve_addrinfo(&'static self, p: &IdRef, node: Option<&CStr>, service: Option<&CStr>, hints: &Hints) -> Result<(), Errno> {
         {
             let mut ai = p.ai.lock();
             if ai.resolving {
@@ -139,7 +138,7 @@ impl Cm {
         r
     }
 
-    fn start_addrinfo(&'static self, p: &Arc<IdPriv>, node: Option<&CStr>, service: Option<&CStr>, hints: &Hints) -> Result<(), Errno> {
+    fn start_addrinfo(&'static self, p: &IdRef, node: Option<&CStr>, service: Option<&CStr>, hints: &Hints) -> Result<(), Errno> {
         let flags = if hints.null { 0 } else { hints.flags };
         if flags & RAI_SA != 0 {
             if flags & RAI_DNS != 0 || node.is_some() {
@@ -164,7 +163,7 @@ impl Cm {
 
     /// Hands the name lookup of an asynchronous id to a worker thread (or
     /// runs it here when no thread can be started).
-    fn start_lookup(&'static self, p: &Arc<IdPriv>, node: &CStr, service: Option<&CStr>, hints: &Hints) {
+    fn start_lookup(&'static self, p: &IdRef, node: &CStr, service: Option<&CStr>, hints: &Hints) {
         // (0 means none: skipped when the counter wraps.)
         let ticket = TICKETS.fetch_add(1, Ordering::Relaxed).max(1);
         p.ai.lock().pending = ticket;

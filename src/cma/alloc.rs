@@ -6,51 +6,50 @@
 #![allow(unsafe_code)]
 
 use super::acks::Acks;
-use super::base::{AiSlot, Channel, ConnState, EventPriv, IdPriv, Links};
+use super::base::{AiSlot, ChanRef, Channel, Cm, ConnState, EventPriv, IdPriv, IdRef, Links, EVENTS, IDS};
+use crate::sys::slab::{Own, Uninit};
 use crate::abi::cma::*;
 use nix::errno::Errno;
 use std::ffi::c_void;
 use std::ptr::addr_of_mut;
 
 /// A new event: all zero (as upstream clears its event before each read),
-/// no id, no membership; built in its allocation (no copy of the ~350-byte
-/// struct); ENOMEM when memory is short.
-pub fn try_new_event() -> Result<Box<EventPriv>, Errno> {
-    let mut b = crate::sys::alloc::try_box_uninit::<EventPriv>()?;
-    let p = b.as_mut_ptr();
-    // SAFETY: p is the new block, valid for writes of an EventPriv.  The
-    // public event and the private data are plain data (all-zero is
-    // valid, as is the holder's 0); the two Option fields are written as
-    // None just after.  The
-    // pattern below stops the build when EventPriv gains a field this
-    // does not write.
+/// no id, no membership; built in its slot (no copy of the ~350-byte
+/// struct), owned by the reader until it publishes it; ENOMEM when no
+/// slot can be had.
+pub fn try_new_event() -> Result<Own<EventPriv>, Errno> {
+    let mut u = EVENTS.alloc()?;
+    let p = u.as_mut_ptr();
+    // SAFETY: p is the empty slot's object, ours alone, valid for writes
+    // of an EventPriv.  The public event and the private data are plain
+    // data (all-zero is valid, as is the holder's 0); the two Option
+    // fields are written as None just after.  `event_fields` below stops
+    // the build when EventPriv gains a field this does not write.
     unsafe {
         p.cast::<u8>().write_bytes(0, std::mem::size_of::<EventPriv>());
         addr_of_mut!((*p).id_priv).write(None);
         addr_of_mut!((*p).mc).write(None);
-        Ok(b.assume_init())
+        Ok(u.assume_init_own())
     }
 }
 
-/// A new id (unregistered) on channel `ch`, built in its `Arc`'s block
-/// field by field: the public id is cleared in place (as upstream's
-/// calloc) and only its non-zero fields are written, so no ~650-byte
-/// struct is built on the stack and copied.  ENOMEM when
-/// memory is short (the block is allocated and checked first:
-/// `sys::alloc::reserved`).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn try_new_id(ch: std::sync::Arc<Channel>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32, sync: bool) -> Result<std::sync::Arc<IdPriv>, Errno> {
+/// A new id (not yet found by lookups: [`super::base::IDS`]'s `publish`)
+/// on channel `ch`, built in its slot field by field: the public id is
+/// cleared in place (as upstream's calloc) and only its non-zero fields
+/// are written, so no ~650-byte struct is built on the stack and copied.
+/// ENOMEM when no slot can be had.
+pub(super) fn try_new_id(ch: ChanRef, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32, sync: bool) -> Result<IdRef, Errno> {
     use parking_lot::Mutex;
     use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32};
-    use std::sync::Arc;
-    let mut a = crate::sys::alloc::reserved(crate::sys::alloc::arc_layout::<IdPriv>(), || Arc::new(std::mem::MaybeUninit::<IdPriv>::uninit()))?;
-    let p = Arc::get_mut(&mut a).expect("a new Arc is unique").as_mut_ptr();
+    let mut u = IDS.alloc()?;
+    let p = u.as_mut_ptr();
     let chp = ch.raw();
-    // SAFETY: p is the new Arc's value, unique, valid for writes of an
-    // IdPriv.  `struct rdma_cm_id` is plain data (all-zero is its initial
-    // state; PubId is a transparent wrapper of it); every other field is
-    // written once with a valid value before assume_init.  `id_fields`
-    // below stops the build when IdPriv gains a field this does not write.
+    // SAFETY: p is the empty slot's object, ours alone, valid for writes
+    // of an IdPriv.  `struct rdma_cm_id` is plain data (all-zero is its
+    // initial state; PubId is a transparent wrapper of it); every other
+    // field is written once with a valid value before assume_init.
+    // `id_fields` below stops the build when IdPriv gains a field this
+    // does not write.
     unsafe {
         let id = addr_of_mut!((*p).id).cast::<rdma_cm_id>();
         id.write_bytes(0, 1);
@@ -67,7 +66,18 @@ pub(super) fn try_new_id(ch: std::sync::Arc<Channel>, context: *mut c_void, ps: 
         addr_of_mut!((*p).mcs).write(Mutex::new(Vec::new()));
         addr_of_mut!((*p).ai).write(Mutex::new(AiSlot::default()));
         addr_of_mut!((*p).broken).write(AtomicBool::new(false));
-        Ok(a.assume_init())
+        Ok(u.assume_init())
+    }
+}
+
+/// A new channel (not yet found by lookups) on descriptor `fd`, built in
+/// the slot `slot`.
+pub(super) fn new_channel(mut slot: Uninit<Channel>, fd: i32, cm: &'static Cm) -> ChanRef {
+    // SAFETY: the slot is ours alone and valid for writes of a Channel,
+    // which is written whole before assume_init.
+    unsafe {
+        slot.as_mut_ptr().write(Channel { ch: rdma_event_channel { fd }, readers: Default::default(), cm });
+        slot.assume_init()
     }
 }
 

@@ -18,7 +18,7 @@
 #![deny(unsafe_code)]
 
 use super::objects::Vouched;
-use super::base::{Cm, IdPriv};
+use super::base::{Cm, IdRef};
 use super::conn;
 use super::params;
 use crate::abi::cma::{ibv_comp_channel, ibv_cq, ibv_pd, ibv_qp, RDMA_PS_TCP, RDMA_PS_UDP};
@@ -27,10 +27,9 @@ use crate::abi::ucma::{RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR};
 use crate::sys::verbs as cv;
 use nix::errno::Errno;
 use crate::abi::cma::{ibv_context, IBV_QPT_UD, RDMA_CM_EVENT_CONNECT_REQUEST};
-use super::base::Channel;
+use super::base::{ChanRef, Channel};
 use std::ffi::{c_int, c_void};
 use std::ptr::{null_mut, NonNull};
-use std::sync::Arc;
 
 /// The values this API takes and reports (defined once, in `cma::params`).
 pub use super::params::{ConnParam, QpCaps, UdParam};
@@ -59,7 +58,7 @@ pub struct QpPtrs {
 /// Dropping it destroys its QP (with the CQ and completion channel made by
 /// [`CmId::create_rc_qp`]) and the id.
 pub struct CmId {
-    p: Arc<IdPriv>,
+    p: IdRef,
     cm: &'static Cm,
 }
 
@@ -332,7 +331,7 @@ impl CmId {
 impl CmId {
     /// An asynchronous id reporting to `ch`, of port space `ps`
     /// (`RDMA_PS_*`).
-    pub fn create_on(ch: &Arc<Channel>, ps: u32) -> Result<CmId, Errno> {
+    pub fn create_on(ch: &ChanRef, ps: u32) -> Result<CmId, Errno> {
         let cm = super::cm::global();
         let p = cm.create_id(Some(ch), null_mut(), ps)?;
         Ok(CmId { p, cm })
@@ -411,7 +410,7 @@ impl CmId {
     }
 
     /// `rdma_migrate_id` to another channel.
-    pub fn migrate(&self, ch: &Arc<Channel>) -> Result<(), Errno> {
+    pub fn migrate(&self, ch: &ChanRef) -> Result<(), Errno> {
         self.cm.migrate_id(&self.p, Some(ch))
     }
 
@@ -433,7 +432,7 @@ impl CmId {
 }
 
 /// A new event channel of the library's connection manager.
-pub fn create_channel() -> Result<Arc<Channel>, Errno> {
+pub fn create_channel() -> Result<ChanRef, Errno> {
     super::cm::global().create_channel()
 }
 
@@ -445,7 +444,7 @@ pub fn destroy_channel(ch: &Channel) {
 /// An event read out of the library's event record as owned data. The
 /// record stays unacknowledged until [`ack_event`] with [`RawEvent::key`].
 pub struct RawEvent {
-    /// The event record's address (its key in the registry).
+    /// The event record's address (what C knows it by).
     pub key: usize,
     /// `RDMA_CM_EVENT_*` as the library reports it.
     pub event: u32,
@@ -488,7 +487,7 @@ pub fn get_event(ch: &Channel) -> Result<RawEvent, Errno> {
         id_uid = p.uid();
     }
     let (conn, udp) = if ud {
-        (None, cm.live.events.with(key, |e| read_ud(e)))
+        (None, cm.live.events.with(key, read_ud))
     } else {
         (cm.event_conn(got.ptr).map(|(c, data)| conn::conn_param_from_c(&c, data)), None)
     };

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! The objects of the connection manager, declared together: the CM
-//! instance ([`Cm`]) with its registry of live objects ([`Live`]), event
+//! instance ([`Cm`]) with its live objects ([`Live`]), event
 //! channels ([`Channel`]), ids ([`IdPriv`] with [`Links`], [`ConnState`]
 //! and [`AiSlot`]), events ([`EventPriv`]) and multicast memberships
 //! ([`Mc`]).
@@ -29,8 +29,9 @@ use crate::addrinfo::Rai;
 use crate::sys::ucma::Ucma;
 use parking_lot::Mutex;
 use std::ffi::c_void;
+use crate::sys::slab::{Ref, Slab, Slabbed};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// One CM instance: a kernel transport, a verbs library and their state.
 /// The library uses [`global()`](super::cm::global); tests build their own over doubles.
@@ -42,25 +43,115 @@ pub struct Cm {
     pub(super) af_ib: AtomicBool,
     /// The device list (also the lock upstream calls `mut`).
     pub devices: Mutex<Devices>,
-    /// Every live channel, id, unacked event and multicast membership of
-    /// this instance, by the address C (or the kernel) knows it by
-    /// (sharded: independent ids take different locks).
+    /// The live ids, unacked events and multicast memberships of this
+    /// instance, by the address C (or the kernel) knows them by.
     pub(super) live: Live,
 }
 
-/// Every live channel, id, unacked event and multicast membership of a
-/// CM instance, by the address C (or the kernel) knows it by.  Each set
+/// The live ids, unacked events and multicast memberships of a CM
+/// instance, by the address C (or the kernel) knows them by.  Each set
 /// changes by single insertions and removals.  There is no map by kernel
 /// handle: only events of old kernels without a uid need one, and they
-/// search `ids` ([`Sharded::find`]) instead of every id paying for a
+/// search `ids` ([`Ids::find`]) instead of every id paying for a
 /// second entry.
 #[derive(Default)]
 pub struct Live {
-    pub channels: Sharded<Arc<Channel>>,
-    pub ids: Sharded<Arc<IdPriv>>,
-    pub events: Sharded<Box<EventPriv>, true>,
+    /// The ids: the process's one [`IDS`] store (see [`Ids`]); the
+    /// channels are in [`CHANNELS`], each knowing its instance.
+    pub ids: Ids,
+    /// The unacked events: the process's one [`EVENTS`] store.
+    pub events: Events,
     /// Membership address (the uid of its kernel events) -> membership.
     pub mcs: Sharded<Arc<Mc>>,
+}
+
+/// An id held: the id stays in its slot while one exists (what `Arc` is
+/// for an object on the heap).
+pub type IdRef = Ref<IdPriv>;
+/// A reference to an id that does not keep it.
+pub type IdWeak = crate::sys::slab::Weak<IdPriv>;
+
+/// Most ids alive at once in a process (a bound of the store's slot
+/// numbers, not a reservation: the store maps segments as ids are made).
+pub const MAX_IDS: usize = 1 << 29;
+
+/// Every id of the process, in type-stable slots ([`crate::sys::slab`]):
+/// the address C holds is checked by a range, an alignment and the slot's
+/// state word, without a table.
+pub static IDS: Slab<IdPriv> = Slab::new(MAX_IDS);
+
+impl Slabbed for IdPriv {
+    fn slab() -> &'static Slab<IdPriv> {
+        &IDS
+    }
+}
+
+/// An event channel held (see [`IdRef`]).
+pub type ChanRef = Ref<Channel>;
+
+/// Most event channels open at once in a process (a synchronous id has
+/// one of its own).
+pub const MAX_CHANNELS: usize = 1 << 29;
+
+/// Every event channel of the process, in type-stable slots (as [`IDS`]).
+pub static CHANNELS: Slab<Channel> = Slab::new(MAX_CHANNELS);
+
+impl Slabbed for Channel {
+    fn slab() -> &'static Slab<Channel> {
+        &CHANNELS
+    }
+}
+
+/// Most events handed out and not yet acked at once in a process.
+pub const MAX_EVENTS: usize = 1 << 29;
+
+/// Every event handed out and not yet acked, in type-stable slots (as
+/// [`IDS`]); an event being built is owned by its reader and not `LIVE`.
+pub static EVENTS: Slab<EventPriv> = Slab::new(MAX_EVENTS);
+
+impl Slabbed for EventPriv {
+    fn slab() -> &'static Slab<EventPriv> {
+        &EVENTS
+    }
+}
+
+/// The unacked events, as a CM instance sees them: the process's
+/// [`EVENTS`].
+#[derive(Default)]
+pub struct Events;
+
+impl Events {
+    /// Runs `f` on the unacked event at `addr` (held meanwhile).
+    pub fn with<R>(&self, addr: usize, f: impl FnOnce(&EventPriv) -> R) -> Option<R> {
+        EVENTS.get(addr).map(|e| f(&e))
+    }
+    /// Whether `addr` is an unacked event.
+    pub fn contains(&self, addr: usize) -> bool {
+        EVENTS.contains(addr)
+    }
+    /// Calls `f` on every unacked event (rare reports, not lookups).
+    pub fn for_each(&self, mut f: impl FnMut(&EventPriv)) {
+        EVENTS.for_each(|e| f(e))
+    }
+}
+
+/// The live ids, as a CM instance sees them: the process's [`IDS`] (one
+/// store for every instance: the library has one, tests build several
+/// over doubles and tell theirs apart by the id's channel).
+#[derive(Default)]
+pub struct Ids;
+
+impl Ids {
+    /// The live id at `addr`, held.
+    #[inline]
+    pub fn get(&self, addr: usize) -> Option<IdRef> {
+        IDS.get(addr)
+    }
+    /// The first live id `pred` accepts (a search of every slot: for the
+    /// rare lookups by something other than the address).
+    pub fn find(&self, pred: impl FnMut(&IdPriv) -> bool) -> Option<IdRef> {
+        IDS.find(pred)
+    }
 }
 
 /// `struct rdma_event_channel` and what the library keeps with it.
@@ -128,7 +219,7 @@ pub struct IdPriv {
 /// What an id reports to and is bound to.
 pub struct Links {
     /// The channel the id reports to (`id.channel` is its address).
-    pub(super) channel: Arc<Channel>,
+    pub(super) channel: ChanRef,
     /// The device the id is bound to (reference held), if any: shared
     /// with every id on the device.
     pub(super) dev: Option<Arc<DevRef>>,
@@ -141,7 +232,7 @@ pub struct EventPriv {
     pub private_data: [u8; kabi::RDMA_MAX_PRIVATE_DATA],
     /// The id whose event this is (for a connection request, the
     /// listener): acking counts it as completed there.
-    pub id_priv: Option<Arc<IdPriv>>,
+    pub id_priv: Option<IdRef>,
     /// The multicast membership of a multicast event.
     pub mc: Option<Arc<Mc>>,
     /// The thread that got the event ([`crate::sys::trace::thread_key`]):
@@ -153,7 +244,7 @@ pub struct EventPriv {
 /// uid the kernel reports its events with.
 pub struct Mc {
     /// The id it belongs to (which lists it).
-    pub id: Weak<IdPriv>,
+    pub id: IdWeak,
     /// The caller's context, handed back in events.
     pub context: CPtr<c_void>,
     /// The kernel's handle (set once JOIN returns).

@@ -7,14 +7,13 @@
 #![deny(unsafe_code)]
 
 use super::alloc;
-use super::base::{Channel, Cm, IdPriv, Live, Mc};
+use super::base::{ChanRef, Channel, Cm, IdPriv, IdRef, Live, Mc, CHANNELS, IDS};
 use super::delivery::{ack_event, get_event};
 use super::device::{Devices, SysVerbs, Verbs};
 use super::trace::{self, Step};
 use crate::abi::cma::*;
 use crate::abi::sockaddr::SockAddr;
 use crate::abi::ucma as kabi;
-use crate::sys::alloc as sys_alloc;
 use crate::sys::ucma::{self as proto, Kernel, RouteInfo, Ucma};
 use nix::errno::Errno;
 use once_cell::sync::Lazy;
@@ -67,14 +66,15 @@ impl Cm {
 
     /// The live channel of this instance C knows by `p`, or EINVAL.
     #[inline]
-    pub fn channel(&self, p: *const rdma_event_channel) -> Result<Arc<Channel>, Errno> {
-        self.live.channels.get(p as usize).ok_or(Errno::EINVAL)
+    pub fn channel(&self, p: *const rdma_event_channel) -> Result<ChanRef, Errno> {
+        CHANNELS.get(p as usize).filter(|c| std::ptr::eq(c.cm, self)).ok_or(Errno::EINVAL)
     }
 
-    /// The live id of this instance C knows by `p`, or EINVAL.  The clone
-    /// keeps the id's memory valid while the caller holds it.
+    /// The live id C knows by `p`, or EINVAL: a range, alignment and
+    /// state check of the id store ([`crate::sys::slab`]), no table.  The
+    /// reference keeps the id in its slot while the caller holds it.
     #[inline]
-    pub fn id(&self, p: *const rdma_cm_id) -> Result<Arc<IdPriv>, Errno> {
+    pub fn id(&self, p: *const rdma_cm_id) -> Result<IdRef, Errno> {
         self.live.ids.get(p as usize).ok_or(Errno::EINVAL)
     }
 
@@ -95,12 +95,11 @@ impl Cm {
         self.live.events.contains(p as usize)
     }
 
-    /// Registers an id, so that the C boundary and the event loop find it;
-    /// ENOMEM when memory is short.
+    /// Publishes an id, so that the C boundary and the event loop find it
+    /// (its slot was had when it was made: nothing can fail here).
     #[inline]
-    fn register_id(&self, p: &Arc<IdPriv>) -> Result<(), Errno> {
-        // A new id (also an adopted one: a new allocation too).
-        self.live.ids.insert_new(p.clone())
+    fn register_id(&self, p: &IdRef) {
+        IDS.publish(p);
     }
 
     /// Whether the AF_IB-capable command family is in use (after init).
@@ -160,25 +159,17 @@ impl Cm {
 
     // --- channels -----------------------------------------------------------
 
-    fn open_channel(&'static self) -> Result<Arc<Channel>, Errno> {
+    fn open_channel(&'static self) -> Result<ChanRef, Errno> {
+        // The slot first: out of memory, nothing to undo (upstream: ENOMEM).
+        let slot = CHANNELS.alloc()?;
         let fd = self.ucma.open()?;
-        // Out of memory, the descriptor goes back (upstream: ENOMEM).
-        let ch = match sys_alloc::try_arc(Channel { ch: rdma_event_channel { fd }, readers: Default::default(), cm: self }) {
-            Ok(ch) => ch,
-            Err(e) => {
-                self.ucma.close(fd);
-                return Err(e);
-            }
-        };
-        if let Err(e) = self.live.channels.insert(ch.clone()) {
-            self.ucma.close(fd);
-            return Err(e);
-        }
+        let ch = alloc::new_channel(slot, fd, self);
+        CHANNELS.publish(&ch);
         Ok(ch)
     }
 
     /// `rdma_create_event_channel`.
-    pub fn create_channel(&'static self) -> Result<Arc<Channel>, Errno> {
+    pub fn create_channel(&'static self) -> Result<ChanRef, Errno> {
         self.init()?;
         self.open_channel()
     }
@@ -186,7 +177,7 @@ impl Cm {
     /// `rdma_destroy_event_channel`: unregisters the channel and closes
     /// its fd (the memory goes with the last reference).
     pub fn destroy_channel(&self, ch: &Channel) {
-        if self.live.channels.remove(ch.raw() as usize).is_some() {
+        if CHANNELS.retire_obj(ch) {
             self.ucma.close(ch.fd());
         }
     }
@@ -198,7 +189,7 @@ impl Cm {
     // --- ids ------------------------------------------------------------------
 
     /// `rdma_create_id`: no channel selects synchronous mode.
-    pub fn create_id(&'static self, ch: Option<&Arc<Channel>>, context: *mut c_void, ps: rdma_port_space) -> Result<Arc<IdPriv>, Errno> {
+    pub fn create_id(&'static self, ch: Option<&ChanRef>, context: *mut c_void, ps: rdma_port_space) -> Result<IdRef, Errno> {
         self.init()?;
         let qp_type = if ps == RDMA_PS_IPOIB || ps == RDMA_PS_UDP { IBV_QPT_UD } else { IBV_QPT_RC };
         self.create_id_inner(ch, context, ps, qp_type)
@@ -206,7 +197,7 @@ impl Cm {
 
     /// Creates an id with an explicit QP type (also used by the endpoint
     /// and connection code).
-    pub fn create_id_inner(&'static self, ch: Option<&Arc<Channel>>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<Arc<IdPriv>, Errno> {
+    pub fn create_id_inner(&'static self, ch: Option<&ChanRef>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<IdRef, Errno> {
         if trace::on() {
             return self.create_id_traced(ch, context, ps, qp_type);
         }
@@ -215,12 +206,12 @@ impl Cm {
 
     #[cold]
     #[inline(never)]
-    fn create_id_traced(&'static self, ch: Option<&Arc<Channel>>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<Arc<IdPriv>, Errno> {
+    fn create_id_traced(&'static self, ch: Option<&ChanRef>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<IdRef, Errno> {
         trace::create(|| self.create_id_untraced(ch, context, ps, qp_type))
     }
 
     #[inline(always)]
-    fn create_id_untraced(&'static self, ch: Option<&Arc<Channel>>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<Arc<IdPriv>, Errno> {
+    fn create_id_untraced(&'static self, ch: Option<&ChanRef>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<IdRef, Errno> {
         let opened;
         let (ch, sync) = match ch {
             Some(c) => (c, false),
@@ -241,12 +232,7 @@ impl Cm {
         match self.ucma.create_id(ch.fd(), p.uid(), ps as u16, qp_type as u8) {
             Ok(h) => {
                 p.handle.store(h, Ordering::Release);
-                if let Err(e) = self.register_id(&p) {
-                    // Not published: the kernel id goes, then ours.
-                    let _ = self.ucma.destroy_id(ch.fd(), h);
-                    self.free_id(&p);
-                    return Err(e);
-                }
+                self.register_id(&p);
                 Ok(p)
             }
             Err(e) => {
@@ -259,28 +245,25 @@ impl Cm {
     /// An id for a kernel id that already exists (the new connection of a
     /// connection request), on channel `ch`.
     /// ENOMEM when memory is short (the caller still owns the kernel id).
-    pub fn adopt_id(&'static self, ch: Arc<Channel>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32) -> Result<Arc<IdPriv>, Errno> {
+    pub fn adopt_id(&'static self, ch: ChanRef, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32) -> Result<IdRef, Errno> {
         let p = self.new_id_priv(ch, context, ps, qp_type, handle, false)?;
-        if let Err(e) = self.register_id(&p) {
-            self.free_id(&p);
-            return Err(e);
-        }
+        self.register_id(&p);
         Ok(p)
     }
 
     /// A new, unregistered id on channel `ch`.
-    fn new_id_priv(&'static self, ch: Arc<Channel>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32, sync: bool) -> Result<Arc<IdPriv>, Errno> {
+    fn new_id_priv(&'static self, ch: ChanRef, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32, sync: bool) -> Result<IdRef, Errno> {
         alloc::try_new_id(ch, context, ps, qp_type, handle, sync)
     }
 
-    /// Releases what an id holds and unregisters it; the memory goes with
-    /// the last `Arc`.
-    fn free_id(&self, p: &Arc<IdPriv>) {
+    /// Releases what an id holds and retires it (lookups no longer find
+    /// it); its slot goes with the last reference.
+    fn free_id(&self, p: &IdRef) {
         let mcs: Option<Vec<Arc<Mc>>> = {
             let mut g = p.mcs.lock();
             if g.is_empty() { None } else { Some(std::mem::take(&mut *g)) }
         };
-        self.live.ids.remove(p.raw() as usize);
+        IDS.retire(p);
         // Memberships left in place are released with the id, as the
         // kernel drops them too.
         for mc in mcs.iter().flatten() {
@@ -311,7 +294,7 @@ impl Cm {
     /// A thread cancelled in that wait ends without freeing the id (the
     /// kernel's id is gone): a later `rdma_destroy_id` of it waits again
     /// and frees it.
-    pub fn destroy_id(&self, p: &Arc<IdPriv>) -> Result<(), Errno> {
+    pub fn destroy_id(&self, p: &IdRef) -> Result<(), Errno> {
         if trace::on() {
             return self.destroy_id_traced(p);
         }
@@ -320,12 +303,12 @@ impl Cm {
 
     #[cold]
     #[inline(never)]
-    fn destroy_id_traced(&self, p: &Arc<IdPriv>) -> Result<(), Errno> {
+    fn destroy_id_traced(&self, p: &IdRef) -> Result<(), Errno> {
         trace::call(p, Step::DestroyId, || self.destroy_id_untraced(p))
     }
 
     #[inline(always)]
-    fn destroy_id_untraced(&self, p: &Arc<IdPriv>) -> Result<(), Errno> {
+    fn destroy_id_untraced(&self, p: &IdRef) -> Result<(), Errno> {
         let reported = match p.acks.pending() {
             Some(n) => n,
             None => {
@@ -348,7 +331,7 @@ impl Cm {
     /// Out of line: most destroys find every event acked.
     #[cold]
     #[inline(never)]
-    fn wait_acks(&self, p: &Arc<IdPriv>, reported: u32) -> Result<(), Errno> {
+    fn wait_acks(&self, p: &IdRef, reported: u32) -> Result<(), Errno> {
         let r = p.acks.wait_reporting(reported, Self::HELD_REPORT_MS, &mut |acked| self.report_held(p, reported, acked));
         if r.is_err() {
             p.acks.set_pending(reported);
@@ -387,7 +370,7 @@ impl Cm {
 
     /// `rdma_migrate_id`: moves the id to `ch`, or to a new private channel
     /// (synchronous mode) when `ch` is None.
-    pub fn migrate_id(&'static self, p: &Arc<IdPriv>, ch: Option<&Arc<Channel>>) -> Result<(), Errno> {
+    pub fn migrate_id(&'static self, p: &IdRef, ch: Option<&ChanRef>) -> Result<(), Errno> {
         let was_sync = p.sync.load(Ordering::Acquire);
         if was_sync && ch.is_none() {
             return Err(Errno::EINVAL);

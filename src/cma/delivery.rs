@@ -7,7 +7,7 @@
 #![deny(unsafe_code)]
 
 use super::alloc;
-use super::base::{Channel, Cm, EventPriv, IdPriv, Mc};
+use super::base::{Channel, Cm, EventPriv, IdPriv, IdRef, Mc, EVENTS};
 use super::conn;
 use super::events;
 use super::trace;
@@ -80,12 +80,12 @@ impl Cm {
 
     /// The live id the kernel reports by `uid` (its address) or, for old
     /// kernels' uid 0, by handle.
-    fn reported_id(&self, uid: u64, handle: u32) -> Option<Arc<IdPriv>> {
+    fn reported_id(&self, uid: u64, handle: u32) -> Option<IdRef> {
         if uid != 0 {
             self.live.ids.get(uid as usize)
         } else {
             // Rare (a bug of old kernels): searched, not indexed (see Live).
-            self.live.ids.find(|p| p.handle() == handle)
+            self.live.ids.find(|p| p.handle() == handle && std::ptr::eq(p.channel().cm, self))
         }
     }
 
@@ -135,12 +135,10 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
     cm.init()?;
     // Zeroed once, as upstream: the kernel writes all of it for each event.
     let mut resp = kabi::EventResp::default();
-    // The event's memory, and room for it in the registry, before the
-    // kernel hands the event over: out of memory, the call fails with
-    // ENOMEM and the event stays queued in the kernel (as upstream, which
-    // allocates its event first).
+    // The event's slot before the kernel hands the event over: out of
+    // memory, the call fails with ENOMEM and the event stays queued in the
+    // kernel (as upstream, which allocates its event first).
     let mut evt = alloc::try_new_event()?;
-    cm.live.events.reserve_for(&evt.event.0 as *const rdma_cm_event as usize)?;
     let mut first = true;
     loop {
         // The wait for the kernel's next event: a cancellation of the
@@ -158,7 +156,7 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
         evt.event.0.event = resp.event;
         let mcast = matches!(resp.event, RDMA_CM_EVENT_MULTICAST_JOIN | RDMA_CM_EVENT_MULTICAST_ERROR);
         let mc = if mcast && resp.uid != 0 { cm.reported_mc(resp.uid) } else { None };
-        let p: Arc<IdPriv> = if mcast && resp.uid != 0 {
+        let p: IdRef = if mcast && resp.uid != 0 {
             // The uid of a multicast event is the membership.
             let Some(p) = mc.as_ref().and_then(|m| m.id.upgrade()) else {
                 log::debug!(target: "rdmacm", "discarding an event for an unknown membership");
@@ -240,15 +238,7 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
         log::debug!(target: "rdmacm", "event {} status {} on id {} (kernel: {} status {})", events::event_name(evt.event.0.event).to_string_lossy(), evt.event.0.status, p.handle(), events::event_name(resp.event).to_string_lossy(), resp.status);
         evt.holder = crate::sys::trace::thread_key();
         let got = Got { ptr: &evt.event.0 as *const rdma_cm_event as *mut rdma_cm_event, event: evt.event.0.event, status: evt.event.0.status, id: evt.event.0.id };
-        if let Err((e, evt)) = cm.live.events.try_insert_new(evt) {
-            // The room reserved above was taken by another thread and
-            // memory is short: the event cannot be handed out.
-            log::debug!(target: "rdmacm", "dropping an event: {e}");
-            if let Some(p) = &evt.id_priv {
-                p.complete_event();
-            }
-            return Err(e);
-        }
+        evt.publish();
         return Ok(got);
     }
 }
@@ -257,7 +247,8 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
 /// Returns false, touching nothing, when `ev` is not an unacked event of
 /// `cm` (a double ack, or an event the caller already released).
 pub fn ack_event(cm: &Cm, ev: *mut rdma_cm_event) -> bool {
-    let Some(evt) = cm.live.events.remove(ev as usize) else { return false };
+    let _ = cm;
+    let Some(evt) = EVENTS.take(ev as usize) else { return false };
     if let Some(mc) = &evt.mc {
         mc.acks.add();
     }

@@ -6,13 +6,12 @@
 #![deny(unsafe_code)]
 
 use super::objects::Vouched;
-use super::base::{Cm, IdPriv};
+use super::base::{Cm, IdRef};
 use crate::abi::cma::{ib_addr, ibv_context, sockaddr_ib, rdma_port_space, AF_IB, RDMA_PS_IB, RDMA_PS_TCP};
 use crate::abi::sockaddr::SockAddr;
 use crate::gid::{GidEnv, PortInfo, Resolved};
 use nix::errno::Errno;
 use std::ptr::null_mut;
-use std::sync::Arc;
 
 /// The environment of one `ibv_gid_reachable` call.
 pub struct CmGidEnv {
@@ -30,7 +29,7 @@ impl CmGidEnv {
     /// Runs `f` on a new synchronous id of port space `ps`, destroyed
     /// afterwards.  Failing to make the id is no verdict on the path: the
     /// CM itself is unusable (EIO, or ENOMEM).
-    fn with_id<T>(&self, ps: rdma_port_space, f: impl FnOnce(&Arc<IdPriv>) -> Result<T, Errno>) -> Result<T, Errno> {
+    fn with_id<T>(&self, ps: rdma_port_space, f: impl FnOnce(&IdRef) -> Result<T, Errno>) -> Result<T, Errno> {
         let p = self.cm.create_id(None, null_mut(), ps).map_err(|e| {
             log::debug!(target: "rdmacm", "ibv_gid_reachable: cannot create a CM identifier: {e}");
             if e == Errno::ENOMEM {

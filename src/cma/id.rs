@@ -3,7 +3,7 @@
 //! ([`Held`]); [`IdPriv`] is declared in [`super::base`].
 #![deny(unsafe_code)]
 
-use super::base::{Channel, IdPriv};
+use super::base::{ChanRef, IdPriv, IdRef};
 use super::device::DevRef;
 use crate::abi::cma::rdma_cm_id;
 use nix::errno::Errno;
@@ -16,11 +16,11 @@ use std::sync::Arc;
 /// call runs on state the panic may have left half-updated (parking_lot
 /// locks have no poisoning to do it for us).  Destroying the id still
 /// works and frees it.
-pub struct Held(Arc<IdPriv>);
+pub struct Held(IdRef);
 
 impl std::ops::Deref for Held {
-    type Target = Arc<IdPriv>;
-    fn deref(&self) -> &Arc<IdPriv> {
+    type Target = IdRef;
+    fn deref(&self) -> &IdRef {
         &self.0
     }
 }
@@ -62,7 +62,7 @@ impl IdPriv {
     }
 
     /// The id's current channel.
-    pub fn channel(&self) -> Arc<Channel> {
+    pub fn channel(&self) -> ChanRef {
         self.links.lock().channel.clone()
     }
 
@@ -71,9 +71,16 @@ impl IdPriv {
         self.links.lock().dev.clone()
     }
 
+    pub(crate) fn complete_event(&self) {
+        self.acks.add();
+    }
+}
+
+impl IdRef {
     /// Holds the id for one call: EIO if an earlier call panicked while
     /// holding it (see [`Held`]).
-    pub fn hold(self: Arc<Self>) -> Result<Held, Errno> {
+    #[inline]
+    pub fn hold(self) -> Result<Held, Errno> {
         if self.broken.load(Ordering::Acquire) {
             return Err(Errno::EIO);
         }
@@ -81,11 +88,8 @@ impl IdPriv {
     }
 
     /// Holds the id to destroy it: a broken id may still be destroyed.
-    pub fn hold_to_destroy(self: Arc<Self>) -> Held {
+    #[inline]
+    pub fn hold_to_destroy(self) -> Held {
         Held(self)
-    }
-
-    pub(crate) fn complete_event(&self) {
-        self.acks.add();
     }
 }

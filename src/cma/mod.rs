@@ -3,18 +3,20 @@
 //! channels, ids, events, devices, bind, address and route resolution.
 //!
 //! Objects C holds, and how the C API gets them back:
-//! - an event channel is an `Arc<`[`Channel`]`>` whose first field is the
-//!   public `struct rdma_event_channel`;
-//! - an id is an `Arc<`[`IdPriv`]`>` whose first field is the public
+//! - an event channel is a [`Channel`] whose first field is the public
+//!   `struct rdma_event_channel`;
+//! - an id is an [`IdPriv`] whose first field is the public
 //!   `struct rdma_cm_id` (C gets its address; container_of style);
-//! - an event is a `Box<`[`EventPriv`]`>` whose first field is the public
+//! - an event is an [`EventPriv`] whose first field is the public
 //!   `struct rdma_cm_event`, stable in memory until it is acked.
 //!
-//! [`Cm`] keeps every live channel, id and unacked event in a registry
-//! keyed by the address C holds ([`Cm::channel`], [`Cm::id`],
-//! [`ack_event`]): a C pointer becomes an `Arc` clone taken under the
-//! registry lock, valid for as long as the caller keeps it, and destroy
-//! removes the registry's reference (the memory goes with the last one).
+//! Each lives in a slot of its type's store ([`crate::sys::slab`],
+//! `base::IDS`, `base::CHANNELS`, `base::EVENTS`): [`Cm::channel`],
+//! [`Cm::id`] and [`ack_event`] check the address C holds against the
+//! store (range, alignment, the slot's state word) and take a counted
+//! reference ([`IdRef`], [`ChanRef`]) valid for as long as the caller
+//! keeps it; destroy retires the object (no longer found) and its slot
+//! goes with the last reference.
 //! Everything upstream keeps in `struct cma_id_private` is in [`IdPriv`];
 //! the fields of the public structs are reached only through
 //! [`public`].  The modules here with unsafe code are [`public`],
@@ -60,7 +62,7 @@ pub mod registry;
 pub mod trace;
 
 pub use acks::Acks;
-pub use base::{Channel, Cm, ConnState, EventPriv, IdPriv, Links};
+pub use base::{ChanRef, Channel, Cm, ConnState, EventPriv, IdPriv, IdRef, Links};
 pub use cm::{addr_len, af_ib_supported, free_devices, get_devices, global, init};
 pub use delivery::{ack_event, get_event, Got};
 pub use id::Held;

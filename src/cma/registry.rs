@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-//! The sets the registry of live objects ([`super::base::Live`]) is made
-//! of: channels, ids, unacked events and multicast memberships, each a set
-//! of the objects themselves, found by the address C (or the kernel, as a
-//! uid) knows them by.
+//! The set of multicast memberships ([`super::base::Live::mcs`]), found
+//! by the address the kernel knows them by (the uid of their events).
+//! (Ids, channels and events are in type-stable stores instead:
+//! [`crate::sys::slab`].)
 //!
-//! Every object here is known by its own address: a channel's, an id's and
-//! an event's public struct is the first field of the object (`repr(C)`),
-//! a membership's uid is its address.  So a set holds only the owning
+//! Every object here is known by its own address (a membership's uid is
+//! its address).  So a set holds only the owning
 //! pointers (`Arc`/`Box`, 8 bytes a slot) and compares a slot's address
 //! with the one looked up: no key is stored, nothing is followed before it
 //! matched ([`Addressed`]).
@@ -312,7 +311,7 @@ mod tests {
         let m: Sharded<Arc<u32>> = Sharded::default();
         let a = Arc::new(1u32);
         let k = a.addr();
-        m.insert(a.clone());
+        m.insert(a.clone()).unwrap();
         assert_eq!(m.get(k).as_deref(), Some(&1));
         assert!(m.contains(k));
         assert!(!m.contains(k + 16));
@@ -337,7 +336,7 @@ mod tests {
         let objs: Vec<Box<u64>> = (0..3000u64).map(Box::new).collect();
         let mut t: Table<&Box<u64>> = Table::new();
         for o in &objs {
-            t.insert(o);
+            t.insert(o).unwrap();
         }
         assert_eq!(t.len, 3000);
         assert!(t.slots.len().is_power_of_two() && t.len * 4 <= t.slots.len() * 3);

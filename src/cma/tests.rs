@@ -438,15 +438,23 @@ fn c_pointers_become_checked_references() {
     let ch = cm.create_channel().unwrap();
     let p = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
     let held = cm.id(p.raw()).unwrap();
-    assert!(std::sync::Arc::ptr_eq(&held, &p));
+    assert!(IdRef::ptr_eq(&held, &p));
     assert_eq!(cm.channel(ch.raw()).unwrap().fd(), ch.fd());
     assert_eq!(cm.id(0x1000 as *const rdma_cm_id).unwrap_err(), Errno::EINVAL, "not an id of ours");
+    // inside the store, but not at an id's start: EINVAL
+    assert_eq!(cm.id((p.raw() as usize + 8) as *const rdma_cm_id).unwrap_err(), Errno::EINVAL, "inside an id");
+    assert_eq!(cm.id((p.raw() as usize - 8) as *const rdma_cm_id).unwrap_err(), Errno::EINVAL, "between ids");
     cm.destroy_id(&p).unwrap();
     assert_eq!(cm.id(p.raw()).unwrap_err(), Errno::EINVAL, "destroyed: unknown to the C API");
-    // A reference taken before the destroy stays valid: the memory goes
-    // with the last one (here `p` and `held`; the registry let go).
+    assert_eq!(cm.id(p.raw()).unwrap_err(), Errno::EINVAL, "destroyed twice: still EINVAL");
+    // A reference taken before the destroy stays valid: the slot goes
+    // with the last one (here `p` and `held`).
     assert_eq!(held.handle(), p.handle());
-    assert_eq!(std::sync::Arc::strong_count(&p), 2);
+    assert_eq!(IdRef::count(&p), 2);
+    let w = IdRef::downgrade(&p);
+    drop(held);
+    drop(p);
+    assert!(w.upgrade().is_none(), "the last reference freed the slot");
     cm.destroy_channel(&ch);
     assert_eq!(cm.channel(ch.raw()).unwrap_err(), Errno::EINVAL);
 }
@@ -509,9 +517,11 @@ fn uid0_events_find_the_id_by_handle() {
 /// `IdPriv`) fits glibc's 608-byte chunk, one size below upstream's
 /// `cma_id_private` (624).
 #[test]
-fn id_fits_its_malloc_chunk() {
-    let block = 16 + std::mem::size_of::<IdPriv>();
-    assert!(block + 8 <= 608, "IdPriv {} bytes: Arc block {block} takes a chunk above 608", std::mem::size_of::<IdPriv>());
+fn id_fits_its_slot() {
+    // upstream's id is a 624-byte malloc chunk
+    let slot = crate::sys::slab::Slab::<IdPriv>::slot_size();
+    assert!(slot <= 600, "IdPriv {} bytes: its slot takes {slot}", std::mem::size_of::<IdPriv>());
+    assert!(crate::sys::slab::Slab::<Channel>::slot_size() <= 32);
 }
 
 /// Acks counted without a lock wake a waiter (no lost wake-up), and a
@@ -538,4 +548,52 @@ fn acks_wake_their_waiter() {
         a.wait(2).unwrap();
         a.wait_with(1, || ()).unwrap();
     }
+}
+
+/// Ids created, looked up and destroyed from several threads at once,
+/// asynchronous on one shared channel and synchronous with their own,
+/// while every thread also looks up ids other threads have destroyed:
+/// a lookup gives a live id or EINVAL, and every destroy frees its id
+/// (the kernel double sees every id gone).
+#[test]
+fn concurrent_create_lookup_destroy() {
+    let (cm, u) = make(true, false);
+    let ch = cm.create_channel().unwrap();
+    let stale: Vec<usize> = (0..16)
+        .map(|_| {
+            let p = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
+            let a = p.raw() as usize;
+            cm.destroy_id(&p).unwrap();
+            a
+        })
+        .collect();
+    let stale = std::sync::Arc::new(stale);
+    let ts: Vec<_> = (0..4usize)
+        .map(|t| {
+            let (ch, stale) = (ch.clone(), stale.clone());
+            std::thread::spawn(move || {
+                for i in 0..500usize {
+                    let sync = (i + t) % 3 == 0;
+                    let ctx = (t << 20 | i) as *mut c_void;
+                    let p = cm.create_id(if sync { None } else { Some(&ch) }, ctx, RDMA_PS_TCP).unwrap();
+                    let held = cm.id(p.raw()).unwrap().hold().unwrap();
+                    assert_eq!(held.id.context(), ctx, "the id created, not another");
+                    for s in stale.iter().skip(i % 4).step_by(4) {
+                        if let Ok(q) = cm.id(*s as *const rdma_cm_id) {
+                            // an id of another thread in a reused slot
+                            let _ = q.handle();
+                        }
+                    }
+                    drop(held);
+                    cm.destroy_id(&p).unwrap();
+                    assert_eq!(cm.id(p.raw()).unwrap_err(), Errno::EINVAL);
+                }
+            })
+        })
+        .collect();
+    for t in ts {
+        t.join().unwrap();
+    }
+    cm.destroy_channel(&ch);
+    assert!(u.st.lock().ids.is_empty(), "every kernel id destroyed");
 }

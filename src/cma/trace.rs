@@ -12,7 +12,7 @@
 //! duration from the call (`of`, `dur_us`).
 #![deny(unsafe_code)]
 
-use super::base::{Cm, EventPriv, IdPriv};
+use super::base::{Cm, EventPriv, IdPriv, IdRef};
 use super::events;
 use crate::abi::cma::*;
 use crate::abi::sockaddr::SockAddr;
@@ -23,7 +23,6 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 /// A call that starts or is a step of an id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,7 +126,7 @@ pub fn call<R>(p: &IdPriv, step: Step, f: impl FnOnce() -> Result<R, Errno>) -> 
 
 /// `create_id`: runs `f` and traces the new id (or the failure, id 0).
 #[inline(always)]
-pub fn create(f: impl FnOnce() -> Result<Arc<IdPriv>, Errno>) -> Result<Arc<IdPriv>, Errno> {
+pub fn create(f: impl FnOnce() -> Result<IdRef, Errno>) -> Result<IdRef, Errno> {
     let t0 = st::mono_us();
     let r = f();
     record_create(&r, t0);
@@ -136,7 +135,7 @@ pub fn create(f: impl FnOnce() -> Result<Arc<IdPriv>, Errno>) -> Result<Arc<IdPr
 
 #[cold]
 #[inline(never)]
-fn record_create(r: &Result<Arc<IdPriv>, Errno>, t0: u64) {
+fn record_create(r: &Result<IdRef, Errno>, t0: u64) {
     match r {
         Ok(p) => record_call(p, Step::CreateId, t0, None),
         Err(e) => {

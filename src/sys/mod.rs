@@ -13,7 +13,8 @@
 //! posts, polls, registrations, address handles), libc's name service ([`netdb`]: getaddrinfo behind an owning
 //! list) and the few socket and environment calls std does not offer
 //! safely ([`unix`]: send without SIGPIPE, `secure_getenv`), and the global
-//! allocator ([`alloc`]: libc malloc, fallible `Arc`/`Box`), and the fork
+//! allocator ([`alloc`]: libc malloc, fallible `Arc`/`Box`), type-stable
+//! slots for the objects C knows by address ([`slab`]), and the fork
 //! generation with values kept per process ([`process`]), the trace
 //! file of the CM's steps ([`trace`]), and (feature `tokio`) a
 //! descriptor's I/O-safe registration with tokio ([`reactor`]).  Imports only
@@ -31,6 +32,7 @@ use nix::errno::Errno;
 use std::ffi::c_int;
 
 pub mod rsock;
+pub mod slab;
 pub mod rtnl;
 pub mod trace;
 pub mod ucma;

@@ -7,7 +7,7 @@
 use crate::abi::sockaddr::SockAddr;
 use crate::cma::public::CPtr;
 use crate::cma::acks::Acks;
-use crate::cma::base::{Cm, EventPriv, IdPriv};
+use crate::cma::base::{Cm, EventPriv, IdPriv, IdRef};
 pub use crate::cma::base::Mc;
 use crate::abi::cma::*;
 use crate::abi::ucma as kabi;
@@ -27,9 +27,9 @@ pub const JOIN_MC_ATTR_JOIN_FLAGS: u32 = 2;
 pub const JOIN_MC_ATTR_RESERVED: u32 = 4;
 
 /// `rdma_join_multicast` / `rdma_join_multicast_ex` after their checks.
-pub fn join(cm: &'static Cm, p: &Arc<IdPriv>, addr: SockAddr, join_flags: u16, context: *mut c_void) -> Result<(), Errno> {
+pub fn join(cm: &'static Cm, p: &IdRef, addr: SockAddr, join_flags: u16, context: *mut c_void) -> Result<(), Errno> {
     let mc = crate::sys::alloc::try_arc(Mc {
-        id: Arc::downgrade(p),
+        id: IdRef::downgrade(p),
         context: CPtr(context),
         handle: Mutex::new(0),
         group: Mutex::new((ibv_gid { raw: [0; 16] }, 0)),

@@ -25,7 +25,7 @@ mod tests;
 
 pub use qp::{init_qp_attr, EpInfo, create_ep, create_qp, create_qp_ex, create_srq, create_srq_ex, destroy_cqs, destroy_ep, destroy_qp_of, destroy_srq_of};
 use crate::sys::verbs::{Ece, QpAttr, IBV_LINK_LAYER_INFINIBAND, IBV_QPS_ERR, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_TRANSPORT_IB, IBV_TRANSPORT_IWARP};
-use crate::cma::base::{Channel, Cm, EventPriv, IdPriv};
+use crate::cma::base::{ChanRef, Cm, EventPriv, IdPriv, IdRef};
 use crate::cma::params::ConnParam;
 use crate::cma::trace;
 use crate::abi::cma::*;
@@ -34,7 +34,6 @@ use nix::errno::Errno;
 use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 /// "As much as the device allows" in `rdma_conn_param`.
 pub const RDMA_MAX_RESP_RES: u8 = 0xFF;
@@ -406,7 +405,7 @@ pub fn establish(cm: &Cm, p: &IdPriv) -> Result<(), Errno> {
 
 /// `rdma_get_request`: the next connection request of a synchronous
 /// listener; the new id carries the request event in `id->event`.
-pub fn get_request(cm: &'static Cm, lp: &IdPriv) -> Result<Arc<IdPriv>, Errno> {
+pub fn get_request(cm: &'static Cm, lp: &IdPriv) -> Result<IdRef, Errno> {
     // Upstream waits forever on an id that does not listen: EINVAL.
     if !lp.sync.load(Ordering::Acquire) || !lp.conn.lock().listening {
         return Err(Errno::EINVAL);
@@ -535,7 +534,7 @@ fn process_conn_event(cm: &'static Cm, resp: &kabi::EventResp, evt: &mut EventPr
 
 fn process_conn_req(cm: &'static Cm, lp: &IdPriv, handle: u32, ece: kabi::Ece, evt: &mut EventPriv) -> Result<(), Errno> {
     let lid = &lp.id;
-    let ch: Arc<Channel> = lp.channel();
+    let ch: ChanRef = lp.channel();
     let np = match cm.adopt_id(ch, lid.context(), lid.ps(), lid.qp_type(), handle) {
         Ok(np) => np,
         Err(e) => {

@@ -9,7 +9,7 @@
 use crate::abi::cma::*;
 use crate::abi::sockaddr::SockAddr;
 use crate::abi::ucma as kabi;
-use crate::cma::base::{Cm, IdPriv};
+use crate::cma::base::{Cm, IdPriv, IdRef};
 use crate::cma::objects::{NewQp, Vouched, Xrcd};
 use crate::cma::public::CPtr;
 use crate::cma::trace::{self, Step};
@@ -17,7 +17,6 @@ use crate::sys::verbs::*;
 use nix::errno::Errno;
 use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
-use std::sync::Arc;
 
 /// `rdma_init_qp_attr`: the kernel's attributes for `attr.qp_state`.
 pub fn init_qp_attr(cm: &Cm, p: &IdPriv, attr: &mut QpAttr) -> Result<c_int, Errno> {
@@ -255,7 +254,7 @@ fn set_local_ece(p: &IdPriv, qp: &NewQp) -> Result<(), Errno> {
 // --- endpoints ---------------------------------------------------------------------
 
 /// `rdma_create_ep`: `pd` NULL or a PD, `attr` (written back) optional.
-pub fn create_ep(cm: &'static Cm, res: &EpInfo, pd: Vouched<*mut ibv_pd>, attr: Option<&mut Vouched<QpInitAttr>>) -> Result<Arc<IdPriv>, Errno> {
+pub fn create_ep(cm: &'static Cm, res: &EpInfo, pd: Vouched<*mut ibv_pd>, attr: Option<&mut Vouched<QpInitAttr>>) -> Result<IdRef, Errno> {
     cm.init()?;
     let p = cm.create_id_inner(None, null_mut(), res.port_space, res.qp_type)?;
     match setup_ep(cm, &p, res, pd, attr) {
@@ -300,7 +299,7 @@ fn setup_ep(cm: &'static Cm, p: &IdPriv, res: &EpInfo, pd: Vouched<*mut ibv_pd>,
 }
 
 /// `rdma_destroy_ep`.
-pub fn destroy_ep(cm: &Cm, p: &Arc<IdPriv>) {
+pub fn destroy_ep(cm: &Cm, p: &IdRef) {
     if !p.id.qp().is_null() {
         destroy_qp_of(p);
     }

@@ -267,7 +267,7 @@ fn udp_ids_skip_parameter_checks() {
 }
 
 /// Listens on an asynchronous channel and delivers one connection request.
-unsafe fn request(cm: &'static Cm, f: &'static Fake, sync: bool) -> (Arc<IdPriv>, Option<Arc<Channel>>, u32) {
+unsafe fn request(cm: &'static Cm, f: &'static Fake, sync: bool) -> (IdRef, Option<ChanRef>, u32) {
     // SAFETY: per the caller.
     unsafe {
         let ch = if sync { None } else { Some(cm.create_channel().unwrap()) };
@@ -443,7 +443,7 @@ fn multicast_join_event_and_leave() {
         let g = SockAddr::v4(u32::from_ne_bytes([239, 0, 0, 1]));
         mcast::join(cm, &p, g, mcast::JOIN_FLAG_FULLMEMBER, 0x42 as *mut c_void).unwrap();
         assert!(f.logged().last().unwrap().starts_with(&format!("join {} 16 0 false", handle(&p))));
-        let mc = Arc::as_ptr(&p.mcs.lock()[0]) as u64;
+        let mc = std::sync::Arc::as_ptr(&p.mcs.lock()[0]) as u64;
         let h = handle(&p);
         f.push(h, Some(mc), |r| {
             r.event = RDMA_CM_EVENT_MULTICAST_JOIN;
@@ -474,7 +474,7 @@ fn multicast_join_event_and_leave() {
         assert!(p.mcs.lock().is_empty());
         // An error reports the context and nothing else.
         mcast::join(cm, &p, g, mcast::JOIN_FLAG_FULLMEMBER, 0x43 as *mut c_void).unwrap();
-        let mc = Arc::as_ptr(&p.mcs.lock()[0]) as u64;
+        let mc = std::sync::Arc::as_ptr(&p.mcs.lock()[0]) as u64;
         f.push(h, Some(mc), |r| {
             r.event = RDMA_CM_EVENT_MULTICAST_ERROR;
             r.status = (-libc::ENETUNREACH) as u32;

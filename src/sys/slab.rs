@@ -1,0 +1,765 @@
+// SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
+//! Type-stable memory: objects that C knows by their address, kept in
+//! slots of one region the library owns, so that a C pointer is checked by
+//! an address range, an alignment and one atomic word instead of a lookup
+//! in a table.
+//!
+//! A [`Slab<T>`] holds at most `cap` slots in segments it maps as they
+//! are needed: the first takes 64 KiB, each next one twice the one before
+//! (so a slab of n slots maps less than 2n slots' worth of address space,
+//! and a few segments cover any number a process makes: a C pointer is
+//! compared with each mapped segment's range).  The kernel charges a
+//! segment's memory when it is mapped and refuses with ENOMEM when it is
+//! short.  A segment is never unmapped and a slot is never anything but a
+//! slot of `T`: memory inside a segment is always a slot whose state word
+//! may be read, whatever C hands in.  Pages are only made resident when
+//! touched, so the memory an object costs is its slot.
+//!
+//! A slot is the object (`value`, first: its address is the slot's, the
+//! address C holds) followed by one state word:
+//!
+//! | bits | meaning |
+//! |---|---|
+//! | 63..32 | generation: changes each time the slot is freed |
+//! | 31 | `LIVE`: found by [`Slab::get`] (published, not retired) |
+//! | 30 | `FREE`: no object (bits 29..0 are then the next free slot) |
+//! | 29..0 | references ([`Ref`]) held, while not `FREE` |
+//!
+//! An object stays in its slot while it is `LIVE` or a [`Ref`] holds it;
+//! the thread whose change makes it neither (the last [`Ref`] dropped, or
+//! [`Slab::retire`] of an object no one holds) drops it and frees the slot.
+//! [`Slab::get`] takes a reference only from a `LIVE` state and
+//! [`Weak::upgrade`] only from a state with the same generation that is
+//! `LIVE` or held, each by one compare-and-swap of the whole word: no
+//! lookup can take an object that is being dropped, nor a later object of
+//! the same slot for an earlier one (the generation differs).
+//!
+//! Threads: lookups, clones and drops of references, and the free list
+//! (allocation and freeing), are lock-free; one lock is taken when the
+//! free list is empty, to hand out a new slot (and map a segment when it
+//! is the first of one), never across anything that blocks.
+//!
+//! A stale pointer to a slot that a new object took since is, as with any
+//! allocator that reuses memory, the new object: the generation protects
+//! the library's own weak references, not C's.
+
+use nix::errno::Errno;
+use parking_lot::Mutex;
+use std::cell::UnsafeCell;
+use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+const LIVE: u64 = 1 << 31;
+const FREE: u64 = 1 << 30;
+const COUNT: u64 = FREE - 1;
+const GEN_ONE: u64 = 1 << 32;
+/// The end of the free list (no slot).
+const NIL: u64 = COUNT;
+/// The size of a slab's first segment.
+const SEG0: usize = 64 << 10;
+/// Segments a slab may map (the last ones are never reached: `cap` is
+/// below 2^30 slots).
+const SEGS: usize = 32;
+
+/// Changes the state word `st` from a state `ok` accepts to `next` of it,
+/// in one compare-and-swap (retried while other threads change it);
+/// false, nothing changed, when the state is not accepted.
+#[inline(always)]
+fn hold_if(st: &AtomicU64, ok: impl Fn(u64) -> bool, next: impl Fn(u64) -> u64) -> bool {
+    let mut s = st.load(Ordering::Relaxed);
+    loop {
+        if !ok(s) {
+            return false;
+        }
+        match st.compare_exchange_weak(s, next(s), Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(x) => s = x,
+        }
+    }
+}
+
+/// An object kept in a [`Slab`]: the slab it lives in (one per type, for
+/// the whole process).
+pub trait Slabbed: Sized + Send + Sync + 'static {
+    fn slab() -> &'static Slab<Self>;
+}
+
+#[repr(C)]
+struct Slot<T> {
+    value: UnsafeCell<MaybeUninit<T>>,
+    state: AtomicU64,
+}
+
+/// Slots of `T` in segments of doubling size (see the module).
+pub struct Slab<T> {
+    /// The segments' starts: segment k holds `FIRST << k` slots, from slot
+    /// index `FIRST * (2^k - 1)`.
+    segs: [AtomicPtr<u8>; SEGS],
+    /// Segments mapped (only grows; a segment's start is stored before).
+    mapped: AtomicUsize,
+    cap: usize,
+    /// The free list: the first free slot (bits 31..0, NIL: none) and a
+    /// tag (bits 63..32) that every change moves on, so that a thread
+    /// whose view of the head is stale fails its compare-and-swap (a
+    /// Treiber stack; each free slot's state holds the next one).
+    head: AtomicU64,
+    /// Slots handed out so far (taken when the free list is empty;
+    /// mapping a segment is done under it).
+    used: Mutex<usize>,
+    _t: PhantomData<T>,
+}
+
+// SAFETY: the slab hands out shared references to its objects across
+// threads (a Ref is Send and Sync only for T: Send + Sync); its own
+// fields are atomics and a mutex.
+unsafe impl<T: Send + Sync> Sync for Slab<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Send for Slab<T> {}
+
+impl<T: Slabbed> Slab<T> {
+    const STRIDE: usize = std::mem::size_of::<Slot<T>>();
+    /// Slots in the first segment.
+    const FIRST: usize = if SEG0 / Self::STRIDE > 0 { SEG0 / Self::STRIDE } else { 1 };
+
+    /// A slab for at most `cap` objects (below 2^30); no memory until the
+    /// first allocation.
+    pub const fn new(cap: usize) -> Slab<T> {
+        assert!((cap as u64) < NIL);
+        #[allow(clippy::declare_interior_mutable_const)]
+        const NONE: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+        Slab { segs: [NONE; SEGS], mapped: AtomicUsize::new(0), cap, head: AtomicU64::new(NIL), used: Mutex::new(0), _t: PhantomData }
+    }
+
+    /// The memory one object takes: its slot (the object and the state
+    /// word).
+    pub const fn slot_size() -> usize {
+        Self::STRIDE
+    }
+
+    /// Segment `k`'s length in bytes.
+    #[inline(always)]
+    const fn seg_len(k: usize) -> usize {
+        (Self::FIRST << k) * Self::STRIDE
+    }
+
+    /// The segment holding `addr` and the offset of `addr` in it, if
+    /// `addr` lies in a mapped segment.
+    #[inline(always)]
+    fn seg_of(&self, addr: usize) -> Option<(usize, usize)> {
+        let n = self.mapped.load(Ordering::Acquire);
+        (0..n).find_map(|k| {
+            let off = addr.wrapping_sub(self.segs[k].load(Ordering::Relaxed) as usize);
+            (off < Self::seg_len(k)).then_some((k, off))
+        })
+    }
+
+    /// The slot at `addr`, if `addr` is the address of a slot in a mapped
+    /// segment.
+    #[inline]
+    fn slot_at(&self, addr: usize) -> Option<&Slot<T>> {
+        let (_, off) = self.seg_of(addr)?;
+        if off % Self::STRIDE != 0 {
+            return None;
+        }
+        // SAFETY: addr lies in a mapped segment, at a slot boundary:
+        // memory of this process that stays mapped and writable for its
+        // life, zeroed or a Slot<T> (never anything else), whose state word
+        // is only accessed atomically.
+        Some(unsafe { &*(addr as *const Slot<T>) })
+    }
+
+    /// Slot `i` (below `used`: its segment is mapped).
+    fn slot(&self, i: usize) -> &Slot<T> {
+        let k = (usize::BITS - 1 - (i / Self::FIRST + 1).leading_zeros()) as usize;
+        let off = (i - Self::FIRST * ((1 << k) - 1)) * Self::STRIDE;
+        // SAFETY: i < used: a slot of segment k, which is mapped (see
+        // slot_at).
+        unsafe { &*(self.segs[k].load(Ordering::Acquire).add(off) as *const Slot<T>) }
+    }
+
+    fn index_of(&self, s: &Slot<T>) -> usize {
+        match self.seg_of(s as *const Slot<T> as usize) {
+            Some((k, off)) => Self::FIRST * ((1 << k) - 1) + off / Self::STRIDE,
+            None => unreachable!("a slot outside its slab"),
+        }
+    }
+
+    /// A reference to the `LIVE` object at `addr`, or None (an address
+    /// that is not a slot of this slab, an empty or retired slot).
+    #[inline]
+    pub fn get(&'static self, addr: usize) -> Option<Ref<T>> {
+        let slot = self.slot_at(addr)?;
+        hold_if(&slot.state, |s| s & LIVE != 0, |s| s + 1).then(|| Ref(NonNull::from(slot)))
+    }
+
+    /// Whether `addr` is a `LIVE` object of this slab (a hint: it may
+    /// change right after).
+    pub fn contains(&self, addr: usize) -> bool {
+        self.slot_at(addr).is_some_and(|s| s.state.load(Ordering::Acquire) & LIVE != 0)
+    }
+
+    /// An empty slot to build an object in ([`Uninit`]); ENOMEM when the
+    /// slab is full or memory cannot be mapped.
+    pub fn alloc(&'static self) -> Result<Uninit<T>, Errno> {
+        let mut h = self.head.load(Ordering::Acquire);
+        while h & 0xffff_ffff != NIL {
+            let i = (h & 0xffff_ffff) as usize;
+            // (the slot may be taken and changed meanwhile: then the tag
+            // has moved and the swap below fails)
+            let next = self.slot(i).state.load(Ordering::Relaxed) & COUNT;
+            match self.head.compare_exchange_weak(h, ((h >> 32) + 1) << 32 | next, Ordering::Acquire, Ordering::Acquire) {
+                Ok(_) => return Ok(Uninit(NonNull::from(self.slot(i)))),
+                Err(x) => h = x,
+            }
+        }
+        let mut used = self.used.lock();
+        let i = *used;
+        if i >= self.cap {
+            return Err(Errno::ENOMEM);
+        }
+        self.map_for(i)?;
+        *used = i + 1;
+        Ok(Uninit(NonNull::from(self.slot(i))))
+    }
+
+    /// Maps the segment of slot `i` if it is not yet (under the lock of
+    /// `used`: one mapper at a time; slots are handed out in order, so
+    /// the segment is the next one).
+    fn map_for(&self, i: usize) -> Result<(), Errno> {
+        let k = self.mapped.load(Ordering::Relaxed);
+        if i < Self::FIRST * ((1 << k) - 1) {
+            return Ok(());
+        }
+        if k == SEGS {
+            return Err(Errno::ENOMEM);
+        }
+        // SAFETY: a new anonymous mapping: it changes no memory of the
+        // program.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), Self::seg_len(k), libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        if p == libc::MAP_FAILED {
+            return Err(Errno::ENOMEM);
+        }
+        self.segs[k].store(p.cast(), Ordering::Relaxed);
+        self.mapped.store(k + 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Puts a slot whose object is gone (or was never built) back on the
+    /// free list, with a new generation.
+    fn release(&self, slot: &Slot<T>) {
+        let i = self.index_of(slot) as u64;
+        let g = (slot.state.load(Ordering::Relaxed) & !(LIVE | FREE | COUNT)).wrapping_add(GEN_ONE);
+        let mut h = self.head.load(Ordering::Relaxed);
+        loop {
+            slot.state.store(g | FREE | (h & 0xffff_ffff), Ordering::Relaxed);
+            match self.head.compare_exchange_weak(h, ((h >> 32) + 1) << 32 | i, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(x) => h = x,
+            }
+        }
+    }
+
+    /// Makes the object found by [`get`](Self::get).
+    pub fn publish(&self, r: &Ref<T>) {
+        r.slot().state.fetch_or(LIVE, Ordering::Release);
+    }
+
+    /// Makes the object no longer found by [`get`](Self::get) (it stays
+    /// until the last reference goes); false if it was not `LIVE`.
+    pub fn retire(&self, r: &Ref<T>) -> bool {
+        // (r holds a reference: the object cannot go here.)
+        r.slot().state.fetch_and(!LIVE, Ordering::AcqRel) & LIVE != 0
+    }
+
+    /// [`retire`](Self::retire) of the object at `obj` (borrowed from a
+    /// reference the caller holds); false if it was not `LIVE` or is not
+    /// in this slab.
+    pub fn retire_obj(&self, obj: &T) -> bool {
+        self.slot_at(obj as *const T as usize).is_some_and(|s| s.state.fetch_and(!LIVE, Ordering::AcqRel) & LIVE != 0)
+    }
+
+    /// The `LIVE` object at `addr`, retired and held in one step: of two
+    /// threads taking the same object, one gets it.  (When the returned
+    /// reference is the only one, dropping it frees the object.)
+    #[inline]
+    pub fn take(&'static self, addr: usize) -> Option<Ref<T>> {
+        let slot = self.slot_at(addr)?;
+        hold_if(&slot.state, |s| s & LIVE != 0, |s| (s & !LIVE) + 1).then(|| Ref(NonNull::from(slot)))
+    }
+
+    /// Calls `f` on every `LIVE` object (held while `f` runs): for rare
+    /// searches, not for lookups.
+    pub fn for_each(&'static self, mut f: impl FnMut(&Ref<T>)) {
+        let used = *self.used.lock();
+        for i in 0..used {
+            let addr = self.slot(i) as *const Slot<T> as usize;
+            if let Some(r) = self.get(addr) {
+                f(&r);
+            }
+        }
+    }
+
+    /// The first `LIVE` object `pred` accepts.
+    pub fn find(&'static self, mut pred: impl FnMut(&T) -> bool) -> Option<Ref<T>> {
+        let used = *self.used.lock();
+        (0..used).find_map(|i| self.get(self.slot(i) as *const Slot<T> as usize).filter(|r| pred(r)))
+    }
+}
+
+/// An empty slot: build the object in it ([`as_mut_ptr`](Self::as_mut_ptr)),
+/// then [`assume_init`](Self::assume_init).  Dropped, the slot goes back.
+pub struct Uninit<T: Slabbed>(NonNull<Slot<T>>);
+
+impl<T: Slabbed> Uninit<T> {
+    /// Where to build the object (valid for writes of a `T`; not
+    /// initialised).
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        // SAFETY: the slot is ours alone until assume_init or drop.
+        unsafe { (*self.0.as_ref().value.get()).as_mut_ptr() }
+    }
+
+    /// The object, held once, not yet found by [`Slab::get`]
+    /// ([`Slab::publish`]).
+    ///
+    /// # Safety
+    /// The object must be fully initialised.
+    pub unsafe fn assume_init(self) -> Ref<T> {
+        let slot = self.0;
+        std::mem::forget(self);
+        // SAFETY: the slot is valid (it lies in a mapped segment).
+        let st = unsafe { &slot.as_ref().state };
+        let g = st.load(Ordering::Relaxed) & !(LIVE | FREE | COUNT);
+        st.store(g | 1, Ordering::Release);
+        Ref(slot)
+    }
+}
+
+impl<T: Slabbed> Uninit<T> {
+    /// The object, owned alone and changed freely until
+    /// [`Own::publish`]; not found by [`Slab::get`] until then.
+    ///
+    /// # Safety
+    /// The object must be fully initialised.
+    pub unsafe fn assume_init_own(self) -> Own<T> {
+        let slot = self.0;
+        std::mem::forget(self);
+        Own(slot)
+    }
+}
+
+impl<T: Slabbed> Drop for Uninit<T> {
+    fn drop(&mut self) {
+        // SAFETY: as in assume_init.
+        T::slab().release(unsafe { self.0.as_ref() });
+    }
+}
+
+/// An object in a [`Slab`] owned by one holder (what `Box` is for an
+/// object on the heap), not yet found by [`Slab::get`]: the slot's state
+/// still says `FREE` (no reference can be taken to it).  Dropped, the
+/// object goes and the slot is freed.
+pub struct Own<T: Slabbed>(NonNull<Slot<T>>);
+
+// SAFETY: an Own is the object's only holder, as a Box<T>.
+unsafe impl<T: Slabbed> Send for Own<T> {}
+// SAFETY: as above.
+unsafe impl<T: Slabbed> Sync for Own<T> {}
+
+impl<T: Slabbed> Own<T> {
+    /// Hands the object over to the slab: `LIVE`, held by no one;
+    /// [`Slab::take`] gets it back (and its last reference frees it).
+    pub fn publish(self) {
+        let slot = self.0;
+        std::mem::forget(self);
+        // SAFETY: the slot is in a mapped segment.
+        let st = unsafe { &slot.as_ref().state };
+        let g = st.load(Ordering::Relaxed) & !(LIVE | FREE | COUNT);
+        st.store(g | LIVE, Ordering::Release);
+    }
+}
+
+impl<T: Slabbed> std::ops::Deref for Own<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the object is initialised and ours alone.
+        unsafe { (*self.0.as_ref().value.get()).assume_init_ref() }
+    }
+}
+
+impl<T: Slabbed> std::ops::DerefMut for Own<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in deref; &mut self makes the access unique.
+        unsafe { (*self.0.as_ref().value.get()).assume_init_mut() }
+    }
+}
+
+impl<T: Slabbed> Drop for Own<T> {
+    fn drop(&mut self) {
+        // SAFETY: the object is initialised, ours alone, dropped once.
+        unsafe { (*self.0.as_ref().value.get()).assume_init_drop() };
+        // SAFETY: the slot is in a mapped segment.
+        T::slab().release(unsafe { self.0.as_ref() });
+    }
+}
+
+/// A counted reference to an object in a [`Slab`] (what `Arc` is for an
+/// object on the heap): the object stays while one exists.
+pub struct Ref<T: Slabbed>(NonNull<Slot<T>>);
+
+// SAFETY: a Ref gives shared access to T from any thread, as Arc<T> does.
+unsafe impl<T: Slabbed> Send for Ref<T> {}
+// SAFETY: as above.
+unsafe impl<T: Slabbed> Sync for Ref<T> {}
+
+impl<T: Slabbed> Ref<T> {
+    #[inline]
+    fn slot(&self) -> &Slot<T> {
+        // SAFETY: the slot is in a mapped segment, which stays mapped.
+        unsafe { self.0.as_ref() }
+    }
+
+    /// The object's address (the slot's).
+    #[inline]
+    pub fn as_ptr(this: &Self) -> *const T {
+        this.0.as_ptr().cast()
+    }
+
+    /// Whether both name the same object.
+    #[inline]
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        a.0 == b.0
+    }
+
+    /// A weak reference: it does not keep the object, and
+    /// [`Weak::upgrade`] fails once the object is gone.
+    pub fn downgrade(this: &Self) -> Weak<T> {
+        Weak { slot: this.0, gen: (this.slot().state.load(Ordering::Relaxed) >> 32) as u32 }
+    }
+
+    /// How many references are held (tests).
+    pub fn count(this: &Self) -> usize {
+        (this.slot().state.load(Ordering::Relaxed) & COUNT) as usize
+    }
+}
+
+impl<T: Slabbed> std::ops::Deref for Ref<T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: a held object is initialised and not dropped while a
+        // reference exists; only shared references to it are handed out.
+        unsafe { (*self.slot().value.get()).assume_init_ref() }
+    }
+}
+
+impl<T: Slabbed> Clone for Ref<T> {
+    #[inline]
+    fn clone(&self) -> Self {
+        let old = self.slot().state.fetch_add(1, Ordering::Relaxed);
+        if old & COUNT == COUNT - 1 {
+            // As Arc does on overflow: billions of references are a bug.
+            std::process::abort();
+        }
+        Ref(self.0)
+    }
+}
+
+impl<T: Slabbed> Drop for Ref<T> {
+    #[inline]
+    fn drop(&mut self) {
+        let old = self.slot().state.fetch_sub(1, Ordering::Release);
+        if old & (LIVE | COUNT) == 1 {
+            self.drop_slow();
+        }
+    }
+}
+
+impl<T: Slabbed> Ref<T> {
+    /// The last reference of a retired object went: drop it, free the slot.
+    #[cold]
+    #[inline(never)]
+    fn drop_slow(&mut self) {
+        fence(Ordering::Acquire);
+        // SAFETY: no reference remains and none can be taken (not LIVE,
+        // count 0: get and upgrade refuse it): this thread owns the
+        // object, initialised, and drops it once.
+        unsafe { (*self.slot().value.get()).assume_init_drop() };
+        T::slab().release(self.slot());
+    }
+}
+
+impl<T: Slabbed> std::fmt::Debug for Ref<T>
+where
+    T: std::fmt::Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+/// A reference that does not keep its object ([`Ref::downgrade`]).
+pub struct Weak<T: Slabbed> {
+    slot: NonNull<Slot<T>>,
+    gen: u32,
+}
+
+// SAFETY: only the slot's atomic state is touched without a Ref.
+unsafe impl<T: Slabbed> Send for Weak<T> {}
+// SAFETY: as above.
+unsafe impl<T: Slabbed> Sync for Weak<T> {}
+
+impl<T: Slabbed> Weak<T> {
+    /// The object, if it is still there (LIVE or held, same generation).
+    pub fn upgrade(&self) -> Option<Ref<T>> {
+        // SAFETY: the slot stays mapped (type-stable range).
+        let st = unsafe { &self.slot.as_ref().state };
+        let ok = |s: u64| s & FREE == 0 && (s >> 32) as u32 == self.gen && s & (LIVE | COUNT) != 0;
+        hold_if(st, ok, |s| s + 1).then(|| Ref(self.slot))
+    }
+}
+
+impl<T: Slabbed> Clone for Weak<T> {
+    fn clone(&self) -> Self {
+        Weak { slot: self.slot, gen: self.gen }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+
+    #[repr(C)]
+    struct Obj {
+        n: u64,
+        pad: [u8; 40],
+    }
+    impl Drop for Obj {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    static OBJS: Slab<Obj> = Slab::new(1 << 16);
+    impl Slabbed for Obj {
+        fn slab() -> &'static Slab<Obj> {
+            &OBJS
+        }
+    }
+
+    fn new(n: u64) -> Ref<Obj> {
+        let mut u = OBJS.alloc().unwrap();
+        // SAFETY: the slot is valid for writes of an Obj.
+        unsafe {
+            u.as_mut_ptr().write(Obj { n, pad: [0; 40] });
+            u.assume_init()
+        }
+    }
+
+    #[repr(C)]
+    struct Seg {
+        n: usize,
+        pad: [u8; 48],
+    }
+    static SEGD: Slab<Seg> = Slab::new(5000);
+    impl Slabbed for Seg {
+        fn slab() -> &'static Slab<Seg> {
+            &SEGD
+        }
+    }
+
+    /// Slots past the first segment: every one found by its address,
+    /// nothing found just past a segment's end, ENOMEM at `cap`, and
+    /// freed slots of every segment handed out again.
+    #[test]
+    fn segments_grow_and_hold() {
+        let make = |n: usize| {
+            let mut u = SEGD.alloc()?;
+            // SAFETY: the slot is valid for writes of a Seg.
+            let r = unsafe {
+                u.as_mut_ptr().write(Seg { n, pad: [0; 48] });
+                u.assume_init()
+            };
+            SEGD.publish(&r);
+            Ok::<_, Errno>(r)
+        };
+        let all: Vec<Ref<Seg>> = (0..5000).map(|n| make(n).unwrap()).collect();
+        let mapped = SEGD.mapped.load(Ordering::Relaxed);
+        assert!(mapped >= 3, "5000 slots of {} bytes take several segments ({mapped})", Slab::<Seg>::STRIDE);
+        for (n, r) in all.iter().enumerate() {
+            let addr = Ref::as_ptr(r) as usize;
+            assert_eq!(SEGD.get(addr).expect("found").n, n);
+            assert!(SEGD.get(addr + 8).is_none());
+        }
+        for k in 0..mapped {
+            let end = SEGD.segs[k].load(Ordering::Relaxed) as usize + Slab::<Seg>::seg_len(k);
+            if SEGD.seg_of(end).is_none() {
+                assert!(SEGD.get(end).is_none());
+            }
+        }
+        assert_eq!(make(5000).err(), Some(Errno::ENOMEM));
+        let before: std::collections::HashSet<usize> = all.iter().map(|r| Ref::as_ptr(r) as usize).collect();
+        for r in &all {
+            assert!(SEGD.retire(r));
+        }
+        drop(all);
+        let again: Vec<Ref<Seg>> = (0..5000).map(|n| make(n).unwrap()).collect();
+        let after: std::collections::HashSet<usize> = again.iter().map(|r| Ref::as_ptr(r) as usize).collect();
+        assert_eq!(before, after, "the freed slots are the ones handed out again");
+        assert_eq!(SEGD.mapped.load(Ordering::Relaxed), mapped, "no segment more");
+    }
+
+    #[test]
+    fn life_of_an_object() {
+        let a = new(7);
+        let addr = Ref::as_ptr(&a) as usize;
+        assert!(OBJS.get(addr).is_none(), "not found before it is published");
+        OBJS.publish(&a);
+        let b = OBJS.get(addr).expect("published");
+        assert_eq!(b.n, 7);
+        assert_eq!(Ref::count(&a), 2);
+        // foreign, misaligned and out-of-range addresses
+        assert!(OBJS.get(addr + 8).is_none());
+        assert!(OBJS.get(addr.wrapping_sub(1 << 40)).is_none());
+        assert!(OBJS.get(0).is_none());
+        let x = 5u64;
+        assert!(OBJS.get(&x as *const u64 as usize).is_none());
+        let w = Ref::downgrade(&a);
+        assert!(OBJS.retire(&a));
+        assert!(!OBJS.retire(&a), "retired once");
+        assert!(OBJS.get(addr).is_none(), "retired: not found");
+        assert!(w.upgrade().is_some(), "still held");
+        drop(b);
+        let d0 = DROPS.load(Ordering::Relaxed);
+        drop(a);
+        assert!(DROPS.load(Ordering::Relaxed) > d0, "the last reference dropped it");
+        assert!(w.upgrade().is_none(), "gone");
+        assert!(OBJS.get(addr).is_none(), "freed: not found");
+    }
+
+    #[test]
+    fn owned_then_published() {
+        let mut u = OBJS.alloc().unwrap();
+        // SAFETY: the slot is valid for writes of an Obj.
+        let mut o = unsafe {
+            u.as_mut_ptr().write(Obj { n: 1, pad: [0; 40] });
+            u.assume_init_own()
+        };
+        o.n = 9;
+        let addr = &*o as *const Obj as usize;
+        assert!(OBJS.get(addr).is_none(), "owned: not found");
+        o.publish();
+        assert_eq!(OBJS.get(addr).map(|r| r.n), Some(9));
+        let d0 = DROPS.load(Ordering::Relaxed);
+        drop(OBJS.take(addr).expect("published"));
+        assert!(DROPS.load(Ordering::Relaxed) > d0, "taken and dropped: gone");
+        assert!(OBJS.get(addr).is_none());
+        let mut u = OBJS.alloc().unwrap();
+        // SAFETY: as above.
+        let o = unsafe {
+            u.as_mut_ptr().write(Obj { n: 2, pad: [0; 40] });
+            u.assume_init_own()
+        };
+        let d0 = DROPS.load(Ordering::Relaxed);
+        drop(o);
+        assert!(DROPS.load(Ordering::Relaxed) > d0, "an owned object goes with its owner");
+    }
+
+    #[test]
+    fn take_once() {
+        let a = new(3);
+        OBJS.publish(&a);
+        let addr = Ref::as_ptr(&a) as usize;
+        let w = Ref::downgrade(&a);
+        drop(a);
+        assert!(w.upgrade().is_some(), "published: kept while no one holds it");
+        let t = OBJS.take(addr).expect("live");
+        assert_eq!(t.n, 3);
+        assert!(OBJS.take(addr).is_none(), "taken twice");
+        assert!(OBJS.get(addr).is_none());
+        drop(t);
+        assert!(w.upgrade().is_none(), "the taker's reference was the last");
+        let b = new(4);
+        OBJS.publish(&b);
+        assert!(OBJS.retire_obj(&b));
+        assert!(!OBJS.retire_obj(&b));
+        let x = Obj { n: 0, pad: [0; 40] };
+        assert!(!OBJS.retire_obj(&x), "not in the slab");
+    }
+
+    /// An address inside the store but not at a slot's start is refused
+    /// even where the word read as its state would say `LIVE`: here an
+    /// object whose first field looks like a live state word, and the
+    /// address one stride's worth of header before it.
+    #[test]
+    fn misaligned_address_is_refused() {
+        let stride = std::mem::size_of::<Slot<Obj>>();
+        let fake_state = LIVE | 1;
+        let objs: Vec<Ref<Obj>> = (0..2).map(|_| new(fake_state)).collect();
+        for o in &objs {
+            OBJS.publish(o);
+            let addr = Ref::as_ptr(o) as usize;
+            // (the word at addr is `n`; a slot starting at p has its state
+            // at p + stride - 8)
+            let p = addr + 8 - stride;
+            assert!(OBJS.get(p).is_none(), "a misaligned address found an object");
+            assert_eq!(o.n, fake_state, "nothing written through it");
+            assert!(OBJS.retire(o));
+        }
+    }
+
+    #[test]
+    fn unpublished_goes_with_its_last_reference() {
+        let a = new(1);
+        let w = Ref::downgrade(&a);
+        drop(a);
+        assert!(w.upgrade().is_none());
+    }
+
+    /// Threads create, publish, look up, retire and drop objects at once,
+    /// and look up stale addresses: every lookup finds a live object with
+    /// the value it was built with, or nothing.
+    #[test]
+    fn concurrent_create_lookup_destroy() {
+        let stale: Vec<usize> = (0..64).map(|i| Ref::as_ptr(&new(i)) as usize).collect();
+        let stale = std::sync::Arc::new(stale);
+        let ts: Vec<_> = (0..4u64)
+            .map(|t| {
+                let stale = stale.clone();
+                std::thread::spawn(move || {
+                    let mut ring = Vec::new();
+                    for i in 0..20_000u64 {
+                        let v = t << 32 | i;
+                        let a = new(v);
+                        OBJS.publish(&a);
+                        let addr = Ref::as_ptr(&a) as usize;
+                        let b = OBJS.get(addr).expect("own object");
+                        assert_eq!(b.n, v);
+                        for s in stale.iter().skip((i % 8) as usize).step_by(8) {
+                            if let Some(o) = OBJS.get(*s) {
+                                // someone else's object in a reused slot: whole
+                                let _ = o.n;
+                            }
+                        }
+                        assert!(OBJS.retire(&a));
+                        drop(b);
+                        // a few kept a while: a slot handed out twice
+                        // would show as a changed value
+                        ring.push(a);
+                        if ring.len() == 8 {
+                            for (k, o) in ring.drain(..).enumerate() {
+                                assert_eq!(o.n, t << 32 | (i + k as u64 - 7), "a held object changed");
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in ts {
+            t.join().unwrap();
+        }
+    }
+}
