@@ -320,7 +320,8 @@ mod tests {
 
     #[test]
     fn panic_locations_are_told_apart_by_object() {
-        assert!(in_this_object(file!().as_ptr()), "our own strings are ours");
+        let ours: &str = file!();
+        assert!(in_this_object(ours.as_ptr()), "our own strings are ours");
         assert!(!in_this_object(libc::strlen as *const u8), "libc's code is not");
     }
 

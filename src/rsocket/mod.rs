@@ -149,7 +149,7 @@ mod tests_epoll;
 /// A connected pair of streams over the fake fabric, entered in the table
 /// as rsocket numbers `a` and `b` (numbers the caller holds: no one else
 /// gets them meanwhile). For tests outside this module (the async streams').
-#[cfg(test)]
+#[cfg(all(test, feature = "tokio"))]
 pub(crate) fn fake_pair(a: std::ffi::c_int, b: std::ffi::c_int) {
     let (x, y) = tests_proto::pair();
     sock::insert(a, Sock::Stream(x));

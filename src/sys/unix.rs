@@ -56,6 +56,35 @@ pub fn secure_getenv(name: &CStr) -> Option<OsString> {
     }
 }
 
+/// Whether a blocking call interrupted by a signal handler should be
+/// restarted, as the kernel restarts a read(2) when the handler was
+/// installed with `SA_RESTART` (poll(2) is never restarted, so a wait built
+/// on it must decide itself). Which signal interrupted is not known here:
+/// true when every signal that has a handler has `SA_RESTART` (the usual
+/// program installs one handler, or all alike), false when any lacks it.
+pub fn handlers_restart() -> bool {
+    let mut any = false;
+    for sig in 1..=libc::SIGRTMAX() {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: a query only (act NULL); old is a writable sigaction.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; sig is in range (an invalid one fails with EINVAL).
+        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 {
+            continue;
+        }
+        if old.sa_sigaction == libc::SIG_DFL || old.sa_sigaction == libc::SIG_IGN {
+            continue;
+        }
+        if old.sa_flags & libc::SA_RESTART == 0 {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,33 +126,4 @@ mod tests {
         assert!(secure_getenv(c"PATH").is_some());
         assert!(secure_getenv(c"RDMACM_RS_SURELY_UNSET_VARIABLE").is_none());
     }
-}
-
-/// Whether a blocking call interrupted by a signal handler should be
-/// restarted, as the kernel restarts a read(2) when the handler was
-/// installed with `SA_RESTART` (poll(2) is never restarted, so a wait built
-/// on it must decide itself). Which signal interrupted is not known here:
-/// true when every signal that has a handler has `SA_RESTART` (the usual
-/// program installs one handler, or all alike), false when any lacks it.
-pub fn handlers_restart() -> bool {
-    let mut any = false;
-    for sig in 1..=libc::SIGRTMAX() {
-        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
-            continue;
-        }
-        // SAFETY: a query only (act NULL); old is a writable sigaction.
-        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-        // SAFETY: as above; sig is in range (an invalid one fails with EINVAL).
-        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 {
-            continue;
-        }
-        if old.sa_sigaction == libc::SIG_DFL || old.sa_sigaction == libc::SIG_IGN {
-            continue;
-        }
-        if old.sa_flags & libc::SA_RESTART == 0 {
-            return false;
-        }
-        any = true;
-    }
-    any
 }
