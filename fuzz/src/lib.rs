@@ -313,13 +313,13 @@ pub fn gid_reachable_one(data: &[u8]) {
 pub mod events {
     use rdmacm::internal::abi::ucma::EventResp;
     use rdmacm_capi::Errno;
-    use rdmacm::internal::cma::{Channel, Cm, IdPriv};
+    use rdmacm::internal::cma::{ChanRef, Cm, IdRef};
     use rdmacm::internal::abi::sockaddr::SockAddr;
     use rdmacm::internal::sys::ucma::{AddrInfo, RouteInfo, Ucma};
     use rdmacm::internal::sys::verbs::{DevEntry, OpenInfo, Verbs};
     use std::collections::{HashMap, VecDeque};
     use std::os::fd::RawFd;
-    use std::sync::{Arc, Mutex, OnceLock};
+    use std::sync::{Mutex, OnceLock};
 
     const GUID: u64 = 0x1122_3344_5566_7788;
 
@@ -443,8 +443,8 @@ pub mod events {
     struct World {
         cm: &'static Cm,
         ucma: &'static FuzzUcma,
-        ch: Arc<Channel>,
-        ids: Vec<Arc<IdPriv>>,
+        ch: ChanRef,
+        ids: Vec<IdRef>,
     }
     // SAFETY (for the fuzz harness only): the world is used from one thread.
     unsafe impl Send for World {}
