@@ -217,19 +217,18 @@ impl Stream {
         loop {
             step = match step {
                 Step::ResolveAddr => {
-                    let to = 1000 << self.retries;
-                    self.retries += 1;
+                    let to = self.conn.attempt();
                     self.ctl.set_state(ST_RESOLVING_ADDR);
-                    id.resolve_addr(&SockAddr::from_prefix(&self.dst), to)?;
-                    self.retries = 0;
+                    id.resolve_addr(&SockAddr::from_prefix(self.conn.dst()), to)?;
+                    self.conn.resolved();
                     Step::ResolveRoute
                 }
                 Step::WaitAddr => match id.complete() {
                     Ok(()) => {
-                        self.retries = 0;
+                        self.conn.resolved();
                         Step::ResolveRoute
                     }
-                    Err(Errno::ETIMEDOUT) if self.retries <= RS_CONN_RETRIES => Step::ResolveAddr,
+                    Err(Errno::ETIMEDOUT) if self.conn.may_retry() => Step::ResolveAddr,
                     Err(e) => return Err(e),
                 },
                 Step::ResolveRoute => {
@@ -240,20 +239,19 @@ impl Stream {
                         id.set_option_bytes(crate::abi::ucma::RDMA_OPTION_IB, crate::abi::ucma::RDMA_OPTION_IB_PATH, &r)?;
                         Step::WaitRoute
                     } else {
-                        let to = 1000 << self.retries;
-                        self.retries += 1;
+                        let to = self.conn.attempt();
                         id.resolve_route(to)?;
                         Step::Connect
                     }
                 }
                 Step::WaitRoute => match id.complete() {
                     Ok(()) => Step::Connect,
-                    Err(Errno::ETIMEDOUT) if self.retries <= RS_CONN_RETRIES => Step::ResolveRoute,
+                    Err(Errno::ETIMEDOUT) if self.conn.may_retry() => Step::ResolveRoute,
                     Err(e) => return Err(e),
                 },
                 Step::Connect => {
                     self.create_ep()?;
-                    self.retries = 0;
+                    self.conn.resolved();
                     let param = self.conn_param();
                     self.ctl.set_state(ST_CONNECTING);
                     id.connect(&param)?;
@@ -329,7 +327,7 @@ impl Stream {
             }
             let established = s.ctl.connected();
             if !established {
-                s.listener = Some(Arc::downgrade(me));
+                s.lq.set_parent(Arc::downgrade(me));
             }
             let h: Handle = new_handle(s);
             {
@@ -339,11 +337,10 @@ impl Stream {
                 }
             }
             if established {
-                self.accept_queue.push_back(h);
-                self.accepts = self.accepts.wrapping_add(1);
+                self.lq.queue(h);
                 self.sleepers.touch();
             } else {
-                self.accepting.push(h);
+                self.lq.pending(h);
             }
         }
     }
@@ -374,7 +371,7 @@ impl Stream {
         if !self.so.keepalive {
             return None;
         }
-        let next = *self.ka_next.get_or_insert(now + Duration::from_secs(self.so.keepalive_time as u64));
+        let next = self.conn.keepalive_due(now + Duration::from_secs(self.so.keepalive_time as u64));
         if next > now {
             return Some(next);
         }
@@ -383,7 +380,7 @@ impl Stream {
             let _ = self.post_msg(msg_set(OP_CTRL, CTRL_KEEPALIVE));
         }
         let n = now + Duration::from_secs(self.so.keepalive_time as u64);
-        self.ka_next = Some(n);
+        self.conn.set_keepalive_due(Some(n));
         Some(n)
     }
 
@@ -441,19 +438,19 @@ pub(super) fn wait_opened(h: &Handle) -> Result<(), Errno> {
 
 /// rconnect: starts (or continues) the connect; the service thread carries
 /// it on. A socket made non-blocking with rfcntl before (see
-/// `connect_nonblock`) returns EINPROGRESS until it is connected (then 0);
+/// [`Connector::nonblock`]) returns EINPROGRESS until it is connected (then 0);
 /// otherwise the call sleeps, without the lock, until the outcome.
 pub fn connect(h: &Handle, addr: &[u8]) -> Result<(), Errno> {
     let (r, nonblock) = {
         let mut s = lock(h)?;
         if s.ctl.state() == ST_INIT || s.ctl.state() == ST_BOUND {
-            s.dst = addr.to_vec();
+            s.conn.set_dst(addr);
         }
         let r = s.connect_step();
         if matches!(r, Ok(()) | Err(Errno::EINPROGRESS)) {
             s.svc_add(h)?;
         }
-        (r, s.connect_nonblock)
+        (r, s.conn.nonblock())
     };
     match r {
         Err(Errno::EINPROGRESS) if !nonblock => {
@@ -518,7 +515,7 @@ pub fn accept(h: &Handle) -> Result<Handle, Errno> {
         if !l.is_listening() {
             return Err(Errno::EBADF);
         }
-        if let Some(n) = l.accept_queue.pop_front() {
+        if let Some(n) = l.lq.pop() {
             return Ok(Some(n));
         }
         if l.nonblocking() {
@@ -549,8 +546,7 @@ pub fn close_end(h: &Handle) {
     STREAMS.remove(svc::key(h));
     let pending: Vec<Handle> = {
         let mut s = lock_any(h);
-        let mut q: Vec<Handle> = s.accept_queue.drain(..).collect();
-        q.append(&mut s.accepting);
+        let q = s.lq.take_all();
         s.destroy();
         q
     };
@@ -586,16 +582,14 @@ fn cm_event(h: &Handle) -> bool {
         }
         // Established (to the accept queue) or failed (gone, as upstream
         // drops a request it could not accept).
-        let l = s.listener.take();
+        let l = s.lq.take_parent();
         let mut ok = s.ctl.connected();
         drop(s);
         if let Some(l) = l.and_then(|l| l.upgrade()) {
             let mut l = lock_any(&l);
-            let known = l.accepting.iter().any(|x| Arc::ptr_eq(x, h));
-            l.accepting.retain(|x| !Arc::ptr_eq(x, h));
+            let known = l.lq.settle(h);
             if ok && known && !l.ctl.closed() && !l.ctl.broken() {
-                l.accept_queue.push_back(h.clone());
-                l.accepts = l.accepts.wrapping_add(1);
+                l.lq.queue(h.clone());
                 l.sleepers.touch();
             } else {
                 ok = false;

@@ -101,6 +101,7 @@
 
 pub mod blocking;
 pub mod conf;
+pub mod connector;
 pub mod control;
 pub mod cq;
 pub mod dgram;
@@ -114,6 +115,7 @@ pub mod guard;
 pub mod iomap;
 pub mod iomap_table;
 pub mod lifecycle;
+pub mod listener;
 pub mod options;
 pub mod poll;
 pub mod recv;

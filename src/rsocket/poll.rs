@@ -22,7 +22,7 @@ impl Stream {
     /// first (as upstream reports them).
     pub fn poll_events(&mut self, events: i16) -> i16 {
         if self.ctl.state() == ST_LISTENING {
-            return if self.accept_queue.is_empty() { 0 } else { libc::POLLIN & events };
+            return if self.lq.has_queued() { libc::POLLIN & events } else { 0 };
         }
         let was_connected = self.ctl.connected() || self.ctl.state() == ST_DISCONNECTED || self.ctl.state() & ST_ERROR != 0;
         if was_connected && self.ep.is_some() {
@@ -58,7 +58,7 @@ pub struct Seq([u32; 6]);
 impl Stream {
     fn readiness_seq(&self) -> Seq {
         let (credit, sqes, bytes) = self.tx.readiness();
-        Seq([self.ctl.state(), u32::from(self.rx.arrived()), self.accepts, u32::from(credit), sqes, bytes])
+        Seq([self.ctl.state(), u32::from(self.rx.arrived()), self.lq.accepts(), u32::from(credit), sqes, bytes])
     }
 }
 

@@ -5,13 +5,15 @@
 //! control ([`super::control`]: state, error, option bits, closed), the
 //! send half ([`super::send_half`]), the receive half
 //! ([`super::recv_half`]), the riomap registrations
-//! ([`super::iomap_table`]) and the sleepers ([`super::sleepers`]). Here
-//! are what joins them (the endpoint, the connection manager id, the
-//! listener's queues, the descriptor flags) and what is read off several
-//! at once (can it send, has it data, is it connected). A send goes down
-//! from its call (`send`) to the stream, to the send half, to the verbs;
-//! a receive likewise through the receive half. This file names those
-//! parts' files and none of the stream's calls.
+//! ([`super::iomap_table`]), the sleepers ([`super::sleepers`]), the
+//! making and keeping of the connection ([`super::connector`]: destination,
+//! resolution attempts, keepalive schedule) and the listening side
+//! ([`super::listener`]: the accept queue). Here are what joins them (the
+//! endpoint, the connection manager id, the descriptor flags) and what is
+//! read off several at once (can it send, has it data, is it connected).
+//! A send goes down from its call (`send`) to the stream, to the send
+//! half, to the verbs; a receive likewise through the receive half. This
+//! file names those parts' files and none of the stream's calls.
 #![deny(unsafe_code)]
 
 use nix::errno::Errno;
@@ -23,8 +25,6 @@ use super::verbs::{Qp, RegBuf};
 use super::wire::RsSge;
 use crate::cma::api::CmId;
 use parking_lot::Mutex;
-use std::collections::VecDeque;
-use std::time::Instant;
 
 pub(super) use super::send_half::{next_chunk, SendHalf, RS_MAX_CTRL_MSG, RS_OLAP_START_SIZE};
 #[cfg(test)]
@@ -39,10 +39,6 @@ pub(super) const RS_QP_MIN_SIZE: u32 = 16;
 
 pub(super) const RS_QP_MAX_SIZE: u32 = 0xFFFE;
 
-/// Address and route resolution are tried 7 times, waiting 1, 2, 4 ... 64 s
-/// (upstream's schedule: about two minutes in all).
-pub(super) const RS_CONN_RETRIES: u32 = 6;
-
 pub(super) const CTRL_DISCONNECT: u32 = 0;
 
 pub(super) const CTRL_KEEPALIVE: u32 = 1;
@@ -50,6 +46,8 @@ pub(super) const CTRL_KEEPALIVE: u32 = 1;
 pub(super) const CTRL_SHUTDOWN: u32 = 2;
 
 pub(super) use super::control::*;
+pub(super) use super::connector::Connector;
+pub(super) use super::listener::Listener;
 
 /// The QP and registered buffers of a connected stream.
 pub(super) struct Ep {
@@ -73,30 +71,15 @@ pub struct Stream {
     /// and F_GETFD/F_SETFD value, stored as upstream stores them.
     pub(super) fs_flags: c_int,
     pub(super) fd_flags: c_int,
-    /// rconnect returns EINPROGRESS instead of waiting: set when rfcntl
-    /// F_SETFL turns O_NONBLOCK on before the connection (upstream makes
-    /// the connection manager channel non-blocking only there, so a socket
-    /// made with SOCK_NONBLOCK alone still connects within the call).
-    pub(super) connect_nonblock: bool,
-    /// The option values kept for rgetsockopt; SO_KEEPALIVE sends a
-    /// keepalive control message every `so.keepalive_time` s while
-    /// connected (by the service thread, at `ka_next`).
+    /// The option values kept for rgetsockopt (SO_KEEPALIVE's period
+    /// among them).
     pub(super) so: SockOpts,
-    pub(super) ka_next: Option<Instant>,
-    /// The destination of rconnect, and the resolution attempts so far.
-    pub(super) dst: Vec<u8>,
-    pub(super) retries: u32,
-    /// Connections accepted in the background, waiting for raccept (they
-    /// enter the table of rsocket numbers when raccept hands them out).
-    pub(super) accept_queue: VecDeque<Handle>,
-    /// Connections ever queued for raccept (wrapping): what an
-    /// edge-triggered repoll member of a listener sees change.
-    pub(super) accepts: u32,
-    /// A listener's connections still completing the handshake: they join
-    /// the queue once established (upstream queues only established ones).
-    pub(super) accepting: Vec<Handle>,
-    /// An accepting stream's listener.
-    pub(super) listener: Option<std::sync::Weak<StreamCell>>,
+    /// rconnect's destination, resolution attempts and wait mode, and
+    /// the keepalive schedule ([`super::connector`]).
+    pub(super) conn: Connector,
+    /// A listener's accepted connections, or an accepting stream's
+    /// listener ([`super::listener`]).
+    pub(super) lq: Listener<StreamCell>,
     /// Registered with the service thread.
     pub(super) in_svc: bool,
 
@@ -167,15 +150,9 @@ impl Stream {
             ctl: Control::default(),
             fs_flags: 0,
             fd_flags: 0,
-            connect_nonblock: false,
             so: SockOpts::default(),
-            ka_next: None,
-            dst: Vec::new(),
-            retries: 0,
-            accept_queue: VecDeque::new(),
-            accepts: 0,
-            accepting: Vec::new(),
-            listener: None,
+            conn: Connector::default(),
+            lq: Listener::default(),
             in_svc: false,
             rx: RecvHalf::new(c.mem, c.rqsize as u32),
             tx: SendHalf::new(c.wmem, c.sqsize as u32, c.inline as u32),

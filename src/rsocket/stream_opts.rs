@@ -24,7 +24,7 @@ impl Stream {
             self.so.keepalive_time = system_keepalive_time();
         }
         self.so.keepalive = on;
-        self.ka_next = on.then(|| Instant::now() + Duration::from_secs(self.so.keepalive_time as u64));
+        self.conn.set_keepalive_due(on.then(|| Instant::now() + Duration::from_secs(self.so.keepalive_time as u64)));
         STREAMS.kick();
     }
 }
@@ -112,7 +112,7 @@ pub fn setsockopt(h: &Handle, level: c_int, name: c_int, opt: Option<&[u8]>) -> 
                 }
                 s.so.keepalive_time = t as u32;
                 if s.so.keepalive {
-                    s.ka_next = Some(Instant::now() + Duration::from_secs(t as u64));
+                    s.conn.set_keepalive_due(Some(Instant::now() + Duration::from_secs(t as u64)));
                     STREAMS.kick();
                 }
                 Ok(())
@@ -180,7 +180,7 @@ pub fn fcntl(h: &Handle, cmd: c_int, arg: c_int) -> Result<c_int, Errno> {
         libc::F_SETFL => {
             let on = arg & libc::O_NONBLOCK != 0;
             if on != s.nonblocking() && s.ctl.state() != ST_LISTENING && s.ctl.state() < ST_CONNECTED {
-                s.connect_nonblock = on;
+                s.conn.set_nonblock(on);
             }
             if let Some(ep) = &s.ep {
                 ep.qp.set_channel_blocking(!on)?;

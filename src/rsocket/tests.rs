@@ -302,7 +302,11 @@ fn accept_queue() {
     }
     assert_eq!(accept(&l).err(), Some(Errno::EAGAIN));
     let (a, b) = (bare(), bare());
-    lock(&l).expect("usable").accept_queue.extend([a.clone(), b.clone()]);
+    {
+        let mut g = lock(&l).expect("usable");
+        g.lq.queue(a.clone());
+        g.lq.queue(b.clone());
+    }
     assert!(Arc::ptr_eq(&accept(&l).expect("queued"), &a));
     assert!(Arc::ptr_eq(&accept(&l).expect("queued"), &b));
     assert_eq!(accept(&l).err(), Some(Errno::EAGAIN));
@@ -317,8 +321,8 @@ fn close_takes_the_unaccepted_connections() {
     {
         let mut g = lock(&l).expect("usable");
         g.ctl.set_state(ST_LISTENING);
-        g.accept_queue.push_back(q.clone());
-        g.accepting.push(p.clone());
+        g.lq.queue(q.clone());
+        g.lq.pending(p.clone());
     }
     close_begin(&l);
     close_end(&l);
@@ -335,12 +339,12 @@ fn fcntl_nonblocking_connect() {
     let h = bare();
     assert_eq!(fcntl(&h, libc::F_SETFL, libc::O_NONBLOCK | libc::O_APPEND), Ok(0));
     assert_eq!(fcntl(&h, libc::F_GETFL, 0), Ok(libc::O_NONBLOCK | libc::O_APPEND));
-    assert!(lock(&h).expect("usable").connect_nonblock);
+    assert!(lock(&h).expect("usable").conn.nonblock());
     assert_eq!(fcntl(&h, libc::F_SETFL, 0), Ok(0));
-    assert!(!lock(&h).expect("usable").connect_nonblock);
+    assert!(!lock(&h).expect("usable").conn.nonblock());
     lock(&h).expect("usable").ctl.set_state(ST_CONNECT_RDWR);
     assert_eq!(fcntl(&h, libc::F_SETFL, libc::O_NONBLOCK), Ok(0));
-    assert!(!lock(&h).expect("usable").connect_nonblock, "a connected stream's connect mode is settled");
+    assert!(!lock(&h).expect("usable").conn.nonblock(), "a connected stream's connect mode is settled");
     assert_eq!(fcntl(&h, libc::F_SETFD, libc::FD_CLOEXEC), Ok(0));
     assert_eq!(fcntl(&h, libc::F_GETFD, 0), Ok(libc::FD_CLOEXEC));
     assert_eq!(fcntl(&h, libc::F_DUPFD, 0).err(), Some(Errno::ENOTSUP));
