@@ -51,7 +51,7 @@ pub unsafe extern "C-unwind" fn rdma_create_id(channel: *mut rdma_event_channel,
         let ch = if channel.is_null() { None } else { Some(live_channel(channel)?) };
         // A synchronous id opens its own channel: out of descriptors, that
         // is ENOMEM, as upstream reports it.
-        let p = cm::global().create_id(ch.as_ref(), context, ps).map_err(|e| if channel.is_null() { super::fd_exhaustion_as_enomem(e) } else { e })?;
+        let p = cm::global().create_id_keeping(ch, context, ps).map_err(|e| if channel.is_null() { super::fd_exhaustion_as_enomem(e) } else { e })?;
         // SAFETY: out is a writable pointer slot (checked non-NULL).
         unsafe { *out.as_ptr() = p.raw() };
         Ok(0)
