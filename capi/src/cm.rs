@@ -144,8 +144,8 @@ symver!(rdma_migrate_id, "RDMACM_1.0");
 pub unsafe extern "C-unwind" fn rdma_get_cm_event(channel: *mut rdma_event_channel, event: *mut *mut rdma_cm_event) -> c_int {
     entry_hot(|| {
         let ch = live_channel(channel)?;
-        cm::global().init()?;
         let out = nonnull(event)?;
+        // (get_event initialises the channel's CM, as every channel's is.)
         let got = cm::get_event(&ch)?;
         // SAFETY: out is a writable pointer slot.
         unsafe { *out.as_ptr() = got.ptr };
