@@ -51,7 +51,7 @@ pub unsafe extern "C-unwind" fn rdma_create_id(channel: *mut rdma_event_channel,
         let ch = if channel.is_null() { None } else { Some(live_channel(channel)?) };
         // A synchronous id opens its own channel: out of descriptors, that
         // is ENOMEM, as upstream reports it.
-        let p = cm::global().create_id(ch.as_ref(), context, ps).map_err(|e| if channel.is_null() { super::fd_exhaustion_as_enomem(e) } else { e })?;
+        let p = cm::global().create_id_keeping(ch, context, ps).map_err(|e| if channel.is_null() { super::fd_exhaustion_as_enomem(e) } else { e })?;
         // SAFETY: out is a writable pointer slot (checked non-NULL).
         unsafe { *out.as_ptr() = p.raw() };
         Ok(0)
@@ -144,8 +144,8 @@ symver!(rdma_migrate_id, "RDMACM_1.0");
 pub unsafe extern "C-unwind" fn rdma_get_cm_event(channel: *mut rdma_event_channel, event: *mut *mut rdma_cm_event) -> c_int {
     entry_hot(|| {
         let ch = live_channel(channel)?;
-        cm::global().init()?;
         let out = nonnull(event)?;
+        // (get_event initialises the channel's CM, as every channel's is.)
         let got = cm::get_event(&ch)?;
         // SAFETY: out is a writable pointer slot.
         unsafe { *out.as_ptr() = got.ptr };

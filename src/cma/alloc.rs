@@ -13,20 +13,25 @@ use nix::errno::Errno;
 use std::ffi::c_void;
 use std::ptr::addr_of_mut;
 
-/// A new event: all zero (as upstream clears its event before each read),
-/// no id, no membership; built in its slot (no copy of the ~350-byte
-/// struct), owned by the reader until it publishes it; ENOMEM when no
-/// slot can be had.
+/// A new event: the public event zero (as upstream clears its event
+/// before each read), no id, no membership; built in its slot (no copy of
+/// the ~350-byte struct), owned by the reader until it publishes it;
+/// ENOMEM when no slot can be had.  The private-data area is not cleared:
+/// C reaches it only through the event's `private_data` pointer and
+/// length, which cover bytes copied in for this event.
 pub fn try_new_event() -> Result<Own<EventPriv>, Errno> {
     let mut u = EVENTS.alloc()?;
     let p = u.as_mut_ptr();
     // SAFETY: p is the empty slot's object, ours alone, valid for writes
-    // of an EventPriv.  The public event and the private data are plain
-    // data (all-zero is valid, as is the holder's 0); the two Option
-    // fields are written as None just after.  `event_fields` below stops
-    // the build when EventPriv gains a field this does not write.
+    // of an EventPriv.  The public event is plain data (all-zero is
+    // valid); the private data is bytes, valid whatever a slot held (a
+    // fresh slot is mapped zero, a reused one holds an earlier event's
+    // bytes); the holder and the two Option fields are written just
+    // after.  `event_fields` below stops the build when EventPriv gains a
+    // field this does not write.
     unsafe {
-        p.cast::<u8>().write_bytes(0, std::mem::size_of::<EventPriv>());
+        addr_of_mut!((*p).event).write_bytes(0, 1);
+        addr_of_mut!((*p).holder).write(0);
         addr_of_mut!((*p).id_priv).write(None);
         addr_of_mut!((*p).mc).write(None);
         Ok(u.assume_init_own())
@@ -34,14 +39,19 @@ pub fn try_new_event() -> Result<Own<EventPriv>, Errno> {
 }
 
 /// A new id (not yet found by lookups: [`super::base::IDS`]'s `publish`)
-/// on channel `ch`, built in its slot field by field: the public id is
-/// cleared in place (as upstream's calloc) and only its non-zero fields
-/// are written, so no ~650-byte struct is built on the stack and copied.
-/// ENOMEM when no slot can be had.
+/// on channel `ch`, in a new slot ([`new_id`]); ENOMEM when no slot can
+/// be had.
 pub(super) fn try_new_id(ch: ChanRef, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32, sync: bool) -> Result<IdRef, Errno> {
+    Ok(new_id(IDS.alloc()?, ch, context, ps, qp_type, handle, sync))
+}
+
+/// A new id (not yet found by lookups) on channel `ch`, which it keeps,
+/// built in the slot `u` field by field: the public id is cleared in place
+/// (as upstream's calloc) and only its non-zero fields are written, so no
+/// ~650-byte struct is built on the stack and copied.
+pub(super) fn new_id(mut u: Uninit<IdPriv>, ch: ChanRef, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32, sync: bool) -> IdRef {
     use parking_lot::Mutex;
     use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32};
-    let mut u = IDS.alloc()?;
     let p = u.as_mut_ptr();
     let chp = ch.raw();
     // SAFETY: p is the empty slot's object, ours alone, valid for writes
@@ -60,13 +70,12 @@ pub(super) fn try_new_id(ch: ChanRef, context: *mut c_void, ps: rdma_port_space,
         addr_of_mut!((*p).handle).write(AtomicU32::new(handle));
         addr_of_mut!((*p).sync).write(AtomicBool::new(sync));
         addr_of_mut!((*p).fd).write(AtomicI32::new(ch.fd()));
-        addr_of_mut!((*p).links).write(Mutex::new(Links { channel: ch, dev: None }));
+        addr_of_mut!((*p).links).write(Mutex::new(Links { channel: ch, dev: None, mcs: Vec::new() }));
         addr_of_mut!((*p).acks).write(Acks::default());
         addr_of_mut!((*p).conn).write(Mutex::new(ConnState::default()));
-        addr_of_mut!((*p).mcs).write(Mutex::new(Vec::new()));
         addr_of_mut!((*p).ai).write(Mutex::new(AiSlot::default()));
         addr_of_mut!((*p).broken).write(AtomicBool::new(false));
-        Ok(u.assume_init())
+        u.assume_init()
     }
 }
 
@@ -85,7 +94,7 @@ pub(super) fn new_channel(mut slot: Uninit<Channel>, fd: i32, cm: &'static Cm) -
 /// reminder that [`try_new_id`] must initialise it.
 #[allow(dead_code)]
 fn id_fields(p: IdPriv) {
-    let IdPriv { id: _, handle: _, sync: _, links: _, fd: _, acks: _, conn: _, mcs: _, ai: _, broken: _ } = p;
+    let IdPriv { id: _, handle: _, sync: _, links: _, fd: _, acks: _, conn: _, ai: _, broken: _ } = p;
 }
 
 /// Every field of an event, by name: a new field fails to build here, as

@@ -204,25 +204,26 @@ pub struct IdPriv {
     /// A call panicked while it held the id ([`Held`]): its state may be
     /// half-updated, so later calls refuse it (EIO); destroy still frees it.
     pub(super) broken: AtomicBool,
-    /// The id's channel and device, under one lock (fields ordered so that
-    /// the small ones share words: memory per id).
+    /// The id's channel, device and multicast memberships, under one lock
+    /// (fields ordered so that the small ones share words: memory per id;
+    /// one lock for what a destroy releases).
     pub(super) links: Mutex<Links>,
     /// Events acked so far, which destroy and migrate wait on.
     pub(super) acks: Acks,
     pub conn: Mutex<ConnState>,
-    /// Multicast memberships, newest first.
-    pub mcs: Mutex<Vec<Arc<Mc>>>,
     /// rdma_resolve_addrinfo state (see [`super::ai`]).
     pub ai: Mutex<AiSlot>,
 }
 
-/// What an id reports to and is bound to.
+/// What an id reports to, is bound to and has joined.
 pub struct Links {
     /// The channel the id reports to (`id.channel` is its address).
     pub(super) channel: ChanRef,
     /// The device the id is bound to (reference held), if any: shared
     /// with every id on the device.
     pub(super) dev: Option<Arc<DevRef>>,
+    /// Multicast memberships, newest first.
+    pub mcs: Vec<Arc<Mc>>,
 }
 
 /// An event handed to C; `event` must stay the first field.

@@ -190,14 +190,25 @@ impl Cm {
 
     /// `rdma_create_id`: no channel selects synchronous mode.
     pub fn create_id(&'static self, ch: Option<&ChanRef>, context: *mut c_void, ps: rdma_port_space) -> Result<IdRef, Errno> {
+        self.create_id_keeping(ch.cloned(), context, ps)
+    }
+
+    /// [`create_id`](Self::create_id) with the caller's reference to the
+    /// channel, which the new id keeps (no count taken and dropped).
+    pub fn create_id_keeping(&'static self, ch: Option<ChanRef>, context: *mut c_void, ps: rdma_port_space) -> Result<IdRef, Errno> {
         self.init()?;
         let qp_type = if ps == RDMA_PS_IPOIB || ps == RDMA_PS_UDP { IBV_QPT_UD } else { IBV_QPT_RC };
-        self.create_id_inner(ch, context, ps, qp_type)
+        self.create_id_owned(ch, context, ps, qp_type)
     }
 
     /// Creates an id with an explicit QP type (also used by the endpoint
     /// and connection code).
     pub fn create_id_inner(&'static self, ch: Option<&ChanRef>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<IdRef, Errno> {
+        self.create_id_owned(ch.cloned(), context, ps, qp_type)
+    }
+
+    #[inline(always)]
+    fn create_id_owned(&'static self, ch: Option<ChanRef>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<IdRef, Errno> {
         if trace::on() {
             return self.create_id_traced(ch, context, ps, qp_type);
         }
@@ -206,30 +217,28 @@ impl Cm {
 
     #[cold]
     #[inline(never)]
-    fn create_id_traced(&'static self, ch: Option<&ChanRef>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<IdRef, Errno> {
+    fn create_id_traced(&'static self, ch: Option<ChanRef>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<IdRef, Errno> {
         trace::create(|| self.create_id_untraced(ch, context, ps, qp_type))
     }
 
     #[inline(always)]
-    fn create_id_untraced(&'static self, ch: Option<&ChanRef>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<IdRef, Errno> {
-        let opened;
+    fn create_id_untraced(&'static self, ch: Option<ChanRef>, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type) -> Result<IdRef, Errno> {
         let (ch, sync) = match ch {
             Some(c) => (c, false),
-            None => {
-                opened = self.open_channel()?;
-                (&opened, true)
-            }
+            None => (self.open_channel()?, true),
         };
-        let p = match self.new_id_priv(ch.clone(), context, ps, qp_type, u32::MAX, sync) {
-            Ok(p) => p,
+        let slot = match IDS.alloc() {
+            Ok(s) => s,
             Err(e) => {
                 if sync {
-                    self.destroy_channel(ch);
+                    self.destroy_channel(&ch);
                 }
                 return Err(e);
             }
         };
-        match self.ucma.create_id(ch.fd(), p.uid(), ps as u16, qp_type as u8) {
+        let fd = ch.fd();
+        let p = alloc::new_id(slot, ch, context, ps, qp_type, u32::MAX, sync);
+        match self.ucma.create_id(fd, p.uid(), ps as u16, qp_type as u8) {
             Ok(h) => {
                 p.handle.store(h, Ordering::Release);
                 self.register_id(&p);
@@ -259,17 +268,17 @@ impl Cm {
     /// Releases what an id holds and retires it (lookups no longer find
     /// it); its slot goes with the last reference.
     fn free_id(&self, p: &IdRef) {
-        let mcs: Option<Vec<Arc<Mc>>> = {
-            let mut g = p.mcs.lock();
-            if g.is_empty() { None } else { Some(std::mem::take(&mut *g)) }
-        };
         IDS.retire(p);
+        // What the id holds, in one visit of its lock.
+        let (mcs, dev) = {
+            let mut g = p.links.lock();
+            (if g.mcs.is_empty() { None } else { Some(std::mem::take(&mut g.mcs)) }, g.dev.take())
+        };
         // Memberships left in place are released with the id, as the
         // kernel drops them too.
         for mc in mcs.iter().flatten() {
             self.live.mcs.remove(Arc::as_ptr(mc) as usize);
         }
-        let dev = p.links.lock().dev.take();
         if let Some(d) = dev {
             self.devices.lock().put(&*self.verbs, d.key);
         }

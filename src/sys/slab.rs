@@ -208,9 +208,10 @@ impl<T: Slabbed> Slab<T> {
             let i = (h & 0xffff_ffff) as usize;
             // (the slot may be taken and changed meanwhile: then the tag
             // has moved and the swap below fails)
-            let next = self.slot(i).state.load(Ordering::Relaxed) & COUNT;
+            let s = self.slot(i);
+            let next = s.state.load(Ordering::Relaxed) & COUNT;
             match self.head.compare_exchange_weak(h, ((h >> 32) + 1) << 32 | next, Ordering::Acquire, Ordering::Acquire) {
-                Ok(_) => return Ok(Uninit(NonNull::from(self.slot(i)))),
+                Ok(_) => return Ok(Uninit(NonNull::from(s))),
                 Err(x) => h = x,
             }
         }

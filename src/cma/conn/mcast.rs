@@ -38,11 +38,11 @@ pub fn join(cm: &'static Cm, p: &IdRef, addr: SockAddr, join_flags: u16, context
         acks: Acks::default(),
     })?;
     cm.register_mc(&mc)?;
-    if p.mcs.lock().try_reserve(1).is_err() {
+    if p.links.lock().mcs.try_reserve(1).is_err() {
         cm.unregister_mc(&mc);
         return Err(Errno::ENOMEM);
     }
-    p.mcs.lock().insert(0, mc.clone());
+    p.links.lock().mcs.insert(0, mc.clone());
     let uid = Arc::as_ptr(&mc) as usize as u64;
     match cm.ucma.join_mcast(p.fd(), p.handle(), uid, &addr, join_flags, !cm.af_ib()) {
         Ok(handle) => {
@@ -51,7 +51,7 @@ pub fn join(cm: &'static Cm, p: &IdRef, addr: SockAddr, join_flags: u16, context
         }
         Err(e) => {
             // The kernel never saw the membership.
-            p.mcs.lock().retain(|m| !Arc::ptr_eq(m, &mc));
+            p.links.lock().mcs.retain(|m| !Arc::ptr_eq(m, &mc));
             cm.unregister_mc(&mc);
             Err(e)
         }
@@ -62,7 +62,7 @@ pub fn join(cm: &'static Cm, p: &IdRef, addr: SockAddr, join_flags: u16, context
 /// kernel reported for the membership has been acked.
 pub fn leave(cm: &Cm, p: &IdPriv, addr: SockAddr) -> Result<(), Errno> {
     let mc = {
-        let mut mcs = p.mcs.lock();
+        let mcs = &mut p.links.lock().mcs;
         let pos = mcs.iter().position(|m| m.addr.storage()[..addr.len()] == *addr.as_bytes()).ok_or(Errno::EADDRNOTAVAIL)?;
         mcs.remove(pos)
     };

@@ -443,7 +443,7 @@ fn multicast_join_event_and_leave() {
         let g = SockAddr::v4(u32::from_ne_bytes([239, 0, 0, 1]));
         mcast::join(cm, &p, g, mcast::JOIN_FLAG_FULLMEMBER, 0x42 as *mut c_void).unwrap();
         assert!(f.logged().last().unwrap().starts_with(&format!("join {} 16 0 false", handle(&p))));
-        let mc = std::sync::Arc::as_ptr(&p.mcs.lock()[0]) as u64;
+        let mc = std::sync::Arc::as_ptr(&p.links.lock().mcs[0]) as u64;
         let h = handle(&p);
         f.push(h, Some(mc), |r| {
             r.event = RDMA_CM_EVENT_MULTICAST_JOIN;
@@ -471,10 +471,10 @@ fn multicast_join_event_and_leave() {
         });
         mcast::leave(cm, &p, g).unwrap();
         t.join().unwrap();
-        assert!(p.mcs.lock().is_empty());
+        assert!(p.links.lock().mcs.is_empty());
         // An error reports the context and nothing else.
         mcast::join(cm, &p, g, mcast::JOIN_FLAG_FULLMEMBER, 0x43 as *mut c_void).unwrap();
-        let mc = std::sync::Arc::as_ptr(&p.mcs.lock()[0]) as u64;
+        let mc = std::sync::Arc::as_ptr(&p.links.lock().mcs[0]) as u64;
         f.push(h, Some(mc), |r| {
             r.event = RDMA_CM_EVENT_MULTICAST_ERROR;
             r.status = (-libc::ENETUNREACH) as u32;
