@@ -4,16 +4,18 @@
 //! an address range, an alignment and one atomic word instead of a lookup
 //! in a table.
 //!
-//! A [`Slab<T>`] holds at most `cap` slots in segments it maps as they
-//! are needed: the first takes 64 KiB, each next one twice the one before
-//! (so a slab of n slots maps less than 2n slots' worth of address space,
-//! and a few segments cover any number a process makes: a C pointer is
-//! compared with each mapped segment's range).  The kernel charges a
-//! segment's memory when it is mapped and refuses with ENOMEM when it is
-//! short.  A segment is never unmapped and a slot is never anything but a
-//! slot of `T`: memory inside a segment is always a slot whose state word
-//! may be read, whatever C hands in.  Pages are only made resident when
-//! touched, so the memory an object costs is its slot.
+//! A [`Slab<T>`] holds at most `cap` slots in segments it allocates as
+//! they are needed: the first takes 64 KiB, each next one twice the one
+//! before (so a slab of n slots takes less than 2n slots' worth of memory
+//! and address space, and a few segments cover any number a process makes:
+//! a C pointer is compared with each segment's range).  A segment is a
+//! zeroed block of the C library's allocator (`calloc`: ENOMEM when it
+//! fails; large blocks are fresh pages, resident only when touched), so
+//! that leak checkers (LeakSanitizer, valgrind) see the memory an object
+//! holds as reachable through it, as they would see upstream's objects.
+//! A segment is never freed and a slot is never anything but a slot of
+//! `T`: memory inside a segment is always a slot whose state word may be
+//! read, whatever C hands in.
 //!
 //! A slot is the object (`value`, first: its address is the slot's, the
 //! address C holds) followed by one state word:
@@ -97,7 +99,7 @@ pub struct Slab<T> {
     /// The segments' starts: segment k holds `FIRST << k` slots, from slot
     /// index `FIRST * (2^k - 1)`.
     segs: [AtomicPtr<u8>; SEGS],
-    /// Segments mapped (only grows; a segment's start is stored before).
+    /// Segments allocated (only grows; a segment's start is stored before).
     mapped: AtomicUsize,
     cap: usize,
     /// The free list: the first free slot (bits 31..0, NIL: none) and a
@@ -145,7 +147,7 @@ impl<T: Slabbed> Slab<T> {
     }
 
     /// The segment holding `addr` and the offset of `addr` in it, if
-    /// `addr` lies in a mapped segment.
+    /// `addr` lies in a segment.
     #[inline(always)]
     fn seg_of(&self, addr: usize) -> Option<(usize, usize)> {
         let n = self.mapped.load(Ordering::Acquire);
@@ -155,7 +157,7 @@ impl<T: Slabbed> Slab<T> {
         })
     }
 
-    /// The slot at `addr`, if `addr` is the address of a slot in a mapped
+    /// The slot at `addr`, if `addr` is the address of a slot in a
     /// segment.
     #[inline]
     fn slot_at(&self, addr: usize) -> Option<&Slot<T>> {
@@ -163,18 +165,18 @@ impl<T: Slabbed> Slab<T> {
         if off % Self::STRIDE != 0 {
             return None;
         }
-        // SAFETY: addr lies in a mapped segment, at a slot boundary:
-        // memory of this process that stays mapped and writable for its
+        // SAFETY: addr lies in a segment, at a slot boundary:
+        // memory of this process that stays allocated and writable for its
         // life, zeroed or a Slot<T> (never anything else), whose state word
         // is only accessed atomically.
         Some(unsafe { &*(addr as *const Slot<T>) })
     }
 
-    /// Slot `i` (below `used`: its segment is mapped).
+    /// Slot `i` (below `used`: its segment is allocated).
     fn slot(&self, i: usize) -> &Slot<T> {
         let k = (usize::BITS - 1 - (i / Self::FIRST + 1).leading_zeros()) as usize;
         let off = (i - Self::FIRST * ((1 << k) - 1)) * Self::STRIDE;
-        // SAFETY: i < used: a slot of segment k, which is mapped (see
+        // SAFETY: i < used: a slot of segment k, which is allocated (see
         // slot_at).
         unsafe { &*(self.segs[k].load(Ordering::Acquire).add(off) as *const Slot<T>) }
     }
@@ -201,7 +203,7 @@ impl<T: Slabbed> Slab<T> {
     }
 
     /// An empty slot to build an object in ([`Uninit`]); ENOMEM when the
-    /// slab is full or memory cannot be mapped.
+    /// slab is full or no memory is left for a new segment.
     pub fn alloc(&'static self) -> Result<Uninit<T>, Errno> {
         let mut h = self.head.load(Ordering::Acquire);
         while h & 0xffff_ffff != NIL {
@@ -220,15 +222,15 @@ impl<T: Slabbed> Slab<T> {
         if i >= self.cap {
             return Err(Errno::ENOMEM);
         }
-        self.map_for(i)?;
+        self.segment_for(i)?;
         *used = i + 1;
         Ok(Uninit(NonNull::from(self.slot(i))))
     }
 
-    /// Maps the segment of slot `i` if it is not yet (under the lock of
-    /// `used`: one mapper at a time; slots are handed out in order, so
+    /// Allocates the segment of slot `i` if it is not yet (under the lock of
+    /// `used`: one at a time; slots are handed out in order, so
     /// the segment is the next one).
-    fn map_for(&self, i: usize) -> Result<(), Errno> {
+    fn segment_for(&self, i: usize) -> Result<(), Errno> {
         let k = self.mapped.load(Ordering::Relaxed);
         if i < Self::FIRST * ((1 << k) - 1) {
             return Ok(());
@@ -236,10 +238,11 @@ impl<T: Slabbed> Slab<T> {
         if k == SEGS {
             return Err(Errno::ENOMEM);
         }
-        // SAFETY: a new anonymous mapping: it changes no memory of the
-        // program.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), Self::seg_len(k), libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
-        if p == libc::MAP_FAILED {
+        const { assert!(std::mem::align_of::<Slot<T>>() <= 16, "calloc aligns to 16") };
+        // SAFETY: a new zeroed block of the C library's allocator, ours
+        // alone (never freed); calloc checks the size.
+        let p = unsafe { libc::calloc(1, Self::seg_len(k)) };
+        if p.is_null() {
             return Err(Errno::ENOMEM);
         }
         self.segs[k].store(p.cast(), Ordering::Relaxed);
@@ -329,7 +332,7 @@ impl<T: Slabbed> Uninit<T> {
     pub unsafe fn assume_init(self) -> Ref<T> {
         let slot = self.0;
         std::mem::forget(self);
-        // SAFETY: the slot is valid (it lies in a mapped segment).
+        // SAFETY: the slot is valid (it lies in a segment).
         let st = unsafe { &slot.as_ref().state };
         let g = st.load(Ordering::Relaxed) & !(LIVE | FREE | COUNT);
         st.store(g | 1, Ordering::Release);
@@ -374,7 +377,7 @@ impl<T: Slabbed> Own<T> {
     pub fn publish(self) {
         let slot = self.0;
         std::mem::forget(self);
-        // SAFETY: the slot is in a mapped segment.
+        // SAFETY: the slot is in a segment.
         let st = unsafe { &slot.as_ref().state };
         let g = st.load(Ordering::Relaxed) & !(LIVE | FREE | COUNT);
         st.store(g | LIVE, Ordering::Release);
@@ -400,7 +403,7 @@ impl<T: Slabbed> Drop for Own<T> {
     fn drop(&mut self) {
         // SAFETY: the object is initialised, ours alone, dropped once.
         unsafe { (*self.0.as_ref().value.get()).assume_init_drop() };
-        // SAFETY: the slot is in a mapped segment.
+        // SAFETY: the slot is in a segment.
         T::slab().release(unsafe { self.0.as_ref() });
     }
 }
@@ -417,7 +420,7 @@ unsafe impl<T: Slabbed> Sync for Ref<T> {}
 impl<T: Slabbed> Ref<T> {
     #[inline]
     fn slot(&self) -> &Slot<T> {
-        // SAFETY: the slot is in a mapped segment, which stays mapped.
+        // SAFETY: the slot is in a segment, which is never freed.
         unsafe { self.0.as_ref() }
     }
 
@@ -514,7 +517,7 @@ unsafe impl<T: Slabbed> Sync for Weak<T> {}
 impl<T: Slabbed> Weak<T> {
     /// The object, if it is still there (LIVE or held, same generation).
     pub fn upgrade(&self) -> Option<Ref<T>> {
-        // SAFETY: the slot stays mapped (type-stable range).
+        // SAFETY: the slot stays allocated (type-stable segments).
         let st = unsafe { &self.slot.as_ref().state };
         let ok = |s: u64| s & FREE == 0 && (s >> 32) as u32 == self.gen && s & (LIVE | COUNT) != 0;
         hold_if(st, ok, |s| s + 1).then(|| Ref(self.slot))
