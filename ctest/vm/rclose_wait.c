@@ -30,18 +30,10 @@ static struct sockaddr_in sin_addr;
 static int cli = -1, cli_ret = -1;
 
 
-static void die(const char *what)
-{
-	printf("FAIL %s: errno %s\n", what, en(errno));
-	exit(1);
-}
-
 static void *client(void *arg)
 {
 	(void)arg;
-	cli = rsocket(AF_INET, SOCK_STREAM, 0);
-	if (cli >= 0)
-		cli_ret = rconnect(cli, (struct sockaddr *)&sin_addr, sizeof sin_addr);
+	cli = rs_connected(&sin_addr, &cli_ret);
 	return NULL;
 }
 
@@ -53,13 +45,13 @@ static void pair(int lis, int *a, int *c)
 	cli = -1;
 	cli_ret = -1;
 	if (pthread_create(&th, NULL, client, NULL))
-		die("pthread_create");
+		die_errno("pthread_create");
 	*a = raccept(lis, NULL, NULL);
 	if (*a < 0)
-		die("raccept");
+		die_errno("raccept");
 	pthread_join(th, NULL);
 	if (cli < 0 || cli_ret)
-		die("rconnect");
+		die_errno("rconnect");
 	*c = cli;
 }
 
@@ -101,7 +93,7 @@ static int sleeper(const char *what, void *(*fn)(void *), int fd)
 	err = 0;
 	revents = 0;
 	if (pthread_create(&th, NULL, fn, NULL))
-		die("pthread_create");
+		die_errno("pthread_create");
 	usleep(300 * 1000);
 	r = rclose(fd);
 	printf("%s: rclose -> %d\n", what, r);
@@ -121,20 +113,12 @@ static int sleeper(const char *what, void *(*fn)(void *), int fd)
 int main(void)
 {
 	int lis, a1, c1, a2, c2, ok = 1;
+	const char *what;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	memset(&sin_addr, 0, sizeof sin_addr);
-	sin_addr.sin_family = AF_INET;
-	sin_addr.sin_port = htons(PORT);
-	inet_pton(AF_INET, ADDR, &sin_addr.sin_addr);
-
-	lis = rsocket(AF_INET, SOCK_STREAM, 0);
+	lis = rs_listener(ADDR, PORT, &sin_addr, &what);
 	if (lis < 0)
-		die("rsocket");
-	if (rbind(lis, (struct sockaddr *)&sin_addr, sizeof sin_addr))
-		die("rbind");
-	if (rlisten(lis, 4))
-		die("rlisten");
+		die_errno(what);
 	pair(lis, &a1, &c1);
 	pair(lis, &a2, &c2);
 	printf("connected\n");

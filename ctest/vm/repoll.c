@@ -31,19 +31,10 @@ static int cli = -1;
 static int cli_ret = -1;
 
 
-static void die(const char *what)
-{
-	printf("FAIL %s: errno %s\n", what, en(errno));
-	exit(1);
-}
-
 static void *client(void *arg)
 {
 	(void)arg;
-	cli = rsocket(AF_INET, SOCK_STREAM, 0);
-	if (cli < 0)
-		return NULL;
-	cli_ret = rconnect(cli, (struct sockaddr *)&sin_addr, sizeof sin_addr);
+	cli = rs_connected(&sin_addr, &cli_ret);
 	return NULL;
 }
 
@@ -84,28 +75,20 @@ static void wait_(const char *what, int ep, int maxevents, int timeout)
 int main(void)
 {
 	int lis, acc, ep, ep2, pfd[2], ret;
+	const char *what;
 	pthread_t th;
 	char buf[64];
 	long t0, dt;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	memset(&sin_addr, 0, sizeof sin_addr);
-	sin_addr.sin_family = AF_INET;
-	sin_addr.sin_port = htons(PORT);
-	inet_pton(AF_INET, ADDR, &sin_addr.sin_addr);
-
-	lis = rsocket(AF_INET, SOCK_STREAM, 0);
+	lis = rs_listener(ADDR, PORT, &sin_addr, &what);
 	if (lis < 0)
-		die("rsocket");
-	if (rbind(lis, (struct sockaddr *)&sin_addr, sizeof sin_addr))
-		die("rbind");
-	if (rlisten(lis, 4))
-		die("rlisten");
+		die_errno(what);
 	if (pthread_create(&th, NULL, client, NULL))
-		die("pthread_create");
+		die_errno("pthread_create");
 	acc = raccept(lis, NULL, NULL);
 	if (acc < 0)
-		die("raccept");
+		die_errno("raccept");
 	pthread_join(th, NULL);
 	if (cli < 0 || cli_ret) {
 		printf("FAIL client connect: %d\n", cli_ret);
@@ -113,7 +96,7 @@ int main(void)
 	}
 	printf("connected\n");
 	if (pipe(pfd))
-		die("pipe");
+		die_errno("pipe");
 
 	ep = repoll_create(0);
 	printf("repoll_create -> %s\n", ep >= 0 ? "fd" : en(errno));
@@ -152,18 +135,18 @@ int main(void)
 	ctl("ADD pipe IN", ep, EPOLL_CTL_ADD, pfd[0], EPOLLIN, 31);
 	wait_("pipe empty, 0", ep, 8, 0);
 	if (write(pfd[1], "x", 1) != 1)
-		die("write");
+		die_errno("write");
 	wait_("pipe readable, 0", ep, 8, 0);
 	wait_("pipe readable, max 1", ep, 1, 0);
 	ctl("MOD acc IN", ep, EPOLL_CTL_MOD, acc, EPOLLIN, 23);
 	wait_("only pipe, -1", ep, 8, -1);
 	if (read(pfd[0], buf, 1) != 1)
-		die("read");
+		die_errno("read");
 	ret = (int)rsend(cli, "again", 5, 0);
 	printf("rsend -> %d\n", ret);
 	wait_("acc readable, 2000ms", ep, 8, 2000);
 	if (write(pfd[1], "y", 1) != 1)
-		die("write");
+		die_errno("write");
 	wait_("both, 0", ep, 8, 0);
 	ret = (int)rrecv(acc, buf, sizeof buf, 0);
 	printf("rrecv -> %d\n", ret);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <rdma/rdma_cma.h>
+#include "common.h"
 
 static int ours, failures;
 
@@ -53,31 +54,6 @@ static void show_ret_bug(const char *what, int ret, int err, int want)
 	if (ours && ret && (want ? err != want && !(want == ENOENT && err == EAGAIN) : err <= 0)) {
 		fprintf(stderr, "FAIL %s: errno %s, expected %s\n", what, ename(err), ename(want));
 		failures++;
-	}
-}
-
-static void show_list(const struct rdma_addrinfo *ai)
-{
-	for (; ai; ai = ai->ai_next) {
-		char host[64] = "-";
-		int port = 0;
-
-		if (ai->ai_dst_addr && ai->ai_dst_addr->sa_family == AF_INET) {
-			struct sockaddr_in *s = (struct sockaddr_in *)ai->ai_dst_addr;
-			inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
-			port = ntohs(s->sin_port);
-		} else if (ai->ai_dst_addr && ai->ai_dst_addr->sa_family == AF_INET6) {
-			struct sockaddr_in6 *s = (struct sockaddr_in6 *)ai->ai_dst_addr;
-			inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
-			port = ntohs(s->sin6_port);
-		} else if (ai->ai_src_addr && ai->ai_src_addr->sa_family == AF_INET) {
-			struct sockaddr_in *s = (struct sockaddr_in *)ai->ai_src_addr;
-			inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
-			port = ntohs(s->sin_port);
-		}
-		printf("  ai flags=%#x family=%d qp_type=%d ps=%#x src_len=%u dst_len=%u addr=%s port=%d route_len=%zu\n",
-		       ai->ai_flags, ai->ai_family, ai->ai_qp_type, ai->ai_port_space,
-		       ai->ai_src_len, ai->ai_dst_len, host, port, ai->ai_route_len);
 	}
 }
 
@@ -127,7 +103,7 @@ static void query(struct rdma_cm_id *id, const char *what)
 
 	show_ret(what, ret, errno);
 	if (!ret) {
-		show_list(res);
+		show_ai_list(res);
 		rdma_freeaddrinfo(res);
 	}
 }

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <rdma/rdma_cma.h>
+#include "common.h"
 
 static int ours, failures;
 static const char *name, *nxname;
@@ -76,24 +77,6 @@ static void hints_for(struct rdma_addrinfo *h)
 	h->ai_qp_type = IBV_QPT_RC;
 }
 
-static void show_list(const struct rdma_addrinfo *ai)
-{
-	for (; ai; ai = ai->ai_next) {
-		char host[64] = "-";
-		int port = 0;
-
-		if (ai->ai_dst_addr && ai->ai_dst_addr->sa_family == AF_INET) {
-			struct sockaddr_in *s = (struct sockaddr_in *)ai->ai_dst_addr;
-
-			inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
-			port = ntohs(s->sin_port);
-		}
-		printf("  ai flags=%#x family=%d qp_type=%d ps=%#x dst_len=%u addr=%s port=%d\n",
-		       ai->ai_flags, ai->ai_family, ai->ai_qp_type, ai->ai_port_space,
-		       ai->ai_dst_len, host, port);
-	}
-}
-
 static void query(struct rdma_cm_id *id, const char *what)
 {
 	struct rdma_addrinfo *res = NULL;
@@ -104,7 +87,7 @@ static void query(struct rdma_cm_id *id, const char *what)
 		printf(" errno=%s", ename(errno));
 	printf("\n");
 	if (!ret) {
-		show_list(res);
+		show_ai_list(res);
 		rdma_freeaddrinfo(res);
 	}
 }

@@ -83,18 +83,16 @@ static atomic_long ev_count, ev_stale, lis_accepts, lis_destroys, lis_errors;
 
 static void fail(struct worker *w, const char *fmt, ...)
 {
+	char who[32];
 	va_list ap;
 
 	if (hung) {
 		failed = 1;
 		return;
 	}
+	snprintf(who, sizeof who, "%s%d", w ? "worker " : "main", w ? w->idx : 0);
 	va_start(ap, fmt);
-	flockfile(stderr);
-	fprintf(stderr, "[%7.2f] %s%d: ", now(), w ? "worker " : "main", w ? w->idx : 0);
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	funlockfile(stderr);
+	vreport(now(), who, fmt, ap);
 	va_end(ap);
 	if (w)
 		w->errors++;

@@ -151,11 +151,7 @@ static void fail(struct slot *s, const char *fmt, ...)
 		return;
 	}
 	va_start(ap, fmt);
-	flockfile(stderr);
-	fprintf(stderr, "[%7.2f] %s: ", now_ms() / 1000.0, s ? s->who : "main");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	funlockfile(stderr);
+	vreport(now_ms() / 1000.0, s ? s->who : "main", fmt, ap);
 	va_end(ap);
 	failed = 1;
 }
