@@ -150,9 +150,18 @@ impl<T: Slabbed> Slab<T> {
     /// `addr` lies in a segment.
     #[inline(always)]
     fn seg_of(&self, addr: usize) -> Option<(usize, usize)> {
-        let n = self.mapped.load(Ordering::Acquire);
-        (0..n).find_map(|k| {
-            let off = addr.wrapping_sub(self.segs[k].load(Ordering::Relaxed) as usize);
+        let n = self.mapped.load(Ordering::Acquire).min(SEGS);
+        if n == 0 {
+            return None;
+        }
+        // (the first segment, which holds every slot of a process with
+        // few objects, without the loop)
+        let off = addr.wrapping_sub(self.segs[0].load(Ordering::Relaxed) as usize);
+        if off < Self::seg_len(0) {
+            return Some((0, off));
+        }
+        self.segs[1..n].iter().zip(1..).find_map(|(base, k)| {
+            let off = addr.wrapping_sub(base.load(Ordering::Relaxed) as usize);
             (off < Self::seg_len(k)).then_some((k, off))
         })
     }
