@@ -22,7 +22,6 @@
 
 use nix::errno::Errno;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Shards per set.
@@ -122,20 +121,6 @@ impl<P: Addressed> Table<P> {
         Ok(())
     }
 
-    /// Inserts `p`, known to be absent (a new allocation: no live entry
-    /// can have its address), without looking for it first.
-    /// ENOMEM (and `p` handed back, the table unchanged) when the table
-    /// must grow and memory is short.
-    fn insert_new(&mut self, p: P) -> Result<(), (Errno, P)> {
-        debug_assert!(self.position(p.addr()).is_none());
-        if let Err(e) = self.make_room() {
-            return Err((e, p));
-        }
-        self.place(p);
-        self.len += 1;
-        Ok(())
-    }
-
     /// Grows the table if one more entry would make it more than 3/4 full.
     fn make_room(&mut self) -> Result<(), Errno> {
         if (self.len + 1) * 4 > self.slots.len() * 3 {
@@ -187,85 +172,37 @@ impl<P: Addressed> Table<P> {
     }
 }
 
-/// One shard: its table, and how many more entries fit in the table
-/// before it must grow (read without the lock by
-/// [`Sharded::reserve_for`]; written under it after every change, in the
-/// sets that reserve: `ROOM`).
-struct Shard<P> {
-    table: Mutex<Table<P>>,
-    room: AtomicUsize,
+/// A set split into shards, each behind its own lock.
+pub struct Sharded<P> {
+    shards: [Mutex<Table<P>>; SHARDS],
 }
 
-impl<P: Addressed> Table<P> {
-    /// Entries that fit before [`make_room`](Self::make_room) must grow
-    /// the table (0 when it must).
-    #[inline]
-    fn room(&self) -> usize {
-        (self.slots.len() / 4 * 3).saturating_sub(self.len)
-    }
-}
-
-/// A set split into shards, each behind its own lock.  `ROOM`: the set
-/// keeps each shard's room for [`reserve_for`](Self::reserve_for) without
-/// the lock (the events; the other sets do not pay for the bookkeeping).
-pub struct Sharded<P, const ROOM: bool = false> {
-    shards: [Shard<P>; SHARDS],
-}
-
-impl<P: Addressed, const ROOM: bool> Default for Sharded<P, ROOM> {
+impl<P: Addressed> Default for Sharded<P> {
     fn default() -> Self {
-        Sharded { shards: std::array::from_fn(|_| Shard { table: Mutex::new(Table::new()), room: AtomicUsize::new(0) }) }
+        Sharded { shards: std::array::from_fn(|_| Mutex::new(Table::new())) }
     }
 }
 
-impl<P: Addressed, const ROOM: bool> Sharded<P, ROOM> {
+impl<P: Addressed> Sharded<P> {
     /// Calls `f` on every object, one shard's lock at a time: for rare
     /// reports, not for lookups.
     pub fn for_each(&self, mut f: impl FnMut(&P)) {
-        self.shards.iter().for_each(|s| s.table.lock().slots.iter().flatten().for_each(&mut f));
+        self.shards.iter().for_each(|s| s.lock().slots.iter().flatten().for_each(&mut f));
     }
 
     #[inline]
     fn shard(&self, addr: usize) -> &Mutex<Table<P>> {
-        &self.shards[shard_of(addr)].table
+        &self.shards[shard_of(addr)]
     }
-    /// Runs `f` on `addr`'s table under its lock, then records the table's
-    /// room for [`reserve_for`](Self::reserve_for).
+    /// Runs `f` on `addr`'s table under its lock.
     #[inline]
     fn change<R>(&self, addr: usize, f: impl FnOnce(&mut Table<P>) -> R) -> R {
-        let s = &self.shards[shard_of(addr)];
-        let mut t = s.table.lock();
-        let r = f(&mut t);
-        if ROOM {
-            s.room.store(t.room(), Ordering::Relaxed);
-        }
-        r
+        f(&mut self.shard(addr).lock())
     }
     /// Adds `p` (known by `p.addr()`); ENOMEM, `p` dropped, when the
     /// shard must grow and memory is short.
     pub fn insert(&self, p: P) -> Result<(), Errno> {
         self.change(p.addr(), |t| t.insert(p))
-    }
-    /// [`insert`](Self::insert) of an object that was just allocated (its
-    /// address cannot be in the set: the probe for it is skipped).
-    pub fn insert_new(&self, p: P) -> Result<(), Errno> {
-        self.try_insert_new(p).map_err(|(e, _)| e)
-    }
-    /// [`insert_new`](Self::insert_new), handing `p` back on failure.
-    pub fn try_insert_new(&self, p: P) -> Result<(), (Errno, P)> {
-        self.change(p.addr(), |t| t.insert_new(p))
-    }
-    /// Makes room for one more object in `addr`'s shard, so that inserting
-    /// it later is unlikely to need memory (another thread may take the
-    /// room meanwhile; [`insert`](Self::insert) still checks).  When the
-    /// shard has room already (the usual case) this takes no lock: the
-    /// room is a hint either way.
-    #[inline]
-    pub fn reserve_for(&self, addr: usize) -> Result<(), Errno> {
-        if ROOM && self.shards[shard_of(addr)].room.load(Ordering::Relaxed) != 0 {
-            return Ok(());
-        }
-        self.change(addr, |t| t.make_room())
     }
     pub fn remove(&self, addr: usize) -> Option<P> {
         self.change(addr, |t| t.remove(addr))
@@ -279,7 +216,7 @@ impl<P: Addressed, const ROOM: bool> Sharded<P, ROOM> {
     }
 }
 
-impl<P: Addressed + Clone, const ROOM: bool> Sharded<P, ROOM> {
+impl<P: Addressed + Clone> Sharded<P> {
     #[inline]
     pub fn get(&self, addr: usize) -> Option<P> {
         self.shard(addr).lock().get(addr).cloned()
@@ -288,7 +225,7 @@ impl<P: Addressed + Clone, const ROOM: bool> Sharded<P, ROOM> {
     /// An object `pred` accepts, searching every shard (one lock at a
     /// time): for the rare lookups by something other than the address.
     pub fn find(&self, mut pred: impl FnMut(&P) -> bool) -> Option<P> {
-        self.shards.iter().find_map(|s| s.table.lock().slots.iter().flatten().find(|p| pred(p)).cloned())
+        self.shards.iter().find_map(|s| s.lock().slots.iter().flatten().find(|p| pred(p)).cloned())
     }
 }
 
@@ -321,11 +258,6 @@ mod tests {
         assert_eq!(m.remove(k).map(|v| *v), Some(1));
         assert!(m.remove(k).is_none());
         assert_eq!(Arc::strong_count(&a), 1);
-        // insert_new: a new object, found like any other
-        let b = Arc::new(2u32);
-        m.insert_new(b.clone()).unwrap();
-        assert_eq!(m.get(b.addr()).as_deref(), Some(&2));
-        assert_eq!(m.remove(b.addr()).map(|v| *v), Some(2));
     }
 
     /// Many entries in one table, removed in an order unlike the insertion
@@ -352,43 +284,6 @@ mod tests {
         }
         assert_eq!(t.len, 0);
         assert_eq!(t.slots.len(), 8, "shrunk back to the smallest table");
-    }
-
-    /// The room `reserve_for` reads without the lock follows every change:
-    /// a shard filled to its limit reads no room, and reserving then grows
-    /// it (a stale room would skip the growth and the insertion after the
-    /// kernel read would have to allocate).
-    #[test]
-    fn reserve_for_follows_the_table() {
-        let m: Sharded<Box<u64>, true> = Sharded::default();
-        let mut objs: Vec<Box<u64>> = (0..400u64).map(Box::new).collect();
-        let a = objs[0].addr();
-        let s = shard_of(a);
-        let room = |m: &Sharded<Box<u64>, true>| m.shards[s].room.load(Ordering::Relaxed);
-        let cap = |m: &Sharded<Box<u64>, true>| m.shards[s].table.lock().slots.len();
-        assert_eq!(room(&m), 0, "an empty shard has no slots");
-        m.reserve_for(a).unwrap();
-        assert!(cap(&m) == 8 && room(&m) == 6);
-        // fill a's shard with objects of the same shard until it is full
-        let same: Vec<Box<u64>> = {
-            let (same, _): (Vec<_>, Vec<_>) = objs.drain(..).partition(|o| shard_of(o.addr()) == s);
-            same
-        };
-        assert!(same.len() >= 7, "{} objects in the shard", same.len());
-        let mut it = same.into_iter();
-        for _ in 0..6 {
-            m.insert_new(it.next().unwrap()).unwrap();
-        }
-        assert_eq!((room(&m), cap(&m)), (0, 8), "full: no room left");
-        let b = it.next().unwrap();
-        m.reserve_for(b.addr()).unwrap();
-        assert_eq!(cap(&m), 16, "reserving grew the full shard");
-        assert_eq!(room(&m), 12 - 6);
-        m.insert_new(b).unwrap();
-        assert_eq!(room(&m), 5);
-        let any = m.shards[s].table.lock().slots.iter().flatten().next().unwrap().addr();
-        assert!(m.remove(any).is_some());
-        assert_eq!(room(&m), 6, "a removal gives the room back");
     }
 
     impl Addressed for &Box<u64> {

@@ -282,15 +282,21 @@ impl<T: Slabbed> Slab<T> {
     /// Makes the object no longer found by [`get`](Self::get) (it stays
     /// until the last reference goes); false if it was not `LIVE`.
     pub fn retire(&self, r: &Ref<T>) -> bool {
-        // (r holds a reference: the object cannot go here.)
-        r.slot().state.fetch_and(!LIVE, Ordering::AcqRel) & LIVE != 0
+        Self::retire_slot(r.slot())
     }
 
     /// [`retire`](Self::retire) of the object at `obj` (borrowed from a
     /// reference the caller holds); false if it was not `LIVE` or is not
     /// in this slab.
     pub fn retire_obj(&self, obj: &T) -> bool {
-        self.slot_at(obj as *const T as usize).is_some_and(|s| s.state.fetch_and(!LIVE, Ordering::AcqRel) & LIVE != 0)
+        self.slot_at(obj as *const T as usize).is_some_and(Self::retire_slot)
+    }
+
+    /// Clears `LIVE` of a held slot (its holder's reference keeps the
+    /// object: it cannot go here); whether it was `LIVE`.
+    #[inline]
+    fn retire_slot(slot: &Slot<T>) -> bool {
+        slot.state.fetch_and(!LIVE, Ordering::AcqRel) & LIVE != 0
     }
 
     /// The `LIVE` object at `addr`, retired and held in one step: of two
