@@ -48,10 +48,11 @@ symver!(rdma_destroy_event_channel, "RDMACM_1.0");
 pub unsafe extern "C-unwind" fn rdma_create_id(channel: *mut rdma_event_channel, id: *mut *mut rdma_cm_id, context: *mut c_void, ps: rdma_port_space) -> c_int {
     entry_hot(|| {
         let out = nonnull(id)?;
-        let ch = if channel.is_null() { None } else { Some(live_channel(channel)?) };
+        let cm = cm::global();
+        let ch = if channel.is_null() { None } else { Some(cm.channel(channel)?) };
         // A synchronous id opens its own channel: out of descriptors, that
         // is ENOMEM, as upstream reports it.
-        let p = cm::global().create_id_keeping(ch, context, ps).map_err(|e| if channel.is_null() { super::fd_exhaustion_as_enomem(e) } else { e })?;
+        let p = cm.create_id_keeping(ch, context, ps).map_err(|e| if channel.is_null() { super::fd_exhaustion_as_enomem(e) } else { e })?;
         // SAFETY: out is a writable pointer slot (checked non-NULL).
         unsafe { *out.as_ptr() = p.raw() };
         Ok(0)
@@ -167,7 +168,7 @@ pub unsafe extern "C-unwind" fn rdma_ack_cm_event(event: *mut rdma_cm_event) -> 
         let ev = nonnull(event)?.as_ptr();
         // A pointer that is not an unacked event (a double ack, say) is
         // refused rather than freed (it is only looked up, never followed).
-        if !cm::ack_event(cm::global(), ev) {
+        if !cm::delivery::ack(ev) {
             return Err(Errno::EINVAL);
         }
         Ok(0)

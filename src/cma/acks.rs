@@ -38,13 +38,21 @@ static ACK_WAITERS: Mutex<Vec<(usize, Arc<crate::sys::wake::Wake>)>> = Mutex::ne
 
 impl Acks {
     /// Counts one acked event.
+    #[inline]
     pub fn add(&self) {
         self.n.fetch_add(1, Ordering::SeqCst);
         if self.waiters.load(Ordering::SeqCst) != 0 {
-            let _g = self.lock.lock();
-            let me = self as *const Acks as usize;
-            ACK_WAITERS.lock().iter().filter(|(a, _)| *a == me).for_each(|(_, w)| w.signal());
+            self.wake_waiters();
         }
+    }
+
+    /// Signals the threads waiting on this count (see [`add`](Self::add)).
+    #[cold]
+    #[inline(never)]
+    fn wake_waiters(&self) {
+        let _g = self.lock.lock();
+        let me = self as *const Acks as usize;
+        ACK_WAITERS.lock().iter().filter(|(a, _)| *a == me).for_each(|(_, w)| w.signal());
     }
 
     /// Runs `f` under the count's lock, then waits until `reported`

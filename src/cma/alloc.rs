@@ -19,6 +19,7 @@ use std::ptr::addr_of_mut;
 /// ENOMEM when no slot can be had.  The private-data area is not cleared:
 /// C reaches it only through the event's `private_data` pointer and
 /// length, which cover bytes copied in for this event.
+#[inline]
 pub fn try_new_event() -> Result<Own<EventPriv>, Errno> {
     let mut u = EVENTS.alloc()?;
     let p = u.as_mut_ptr();

@@ -26,6 +26,7 @@ use std::sync::Arc;
 static GLOBAL: Lazy<Cm> = Lazy::new(|| Cm::new(Box::new(Kernel::default()), Box::new(SysVerbs::default())));
 
 /// The library's CM instance.
+#[inline]
 pub fn global() -> &'static Cm {
     &GLOBAL
 }

@@ -7,7 +7,7 @@
 #![deny(unsafe_code)]
 
 use super::alloc;
-use super::base::{Channel, Cm, EventPriv, IdPriv, IdRef, Mc, EVENTS};
+use super::base::{Channel, Cm, EventPriv, IdPriv, IdRef, Mc, EVENTS, IDS};
 use super::conn;
 use super::events;
 use super::trace;
@@ -16,6 +16,7 @@ use crate::abi::cma::*;
 use crate::abi::ucma as kabi;
 use nix::errno::Errno;
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use std::ptr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -130,15 +131,20 @@ fn copy_ud(evt: &mut EventPriv, src: &kabi::UdParam) {
 /// `rdma_get_cm_event`: blocks for the channel's next event and completes
 /// the library's part of it (address and route queries, parameters).  No
 /// lock is held while the kernel read blocks.
+///
+/// The common event (of a live id, that the library only hands on: a user
+/// event, a connection's establishment or end, an error) takes the path
+/// inline here; the others, and events the library discards, go through
+/// [`complete`].
 pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
     let (cm, fd) = (ch.cm, ch.fd());
     cm.init()?;
-    // Zeroed once, as upstream: the kernel writes all of it for each event.
-    let mut resp = kabi::EventResp::default();
     // The event's slot before the kernel hands the event over: out of
     // memory, the call fails with ENOMEM and the event stays queued in the
     // kernel (as upstream, which allocates its event first).
     let mut evt = alloc::try_new_event()?;
+    // The kernel fills the response for each event (see wait_event_into).
+    let mut resp = MaybeUninit::uninit();
     let mut first = true;
     loop {
         // The wait for the kernel's next event: a cancellation of the
@@ -146,7 +152,7 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
         let alone = ch.readers.fetch_add(1, Ordering::Relaxed) == 0;
         let r = cm.ucma.wait_event_into(fd, &mut resp, alone);
         ch.readers.fetch_sub(1, Ordering::Relaxed);
-        r?;
+        let resp = &*r?;
         // A new event is clean; one left by a discarded event is cleared
         // (upstream clears its event before each read).
         if !first {
@@ -154,88 +160,32 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
         }
         first = false;
         evt.event.0.event = resp.event;
-        let mcast = matches!(resp.event, RDMA_CM_EVENT_MULTICAST_JOIN | RDMA_CM_EVENT_MULTICAST_ERROR);
-        let mc = if mcast && resp.uid != 0 { cm.reported_mc(resp.uid) } else { None };
-        let p: IdRef = if mcast && resp.uid != 0 {
-            // The uid of a multicast event is the membership.
-            let Some(p) = mc.as_ref().and_then(|m| m.id.upgrade()) else {
-                log::debug!(target: "rdmacm", "discarding an event for an unknown membership");
-                continue;
-            };
-            p
-        } else if resp.uid != 0 {
-            let Some(p) = cm.reported_id(resp.uid, resp.id) else {
+        let p = if resp.uid != 0 && passes_through(resp.event) {
+            // The kernel reports ids we created and have not freed (destroy
+            // waits for every reported event to be acked); the uid is still
+            // checked as a slot of the id store.
+            let Some(p) = IDS.get(resp.uid as usize) else {
                 log::debug!(target: "rdmacm", "discarding an event for an unknown id {}", resp.id);
                 continue;
             };
-            p
-        } else {
-            // Old kernels could report uid 0; find the id by handle.
-            let Some(p) = cm.reported_id(0, resp.id) else {
-                log::debug!(target: "rdmacm", "discarding an event for an unknown id {}", resp.id);
-                continue;
-            };
-            if resp.event != RDMA_CM_EVENT_ESTABLISHED {
-                p.complete_event();
-                continue;
+            evt.event.0.id = p.raw();
+            evt.event.0.status = resp.status as i32;
+            if resp.event == RDMA_CM_EVENT_USER {
+                evt.event.0.param.arg = resp.arg();
+            } else {
+                copy_params(&p, &mut evt, resp);
             }
             p
-        };
-        // The kernel reports ids we created and have not freed (destroy
-        // waits for every reported event to be acked).
-        evt.event.0.id = p.raw();
-        evt.event.0.status = resp.status as i32;
-        let ud = p.id.qp_type() == IBV_QPT_UD;
-        match resp.event {
-            RDMA_CM_EVENT_ADDR_RESOLVED => cm.process_addr_resolved(&p, &mut evt),
-            RDMA_CM_EVENT_ROUTE_RESOLVED => cm.process_route_resolved(&p, &mut evt),
-            RDMA_CM_EVENT_USER => evt.event.0.param.arg = resp.arg(),
-            RDMA_CM_EVENT_INTERNAL => {
-                // The library's own events: the end of a DNS
-                // rdma_resolve_addrinfo, which reads as ADDRINFO_RESOLVED,
-                // or (a worker's lookup that failed, see ai) ADDRINFO_ERROR.
-                if resp.arg() == u64::from(RDMA_CM_EVENT_ADDRINFO_ERROR) {
-                    evt.event.0.event = RDMA_CM_EVENT_ADDRINFO_ERROR;
-                    cm.process_addrinfo_error(&p);
-                } else if resp.arg() != u64::from(RDMA_CM_EVENT_ADDRINFO_RESOLVED) {
-                    p.complete_event();
-                    return Err(Errno::EBADE);
-                } else {
-                    evt.event.0.event = RDMA_CM_EVENT_ADDRINFO_RESOLVED;
-                    cm.process_addrinfo_resolved(&p, &mut evt)
-                }
-            }
-            RDMA_CM_EVENT_ADDRINFO_RESOLVED => cm.process_addrinfo_resolved(&p, &mut evt),
-            RDMA_CM_EVENT_ADDRINFO_ERROR => cm.process_addrinfo_error(&p),
-            _ => {
-                // Connection, multicast and removal events: parameters as
-                // the kernel reports them, by the id's QP type; the
-                // connection code (crate::cma::conn) completes them below.
-                if ud {
-                    copy_ud(&mut evt, resp.ud());
-                } else {
-                    conn::copy_conn_param(&mut evt, resp.conn());
-                }
-            }
-        }
-        // The event holds the id from here on (the connection code reads
-        // it there); `p` borrows it.
-        let step = if let Some(mc) = mc {
-            let _nc = crate::sys::cancel::NoCancel::new();
-            conn::mcast::process_event(&resp, &mut evt, mc, &p);
-            evt.id_priv = Some(p);
-            conn::Step::Deliver
         } else {
-            evt.id_priv = Some(p);
-            conn::process_event(cm, &resp, &mut evt)
+            match complete(cm, resp, &mut evt)? {
+                Some(p) => p,
+                None => continue,
+            }
         };
-        let p: &IdPriv = evt.id_priv.as_deref().expect("set just above");
-        if step == conn::Step::Retry {
-            p.complete_event();
-            continue;
+        evt.id_priv = Some(p);
+        if trace::on() || log::log_enabled!(target: "rdmacm", log::Level::Debug) {
+            report(cm, &evt, resp);
         }
-        trace::event(cm, &evt, p);
-        log::debug!(target: "rdmacm", "event {} status {} on id {} (kernel: {} status {})", events::event_name(evt.event.0.event).to_string_lossy(), evt.event.0.status, p.handle(), events::event_name(resp.event).to_string_lossy(), resp.status);
         evt.holder = crate::sys::trace::thread_key();
         let got = Got { ptr: &evt.event.0 as *const rdma_cm_event as *mut rdma_cm_event, event: evt.event.0.event, status: evt.event.0.status, id: evt.event.0.id };
         evt.publish();
@@ -243,11 +193,139 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
     }
 }
 
+/// Whether the library hands an event of the kernel's on as it is, but
+/// for its parameters: no query, no connection or multicast step.
+#[inline(always)]
+fn passes_through(event: u32) -> bool {
+    !matches!(
+        event,
+        RDMA_CM_EVENT_ADDR_RESOLVED
+            | RDMA_CM_EVENT_ROUTE_RESOLVED
+            | RDMA_CM_EVENT_CONNECT_REQUEST
+            | RDMA_CM_EVENT_CONNECT_RESPONSE
+            | RDMA_CM_EVENT_REJECTED
+            | RDMA_CM_EVENT_DISCONNECTED
+            | RDMA_CM_EVENT_MULTICAST_JOIN
+            | RDMA_CM_EVENT_MULTICAST_ERROR
+            | RDMA_CM_EVENT_INTERNAL
+            | RDMA_CM_EVENT_ADDRINFO_RESOLVED
+            | RDMA_CM_EVENT_ADDRINFO_ERROR
+    )
+}
+
+/// Connection, multicast and removal events' parameters as the kernel
+/// reports them, by the id's QP type.
+fn copy_params(p: &IdPriv, evt: &mut EventPriv, resp: &kabi::EventResp) {
+    if p.id.qp_type() == IBV_QPT_UD {
+        copy_ud(evt, resp.ud());
+    } else {
+        conn::copy_conn_param(evt, resp.conn());
+    }
+}
+
+/// The trace line and debug log of a delivered event.
+#[cold]
+#[inline(never)]
+fn report(cm: &Cm, evt: &EventPriv, resp: &kabi::EventResp) {
+    let p: &IdPriv = evt.id_priv.as_deref().expect("set by get_event");
+    trace::event(cm, evt, p);
+    log::debug!(target: "rdmacm", "event {} status {} on id {} (kernel: {} status {})", events::event_name(evt.event.0.event).to_string_lossy(), evt.event.0.status, p.handle(), events::event_name(resp.event).to_string_lossy(), resp.status);
+}
+
+/// The events [`get_event`] does not pass through (queries, connection
+/// and multicast steps, the library's own events, old kernels' uid 0):
+/// the event's id when it is to be delivered (its status and parameters
+/// set; `evt.id_priv` is set by the caller), None when it is discarded
+/// (the next one is read).
+#[cold]
+#[inline(never)]
+fn complete(cm: &'static Cm, resp: &kabi::EventResp, evt: &mut EventPriv) -> Result<Option<IdRef>, Errno> {
+    let mcast = matches!(resp.event, RDMA_CM_EVENT_MULTICAST_JOIN | RDMA_CM_EVENT_MULTICAST_ERROR);
+    let mc = if mcast && resp.uid != 0 { cm.reported_mc(resp.uid) } else { None };
+    let p: IdRef = if mcast && resp.uid != 0 {
+        // The uid of a multicast event is the membership.
+        let Some(p) = mc.as_ref().and_then(|m| m.id.upgrade()) else {
+            log::debug!(target: "rdmacm", "discarding an event for an unknown membership");
+            return Ok(None);
+        };
+        p
+    } else if resp.uid != 0 {
+        let Some(p) = cm.reported_id(resp.uid, resp.id) else {
+            log::debug!(target: "rdmacm", "discarding an event for an unknown id {}", resp.id);
+            return Ok(None);
+        };
+        p
+    } else {
+        // Old kernels could report uid 0; find the id by handle.
+        let Some(p) = cm.reported_id(0, resp.id) else {
+            log::debug!(target: "rdmacm", "discarding an event for an unknown id {}", resp.id);
+            return Ok(None);
+        };
+        if resp.event != RDMA_CM_EVENT_ESTABLISHED {
+            p.complete_event();
+            return Ok(None);
+        }
+        p
+    };
+    evt.event.0.id = p.raw();
+    evt.event.0.status = resp.status as i32;
+    match resp.event {
+        RDMA_CM_EVENT_ADDR_RESOLVED => cm.process_addr_resolved(&p, evt),
+        RDMA_CM_EVENT_ROUTE_RESOLVED => cm.process_route_resolved(&p, evt),
+        RDMA_CM_EVENT_USER => evt.event.0.param.arg = resp.arg(),
+        RDMA_CM_EVENT_INTERNAL => {
+            // The library's own events: the end of a DNS
+            // rdma_resolve_addrinfo, which reads as ADDRINFO_RESOLVED,
+            // or (a worker's lookup that failed, see ai) ADDRINFO_ERROR.
+            if resp.arg() == u64::from(RDMA_CM_EVENT_ADDRINFO_ERROR) {
+                evt.event.0.event = RDMA_CM_EVENT_ADDRINFO_ERROR;
+                cm.process_addrinfo_error(&p);
+            } else if resp.arg() != u64::from(RDMA_CM_EVENT_ADDRINFO_RESOLVED) {
+                p.complete_event();
+                return Err(Errno::EBADE);
+            } else {
+                evt.event.0.event = RDMA_CM_EVENT_ADDRINFO_RESOLVED;
+                cm.process_addrinfo_resolved(&p, evt)
+            }
+        }
+        RDMA_CM_EVENT_ADDRINFO_RESOLVED => cm.process_addrinfo_resolved(&p, evt),
+        RDMA_CM_EVENT_ADDRINFO_ERROR => cm.process_addrinfo_error(&p),
+        // Connection, multicast and removal events: parameters as the
+        // kernel reports them; the connection code (crate::cma::conn)
+        // completes them below.
+        _ => copy_params(&p, evt, resp),
+    }
+    // The event holds the id from here on (the connection code reads it
+    // there).
+    let step = if let Some(mc) = mc {
+        let _nc = crate::sys::cancel::NoCancel::new();
+        conn::mcast::process_event(resp, evt, mc, &p);
+        evt.id_priv = Some(p);
+        conn::Step::Deliver
+    } else {
+        evt.id_priv = Some(p);
+        conn::process_event(cm, resp, evt)
+    };
+    let p = evt.id_priv.take().expect("set just above");
+    if step == conn::Step::Retry {
+        p.complete_event();
+        return Ok(None);
+    }
+    Ok(Some(p))
+}
+
 /// `rdma_ack_cm_event`: releases an event and counts it as completed.
-/// Returns false, touching nothing, when `ev` is not an unacked event of
-/// `cm` (a double ack, or an event the caller already released).
+/// Returns false, touching nothing, when `ev` is not an unacked event (a
+/// double ack, or an event the caller already released).
+#[inline]
 pub fn ack_event(cm: &Cm, ev: *mut rdma_cm_event) -> bool {
     let _ = cm;
+    ack(ev)
+}
+
+/// [`ack_event`] without an instance (the store is the process's).
+#[inline]
+pub fn ack(ev: *mut rdma_cm_event) -> bool {
     let Some(evt) = EVENTS.take(ev as usize) else { return false };
     if let Some(mc) = &evt.mc {
         mc.acks.add();

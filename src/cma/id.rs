@@ -26,11 +26,21 @@ impl std::ops::Deref for Held {
 }
 
 impl Drop for Held {
+    #[inline]
     fn drop(&mut self) {
         if std::thread::panicking() {
-            log::error!(target: "rdmacm", "a call panicked while holding an id: the id is unusable from now on (EIO) but for destroy");
-            self.0.broken.store(true, Ordering::Release);
+            self.break_id();
         }
+    }
+}
+
+impl Held {
+    /// Marks the id broken (a panic unwinds through this hold).
+    #[cold]
+    #[inline(never)]
+    fn break_id(&self) {
+        log::error!(target: "rdmacm", "a call panicked while holding an id: the id is unusable from now on (EIO) but for destroy");
+        self.0.broken.store(true, Ordering::Release);
     }
 }
 
@@ -71,6 +81,7 @@ impl IdPriv {
         self.links.lock().dev.clone()
     }
 
+    #[inline]
     pub(crate) fn complete_event(&self) {
         self.acks.add();
     }

@@ -86,6 +86,10 @@ fn hold_if(st: &AtomicU64, ok: impl Fn(u64) -> bool, next: impl Fn(u64) -> u64) 
 /// the whole process).
 pub trait Slabbed: Sized + Send + Sync + 'static {
     fn slab() -> &'static Slab<Self>;
+    /// Whether the drop of the last reference is the usual end of the
+    /// object (an event, freed by its ack), so that it is made in line
+    /// there rather than in an out-of-line call kept for the rare ends.
+    const DROP_IN_LINE: bool = false;
 }
 
 #[repr(C)]
@@ -182,6 +186,7 @@ impl<T: Slabbed> Slab<T> {
     }
 
     /// Slot `i` (below `used`: its segment is allocated).
+    #[inline]
     fn slot(&self, i: usize) -> &Slot<T> {
         let k = (usize::BITS - 1 - (i / Self::FIRST + 1).leading_zeros()) as usize;
         let off = (i - Self::FIRST * ((1 << k) - 1)) * Self::STRIDE;
@@ -190,6 +195,7 @@ impl<T: Slabbed> Slab<T> {
         unsafe { &*(self.segs[k].load(Ordering::Acquire).add(off) as *const Slot<T>) }
     }
 
+    #[inline]
     fn index_of(&self, s: &Slot<T>) -> usize {
         match self.seg_of(s as *const Slot<T> as usize) {
             Some((k, off)) => Self::FIRST * ((1 << k) - 1) + off / Self::STRIDE,
@@ -213,6 +219,7 @@ impl<T: Slabbed> Slab<T> {
 
     /// An empty slot to build an object in ([`Uninit`]); ENOMEM when the
     /// slab is full or no memory is left for a new segment.
+    #[inline]
     pub fn alloc(&'static self) -> Result<Uninit<T>, Errno> {
         let mut h = self.head.load(Ordering::Acquire);
         while h & 0xffff_ffff != NIL {
@@ -226,6 +233,13 @@ impl<T: Slabbed> Slab<T> {
                 Err(x) => h = x,
             }
         }
+        self.alloc_new()
+    }
+
+    /// A slot never handed out before (the free list is empty).
+    #[cold]
+    #[inline(never)]
+    fn alloc_new(&'static self) -> Result<Uninit<T>, Errno> {
         let mut used = self.used.lock();
         let i = *used;
         if i >= self.cap {
@@ -261,6 +275,7 @@ impl<T: Slabbed> Slab<T> {
 
     /// Puts a slot whose object is gone (or was never built) back on the
     /// free list, with a new generation.
+    #[inline]
     fn release(&self, slot: &Slot<T>) {
         let i = self.index_of(slot) as u64;
         let g = (slot.state.load(Ordering::Relaxed) & !(LIVE | FREE | COUNT)).wrapping_add(GEN_ONE);
@@ -490,7 +505,11 @@ impl<T: Slabbed> Drop for Ref<T> {
     fn drop(&mut self) {
         let old = self.slot().state.fetch_sub(1, Ordering::Release);
         if old & (LIVE | COUNT) == 1 {
-            self.drop_slow();
+            if T::DROP_IN_LINE {
+                self.drop_last();
+            } else {
+                self.drop_slow();
+            }
         }
     }
 }
@@ -500,6 +519,12 @@ impl<T: Slabbed> Ref<T> {
     #[cold]
     #[inline(never)]
     fn drop_slow(&mut self) {
+        self.drop_last();
+    }
+
+    /// [`drop_slow`](Self::drop_slow)'s work, in line.
+    #[inline(always)]
+    fn drop_last(&mut self) {
         fence(Ordering::Acquire);
         // SAFETY: no reference remains and none can be taken (not LIVE,
         // count 0: get and upgrade refuse it): this thread owns the

@@ -9,6 +9,7 @@
 use crate::abi::ucma::{self as kabi, cmd, Cmd, CmdHdr};
 use nix::errno::Errno;
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use std::os::fd::RawFd;
 
 pub use crate::abi::sockaddr::SockAddr;
@@ -80,9 +81,12 @@ pub trait Ucma: Send + Sync {
     /// (ECANCELED, see [`crate::sys::cancel`]).  `alone`: no other thread
     /// reads the channel now, so an event the device reports ready is
     /// this call's and may be taken without a wait.
-    fn wait_event_into(&self, fd: RawFd, resp: &mut kabi::EventResp, alone: bool) -> Result<(), Errno> {
+    ///
+    /// The response is the caller's uninitialised buffer: the kernel fills
+    /// it (see [`Kernel`]'s), a double writes it whole.
+    fn wait_event_into<'r>(&self, fd: RawFd, resp: &'r mut MaybeUninit<kabi::EventResp>, alone: bool) -> Result<&'r mut kabi::EventResp, Errno> {
         let _ = alone;
-        self.get_event_into(fd, resp)
+        Ok(resp.write(self.get_event(fd)?))
     }
     /// `optval` is handed to the kernel as a user address.
     fn set_option(&self, fd: RawFd, id: u32, level: u32, optname: u32, optval: *mut c_void, optlen: u32) -> Result<(), Errno>;
@@ -481,17 +485,28 @@ impl Ucma for Kernel {
         send(fd, &enc_get_event(addr_of_mut(resp)))
     }
 
-    fn wait_event_into(&self, fd: RawFd, resp: &mut kabi::EventResp, alone: bool) -> Result<(), Errno> {
-        let cmd = enc_get_event(addr_of_mut(resp));
-        if alone {
-            // An event already queued is taken without a wait (and so
-            // without the cost of one); the device has no other reader
-            // that could take it first.
-            if super::cancel::raw::readable(fd) {
-                return send(fd, &cmd);
-            }
+    fn wait_event_into<'r>(&self, fd: RawFd, resp: &'r mut MaybeUninit<kabi::EventResp>, alone: bool) -> Result<&'r mut kabi::EventResp, Errno> {
+        // The kernel copies its whole response (zeroed where it has nothing
+        // to say) up to the smaller of its size and ours; kernels without
+        // ECE end theirs before `reserved`, so only that tail is cleared.
+        let (tail, len) = (std::mem::offset_of!(kabi::EventResp, reserved), std::mem::size_of::<kabi::EventResp>());
+        // SAFETY: [tail, len) lies inside the buffer.
+        unsafe { resp.as_mut_ptr().cast::<u8>().add(tail).write_bytes(0, len - tail) };
+        let cmd = enc_get_event(resp.as_mut_ptr() as usize as u64);
+        // An event already queued is taken without a wait (and so without
+        // the cost of one) when the device has no other reader that could
+        // take it first.
+        if alone && super::cancel::raw::readable(fd) {
+            send(fd, &cmd)?;
+        } else {
+            wait_send(fd, &cmd)?;
         }
-        wait_send(fd, &cmd)
+        // SAFETY: the command succeeded, so the kernel copied its response:
+        // every kernel's reaches `reserved` (the fields before it are the
+        // ABI's since its first version), and the rest was cleared above.
+        // Every byte is initialised; every bit pattern is a valid
+        // EventResp.
+        Ok(unsafe { resp.assume_init_mut() })
     }
 
     fn set_option(&self, fd: RawFd, id: u32, level: u32, optname: u32, optval: *mut c_void, optlen: u32) -> Result<(), Errno> {
