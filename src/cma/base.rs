@@ -113,8 +113,6 @@ impl Slabbed for EventPriv {
     fn slab() -> &'static Slab<EventPriv> {
         &EVENTS
     }
-    // (an ack frees its event)
-    const DROP_IN_LINE: bool = true;
 }
 
 /// The unacked events, as a CM instance sees them: the process's

@@ -419,6 +419,7 @@ impl Cm {
     }
 
     /// `rdma_write_cm_event`: only user events may be queued.
+    #[inline]
     pub fn write_cm_event(&self, p: &IdPriv, event: u32, status: i32, arg: u64) -> Result<(), Errno> {
         if event != RDMA_CM_EVENT_USER {
             return Err(Errno::EINVAL);

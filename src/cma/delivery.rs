@@ -326,14 +326,17 @@ pub fn ack_event(cm: &Cm, ev: *mut rdma_cm_event) -> bool {
 /// [`ack_event`] without an instance (the store is the process's).
 #[inline]
 pub fn ack(ev: *mut rdma_cm_event) -> bool {
-    let Some(evt) = EVENTS.take(ev as usize) else { return false };
-    if let Some(mc) = &evt.mc {
-        mc.acks.add();
-    }
-    if let Some(p) = &evt.id_priv {
-        p.complete_event();
-    }
-    true
+    // (the event goes with the taker's reference, in line)
+    EVENTS
+        .take_with(ev as usize, |evt| {
+            if let Some(mc) = &evt.mc {
+                mc.acks.add();
+            }
+            if let Some(p) = &evt.id_priv {
+                p.complete_event();
+            }
+        })
+        .is_some()
 }
 
 impl Channel {

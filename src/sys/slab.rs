@@ -86,10 +86,6 @@ fn hold_if(st: &AtomicU64, ok: impl Fn(u64) -> bool, next: impl Fn(u64) -> u64) 
 /// the whole process).
 pub trait Slabbed: Sized + Send + Sync + 'static {
     fn slab() -> &'static Slab<Self>;
-    /// Whether the drop of the last reference is the usual end of the
-    /// object (an event, freed by its ack), so that it is made in line
-    /// there rather than in an out-of-line call kept for the rare ends.
-    const DROP_IN_LINE: bool = false;
 }
 
 #[repr(C)]
@@ -323,6 +319,22 @@ impl<T: Slabbed> Slab<T> {
         hold_if(&slot.state, |s| s & LIVE != 0, |s| (s & !LIVE) + 1).then(|| Ref(NonNull::from(slot)))
     }
 
+    /// [`take`](Self::take) of the object at `addr`, `f` on it, then the
+    /// reference dropped in line (and the object with it when no one else
+    /// holds it): for objects whose taking is their usual end (an event's
+    /// ack), without the out-of-line drop kept for the rare ends.
+    #[inline(always)]
+    pub fn take_with<R>(&'static self, addr: usize, f: impl FnOnce(&T) -> R) -> Option<R> {
+        let mut r = self.take(addr)?;
+        let out = f(&r);
+        let old = r.slot().state.fetch_sub(1, Ordering::Release);
+        if old & (LIVE | COUNT) == 1 {
+            r.drop_last();
+        }
+        std::mem::forget(r);
+        Some(out)
+    }
+
     /// Calls `f` on every `LIVE` object (held while `f` runs): for rare
     /// searches, not for lookups.
     pub fn for_each(&'static self, mut f: impl FnMut(&Ref<T>)) {
@@ -505,11 +517,7 @@ impl<T: Slabbed> Drop for Ref<T> {
     fn drop(&mut self) {
         let old = self.slot().state.fetch_sub(1, Ordering::Release);
         if old & (LIVE | COUNT) == 1 {
-            if T::DROP_IN_LINE {
-                self.drop_last();
-            } else {
-                self.drop_slow();
-            }
+            self.drop_slow();
         }
     }
 }
@@ -732,6 +740,52 @@ mod tests {
         assert!(!OBJS.retire_obj(&b));
         let x = Obj { n: 0, pad: [0; 40] };
         assert!(!OBJS.retire_obj(&x), "not in the slab");
+    }
+
+    static TK_DROPS: AtomicUsize = AtomicUsize::new(0);
+    struct Tk(u64);
+    impl Drop for Tk {
+        fn drop(&mut self) {
+            TK_DROPS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    static TKS: Slab<Tk> = Slab::new(16);
+    impl Slabbed for Tk {
+        fn slab() -> &'static Slab<Tk> {
+            &TKS
+        }
+    }
+
+    /// take_with: once per object; the object goes (dropped, its slot
+    /// free) with the taker's reference when it was the last, stays while
+    /// another one is held.
+    #[test]
+    fn take_with_drops_in_line() {
+        let new_tk = |n| {
+            let mut u = TKS.alloc().unwrap();
+            // SAFETY: the slot is valid for writes of a Tk.
+            let r = unsafe {
+                u.as_mut_ptr().write(Tk(n));
+                u.assume_init()
+            };
+            TKS.publish(&r);
+            r
+        };
+        let a = new_tk(11);
+        let addr = Ref::as_ptr(&a) as usize;
+        assert_eq!(TKS.take_with(addr, |o| o.0), Some(11));
+        assert!(TKS.take_with(addr, |o| o.0).is_none(), "taken twice");
+        assert_eq!(TK_DROPS.load(Ordering::Relaxed), 0, "still held by a");
+        drop(a);
+        assert_eq!(TK_DROPS.load(Ordering::Relaxed), 1, "gone with its last reference");
+        let b = new_tk(12);
+        let addr = Ref::as_ptr(&b) as usize;
+        drop(b);
+        assert_eq!(TK_DROPS.load(Ordering::Relaxed), 1, "published: kept");
+        assert_eq!(TKS.take_with(addr, |o| o.0 + 1), Some(13));
+        assert_eq!(TK_DROPS.load(Ordering::Relaxed), 2, "the taker's reference was the last: dropped in line");
+        assert!(TKS.get(addr).is_none());
+        assert_eq!(Ref::as_ptr(&new_tk(14)) as usize, addr, "its slot is free again");
     }
 
     /// An address inside the store but not at a slot's start is refused

@@ -487,8 +487,9 @@ impl Ucma for Kernel {
 
     fn wait_event_into<'r>(&self, fd: RawFd, resp: &'r mut MaybeUninit<kabi::EventResp>, alone: bool) -> Result<&'r mut kabi::EventResp, Errno> {
         // The kernel copies its whole response (zeroed where it has nothing
-        // to say) up to the smaller of its size and ours; kernels without
-        // ECE end theirs before `reserved`, so only that tail is cleared.
+        // to say) up to the smaller of its size and ours; older kernels'
+        // end before `ece` or before `reserved`, so only that tail is
+        // cleared.
         let (tail, len) = (std::mem::offset_of!(kabi::EventResp, reserved), std::mem::size_of::<kabi::EventResp>());
         // SAFETY: [tail, len) lies inside the buffer.
         unsafe { resp.as_mut_ptr().cast::<u8>().add(tail).write_bytes(0, len - tail) };
