@@ -291,12 +291,21 @@ impl Cm {
     }
 
     /// Acks the event parked in a synchronous id's `id->event`, if any.
+    #[inline]
     fn ack_parked(&self, p: &IdPriv) {
         let ev = p.id.event();
         if !ev.is_null() {
-            p.id.set_event(null_mut());
-            ack_event(self, ev);
+            self.ack_parked_event(p, ev);
         }
+    }
+
+    /// [`ack_parked`](Self::ack_parked) of a parked event (out of line:
+    /// only synchronous ids park events).
+    #[cold]
+    #[inline(never)]
+    fn ack_parked_event(&self, p: &IdPriv, ev: *mut rdma_cm_event) {
+        p.id.set_event(null_mut());
+        ack_event(self, ev);
     }
 
     /// `rdma_destroy_id`: waits until every event reported for the id has

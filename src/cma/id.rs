@@ -62,11 +62,13 @@ impl IdPriv {
     }
 
     /// The kernel's handle.
+    #[inline]
     pub fn handle(&self) -> u32 {
         self.handle.load(Ordering::Acquire)
     }
 
     /// The fd of the id's current channel.
+    #[inline]
     pub fn fd(&self) -> i32 {
         self.fd.load(Ordering::Acquire)
     }
