@@ -29,7 +29,7 @@ use crate::addrinfo::{ib_hdr, sid_for, Hints, Rai, SockAddr, RAI_ROUTEONLY};
 use crate::abi::cma::*;
 use crate::sys::unix as sys;
 use libc::{AF_INET, AF_INET6};
-use once_cell::sync::OnceCell;
+use std::sync::OnceLock;
 use parking_lot::Mutex;
 use std::ffi::{c_int, CStr, CString, OsStr};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
@@ -391,7 +391,7 @@ fn rundir_env() -> Option<PathBuf> {
 }
 
 /// The process-wide connection: tried once; None when no daemon listened.
-static CONN: OnceCell<Option<Mutex<Conn>>> = OnceCell::new();
+static CONN: OnceLock<Option<Mutex<Conn>>> = OnceLock::new();
 
 /// The process-wide lookup: connects on first use, then one exchange per
 /// call (one at a time); silently nothing, without taking a lock, when

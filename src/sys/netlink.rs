@@ -22,7 +22,7 @@
 //! `abi_ver`/`dev_cdev`.
 
 use nix::errno::Errno;
-use once_cell::sync::OnceCell;
+use std::sync::OnceLock;
 use std::ffi::CString;
 use std::os::fd::RawFd;
 use std::path::PathBuf;
@@ -48,7 +48,7 @@ const NAME_MAX: usize = 63;
 /// allocates nothing).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CharDev {
-    /// File name under /dev/infiniband: `name_len` bytes of UTF-8.
+    /// File name under /dev/infiniband: `name_len` bytes.
     name: [u8; NAME_MAX],
     name_len: u8,
     /// Device number (glibc's dev_t).
@@ -58,10 +58,10 @@ pub struct CharDev {
 }
 
 impl CharDev {
-    /// The answer for device file `name` (1 to [`NAME_MAX`] bytes of UTF-8,
-    /// else None), device number `dev`, ABI version `abi`.
+    /// The answer for device file `name` (1 to [`NAME_MAX`] bytes, else
+    /// None), device number `dev`, ABI version `abi`.
     fn new(name: &[u8], dev: libc::dev_t, abi: u32) -> Option<CharDev> {
-        if name.is_empty() || name.len() > NAME_MAX || std::str::from_utf8(name).is_err() {
+        if name.is_empty() || name.len() > NAME_MAX {
             return None;
         }
         let mut n = [0u8; NAME_MAX];
@@ -69,9 +69,11 @@ impl CharDev {
         Some(CharDev { name: n, name_len: name.len() as u8, dev, abi })
     }
 
-    /// File name under /dev/infiniband.
-    pub fn name(&self) -> &str {
-        std::str::from_utf8(&self.name[..usize::from(self.name_len)]).unwrap_or_default()
+    /// File name under /dev/infiniband (the kernel's bytes, as upstream
+    /// takes them).
+    pub fn name(&self) -> &std::ffi::OsStr {
+        use std::os::unix::ffi::OsStrExt;
+        std::ffi::OsStr::from_bytes(&self.name[..usize::from(self.name_len)])
     }
 }
 
@@ -252,11 +254,11 @@ pub fn query_chardev(kind: &str) -> Result<CharDev, Errno> {
 /// The kernel's answer for "rdma_cm", asked once per process; None when
 /// netlink could not answer (then sysfs and the default name apply).
 pub fn ucma_chardev() -> Option<&'static CharDev> {
-    static DEV: OnceCell<Option<CharDev>> = OnceCell::new();
+    static DEV: OnceLock<Option<CharDev>> = OnceLock::new();
     DEV.get_or_init(|| match query_chardev("rdma_cm") {
         Ok(d) => {
             log::debug!(target: "rdmacm", "netlink: rdma_cm is /dev/infiniband/{} ({}:{}), ABI {}",
-                d.name(), libc::major(d.dev), libc::minor(d.dev), d.abi);
+                d.name().display(), libc::major(d.dev), libc::minor(d.dev), d.abi);
             Some(d)
         }
         Err(e) => {
@@ -360,12 +362,12 @@ fn open_by_number(dev: libc::dev_t) -> Result<RawFd, Errno> {
 /// netlink gave (else `rdma_cm`, number unknown) under /dev/infiniband, then
 /// by number under /dev/char.
 pub fn open_ucma() -> Result<RawFd, Errno> {
-    let (name, dev) = ucma_chardev().map_or(("rdma_cm", 0), |d| (d.name(), d.dev));
+    let (name, dev) = ucma_chardev().map_or((std::ffi::OsStr::new("rdma_cm"), 0), |d| (d.name(), d.dev));
     match open_checked(&PathBuf::from("/dev/infiniband").join(name), dev) {
         Ok(fd) => Ok(fd),
         Err(e) if dev == 0 => Err(e),
         Err(e) => {
-            log::debug!(target: "rdmacm", "/dev/infiniband/{name}: {e}; trying /dev/char/{}:{}",
+            log::debug!(target: "rdmacm", "/dev/infiniband/{}: {e}; trying /dev/char/{}:{}", name.display(),
                 libc::major(dev), libc::minor(dev));
             open_by_number(dev)
         }
