@@ -258,7 +258,7 @@ pub fn ucma_chardev() -> Option<&'static CharDev> {
     DEV.get_or_init(|| match query_chardev("rdma_cm") {
         Ok(d) => {
             log::debug!(target: "rdmacm", "netlink: rdma_cm is /dev/infiniband/{} ({}:{}), ABI {}",
-                d.name().display(), libc::major(d.dev), libc::minor(d.dev), d.abi);
+                std::path::Path::new(d.name()).display(), libc::major(d.dev), libc::minor(d.dev), d.abi);
             Some(d)
         }
         Err(e) => {
@@ -367,7 +367,7 @@ pub fn open_ucma() -> Result<RawFd, Errno> {
         Ok(fd) => Ok(fd),
         Err(e) if dev == 0 => Err(e),
         Err(e) => {
-            log::debug!(target: "rdmacm", "/dev/infiniband/{}: {e}; trying /dev/char/{}:{}", name.display(),
+            log::debug!(target: "rdmacm", "/dev/infiniband/{}: {e}; trying /dev/char/{}:{}", std::path::Path::new(name).display(),
                 libc::major(dev), libc::minor(dev));
             open_by_number(dev)
         }
