@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::Write;
 
 use log::{LevelFilter, Log, Metadata, Record};
-use once_cell::sync::OnceCell;
+use std::sync::OnceLock;
 use parking_lot::Mutex;
 
 struct Logger {
@@ -47,7 +47,7 @@ impl Log for Logger {
     }
 }
 
-static INIT: OnceCell<()> = OnceCell::new();
+static INIT: OnceLock<()> = OnceLock::new();
 
 fn parse_level(v: &str) -> LevelFilter {
     match v.to_ascii_lowercase().as_str() {
@@ -103,7 +103,7 @@ pub mod capture {
         fn flush(&self) {}
     }
 
-    static CAPTURE: OnceCell<&'static Capture> = OnceCell::new();
+    static CAPTURE: OnceLock<&'static Capture> = OnceLock::new();
 
     /// Starts capturing (once per test binary).
     pub fn start() {

@@ -29,11 +29,12 @@ use crate::addrinfo::{ib_hdr, sid_for, Hints, Rai, SockAddr, RAI_ROUTEONLY};
 use crate::abi::cma::*;
 use crate::sys::unix as sys;
 use libc::{AF_INET, AF_INET6};
-use once_cell::sync::OnceCell;
+use std::sync::OnceLock;
 use parking_lot::Mutex;
-use std::ffi::c_int;
+use std::ffi::{c_int, CStr, CString, OsStr};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
@@ -290,8 +291,12 @@ fn global() -> Option<&'static Mutex<Conn>> {
     CONN.get_or_init(|| {
         // The first use connects (a cancellation point of libc that must
         // not act: rdma_getaddrinfo's numeric path runs without the
-        // exports' guard).
-        let c = crate::sys::cancel::nocancel(|| connect(&rundir()));
+        // exports' guard). Under /run the paths are constants: a fresh
+        // process's first lookup builds none.
+        let c = crate::sys::cancel::nocancel(|| match rundir_env() {
+            None => connect_at(c"/run/ibacm.port", c"/run/ibacm.sock"),
+            Some(d) => connect(&d),
+        });
         if c.is_none() {
             log::debug!(target: "rdmacm", "ibacm: no daemon, route lookups skipped");
         }
@@ -308,18 +313,30 @@ pub fn daemon_connected() -> bool {
 
 /// Reads the daemon's TCP port (upstream: fscanf "%hu"; 0 = none).
 pub fn read_port_file(p: &Path) -> u16 {
-    let Ok(s) = std::fs::read_to_string(p) else { return 0 };
-    let t = s.trim_start();
-    let (neg, d) = match t.as_bytes().first() {
+    CString::new(p.as_os_str().as_bytes()).map_or(0, |c| read_port_file_c(&c))
+}
+
+/// [`read_port_file`] of a NUL-terminated path: the file's first 256
+/// bytes (a port number, a newline) read at once.
+fn read_port_file_c(p: &CStr) -> u16 {
+    let mut b = [0u8; 256];
+    sys::read_head(p, &mut b).map_or(0, |n| parse_port(&b[..n]))
+}
+
+/// fscanf's "%hu" of `b`: blanks, an optional sign, digits (wrapping as
+/// strtoul, cut to 16 bits); 0 without digits.
+fn parse_port(b: &[u8]) -> u16 {
+    let t = &b[b.iter().take_while(|c| c.is_ascii_whitespace()).count()..];
+    let (neg, d) = match t.first() {
         Some(b'-') => (true, &t[1..]),
         Some(b'+') => (false, &t[1..]),
         _ => (false, t),
     };
-    if !d.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+    if !d.first().is_some_and(u8::is_ascii_digit) {
         return 0;
     }
     let mut v: u64 = 0;
-    for b in d.bytes().take_while(u8::is_ascii_digit) {
+    for &b in d.iter().take_while(|c| c.is_ascii_digit()) {
         v = v.wrapping_mul(10).wrapping_add(u64::from(b - b'0'));
     }
     let v = if neg { v.wrapping_neg() } else { v };
@@ -346,29 +363,35 @@ impl AsFd for Conn {
 /// `ibacm.port` names a port, else the unix socket `ibacm.sock`); None
 /// when nothing listens.
 pub fn connect(rundir: &Path) -> Option<Conn> {
-    let port = read_port_file(&rundir.join("ibacm.port"));
+    let at = |f: &str| CString::new(rundir.join(f).into_os_string().into_vec()).ok();
+    connect_at(&at("ibacm.port")?, &at("ibacm.sock")?)
+}
+
+/// [`connect`] with the port file and the socket named.
+fn connect_at(port_file: &CStr, sock: &CStr) -> Option<Conn> {
+    let port = read_port_file_c(port_file);
     if port != 0 {
         return TcpStream::connect(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port)).ok().map(Conn::Tcp);
     }
-    let path = rundir.join("ibacm.sock");
     // Too long for sun_path, or absent: no socket is made.
-    if path.as_os_str().len() >= SUN_PATH_LEN || !sys::path_exists(&path) {
+    if sock.to_bytes().len() >= SUN_PATH_LEN || !sys::path_exists_c(sock) {
         return None;
     }
-    UnixStream::connect(&path).ok().map(Conn::Unix)
+    UnixStream::connect(OsStr::from_bytes(sock.to_bytes())).ok().map(Conn::Unix)
 }
 
 /// `sizeof(((struct sockaddr_un *)0)->sun_path)`.
 const SUN_PATH_LEN: usize = std::mem::size_of::<libc::sockaddr_un>() - std::mem::size_of::<libc::sa_family_t>();
 
-fn rundir() -> PathBuf {
+/// `$RDMACM_RS_IBACM_RUNDIR`, when set (the test hook replacing /run).
+fn rundir_env() -> Option<PathBuf> {
     let name = c"RDMACM_RS_IBACM_RUNDIR";
     debug_assert_eq!(name.to_bytes(), RUNDIR_ENV.as_bytes());
-    sys::secure_getenv(name).map_or_else(|| PathBuf::from("/run"), PathBuf::from)
+    sys::secure_getenv(name).map(PathBuf::from)
 }
 
 /// The process-wide connection: tried once; None when no daemon listened.
-static CONN: OnceCell<Option<Mutex<Conn>>> = OnceCell::new();
+static CONN: OnceLock<Option<Mutex<Conn>>> = OnceLock::new();
 
 /// The process-wide lookup: connects on first use, then one exchange per
 /// call (one at a time); silently nothing, without taking a lock, when

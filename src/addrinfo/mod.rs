@@ -31,7 +31,7 @@ pub use crate::abi::sockaddr::SockAddr;
 use crate::sys::netdb;
 
 use nix::errno::Errno;
-use once_cell::sync::OnceCell;
+use std::sync::OnceLock;
 use std::ffi::{c_int, CStr, CString};
 use std::os::fd::BorrowedFd;
 
@@ -151,7 +151,7 @@ const ABI_MAX: i64 = 4;
 /// Upstream's init check: the rdma_cm ABI version (sysfs; assumed
 /// supported when unknown).  Unlike upstream, no device is required.
 fn check_abi() -> Result<(), Errno> {
-    static ABI: OnceCell<Option<i64>> = OnceCell::new();
+    static ABI: OnceLock<Option<i64>> = OnceLock::new();
     // (first use reads netlink or sysfs: no cancellation acts there, this
     // path runs without the exports' guard)
     let v = *ABI.get_or_init(|| crate::sys::cancel::nocancel(crate::sys::ucma::read_abi_version));

@@ -22,7 +22,7 @@
 //! `abi_ver`/`dev_cdev`.
 
 use nix::errno::Errno;
-use once_cell::sync::OnceCell;
+use std::sync::OnceLock;
 use std::ffi::CString;
 use std::os::fd::RawFd;
 use std::path::PathBuf;
@@ -44,15 +44,37 @@ const NLMSG_HDRLEN: usize = 16;
 /// Longest name kept (upstream's `dev_name[64]`).
 const NAME_MAX: usize = 63;
 
-/// The kernel's answer about a character device.
+/// The kernel's answer about a character device (held in place: asking
+/// allocates nothing).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CharDev {
-    /// File name under /dev/infiniband.
-    pub name: String,
+    /// File name under /dev/infiniband: `name_len` bytes.
+    name: [u8; NAME_MAX],
+    name_len: u8,
     /// Device number (glibc's dev_t).
     pub dev: libc::dev_t,
     /// ABI version (the low 32 bits of the attribute, as upstream).
     pub abi: u32,
+}
+
+impl CharDev {
+    /// The answer for device file `name` (1 to [`NAME_MAX`] bytes, else
+    /// None), device number `dev`, ABI version `abi`.
+    fn new(name: &[u8], dev: libc::dev_t, abi: u32) -> Option<CharDev> {
+        if name.is_empty() || name.len() > NAME_MAX {
+            return None;
+        }
+        let mut n = [0u8; NAME_MAX];
+        n[..name.len()].copy_from_slice(name);
+        Some(CharDev { name: n, name_len: name.len() as u8, dev, abi })
+    }
+
+    /// File name under /dev/infiniband (the kernel's bytes, as upstream
+    /// takes them).
+    pub fn name(&self) -> &std::ffi::OsStr {
+        use std::os::unix::ffi::OsStrExt;
+        std::ffi::OsStr::from_bytes(&self.name[..usize::from(self.name_len)])
+    }
 }
 
 /// `makedev` of the kernel's `huge_encode_dev` value (upstream's decoding).
@@ -62,23 +84,27 @@ fn decode_dev(v: u64) -> libc::dev_t {
     libc::makedev(major, minor)
 }
 
-/// The request: nlmsghdr + one string attribute (the client's name).
-fn request(kind: &str, seq: u32) -> Vec<u8> {
-    let payload = kind.len() + 1;
-    let attr_len = 4 + payload;
+/// Longest request: nlmsghdr + one string attribute of a client name of
+/// up to [`KIND_MAX`] bytes.
+const REQ_MAX: usize = NLMSG_HDRLEN + 4 + ((KIND_MAX + 1 + 3) & !3);
+/// Longest client name asked about.
+const KIND_MAX: usize = 32;
+
+/// The request: nlmsghdr + one string attribute (the client's name), in
+/// `m`; its length.
+fn request(kind: &str, seq: u32, m: &mut [u8; REQ_MAX]) -> usize {
+    let kind = &kind.as_bytes()[..kind.len().min(KIND_MAX)];
+    let attr_len = 4 + kind.len() + 1;
     let total = NLMSG_HDRLEN + ((attr_len + 3) & !3);
-    let mut m = Vec::with_capacity(total);
-    m.extend_from_slice(&(total as u32).to_ne_bytes());
-    m.extend_from_slice(&NLDEV_GET_CHARDEV.to_ne_bytes());
-    m.extend_from_slice(&NLM_F_REQUEST.to_ne_bytes());
-    m.extend_from_slice(&seq.to_ne_bytes());
-    m.extend_from_slice(&0u32.to_ne_bytes());
-    m.extend_from_slice(&(attr_len as u16).to_ne_bytes());
-    m.extend_from_slice(&ATTR_CHARDEV_TYPE.to_ne_bytes());
-    m.extend_from_slice(kind.as_bytes());
-    m.push(0);
-    m.resize(total, 0);
-    m
+    *m = [0; REQ_MAX];
+    m[0..4].copy_from_slice(&(total as u32).to_ne_bytes());
+    m[4..6].copy_from_slice(&NLDEV_GET_CHARDEV.to_ne_bytes());
+    m[6..8].copy_from_slice(&NLM_F_REQUEST.to_ne_bytes());
+    m[8..12].copy_from_slice(&seq.to_ne_bytes());
+    m[16..18].copy_from_slice(&(attr_len as u16).to_ne_bytes());
+    m[18..20].copy_from_slice(&ATTR_CHARDEV_TYPE.to_ne_bytes());
+    m[20..20 + kind.len()].copy_from_slice(kind);
+    total
 }
 
 fn u16_at(b: &[u8], o: usize) -> Option<u16> {
@@ -145,10 +171,7 @@ fn parse_attrs(mut a: &[u8]) -> Reply {
         }
         let data = &a[4..alen];
         match aty & 0x3fff {
-            ATTR_CHARDEV_NAME => {
-                let s = data.split(|&c| c == 0).next().unwrap_or_default();
-                name = std::str::from_utf8(s).ok().filter(|s| !s.is_empty() && s.len() <= NAME_MAX).map(str::to_owned);
-            }
+            ATTR_CHARDEV_NAME => name = Some(data.split(|&c| c == 0).next().unwrap_or_default()),
             ATTR_CHARDEV => dev = u64_at(data, 0),
             ATTR_CHARDEV_ABI => abi = u64_at(data, 0),
             _ => {}
@@ -156,7 +179,7 @@ fn parse_attrs(mut a: &[u8]) -> Reply {
         a = &a[((alen + 3) & !3).min(a.len())..];
     }
     match (name, dev, abi) {
-        (Some(name), Some(dev), Some(abi)) => Reply::Dev(CharDev { name, dev: decode_dev(dev), abi: abi as u32 }),
+        (Some(name), Some(dev), Some(abi)) => CharDev::new(name, decode_dev(dev), abi as u32).map_or(Reply::Failed(-libc::EPROTO), Reply::Dev),
         _ => Reply::Failed(-libc::EPROTO),
     }
 }
@@ -170,7 +193,19 @@ impl Drop for Fd {
     }
 }
 
-/// Asks the kernel about the character device of client `kind`.
+/// The sequence number of the request: the socket is this call's own, so
+/// only the kernel's answer to it arrives there.
+const SEQ: u32 = 1;
+/// The receive buffer: the answer is one message of about 50 bytes (an
+/// error message about 50), and a longer datagram is cut at this length
+/// (then the answer lacks attributes: no answer).
+const ANSWER_MAX: usize = 1024;
+
+/// Asks the kernel about the character device of client `kind`: socket,
+/// sendto, recv, close. The kernel handles an RDMA netlink request inside
+/// the sendto (loading the client's module first when needed) and queues
+/// its answer before sendto returns, so the recv does not wait
+/// (MSG_DONTWAIT: an empty queue means no answer, EAGAIN).
 pub fn query_chardev(kind: &str) -> Result<CharDev, Errno> {
     // SAFETY: plain system call with constant arguments.
     let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, NETLINK_RDMA) };
@@ -178,20 +213,8 @@ pub fn query_chardev(kind: &str) -> Result<CharDev, Errno> {
         return Err(super::last_errno());
     }
     let fd = Fd(fd);
-    // The kernel always answers; the timeout only bounds a broken one.
-    let tv = libc::timeval { tv_sec: 5, tv_usec: 0 };
-    // SAFETY: tv is a valid timeval of the size passed.
-    unsafe {
-        libc::setsockopt(
-            fd.0,
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            &tv as *const libc::timeval as *const libc::c_void,
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    let seq = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.subsec_nanos() | 1);
-    let req = request(kind, seq);
+    let mut req = [0u8; REQ_MAX];
+    let len = request(kind, SEQ, &mut req);
     // SAFETY: an all-zero sockaddr_nl is valid; the kernel's address is pid 0.
     let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
     kernel.nl_family = libc::AF_NETLINK as libc::sa_family_t;
@@ -200,7 +223,7 @@ pub fn query_chardev(kind: &str) -> Result<CharDev, Errno> {
         libc::sendto(
             fd.0,
             req.as_ptr() as *const libc::c_void,
-            req.len(),
+            len,
             0,
             &kernel as *const libc::sockaddr_nl as *const libc::sockaddr,
             std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
@@ -209,10 +232,10 @@ pub fn query_chardev(kind: &str) -> Result<CharDev, Errno> {
     if n < 0 {
         return Err(super::last_errno());
     }
-    let mut buf = vec![0u8; 8192];
+    let mut buf = [0u8; ANSWER_MAX];
     loop {
         // SAFETY: buf is valid for writes of buf.len() bytes.
-        let n = unsafe { libc::recv(fd.0, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
+        let n = unsafe { libc::recv(fd.0, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT) };
         if n < 0 {
             let e = super::last_errno();
             if e == Errno::EINTR {
@@ -220,7 +243,7 @@ pub fn query_chardev(kind: &str) -> Result<CharDev, Errno> {
             }
             return Err(e);
         }
-        match parse(&buf[..n as usize], seq) {
+        match parse(&buf[..n as usize], SEQ) {
             Reply::Dev(d) => return Ok(d),
             Reply::Failed(e) => return Err(super::errno_from_raw(-e)),
             Reply::Nothing => continue,
@@ -231,11 +254,11 @@ pub fn query_chardev(kind: &str) -> Result<CharDev, Errno> {
 /// The kernel's answer for "rdma_cm", asked once per process; None when
 /// netlink could not answer (then sysfs and the default name apply).
 pub fn ucma_chardev() -> Option<&'static CharDev> {
-    static DEV: OnceCell<Option<CharDev>> = OnceCell::new();
+    static DEV: OnceLock<Option<CharDev>> = OnceLock::new();
     DEV.get_or_init(|| match query_chardev("rdma_cm") {
         Ok(d) => {
             log::debug!(target: "rdmacm", "netlink: rdma_cm is /dev/infiniband/{} ({}:{}), ABI {}",
-                d.name, libc::major(d.dev), libc::minor(d.dev), d.abi);
+                std::path::Path::new(d.name()).display(), libc::major(d.dev), libc::minor(d.dev), d.abi);
             Some(d)
         }
         Err(e) => {
@@ -339,12 +362,12 @@ fn open_by_number(dev: libc::dev_t) -> Result<RawFd, Errno> {
 /// netlink gave (else `rdma_cm`, number unknown) under /dev/infiniband, then
 /// by number under /dev/char.
 pub fn open_ucma() -> Result<RawFd, Errno> {
-    let (name, dev) = ucma_chardev().map_or(("rdma_cm", 0), |d| (d.name.as_str(), d.dev));
+    let (name, dev) = ucma_chardev().map_or((std::ffi::OsStr::new("rdma_cm"), 0), |d| (d.name(), d.dev));
     match open_checked(&PathBuf::from("/dev/infiniband").join(name), dev) {
         Ok(fd) => Ok(fd),
         Err(e) if dev == 0 => Err(e),
         Err(e) => {
-            log::debug!(target: "rdmacm", "/dev/infiniband/{name}: {e}; trying /dev/char/{}:{}",
+            log::debug!(target: "rdmacm", "/dev/infiniband/{}: {e}; trying /dev/char/{}:{}", std::path::Path::new(name).display(),
                 libc::major(dev), libc::minor(dev));
             open_by_number(dev)
         }
@@ -433,8 +456,8 @@ mod tests {
 
     #[test]
     fn request_layout() {
-        let r = request("rdma_cm", 7);
-        assert_eq!(r.len(), 16 + 12);
+        let mut r = [0u8; REQ_MAX];
+        assert_eq!(request("rdma_cm", 7, &mut r), 16 + 12);
         assert_eq!(u32_at(&r, 0), Some(28));
         assert_eq!(u16_at(&r, 4), Some(5135));
         assert_eq!(u16_at(&r, 6), Some(NLM_F_REQUEST));
@@ -453,7 +476,7 @@ mod tests {
             (ATTR_CHARDEV_ABI, 4u64.to_ne_bytes().to_vec()),
             (ATTR_CHARDEV | 0x8000, enc.to_ne_bytes().to_vec()),
         ]);
-        assert_eq!(parse(&m, 9), Reply::Dev(CharDev { name: "rdma_cm".into(), dev: libc::makedev(10, 122), abi: 4 }));
+        assert_eq!(parse(&m, 9), Reply::Dev(CharDev::new(b"rdma_cm", libc::makedev(10, 122), 4).unwrap()));
         assert_eq!(parse(&m, 10), Reply::Nothing, "another sequence number");
         // a large minor: (minor & 0xff) | (major << 8) | ((minor & ~0xff) << 12)
         let enc: u64 = 0x34 | (511 << 8) | ((0x1200) << 12);

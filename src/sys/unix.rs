@@ -30,10 +30,31 @@ pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
 /// process makes a second call to probe whether `statx` exists at all.
 pub fn path_exists(path: &std::path::Path) -> bool {
     let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    path_exists_c(&c)
+}
+
+/// [`path_exists`] of a path already NUL-terminated (no allocation).
+pub fn path_exists_c(path: &CStr) -> bool {
     // SAFETY: an all-zero stat is a valid output buffer.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: c is NUL-terminated; st is a valid output buffer.
-    unsafe { libc::stat(c.as_ptr(), &mut st) == 0 }
+    // SAFETY: path is NUL-terminated; st is a valid output buffer.
+    unsafe { libc::stat(path.as_ptr(), &mut st) == 0 }
+}
+
+/// The first bytes of the file `path` names, read into `buf` by one
+/// read(2) (open, read, close; no allocation): how many, or None when the
+/// file cannot be opened or read.
+pub fn read_head(path: &CStr, buf: &mut [u8]) -> Option<usize> {
+    // SAFETY: path is NUL-terminated.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: fd is open; buf is writable for its length.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    // SAFETY: fd is ours and open.
+    unsafe { libc::close(fd) };
+    usize::try_from(n).ok()
 }
 
 /// `secure_getenv(name)`: the variable's value, or None when it is unset or

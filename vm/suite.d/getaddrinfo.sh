@@ -69,6 +69,14 @@ PYEOF
 # A missing binary is not skipped: the test runs and fails (make vm-bin builds them all).
 t --cmp gai_corpus_root 300 /extra/bin/gai_corpus
 t --cmp gai_corpus_ns1 300 ip netns exec ns1 /extra/bin/gai_corpus
+# The first rdma_getaddrinfo of a fresh process asks RDMA netlink for the rdma_cm device and
+# reads the answer without waiting (the kernel queues it inside the sendto): ours must log the
+# answer it got, not "no answer" (the sysfs fallback); upstream's run only makes the call
+t gai_netlink_answer 60 bash -c 'o=$(RDMACM_RS_LOG=debug /extra/bin/bench_resolve first 2>&1); rc=$?; echo "$o" >&2
+  [ $rc = 0 ] && echo "$o" | grep -q "^BENCH gai_first_call" || { echo "the call failed"; exit 1; }
+  [ "$RDMACM_VARIANT" = upstream ] && { echo "upstream: called"; exit 0; }
+  echo "$o" | grep "netlink: " | sed "s/^rdmacm-rs\[[0-9]*\] //"
+  echo "$o" | grep -q "netlink: rdma_cm is /dev/infiniband/rdma_cm "'
 # the one skip vm/tests.txt allows (skip-ok): a real ibacm in the guest would answer instead
 if [ -e /run/ibacm.sock ] || [ -e /run/ibacm.port ]; then
   skip gai_corpus_ibacm "a real ibacm runs in the guest (/run/ibacm.*)"
