@@ -1152,13 +1152,24 @@ static int bind_works(char *o, size_t n)
 	rdma_destroy_id(id);
 	return chk(o, n, ok, "a new id binds the same port");
 }
-static int c_pend_bind(char *o, size_t n, int it)
+/* pend_id: a new synchronous id, bound to 192.0.2.1:7901 with BIND; 0 when that failed */
+static int new_pend_id(char *o, size_t n, int bind)
 {
+	struct sockaddr_in a = sa4(ADDR, 7901);
 	o[0] = 0;
-	step("rdma_create_id");
+	step(bind ? "rdma_create_id, rdma_bind_addr" : "rdma_create_id");
 	if (rdma_create_id(NULL, &pend_id, NULL, RDMA_PS_TCP))
-		return chk(o, n, 0, "rdma_create_id");
-	int ok = pend_run("pend_bind", p_bind, it, o, n);
+		return chk(o, n, 0, bind ? "a bound id" : "rdma_create_id");
+	if (bind && rdma_bind_addr(pend_id, SA(a)))
+		return chk(o, n, 0, "a bound id");
+	return 1;
+}
+/* CALL with a cancel pending on pend_id (new_pend_id), then the id destroyed and the port bound again */
+static int pend_on_id(const char *name, void (*call)(void), int bind, char *o, size_t n, int it)
+{
+	if (!new_pend_id(o, n, bind))
+		return 0;
+	int ok = pend_run(name, call, it, o, n);
 	if (ok < 0)
 		return 0;
 	step("rdma_destroy_id of the id");
@@ -1166,13 +1177,11 @@ static int c_pend_bind(char *o, size_t n, int it)
 	ok &= bind_works(o, n);
 	return ok;
 }
+static int c_pend_bind(char *o, size_t n, int it) { return pend_on_id("pend_bind", p_bind, 0, o, n, it); }
 static int c_pend_destroy_id(char *o, size_t n, int it)
 {
-	struct sockaddr_in a = sa4(ADDR, 7901);
-	o[0] = 0;
-	step("rdma_create_id, rdma_bind_addr");
-	if (rdma_create_id(NULL, &pend_id, NULL, RDMA_PS_TCP) || rdma_bind_addr(pend_id, SA(a)))
-		return chk(o, n, 0, "a bound id");
+	if (!new_pend_id(o, n, 1))
+		return 0;
 	int ok = pend_run("pend_destroy_id", p_destroy_id, it, o, n);
 	if (ok < 0)
 		return 0;
@@ -1187,18 +1196,7 @@ static int c_pend_destroy_id(char *o, size_t n, int it)
 /* rdma_init_qp_attr (INIT) of an id bound to the device's address */
 static int c_pend_init_qp_attr(char *o, size_t n, int it)
 {
-	struct sockaddr_in a = sa4(ADDR, 7901);
-	o[0] = 0;
-	step("rdma_create_id, rdma_bind_addr");
-	if (rdma_create_id(NULL, &pend_id, NULL, RDMA_PS_TCP) || rdma_bind_addr(pend_id, SA(a)))
-		return chk(o, n, 0, "a bound id");
-	int ok = pend_run("pend_init_qp_attr", p_init_qp_attr, it, o, n);
-	if (ok < 0)
-		return 0;
-	step("rdma_destroy_id of the id");
-	ok &= chk(o, n, !rdma_destroy_id(pend_id), "the id destroyed");
-	ok &= bind_works(o, n);
-	return ok;
+	return pend_on_id("pend_init_qp_attr", p_init_qp_attr, 1, o, n, it);
 }
 static int pend_getaddrinfo(const char *name, char *o, size_t n, int it)
 {
