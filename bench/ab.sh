@@ -6,7 +6,8 @@
 # `make bench` keeps the best of two rounds, which cannot tell a few per cent from the
 # TCG noise; this takes as many rounds as asked and pairs them.
 #
-#   bench/ab.sh [-r ROUNDS] [-i] [-c "duplex pingpong rstream64k cg_create_destroy cg_get_ack first cg_first cg_rs_pingpong"] [-w syscount] NAME=DIR...
+#   bench/ab.sh [-r ROUNDS] [-i] [-c "duplex pingpong rstream64k cg_create_destroy cg_get_ack first cg_first cg_rs_pingpong
+#               cg_bind cg_init_qp_attr cg_rtr_qp_attr cg_rts_qp_attr cg_destroy_qp cm_strace"] [-w syscount] NAME=DIR...
 #       DIR holds a librdmacm.so.1 (e.g. build/lib, or a copy of it made before a change);
 #       -w syscount: both ends under ctest/vm/preload/syscount.c, and a table of the system
 #       calls and context switches per message (duplex) or round trip (pingpong) and end
@@ -21,6 +22,11 @@
 #   cg_rs_pingpong: instructions per 64 B rsocket round trip as make bench's cg_rs_pingpong_total
 #   (also cg_rs_pingpong_lib), the profiles in build/vm-ab/suite/share/out/callgrind/ (-i: per
 #   instruction too, valgrind's --dump-instr=yes, for bench/callgrind-lines.py)
+#   cg_bind, cg_init_qp_attr, cg_rtr_qp_attr, cg_rts_qp_attr, cg_destroy_qp: cmtime's steps that
+#   run in the library (ctest/vm/bench_calls.c), instructions per call in the whole process
+#   (also <case>_lib: in librdmacm's object); cm_strace: cmtime -c 100 with its connecting end
+#   under strace -f, a table of its system calls per connection in each step (the value: the
+#   calls of its qp and noqp tests)
 #   bench/ab.sh --report DIR    report from an earlier run's output directory
 #
 # Each of the VM's two variant runs (upstream, ours) does every round, so ROUNDS=3 gives six
@@ -31,7 +37,7 @@ cd "$(dirname "$0")/.."
 rounds=3 cases=duplex out= wrap= cginstr=
 while [ $# -gt 0 ]; do case $1 in
   -r) rounds=$2; shift 2;; -i) cginstr=1; shift;; -w) wrap=$2; shift 2;; -c) cases=$2; shift 2;; --report) out=$2; shift 2;;
-  -h|--help) sed -n '3,25p' "$0"; exit 0;; *) break;; esac; done
+  -h|--help) sed -n '3,31p' "$0"; exit 0;; *) break;; esac; done
 if [ -z "$out" ]; then
   [ $# -gt 0 ] || { echo "usage: bench/ab.sh [-r ROUNDS] [-c CASES] NAME=DIR..." >&2; exit 2; }
   ab_stage bench/ab.sh "upstream" "$@"
@@ -53,6 +59,11 @@ awk '
   $1 == "ABCPU" || $1 == "ABRXE" { r = $2 SUBSEP $3 SUBSEP FILENAME SUBSEP $4; for (i = 5; i <= NF; i++) { split($i, kv, "="); sub(/^.*\//, "", kv[1])
       if (!(($1, kv[1]) in fseen2)) { fseen2[$1, kv[1]] = 1; if ($1 == "ABCPU") cfld[ncf++] = kv[1]; else rfld[nrf++] = kv[1] }
       rv[$1, r, kv[1]] += kv[2] } runs[$1, r] = 1 }
+  # system calls per cmtime step (-c cm_strace): per library, the mean over its runs
+  $1 == "ABCS" { if (!(($2, FILENAME, $3) in csrun)) { csrun[$2, FILENAME, $3] = 1; csruns[$2]++ }
+    k = $4 " " $5; if (!(k in csk)) { csk[k] = 1; cso[ncs++] = k }
+    for (i = 6; i <= NF; i++) { split($i, kv, "="); if (!((k, kv[1]) in cscall)) { cscall[k, kv[1]] = 1; cscalls[k] = cscalls[k] " " kv[1] }
+      cssum[k, kv[1], $2] += kv[2] } }
   function median(k,   m, i, j, t, a) { m = n[k]; for (i = 1; i <= m; i++) a[i] = v[k, i]
     return med_of(a, m) }
   function med_of(a, m,   i, j, t) {
@@ -73,7 +84,13 @@ awk '
       if (!nz) continue; printf "  %-" wide "s", fl[i]
       for (j = 0; j < nl; j++) { k = c SUBSEP lib[j]; printf " %12s", cnt[k] ? sprintf(fmt, sum[k, fl[i]] / cnt[k] / div) : "-" }
       printf "\n" } }
-  END { for (x in runs) { split(x, q, SUBSEP); if (!((q[2], q[3], q[4], q[5]) in at)) continue; k = q[2] SUBSEP q[3]
+  END { if (ncs) { printf "cm_strace: system calls per connection in each cmtime step (connecting end, mean over runs)\n  %-34s", "test step call"
+      for (j = 0; j < nl; j++) printf " %12s", lib[j]; printf "\n"
+      for (i = 0; i < ncs; i++) { m = split(cscalls[cso[i]], cc, " ")
+        for (ci = 1; ci <= m; ci++) { printf "  %-34s", cso[i] " " cc[ci]
+          for (j = 0; j < nl; j++) printf " %12s", csruns[lib[j]] ? sprintf("%.2f", cssum[cso[i], cc[ci], lib[j]] / csruns[lib[j]]) : "-"
+          printf "\n" } } }
+    for (x in runs) { split(x, q, SUBSEP); if (!((q[2], q[3], q[4], q[5]) in at)) continue; k = q[2] SUBSEP q[3]
       if (q[1] == "ABCPU") { cpun[k]++; for (i = 0; i < ncf; i++) cpu[k, cfld[i]] += rv[q[1], q[2], q[3], q[4], q[5], cfld[i]] }
       else { rxn[k]++; for (i = 0; i < nrf; i++) rx[k, rfld[i]] += rv[q[1], q[2], q[3], q[4], q[5], rfld[i]] } }
     for (c in cs) { printf "%s (runs, median, min, max; ratio of the medians to upstream'"'"'s; median of the ratios to the upstream run of the same round, in how many of those pairs the library was faster):\n", c

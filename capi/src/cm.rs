@@ -279,11 +279,19 @@ static DEVICE_LISTS: parking_lot::Mutex<Vec<usize>> = parking_lot::Mutex::new(Ve
 /// socket addresses as large as their family's structure.
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rdma_bind_addr(id: *mut rdma_cm_id, addr: *mut sockaddr) -> c_int {
-    entry(|| {
+    // (system calls without libc's cancellation point; a device's first
+    // use takes the guard itself: see `entry_hot`)
+    entry_hot(|| {
         let (p, cm) = id_of(id)?;
         // SAFETY: addr is NULL or a socket address of its family's size.
-        let a = unsafe { read_addr(cm, addr) };
-        cm.bind(&p, a)?;
+        let r = unsafe { SockAddr::from_raw_for_cm(addr, cm.af_ib()) };
+        // (read where it was returned; NULL and a family the CM does not
+        // take are EINVAL there, as an empty address)
+        let a = match &r {
+            Some(Some(a)) => Some(a),
+            _ => None,
+        };
+        cm.bind_addr(&p, a)?;
         Ok(0)
     })
 }

@@ -3,7 +3,7 @@
 
 use super::cm::id_of as live_id;
 use rdmacm::internal::abi::cma::*;
-use super::{entry, nonnull};
+use super::{entry, entry_hot, nonnull};
 use rdmacm::internal::cma::conn;
 use rdmacm::internal::cma::params::ConnParam;
 use rdmacm::internal::sys::verbs;
@@ -186,7 +186,9 @@ symver!(rdma_establish, "RDMACM_1.2");
 /// writable.
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rdma_init_qp_attr(id: *mut rdma_cm_id, qp_attr: *mut ibv_qp_attr, qp_attr_mask: *mut c_int) -> c_int {
-    entry(|| {
+    // (one system call without libc's cancellation point, and a copy: no
+    // guard needed, see `entry_hot`)
+    entry_hot(|| {
         let (p, cm) = live_id(id)?;
         let attr = nonnull(qp_attr)?.as_ptr() as *mut verbs::QpAttr;
         let mask = nonnull(qp_attr_mask)?;

@@ -108,7 +108,7 @@ impl CmId {
     /// (longer is fine; shorter gives EINVAL).
     pub fn bind(&self, addr: &SockAddr) -> Result<(), Errno> {
         let a = self.addr(addr)?;
-        self.cm.bind(&self.p, Some(a))
+        self.cm.bind_addr(&self.p, Some(&a))
     }
 
     /// A socket address as the connection manager takes it

@@ -444,8 +444,14 @@ impl Cm {
     /// from a socket address cut it with [`SockAddr::for_cm`] first;
     /// `rdma_create_ep` passes its `rdma_addrinfo`'s length, as upstream.
     pub fn bind(&self, p: &IdPriv, addr: Option<SockAddr>) -> Result<(), Errno> {
+        self.bind_addr(p, addr.as_ref())
+    }
+
+    /// [`Cm::bind`] of an address the caller keeps (no copy of it).
+    #[inline]
+    pub fn bind_addr(&self, p: &IdPriv, addr: Option<&SockAddr>) -> Result<(), Errno> {
         let addr = addr.filter(|a| !a.is_empty()).ok_or(Errno::EINVAL)?;
-        self.bind_inner(p, &addr, self.af_ib())
+        self.bind_inner(p, addr, self.af_ib())
     }
 
     fn bind_inner(&self, p: &IdPriv, addr: &SockAddr, af_ib: bool) -> Result<(), Errno> {
@@ -548,7 +554,12 @@ impl Cm {
     }
 
     pub(crate) fn query_addr(&self, p: &IdPriv) -> Result<(), Errno> {
-        let a = self.ucma.query_addr(p.fd(), p.handle())?;
+        // (the answer read where it was returned: a `?` would copy it)
+        let r = self.ucma.query_addr(p.fd(), p.handle());
+        let a = match &r {
+            Ok(a) => a,
+            Err(e) => return Err(*e),
+        };
         p.id.set_src(a.src.as_bytes());
         p.id.set_dst(a.dst.as_bytes());
         if p.links.lock().dev.is_none() && a.node_guid != 0 {
@@ -560,7 +571,11 @@ impl Cm {
     }
 
     pub(crate) fn query_gid(&self, p: &IdPriv) -> Result<(), Errno> {
-        let a = self.ucma.query_gid(p.fd(), p.handle())?;
+        let r = self.ucma.query_gid(p.fd(), p.handle());
+        let a = match &r {
+            Ok(a) => a,
+            Err(e) => return Err(*e),
+        };
         // The GIDs are the sib_addr of the two sockaddr_ib.
         p.id.set_gids(a.src.ib_image().sib_addr.sib_raw, a.dst.ib_image().sib_addr.sib_raw);
         Ok(())
@@ -580,7 +595,11 @@ impl Cm {
     }
 
     pub(crate) fn query_route(&self, p: &IdPriv) -> Result<(), Errno> {
-        let r = self.ucma.query_route(p.fd(), p.handle())?;
+        let r = self.ucma.query_route(p.fd(), p.handle());
+        let r = match &r {
+            Ok(r) => r,
+            Err(e) => return Err(*e),
+        };
         let recs: Vec<ibv_sa_path_rec> = r.paths[..r.num_paths as usize].iter().map(proto::path_from_kern).collect();
         p.id.set_paths(&recs)?;
         p.id.set_gids(r.paths[0].sgid, r.paths[0].dgid);

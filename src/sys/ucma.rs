@@ -116,6 +116,11 @@ pub trait Ucma: Send + Sync {
     fn init_qp_attr(&self, _fd: RawFd, _id: u32, _qp_state: u32) -> Result<kabi::UverbsQpAttr, Errno> {
         Err(Errno::ENOSYS)
     }
+    /// [`Ucma::init_qp_attr`] into the caller's response (no copy of it).
+    fn init_qp_attr_into(&self, fd: RawFd, id: u32, qp_state: u32, resp: &mut kabi::UverbsQpAttr) -> Result<(), Errno> {
+        *resp = self.init_qp_attr(fd, id, qp_state)?;
+        Ok(())
+    }
     fn notify(&self, _fd: RawFd, _id: u32, _event: u32) -> Result<(), Errno> {
         Err(Errno::ENOSYS)
     }
@@ -548,6 +553,10 @@ impl Ucma for Kernel {
         let mut resp = kabi::UverbsQpAttr::default();
         send(fd, &enc_init_qp_attr(id, qp_state, addr_of_mut(&mut resp)))?;
         Ok(resp)
+    }
+
+    fn init_qp_attr_into(&self, fd: RawFd, id: u32, qp_state: u32, resp: &mut kabi::UverbsQpAttr) -> Result<(), Errno> {
+        send(fd, &enc_init_qp_attr(id, qp_state, addr_of_mut(resp)))
     }
 
     fn notify(&self, fd: RawFd, id: u32, event: u32) -> Result<(), Errno> {

@@ -120,6 +120,39 @@ bench_rs_strace(){ local o=/tmp/bench-rs-strace c
   sed 's/^/# strace duplex connecting: /' "$o"; sed 's/^/# strace duplex listening: /' "$o.srv"
 }
 
+# diagnostic (bench/ab.sh -c cm_strace, or BENCH_SECTIONS naming "cm_strace"): cmtime -c N
+# across the pair, the connecting end under strace -f [WRAP: both ends under those command words];
+# its system calls between the lines it prints as it goes ("Binding addresses", ...: its steps,
+# in each of its tests: warmup, qp, noqp; "other": after a line of its own, such as the report,
+# the writes of those lines left out), per connection, as comment lines
+# "# cm_strace TEST STEP CALL=N ..." (N: calls per connection, 2 decimals), then the calls of
+# all steps of the qp and noqp tests together, "BENCH cm_strace_calls N calls"
+bench_cm_strace(){ local n=$1 w=${2:-} o=/tmp/bench-cm-strace s c
+  rm -f "$o" "$o.trace"
+  # shellcheck disable=SC2086
+  ip netns exec ns1 $w stdbuf -oL -eL cmtime -b 192.0.2.2 -C 192.0.2.2 -L -c "$n" > "$o.srv" 2>&1 & s=$!
+  bench_wait_listen $s 30 7471
+  # shellcheck disable=SC2086
+  timeout 900 $w strace -f -qq -o "$o.trace" stdbuf -oL -eL cmtime -b 192.0.2.1 -C 192.0.2.2 -c "$n" > "$o" 2>&1; c=$?
+  [ $c = 0 ] || bench_stop $s; wait $s 2>/dev/null
+  if [ $c != 0 ] || [ ! -s "$o.trace" ]; then bench_fail cm_strace_calls "cmtime_rc=$c"; tail -5 "$o" "$o.srv" >&2; return; fi
+  # a line per call (a call another thread interrupted counts once: its "resumed" line is left out);
+  # the step is the last of cmtime's lines written to stdout before it
+  awk -v n="$n" '
+    / write\(1, "/ { if ($0 ~ /Client warmup/) t = "warmup"; else if ($0 ~ /no QPs/) t = "noqp"; else if ($0 ~ /QPs test/) t = "qp"
+      if (match($0, /"\\t[A-Za-z ]+/)) { st = substr($0, RSTART + 3, RLENGTH - 3); gsub(/ /, "_", st) } else st = "other"
+      if (t != "" && !((t, st) in seen)) { seen[t, st] = 1; order[k++] = t SUBSEP st }
+      next }
+    /<\.\.\. .* resumed>/ || /^[0-9]+ +(\+\+\+|---)/ { next }
+    t != "" && match($0, /^[0-9]+ +[a-z_0-9]+\(/) { nm = substr($0, RSTART, RLENGTH - 1); sub(/^[0-9]+ +/, "", nm)
+      cnt[t, st, nm]++; if (!((t, st, nm) in has)) { has[t, st, nm] = 1; calls[t, st] = calls[t, st] " " nm }
+      if (t != "warmup") all++ }
+    END { for (i = 0; i < k; i++) { split(order[i], q, SUBSEP); line = ""; m = split(calls[q[1], q[2]], cs, " ")
+        for (j = 1; j <= m; j++) line = line sprintf(" %s=%.2f", cs[j], cnt[q[1], q[2], cs[j]] / n)
+        if (line != "") printf "# cm_strace %s %s%s\n", q[1], q[2], line }
+      printf "BENCH cm_strace_calls %d calls\n", all }' "$o.trace"
+}
+
 # diagnostic, only when BENCH_SECTIONS names "rs_cg_duplex": the duplex case (200 messages of
 # 64 KiB) with its connecting end under callgrind (polling_time as configured); the profile goes to
 # out/callgrind/<variant>.rs_duplex.<round>
@@ -293,11 +326,14 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   local zc=20
   # BENCH_CMTIME="N ..." (bench/run.sh passes BENCH_CMTIME_CONNS through VM_BENCH) picks other sizes
   [ -z "${BENCH_CMTIME:-}" ] || cm=$(for n in $BENCH_CMTIME; do echo "$n:900"; done)
-  local cg=100 cgc="gai create_destroy get_ack write_get_ack event_str" first=11
+  # (bind init_qp_attr rtr_qp_attr rts_qp_attr destroy_qp: cmtime's steps that run in the library)
+  local cg=100 cgc="gai create_destroy get_ack write_get_ack event_str bind init_qp_attr rtr_qp_attr rts_qp_attr destroy_qp" first=11
   export BENCH_ROUND=$round
   # callgrind counts are repeatable: only the first round counts them
   [ "$round" = 1 ] || cgc=
-  if [ "$mode" = short ]; then gn=200 gs=50 ids=200 tn=80 cm=10:60 rs_s= rs_l="-S 64 -C 1 -I 50" cg=10 first=3 rs_pp= rs_dx= zc=; fi
+  if [ "$mode" = short ]; then gn=200 gs=50 ids=200 tn=80 cm=10:60 rs_s= rs_l="-S 64 -C 1 -I 50" cg=10 first=3 rs_pp= rs_dx= zc=
+    # (RTR and RTS take init_qp_attr's path: a valgrind start each saved, 10-20 s at host load 12)
+    cgc=${cgc/ rtr_qp_attr rts_qp_attr/}; fi
   {
     echo "# bench $mode: ${RDMACM_VARIANT:-?} librdmacm: $(/extra/bin/whichlib | sed -n 's/^librdmacm //p')"
     bench_sec gai bench_gai gai_numeric_v4 192.0.2.2 7471 numeric inet $gn
@@ -317,6 +353,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
     for c in $cgc; do bench_sec callgrind bench_callgrind $c $cg; done
     [ -z "$cgc" ] || [ -z "$rs_pp" ] || bench_sec callgrind bench_cg_rsock 300
     [[ " ${BENCH_SECTIONS:-} " != *" rs_strace "* ]] || bench_sec rs_strace bench_rs_strace
+    [[ " ${BENCH_SECTIONS:-} " != *" cm_strace "* ]] || bench_sec cm_strace bench_cm_strace 100
     [[ " ${BENCH_SECTIONS:-} " != *" rs_cg_duplex "* ]] || bench_sec rs_cg_duplex bench_rs_cg_duplex
     [[ " ${BENCH_SECTIONS:-} " != *" rs_prof_duplex "* ]] || bench_sec rs_prof_duplex bench_rs_prof_duplex
     for n in $cm; do bench_sec cmtime bench_cmtime ${n%:*} ${n#*:}; done
@@ -347,7 +384,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   done
   ! grep -q '^BENCH [^ ]* FAIL' $out && [ $rc = 0 ]
 }
-export -f bench_zc bench_rxe_moved bench_rs_pair bench_rs_strace bench_rs_cg_duplex bench_rs_prof_duplex bench_sec bench_wait_listen bench_stop bench_rxe_counters bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
+export -f bench_zc bench_rxe_moved bench_rs_pair bench_rs_strace bench_cm_strace bench_rs_cg_duplex bench_rs_prof_duplex bench_sec bench_wait_listen bench_stop bench_rxe_counters bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
   bench_etc bench_dns bench_first bench_driver
 
 # the short mode's table, in the ours run: this run against the upstream run of the same boot
@@ -381,6 +418,11 @@ bench_ab(){ local r lib w cs c nm v e i fo o=/tmp/bench-ab rc=0 port=7480 sc= li
         rstream64k) nm=rstream_64k_xfer_us cs="-S 65536 -C 300";;
         # instructions per call in the library under callgrind (100 calls; counts repeat exactly)
         cg_create_destroy|cg_get_ack|cg_write_get_ack) nm=${c}_lib cs=;;
+        # cmtime's steps in the library (bench_calls bind, ...): in the whole process, as make bench's targets
+        cg_bind|cg_init_qp_attr|cg_rtr_qp_attr|cg_rts_qp_attr|cg_destroy_qp) nm=${c}_total cs=;;
+        # upstream's cmtime -c 100 with its connecting end under strace -f: its system calls per
+        # connection in each step (bench_cm_strace), "ABCS LIB ROUND TEST STEP CALL=N ..." lines
+        cm_strace) nm= cs=;;
         # the first rdma_getaddrinfo of 11 fresh processes: also first_proc and first_minflt
         first) nm=gai_first_call cs=;;
         # its instructions under callgrind (also cg_first_lib: in librdmacm's object)
@@ -410,8 +452,15 @@ bench_ab(){ local r lib w cs c nm v e i fo o=/tmp/bench-ab rc=0 port=7480 sc= li
         elif [ $c = rstream64k ]; then
           # (bench_rstream reports a failure itself)
           v=$(bench_rstream "$nm" "$cs" "$w" | awk '$1 == "BENCH" && $3 ~ /^[0-9.]+$/ { print $3 }')
+        elif [ $c = cm_strace ]; then
+          # (the client's system calls in all its steps, the value)
+          fo=$(bench_cm_strace 100 "$w"); echo "$fo" | sed -n "s/^# cm_strace /ABCS /p" | sed "s/^ABCS /ABCS $lib $r /"
+          v=$(awk '$1 == "BENCH" && $2 == "cm_strace_calls" && $3 ~ /^[0-9]+$/ { print $3 }' <<< "$fo")
         elif [[ $c == cg_* ]]; then
-          v=$(BENCH_ROUND=$r bench_callgrind "${c#cg_}" 100 "$w" "$lib" | awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9.]+$/ { print $3 }')
+          fo=$(BENCH_ROUND=$r bench_callgrind "${c#cg_}" 100 "$w" "$lib")
+          # (the count in librdmacm's object too, when the value is the whole process's)
+          [ "$nm" = "${c}_lib" ] || { v=$(awk -v nm="${c}_lib" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9.]+$/ { print $3 }' <<< "$fo"); echo "AB ${c}_lib $lib $r ${v:-FAIL}"; }
+          v=$(awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9.]+$/ { print $3 }' <<< "$fo")
         else
           [ "${BENCH_AB_WRAP:-}" != syscount ] || { sc="LD_PRELOAD=/extra/bin/libsyscount.so SYSCOUNT_FILE=$o.sc"; rm -f "$o".sc.*; }
           port=$((port + 1))

@@ -20,7 +20,9 @@ use std::ptr::null_mut;
 
 /// `rdma_init_qp_attr`: the kernel's attributes for `attr.qp_state`.
 pub fn init_qp_attr(cm: &Cm, p: &IdPriv, attr: &mut QpAttr) -> Result<c_int, Errno> {
-    let k = cm.ucma.init_qp_attr(p.fd(), p.handle(), attr.qp_state)?;
+    // (the kernel writes its answer here: no copy of it)
+    let mut k = kabi::UverbsQpAttr::default();
+    cm.ucma.init_qp_attr_into(p.fd(), p.handle(), attr.qp_state, &mut k)?;
     copy_qp_attr_from_kern(attr, &k);
     Ok(k.qp_attr_mask as c_int)
 }
