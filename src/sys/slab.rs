@@ -328,8 +328,7 @@ impl<T: Slabbed> Slab<T> {
     pub fn take_with<R>(&'static self, addr: usize, f: impl FnOnce(&T) -> R) -> Option<R> {
         let mut r = self.take(addr)?;
         let out = f(&r);
-        let old = r.slot().state.fetch_sub(1, Ordering::Release);
-        if old & (LIVE | COUNT) == 1 {
+        if r.put() {
             r.drop_last();
         }
         std::mem::forget(r);
@@ -516,14 +515,20 @@ impl<T: Slabbed> Clone for Ref<T> {
 impl<T: Slabbed> Drop for Ref<T> {
     #[inline]
     fn drop(&mut self) {
-        let old = self.slot().state.fetch_sub(1, Ordering::Release);
-        if old & (LIVE | COUNT) == 1 {
+        if self.put() {
             self.drop_slow();
         }
     }
 }
 
 impl<T: Slabbed> Ref<T> {
+    /// Gives up this reference's count; whether it was the last of a
+    /// retired object (then the caller drops the object: [`drop_last`](Self::drop_last)).
+    #[inline(always)]
+    fn put(&self) -> bool {
+        self.slot().state.fetch_sub(1, Ordering::Release) & (LIVE | COUNT) == 1
+    }
+
     /// The last reference of a retired object went: drop it, free the slot.
     #[cold]
     #[inline(never)]
@@ -603,13 +608,18 @@ mod tests {
         }
     }
 
-    fn new(n: u64) -> Ref<Obj> {
-        let mut u = OBJS.alloc().unwrap();
-        // SAFETY: the slot is valid for writes of an Obj.
-        unsafe {
-            u.as_mut_ptr().write(Obj { n, pad: [0; 40] });
+    /// `v` built in a new slot of its slab, held (not yet published).
+    fn build<T: Slabbed>(v: T) -> Result<Ref<T>, Errno> {
+        let mut u = T::slab().alloc()?;
+        // SAFETY: the slot is valid for writes of a T.
+        Ok(unsafe {
+            u.as_mut_ptr().write(v);
             u.assume_init()
-        }
+        })
+    }
+
+    fn new(n: u64) -> Ref<Obj> {
+        build(Obj { n, pad: [0; 40] }).unwrap()
     }
 
     #[repr(C)]
@@ -630,12 +640,7 @@ mod tests {
     #[test]
     fn segments_grow_and_hold() {
         let make = |n: usize| {
-            let mut u = SEGD.alloc()?;
-            // SAFETY: the slot is valid for writes of a Seg.
-            let r = unsafe {
-                u.as_mut_ptr().write(Seg { n, pad: [0; 48] });
-                u.assume_init()
-            };
+            let r = build(Seg { n, pad: [0; 48] })?;
             SEGD.publish(&r);
             Ok::<_, Errno>(r)
         };
@@ -763,12 +768,7 @@ mod tests {
     #[test]
     fn take_with_drops_in_line() {
         let new_tk = |n| {
-            let mut u = TKS.alloc().unwrap();
-            // SAFETY: the slot is valid for writes of a Tk.
-            let r = unsafe {
-                u.as_mut_ptr().write(Tk(n));
-                u.assume_init()
-            };
+            let r = build(Tk(n)).unwrap();
             TKS.publish(&r);
             r
         };
