@@ -311,14 +311,9 @@ pub fn daemon_connected() -> bool {
     global().is_some()
 }
 
-/// Reads the daemon's TCP port (upstream: fscanf "%hu"; 0 = none).
-pub fn read_port_file(p: &Path) -> u16 {
-    CString::new(p.as_os_str().as_bytes()).map_or(0, |c| read_port_file_c(&c))
-}
-
-/// [`read_port_file`] of a NUL-terminated path: the file's first 256
-/// bytes (a port number, a newline) read at once.
-fn read_port_file_c(p: &CStr) -> u16 {
+/// Reads the daemon's TCP port (upstream: fscanf "%hu"; 0 = none): the
+/// file's first 256 bytes (a port number, a newline) read at once.
+fn read_port_file(p: &CStr) -> u16 {
     let mut b = [0u8; 256];
     sys::read_head(p, &mut b).map_or(0, |n| parse_port(&b[..n]))
 }
@@ -369,7 +364,7 @@ pub fn connect(rundir: &Path) -> Option<Conn> {
 
 /// [`connect`] with the port file and the socket named.
 fn connect_at(port_file: &CStr, sock: &CStr) -> Option<Conn> {
-    let port = read_port_file_c(port_file);
+    let port = read_port_file(port_file);
     if port != 0 {
         return TcpStream::connect(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port)).ok().map(Conn::Tcp);
     }
@@ -623,7 +618,7 @@ mod tests {
         let p = dir.join("ibacm.port");
         for (s, v) in [("6125\n", 6125u16), ("  42", 42), ("x", 0), ("70000", 4464), ("", 0)] {
             std::fs::write(&p, s).unwrap();
-            assert_eq!(read_port_file(&p), v, "{s:?}");
+            assert_eq!(read_port_file(&CString::new(p.as_os_str().as_bytes()).unwrap()), v, "{s:?}");
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
