@@ -197,20 +197,17 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
 /// for its parameters: no query, no connection or multicast step.
 #[inline(always)]
 fn passes_through(event: u32) -> bool {
-    !matches!(
-        event,
-        RDMA_CM_EVENT_ADDR_RESOLVED
-            | RDMA_CM_EVENT_ROUTE_RESOLVED
-            | RDMA_CM_EVENT_CONNECT_REQUEST
-            | RDMA_CM_EVENT_CONNECT_RESPONSE
-            | RDMA_CM_EVENT_REJECTED
-            | RDMA_CM_EVENT_DISCONNECTED
-            | RDMA_CM_EVENT_MULTICAST_JOIN
-            | RDMA_CM_EVENT_MULTICAST_ERROR
-            | RDMA_CM_EVENT_INTERNAL
-            | RDMA_CM_EVENT_ADDRINFO_RESOLVED
-            | RDMA_CM_EVENT_ADDRINFO_ERROR
-    )
+    !conn::has_step(event)
+        && !matches!(
+            event,
+            RDMA_CM_EVENT_ADDR_RESOLVED
+                | RDMA_CM_EVENT_ROUTE_RESOLVED
+                | RDMA_CM_EVENT_MULTICAST_JOIN
+                | RDMA_CM_EVENT_MULTICAST_ERROR
+                | RDMA_CM_EVENT_INTERNAL
+                | RDMA_CM_EVENT_ADDRINFO_RESOLVED
+                | RDMA_CM_EVENT_ADDRINFO_ERROR
+        )
 }
 
 /// Connection, multicast and removal events' parameters as the kernel

@@ -471,6 +471,12 @@ pub(crate) fn copy_conn_param(evt: &mut EventPriv, src: &kabi::ConnParam) {
     };
 }
 
+/// Whether [`process_event`] has a part in events of kind `event`.
+#[inline(always)]
+pub fn has_step(event: u32) -> bool {
+    matches!(event, RDMA_CM_EVENT_CONNECT_REQUEST | RDMA_CM_EVENT_CONNECT_RESPONSE | RDMA_CM_EVENT_REJECTED | RDMA_CM_EVENT_DISCONNECTED)
+}
+
 /// The library's part of connection events, after the core decoded the
 /// event and copied its parameters by the id's QP type (`evt.id_priv` is
 /// the id the kernel reported: the listener for a connection request).
@@ -478,7 +484,7 @@ pub(crate) fn copy_conn_param(evt: &mut EventPriv, src: &kabi::ConnParam) {
 pub fn process_event(cm: &'static Cm, resp: &kabi::EventResp, evt: &mut EventPriv) -> Step {
     // Only these events have a part here (the others, user events say,
     // cost a comparison, not a call).
-    if !matches!(resp.event, RDMA_CM_EVENT_CONNECT_REQUEST | RDMA_CM_EVENT_CONNECT_RESPONSE | RDMA_CM_EVENT_REJECTED | RDMA_CM_EVENT_DISCONNECTED) {
+    if !has_step(resp.event) {
         return Step::Deliver;
     }
     // These may make verbs calls (QP transitions, a passive side's QP) on
