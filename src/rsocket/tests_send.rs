@@ -146,6 +146,23 @@ fn inline_up_to_sq_inline_then_staged() {
     assert!(buf[..64].iter().all(|&x| x == 1) && buf[64..129].iter().all(|&x| x == 2));
 }
 
+/// A send small enough to go inline but with less room left in the peer's
+/// buffer entry than its length goes as much as the entry holds, and says
+/// so (a non-blocking call: the rest waits for the peer's credit), as the
+/// general path cuts it; never the whole length with only part posted.
+#[test]
+fn an_inline_send_cut_by_the_peers_entry_says_how_much_went() {
+    let (a, b) = pair();
+    let first = pattern(4096 - 40, 3);
+    assert_eq!(send(&a, &first, NB), Ok(4056));
+    assert_eq!(send(&a, &[7u8; 64], NB), Ok(40), "the entry had 40 bytes left");
+    assert_eq!(data_sizes(&a).last(), Some(&40));
+    let mut buf = vec![0u8; 8192];
+    assert_eq!(recv(&b, &mut buf, NB), Ok(4096));
+    assert_eq!(&buf[..4056], &first[..]);
+    assert!(buf[4056..4096].iter().all(|&x| x == 7));
+}
+
 // ---- unsignalled sends (super::signal) ---------------------------------------------
 
 /// A connection whose send queue lets runs of 15 unsignalled sends go
