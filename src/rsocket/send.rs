@@ -10,6 +10,7 @@ use super::blocking::run_blocking;
 use super::cq::post_write_msg;
 use super::guard::{lock, lock_path, Guard, Path};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use super::state::*;
 use super::send_half::Staged;
 use super::verbs::Data;
@@ -149,7 +150,10 @@ pub fn send(h: &Handle, buf: &[u8], flags: c_int) -> Result<usize, Errno> {
 #[inline]
 fn send_inline_now(h: &Handle, buf: &[u8]) -> Option<Result<usize, Errno>> {
     let len = buf.len();
-    if len == 0 {
+    // A send longer than the inline size never goes this way: it is left
+    // to the general path before any lock is taken (it would take them
+    // twice else, and meet the stream's receiver on them).
+    if len == 0 || len > h.inline_hint.load(Ordering::Relaxed) as usize {
         return None;
     }
     let _p = lock_path(h, Path::Send);
@@ -159,6 +163,8 @@ fn send_inline_now(h: &Handle, buf: &[u8]) -> Option<Result<usize, Errno>> {
         return None;
     }
     let ep = st.ep.as_deref()?;
+    // (with the endpoint, the inline size is the QP's and stays so)
+    h.inline_hint.store(st.tx.sq_inline(), Ordering::Relaxed);
     let t = st.tx.target(&ep.target);
     let mut olen = st.tx.first_chunk();
     let xfer = next_chunk(&mut olen, len).min(st.tx.avail_bytes()).min(t.length);

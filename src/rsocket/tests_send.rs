@@ -13,6 +13,7 @@ use super::tests_proto::*;
 use super::wire::{msg_op, OP_DATA};
 use nix::errno::Errno;
 use std::time::Duration;
+use std::sync::atomic::Ordering;
 
 #[test]
 fn send_ring_full_then_resumes_when_writes_complete() {
@@ -161,6 +162,22 @@ fn an_inline_send_cut_by_the_peers_entry_says_how_much_went() {
     assert_eq!(recv(&b, &mut buf, NB), Ok(4096));
     assert_eq!(&buf[..4056], &first[..]);
     assert!(buf[4056..4096].iter().all(|&x| x == 7));
+}
+
+/// rsend's look without a lock at the inline size: unknown (no bound)
+/// until a send has seen the stream connected, then the QP's; only a
+/// filter: with it at 0 a small send still goes inline (the general path).
+#[test]
+fn the_inline_size_hint_is_learned_and_only_filters() {
+    let (a, b) = pair();
+    assert_eq!(a.inline_hint.load(Ordering::Relaxed), u32::MAX);
+    assert_eq!(send(&a, &[1u8; 64], NB), Ok(64));
+    assert_eq!(a.inline_hint.load(Ordering::Relaxed), st(&a).tx.sq_inline());
+    a.inline_hint.store(0, Ordering::Relaxed);
+    assert_eq!(send(&a, &[2u8; 64], NB), Ok(64));
+    assert_eq!(st(&a).tx.ssgl0_off(), 0, "64 bytes go inline");
+    let mut buf = [0u8; 200];
+    assert_eq!(recv(&b, &mut buf, NB), Ok(128));
 }
 
 // ---- unsignalled sends (super::signal) ---------------------------------------------
