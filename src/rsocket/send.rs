@@ -153,7 +153,8 @@ fn send_inline_now(h: &Handle, buf: &[u8]) -> Option<Result<usize, Errno>> {
     // A send longer than the inline size never goes this way: it is left
     // to the general path before any lock is taken (it would take them
     // twice else, and meet the stream's receiver on them).
-    if len == 0 || len > h.inline_hint.load(Ordering::Relaxed) as usize {
+    let hint = h.inline_hint.load(Ordering::Relaxed);
+    if len == 0 || len > hint as usize {
         return None;
     }
     let _p = lock_path(h, Path::Send);
@@ -164,7 +165,9 @@ fn send_inline_now(h: &Handle, buf: &[u8]) -> Option<Result<usize, Errno>> {
     }
     let ep = st.ep.as_deref()?;
     // (with the endpoint, the inline size is the QP's and stays so)
-    h.inline_hint.store(st.tx.sq_inline(), Ordering::Relaxed);
+    if hint != st.tx.sq_inline() {
+        h.inline_hint.store(st.tx.sq_inline(), Ordering::Relaxed);
+    }
     let t = st.tx.target(&ep.target);
     let mut olen = st.tx.first_chunk();
     let xfer = next_chunk(&mut olen, len).min(st.tx.avail_bytes()).min(t.length);
