@@ -22,7 +22,8 @@ impl Stream {
     /// when this thread read the channel's last event and nobody has read
     /// it since, the reading is handed on: every sleeper looks again (one
     /// of them reads next, re-arming the CQ first).
-    fn leave(&mut self) {
+    #[inline]
+    pub(super) fn leave(&mut self) {
         self.sleepers.leave();
     }
 }

@@ -92,20 +92,40 @@ impl Stream {
     /// Takes the completions off the CQ (in batches: [`verbs::POLL_BATCH`]
     /// per call into the provider) and applies them; reposts a receive for
     /// each one consumed while connected. Returns how many it took.
+    /// An empty CQ (most looks of a blocked call) costs the provider's
+    /// poll and no more.
+    #[inline]
     pub(super) fn poll_cq(&mut self) -> Result<usize, Errno> {
+        // (no endpoint: nothing to take, and no receive to repost)
+        let n = match &self.ep {
+            Some(ep) => ep.qp.poll_many(&mut self.wcs)?,
+            None => 0,
+        };
+        if n == 0 {
+            return Ok(0);
+        }
+        self.apply_polled(n)
+    }
+
+    /// [`Stream::poll_cq`] once its first poll took `first` completions
+    /// (more than none) into `wcs`.
+    #[inline(never)]
+    fn apply_polled(&mut self, first: usize) -> Result<usize, Errno> {
         let mut rcnt = 0u32;
         let mut taken = 0usize;
         // A disconnect from the peer ends the taking (the rest of the batch
         // is applied still: nothing the peer sent comes after it).
         let mut ended = false;
+        let mut n = first;
         while !ended {
-            // (no endpoint: nothing to take, and no receive to repost)
-            let n = match &self.ep {
-                Some(ep) => ep.qp.poll_many(&mut self.wcs)?,
-                None => 0,
-            };
             if n == 0 {
-                break;
+                n = match &self.ep {
+                    Some(ep) => ep.qp.poll_many(&mut self.wcs)?,
+                    None => 0,
+                };
+                if n == 0 {
+                    break;
+                }
             }
             taken += n;
             // Others sleeping on the stream may wait for what this changes
@@ -119,6 +139,7 @@ impl Stream {
                 // now is taken by the next poll.
                 break;
             }
+            n = 0;
         }
         if ended {
             return Ok(taken);

@@ -195,6 +195,13 @@ pub fn wait(tok: &WaitToken, timeout_ms: c_int) -> Result<bool, Errno> {
         ep.qp.wait_cq_event()?;
         return Ok(true);
     }
+    wait_polled(tok, timeout_ms)
+}
+
+/// [`wait`] for a sleeper that is not the reader: poll(2) on the token's
+/// descriptor and this thread's wake-up descriptor.
+#[inline(never)]
+fn wait_polled(tok: &WaitToken, timeout_ms: c_int) -> Result<bool, Errno> {
     let wfd = tok.wake.as_ref().map_or(-1, |w| w.fd());
     let mut p = [libc::pollfd { fd: tok.fd, events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: wfd, events: libc::POLLIN, revents: 0 }];
     // Upstream blocks in read(2) here (the CQ or CM channel), which the

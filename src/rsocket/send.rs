@@ -8,8 +8,9 @@ use nix::errno::Errno;
 use std::ffi::c_int;
 use super::blocking::run_blocking;
 use super::cq::post_write_msg;
-use super::guard::{Guard, Path};
+use super::guard::{lock, lock_path, Guard, Path};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use super::state::*;
 use super::send_half::Staged;
 use super::verbs::Data;
@@ -125,11 +126,59 @@ fn send_some(s: &mut Guard<'_>, buf: &[u8], olen: &mut u32) -> Result<usize, Err
 }
 
 /// rsend: a blocking send sleeps without holding the socket, so that another thread's
-/// rrecv on it keeps going.
+/// rrecv on it keeps going. A send that goes whole in one inline message
+/// with room for it already there takes [`send_inline_now`]; the others the
+/// blocking loop ([`run_blocking`]).
 pub fn send(h: &Handle, buf: &[u8], flags: c_int) -> Result<usize, Errno> {
+    if let Some(r) = send_inline_now(h, buf) {
+        return r;
+    }
     let mut olen = 0;
     run_blocking(h, Path::Send, flags, |s, done| {
         let n = send_some(s, &buf[done..], &mut olen)?;
         Ok((n, done + n == buf.len()))
     })
+}
+
+/// The common small send without the blocking loop: the whole of `buf` in
+/// one inline message, with room for it on both sides already (no
+/// completion to take, no riomap descriptor owed, nothing to wait for). It
+/// takes the same steps, under the same locks, as the general path's first
+/// try ([`send_some`]) would; None, having changed nothing, when any of its
+/// conditions does not hold (the general path then starts from the
+/// beginning and answers as it always does).
+#[inline]
+fn send_inline_now(h: &Handle, buf: &[u8]) -> Option<Result<usize, Errno>> {
+    let len = buf.len();
+    // A send longer than the inline size never goes this way: it is left
+    // to the general path before any lock is taken (it would take them
+    // twice else, and meet the stream's receiver on them).
+    let hint = h.inline_hint.load(Ordering::Relaxed);
+    if len == 0 || len > hint as usize {
+        return None;
+    }
+    let _p = lock_path(h, Path::Send);
+    let mut g = lock(h).ok()?;
+    let st = &mut *g;
+    if st.ctl.state() & ST_OPENING != 0 || st.check_connected().is_err() || !st.can_send() || st.iomaps.next_unsent().is_some() {
+        return None;
+    }
+    let ep = st.ep.as_deref()?;
+    // (with the endpoint, the inline size is the QP's and stays so)
+    if hint != st.tx.sq_inline() {
+        h.inline_hint.store(st.tx.sq_inline(), Ordering::Relaxed);
+    }
+    let t = st.tx.target(&ep.target);
+    let mut olen = st.tx.first_chunk();
+    let xfer = next_chunk(&mut olen, len).min(st.tx.avail_bytes()).min(t.length);
+    if xfer as usize != len || xfer > st.tx.sq_inline() {
+        return None;
+    }
+    let opts = st.ctl.opts();
+    let (addr, rkey) = st.tx.reserve_data(opts, xfer, t, &ep.target);
+    let run = st.tx.inline_run(opts, xfer);
+    let r = post_write_msg(ep, opts, Data::Inline(buf), msg_set(OP_DATA, xfer), addr, rkey, run);
+    // As every blocked call's end (the reader's hand-off, when owed).
+    st.leave();
+    Some(r.map(|()| len))
 }

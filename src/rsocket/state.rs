@@ -19,6 +19,7 @@
 use nix::errno::Errno;
 use std::ffi::c_int;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU32;
 use super::conf;
 use super::options::SockOpts;
 use super::verbs::{Qp, RegBuf};
@@ -129,13 +130,19 @@ pub struct StreamCell {
     pub(super) s: Mutex<Stream>,
     pub(super) slock: Mutex<()>,
     pub(super) rlock: Mutex<()>,
+    /// The send queue's inline size as the last sender saw it under `s`
+    /// (`u32::MAX` until then): rsend's fast path ([`super::send`]) looks at
+    /// it without any lock, to leave sends too long to go inline to the
+    /// general path before it takes a lock. Only a filter: the size fixed
+    /// with the QP, it is checked again under `s`.
+    pub(super) inline_hint: AtomicU32,
 }
 
 pub type Handle = Arc<StreamCell>;
 
 /// A handle on a new stream.
 pub(super) fn new_handle(s: Stream) -> Handle {
-    Arc::new(StreamCell { s: Mutex::new(s), slock: Mutex::new(()), rlock: Mutex::new(()) })
+    Arc::new(StreamCell { s: Mutex::new(s), slock: Mutex::new(()), rlock: Mutex::new(()), inline_hint: AtomicU32::new(u32::MAX) })
 }
 
 impl Stream {

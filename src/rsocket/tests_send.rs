@@ -13,6 +13,7 @@ use super::tests_proto::*;
 use super::wire::{msg_op, OP_DATA};
 use nix::errno::Errno;
 use std::time::Duration;
+use std::sync::atomic::Ordering;
 
 #[test]
 fn send_ring_full_then_resumes_when_writes_complete() {
@@ -144,6 +145,39 @@ fn inline_up_to_sq_inline_then_staged() {
     let mut buf = [0u8; 200];
     assert_eq!(recv(&b, &mut buf, NB), Ok(129));
     assert!(buf[..64].iter().all(|&x| x == 1) && buf[64..129].iter().all(|&x| x == 2));
+}
+
+/// A send small enough to go inline but with less room left in the peer's
+/// buffer entry than its length goes as much as the entry holds, and says
+/// so (a non-blocking call: the rest waits for the peer's credit), as the
+/// general path cuts it; never the whole length with only part posted.
+#[test]
+fn an_inline_send_cut_by_the_peers_entry_says_how_much_went() {
+    let (a, b) = pair();
+    let first = pattern(4096 - 40, 3);
+    assert_eq!(send(&a, &first, NB), Ok(4056));
+    assert_eq!(send(&a, &[7u8; 64], NB), Ok(40), "the entry had 40 bytes left");
+    assert_eq!(data_sizes(&a).last(), Some(&40));
+    let mut buf = vec![0u8; 8192];
+    assert_eq!(recv(&b, &mut buf, NB), Ok(4096));
+    assert_eq!(&buf[..4056], &first[..]);
+    assert!(buf[4056..4096].iter().all(|&x| x == 7));
+}
+
+/// rsend's look without a lock at the inline size: unknown (no bound)
+/// until a send has seen the stream connected, then the QP's; only a
+/// filter: with it at 0 a small send still goes inline (the general path).
+#[test]
+fn the_inline_size_hint_is_learned_and_only_filters() {
+    let (a, b) = pair();
+    assert_eq!(a.inline_hint.load(Ordering::Relaxed), u32::MAX);
+    assert_eq!(send(&a, &[1u8; 64], NB), Ok(64));
+    assert_eq!(a.inline_hint.load(Ordering::Relaxed), st(&a).tx.sq_inline());
+    a.inline_hint.store(0, Ordering::Relaxed);
+    assert_eq!(send(&a, &[2u8; 64], NB), Ok(64));
+    assert_eq!(st(&a).tx.ssgl0_off(), 0, "64 bytes go inline");
+    let mut buf = [0u8; 200];
+    assert_eq!(recv(&b, &mut buf, NB), Ok(128));
 }
 
 // ---- unsignalled sends (super::signal) ---------------------------------------------

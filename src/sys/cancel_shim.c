@@ -32,6 +32,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <infiniband/verbs.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -140,13 +141,17 @@ ssize_t rdmacm_rs_wait_write(int fd, const void *b, size_t len)
 	WAIT(write(fd, b, len), ssize_t);
 }
 
-/* A blocking library call (fn(arg), which returns -1 and sets errno on
- * failure) as a cancellation point of ours: a blocking read of a verbs
- * completion channel (ibv_get_cq_event) is the one user.  The unwind of a
- * cancellation in it passes through fn's C frames to the scope here. */
-int rdmacm_rs_wait_call(int (*fn)(void *), void *arg)
+/* A blocking read of a verbs completion channel (ibv_get_cq_event, which
+ * returns -1 and sets errno on failure) as a cancellation point of ours.
+ * The unwind of a cancellation in it passes through libibverbs' C frames
+ * to the scope here.  The event's CQ and context are not needed: each
+ * channel of ours serves one CQ. */
+int rdmacm_rs_wait_cq_event(struct ibv_comp_channel *ch)
 {
-	WAIT(fn(arg), int);
+	struct ibv_cq *cq;
+	void *ctx;
+
+	WAIT(ibv_get_cq_event(ch, &cq, &ctx), int);
 }
 
 /* Whether this thread caught a cancellation that is still to be handed on. */

@@ -325,18 +325,13 @@ int rdmacm_shim_get_cq_event(struct ibv_comp_channel *ch)
 	return ibv_get_cq_event(ch, &cq, &ctx);
 }
 
-int rdmacm_rs_wait_call(int (*fn)(void *), void *arg);
-
-static int get_cq_event_arg(void *ch)
-{
-	return rdmacm_shim_get_cq_event(ch);
-}
+int rdmacm_rs_wait_cq_event(struct ibv_comp_channel *ch);
 
 /* ibv_get_cq_event on a blocking channel, the thread cancellable in it as
  * in any wait of ours (src/sys/cancel_shim.c): -1/ECANCELED then. */
 int rdmacm_shim_wait_cq_event(struct ibv_comp_channel *ch)
 {
-	return rdmacm_rs_wait_call(get_cq_event_arg, ch);
+	return rdmacm_rs_wait_cq_event(ch);
 }
 
 void rdmacm_shim_ack_cq_events(struct ibv_cq *cq, unsigned int n)
