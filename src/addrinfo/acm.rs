@@ -369,7 +369,7 @@ fn connect_at(port_file: &CStr, sock: &CStr) -> Option<Conn> {
         return TcpStream::connect(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port)).ok().map(Conn::Tcp);
     }
     // Too long for sun_path, or absent: no socket is made.
-    if sock.to_bytes().len() >= SUN_PATH_LEN || !sys::path_exists_c(sock) {
+    if sock.to_bytes().len() >= SUN_PATH_LEN || !sys::path_exists(sock) {
         return None;
     }
     UnixStream::connect(OsStr::from_bytes(sock.to_bytes())).ok().map(Conn::Unix)
