@@ -185,6 +185,11 @@ impl<T: Slabbed> Slab<T> {
     /// Slot `i` (below `used`: its segment is allocated).
     #[inline]
     fn slot(&self, i: usize) -> &Slot<T> {
+        if i < Self::FIRST {
+            // (the first segment's, without the segment's arithmetic)
+            // SAFETY: as below, segment 0.
+            return unsafe { &*(self.segs[0].load(Ordering::Acquire).add(i * Self::STRIDE) as *const Slot<T>) };
+        }
         let k = (usize::BITS - 1 - (i / Self::FIRST + 1).leading_zeros()) as usize;
         let off = (i - Self::FIRST * ((1 << k) - 1)) * Self::STRIDE;
         // SAFETY: i < used: a slot of segment k, which is allocated (see
@@ -274,7 +279,14 @@ impl<T: Slabbed> Slab<T> {
     /// free list, with a new generation.
     #[inline]
     fn release(&self, slot: &Slot<T>) {
-        let i = self.index_of(slot) as u64;
+        self.release_at(slot, self.index_of(slot));
+    }
+
+    /// [`release`](Self::release) of slot `i` (`slot` is slot `i`).
+    #[inline(always)]
+    fn release_at(&self, slot: &Slot<T>, i: usize) {
+        debug_assert!(std::ptr::eq(slot, self.slot(i)));
+        let i = i as u64;
         let g = (slot.state.load(Ordering::Relaxed) & !(LIVE | FREE | COUNT)).wrapping_add(GEN_ONE);
         let mut h = self.head.load(Ordering::Relaxed);
         loop {
@@ -326,9 +338,37 @@ impl<T: Slabbed> Slab<T> {
     /// ack), without the out-of-line drop kept for the rare ends.
     #[inline(always)]
     pub fn take_with<R>(&'static self, addr: usize, f: impl FnOnce(&T) -> R) -> Option<R> {
-        let mut r = self.take(addr)?;
+        let (k, off) = self.seg_of(addr)?;
+        if off % Self::STRIDE != 0 {
+            return None;
+        }
+        // SAFETY: as in slot_at.
+        let slot = unsafe { &*(addr as *const Slot<T>) };
+        // Retired in one compare-and-swap; held by no one else, the
+        // object is the taker's at once (not LIVE, no reference: no
+        // lookup or upgrade can reach it), else the taker holds one more
+        // reference and the last holder drops it.
+        let mut s = slot.state.load(Ordering::Relaxed);
+        loop {
+            if s & LIVE == 0 {
+                return None;
+            }
+            let next = if s & COUNT == 0 { s & !LIVE } else { (s & !LIVE) + 1 };
+            match slot.state.compare_exchange_weak(s, next, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(x) => s = x,
+            }
+        }
+        let mut r = Ref(NonNull::from(slot));
         let out = f(&r);
-        if r.put() {
+        if s & COUNT == 0 {
+            // (the slot's index from the lookup's segment and offset: no
+            // second search of the segments)
+            fence(Ordering::Acquire);
+            // SAFETY: as in Ref::drop_last: this thread owns the object.
+            unsafe { (*slot.value.get()).assume_init_drop() };
+            self.release_at(slot, Self::FIRST * ((1 << k) - 1) + off / Self::STRIDE);
+        } else if r.put() {
             r.drop_last();
         }
         std::mem::forget(r);
