@@ -151,15 +151,18 @@ impl<T: Slabbed> Slab<T> {
     /// `addr` lies in a segment.
     #[inline(always)]
     fn seg_of(&self, addr: usize) -> Option<(usize, usize)> {
-        let n = self.mapped.load(Ordering::Acquire).min(SEGS);
-        if n == 0 {
-            return None;
-        }
         // (the first segment, which holds every slot of a process with
-        // few objects, without the loop)
-        let off = addr.wrapping_sub(self.segs[0].load(Ordering::Relaxed) as usize);
-        if off < Self::seg_len(0) {
+        // few objects, first and without the count of segments: its start
+        // is null until it is allocated, and stored once, after the
+        // allocation, with release order)
+        let base = self.segs[0].load(Ordering::Acquire) as usize;
+        let off = addr.wrapping_sub(base);
+        if base != 0 && off < Self::seg_len(0) {
             return Some((0, off));
+        }
+        let n = self.mapped.load(Ordering::Acquire).min(SEGS);
+        if n < 2 {
+            return None;
         }
         self.segs[1..n].iter().zip(1..).find_map(|(base, k)| {
             let off = addr.wrapping_sub(base.load(Ordering::Relaxed) as usize);
@@ -270,7 +273,7 @@ impl<T: Slabbed> Slab<T> {
         if p.is_null() {
             return Err(Errno::ENOMEM);
         }
-        self.segs[k].store(p.cast(), Ordering::Relaxed);
+        self.segs[k].store(p.cast(), Ordering::Release);
         self.mapped.store(k + 1, Ordering::Release);
         Ok(())
     }
@@ -799,6 +802,26 @@ mod tests {
     impl Slabbed for Tk {
         fn slab() -> &'static Slab<Tk> {
             &TKS
+        }
+    }
+
+    /// A store with no segment yet refuses every address, low ones
+    /// included (they would lie at the start of a segment based at 0),
+    /// without reading them.
+    #[test]
+    fn unallocated_store_refuses_every_address() {
+        struct Never(#[allow(dead_code)] u64);
+        static NEVER: Slab<Never> = Slab::new(4);
+        impl Slabbed for Never {
+            fn slab() -> &'static Slab<Never> {
+                &NEVER
+            }
+        }
+        let stride = Slab::<Never>::slot_size();
+        for addr in [0, 8, stride, 2 * stride, 4096] {
+            assert!(NEVER.get(addr).is_none(), "address {addr:#x}");
+            assert!(!NEVER.contains(addr), "address {addr:#x}");
+            assert!(NEVER.take_with(addr, |_| ()).is_none(), "address {addr:#x}");
         }
     }
 
