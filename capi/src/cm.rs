@@ -81,6 +81,8 @@ pub(crate) fn id_to_destroy(id: *mut rdma_cm_id) -> Result<(cm::Held, &'static C
 }
 
 /// A live channel of the library, or EINVAL (checked like [`id_of`]).
+/// In line: `rdma_get_cm_event`'s one lookup of the channel.
+#[inline(always)]
 fn live_channel(channel: *mut rdma_event_channel) -> Result<ChanRef, Errno> {
     cm::global().channel(nonnull(channel)?.as_ptr())
 }

@@ -38,6 +38,10 @@ use std::sync::Arc;
 pub struct Cm {
     pub ucma: Box<dyn Ucma>,
     pub verbs: Box<dyn Verbs>,
+    /// `ucma` is the kernel's ([`crate::sys::ucma::Kernel`]): the event
+    /// calls make its commands directly ([`crate::sys::ucma::wait_event`],
+    /// [`crate::sys::ucma::write_event`]), not through the trait object.
+    pub(crate) direct: bool,
     pub(super) init_lock: Mutex<()>,
     pub(super) inited: AtomicBool,
     pub(super) af_ib: AtomicBool,

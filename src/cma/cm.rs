@@ -23,7 +23,7 @@ use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-static GLOBAL: Lazy<Cm> = Lazy::new(|| Cm::new(Box::new(Kernel::default()), Box::new(SysVerbs::default())));
+static GLOBAL: Lazy<Cm> = Lazy::new(|| Cm { direct: true, ..Cm::new(Box::new(Kernel::default()), Box::new(SysVerbs::default())) });
 
 /// The library's CM instance.
 #[inline]
@@ -57,6 +57,7 @@ impl Cm {
         Cm {
             ucma,
             verbs,
+            direct: false,
             init_lock: Mutex::new(()),
             inited: AtomicBool::new(false),
             af_ib: AtomicBool::new(false),
@@ -432,6 +433,9 @@ impl Cm {
     pub fn write_cm_event(&self, p: &IdPriv, event: u32, status: i32, arg: u64) -> Result<(), Errno> {
         if event != RDMA_CM_EVENT_USER {
             return Err(Errno::EINVAL);
+        }
+        if self.direct {
+            return crate::sys::ucma::write_event(p.fd(), p.handle(), event, status, arg);
         }
         self.ucma.write_cm_event(p.fd(), p.handle(), event, status, arg)
     }

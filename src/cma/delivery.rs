@@ -136,6 +136,7 @@ fn copy_ud(evt: &mut EventPriv, src: &kabi::UdParam) {
 /// event, a connection's establishment or end, an error) takes the path
 /// inline here; the others, and events the library discards, go through
 /// [`complete`].
+#[inline(always)]
 pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
     let (cm, fd) = (ch.cm, ch.fd());
     cm.init()?;
@@ -150,7 +151,7 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
         // The wait for the kernel's next event: a cancellation of the
         // thread is acted on there (ECANCELED; the event stays queued).
         let alone = ch.readers.fetch_add(1, Ordering::Relaxed) == 0;
-        let r = cm.ucma.wait_event_into(fd, &mut resp, alone);
+        let r = if cm.direct { crate::sys::ucma::wait_event(fd, &mut resp, alone) } else { cm.ucma.wait_event_into(fd, &mut resp, alone) };
         ch.readers.fetch_sub(1, Ordering::Relaxed);
         let resp = &*r?;
         // A new event is clean; one left by a discarded event is cleared
@@ -182,7 +183,10 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
                 None => continue,
             }
         };
-        evt.id_priv = Some(p);
+        // (no earlier id to drop: a new event has none, a discarded one's
+        // was taken back by `complete` or never set)
+        debug_assert!(evt.id_priv.is_none());
+        std::mem::forget(evt.id_priv.replace(p));
         if trace::on() || log::log_enabled!(target: "rdmacm", log::Level::Debug) {
             report(cm, &evt, resp);
         }

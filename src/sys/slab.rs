@@ -151,15 +151,18 @@ impl<T: Slabbed> Slab<T> {
     /// `addr` lies in a segment.
     #[inline(always)]
     fn seg_of(&self, addr: usize) -> Option<(usize, usize)> {
-        let n = self.mapped.load(Ordering::Acquire).min(SEGS);
-        if n == 0 {
-            return None;
-        }
         // (the first segment, which holds every slot of a process with
-        // few objects, without the loop)
-        let off = addr.wrapping_sub(self.segs[0].load(Ordering::Relaxed) as usize);
-        if off < Self::seg_len(0) {
+        // few objects, first and without the count of segments: its start
+        // is null until it is allocated, and stored once, after the
+        // allocation, with release order)
+        let base = self.segs[0].load(Ordering::Acquire) as usize;
+        let off = addr.wrapping_sub(base);
+        if base != 0 && off < Self::seg_len(0) {
             return Some((0, off));
+        }
+        let n = self.mapped.load(Ordering::Acquire).min(SEGS);
+        if n < 2 {
+            return None;
         }
         self.segs[1..n].iter().zip(1..).find_map(|(base, k)| {
             let off = addr.wrapping_sub(base.load(Ordering::Relaxed) as usize);
@@ -185,6 +188,11 @@ impl<T: Slabbed> Slab<T> {
     /// Slot `i` (below `used`: its segment is allocated).
     #[inline]
     fn slot(&self, i: usize) -> &Slot<T> {
+        if i < Self::FIRST {
+            // (the first segment's, without the segment's arithmetic)
+            // SAFETY: as below, segment 0.
+            return unsafe { &*(self.segs[0].load(Ordering::Acquire).add(i * Self::STRIDE) as *const Slot<T>) };
+        }
         let k = (usize::BITS - 1 - (i / Self::FIRST + 1).leading_zeros()) as usize;
         let off = (i - Self::FIRST * ((1 << k) - 1)) * Self::STRIDE;
         // SAFETY: i < used: a slot of segment k, which is allocated (see
@@ -265,7 +273,7 @@ impl<T: Slabbed> Slab<T> {
         if p.is_null() {
             return Err(Errno::ENOMEM);
         }
-        self.segs[k].store(p.cast(), Ordering::Relaxed);
+        self.segs[k].store(p.cast(), Ordering::Release);
         self.mapped.store(k + 1, Ordering::Release);
         Ok(())
     }
@@ -274,7 +282,14 @@ impl<T: Slabbed> Slab<T> {
     /// free list, with a new generation.
     #[inline]
     fn release(&self, slot: &Slot<T>) {
-        let i = self.index_of(slot) as u64;
+        self.release_at(slot, self.index_of(slot));
+    }
+
+    /// [`release`](Self::release) of slot `i` (`slot` is slot `i`).
+    #[inline(always)]
+    fn release_at(&self, slot: &Slot<T>, i: usize) {
+        debug_assert!(std::ptr::eq(slot, self.slot(i)));
+        let i = i as u64;
         let g = (slot.state.load(Ordering::Relaxed) & !(LIVE | FREE | COUNT)).wrapping_add(GEN_ONE);
         let mut h = self.head.load(Ordering::Relaxed);
         loop {
@@ -326,9 +341,37 @@ impl<T: Slabbed> Slab<T> {
     /// ack), without the out-of-line drop kept for the rare ends.
     #[inline(always)]
     pub fn take_with<R>(&'static self, addr: usize, f: impl FnOnce(&T) -> R) -> Option<R> {
-        let mut r = self.take(addr)?;
+        let (k, off) = self.seg_of(addr)?;
+        if off % Self::STRIDE != 0 {
+            return None;
+        }
+        // SAFETY: as in slot_at.
+        let slot = unsafe { &*(addr as *const Slot<T>) };
+        // Retired in one compare-and-swap; held by no one else, the
+        // object is the taker's at once (not LIVE, no reference: no
+        // lookup or upgrade can reach it), else the taker holds one more
+        // reference and the last holder drops it.
+        let mut s = slot.state.load(Ordering::Relaxed);
+        loop {
+            if s & LIVE == 0 {
+                return None;
+            }
+            let next = if s & COUNT == 0 { s & !LIVE } else { (s & !LIVE) + 1 };
+            match slot.state.compare_exchange_weak(s, next, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(x) => s = x,
+            }
+        }
+        let mut r = Ref(NonNull::from(slot));
         let out = f(&r);
-        if r.put() {
+        if s & COUNT == 0 {
+            // (the slot's index from the lookup's segment and offset: no
+            // second search of the segments)
+            fence(Ordering::Acquire);
+            // SAFETY: as in Ref::drop_last: this thread owns the object.
+            unsafe { (*slot.value.get()).assume_init_drop() };
+            self.release_at(slot, Self::FIRST * ((1 << k) - 1) + off / Self::STRIDE);
+        } else if r.put() {
             r.drop_last();
         }
         std::mem::forget(r);
@@ -759,6 +802,26 @@ mod tests {
     impl Slabbed for Tk {
         fn slab() -> &'static Slab<Tk> {
             &TKS
+        }
+    }
+
+    /// A store with no segment yet refuses every address, low ones
+    /// included (they would lie at the start of a segment based at 0),
+    /// without reading them.
+    #[test]
+    fn unallocated_store_refuses_every_address() {
+        struct Never(#[allow(dead_code)] u64);
+        static NEVER: Slab<Never> = Slab::new(4);
+        impl Slabbed for Never {
+            fn slab() -> &'static Slab<Never> {
+                &NEVER
+            }
+        }
+        let stride = Slab::<Never>::slot_size();
+        for addr in [0, 8, stride, 2 * stride, 4096] {
+            assert!(NEVER.get(addr).is_none(), "address {addr:#x}");
+            assert!(!NEVER.contains(addr), "address {addr:#x}");
+            assert!(NEVER.take_with(addr, |_| ()).is_none(), "address {addr:#x}");
         }
     }
 

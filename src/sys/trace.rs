@@ -157,13 +157,26 @@ pub fn tid() -> u32 {
     })
 }
 
-/// A key of the calling thread, unique among the process's live threads
-/// (its pthread_self): cheaper than [`tid`] (no thread-local lookup),
-/// for telling whether the thread that holds something is this one.
-#[inline]
+/// A key of the calling thread, unique among the process's live threads:
+/// cheaper than [`tid`] (no thread-local lookup), for telling whether the
+/// thread that holds something is this one.  On x86-64 the thread
+/// pointer (the address of the thread's control block, which the ELF TLS
+/// ABI keeps at `%fs:0`): one load, no call; elsewhere its pthread_self.
+#[inline(always)]
 pub fn thread_key() -> usize {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        let tp: usize;
+        // SAFETY: the x86-64 TLS ABI makes %fs:0 readable in every thread
+        // (the control block's pointer to itself); a load, nothing else.
+        unsafe { std::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, preserves_flags, readonly, pure)) };
+        tp
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     // SAFETY: pthread_self has no arguments and cannot fail.
-    unsafe { libc::pthread_self() as usize }
+    unsafe {
+        libc::pthread_self() as usize
+    }
 }
 
 /// The process id.
@@ -179,6 +192,17 @@ mod tests {
     fn names() {
         assert_eq!(file_name("/tmp/run".as_ref(), 42), "/tmp/run.42.jsonl");
         assert_eq!(file_name("/tmp/dir/".as_ref(), 7), "/tmp/dir/rdmacm.7.jsonl");
+    }
+
+    /// thread_key: the same in one thread, another in a thread alive at
+    /// the same time (both here: the main thread outlives the other).
+    #[test]
+    fn thread_keys_differ() {
+        let a = thread_key();
+        let b = std::thread::spawn(thread_key).join().unwrap();
+        assert_ne!(a, b);
+        assert_eq!(a, thread_key());
+        assert_ne!(a, 0);
     }
 
     #[test]

@@ -385,6 +385,42 @@ fn addr_of_mut<T>(r: &mut T) -> u64 {
     r as *mut T as usize as u64
 }
 
+/// [`Kernel`]'s [`Ucma::wait_event_into`], for callers that know their
+/// transport is the kernel's (the library's own instance): called
+/// directly, in line, without the trait object.
+#[inline(always)]
+pub fn wait_event(fd: RawFd, resp: &mut MaybeUninit<kabi::EventResp>, alone: bool) -> Result<&mut kabi::EventResp, Errno> {
+    // The kernel copies its whole response (zeroed where it has nothing
+    // to say) up to the smaller of its size and ours; older kernels'
+    // end before `ece` or before `reserved`, so only that tail is
+    // cleared.
+    let (tail, len) = (std::mem::offset_of!(kabi::EventResp, reserved), std::mem::size_of::<kabi::EventResp>());
+    // SAFETY: [tail, len) lies inside the buffer.
+    unsafe { resp.as_mut_ptr().cast::<u8>().add(tail).write_bytes(0, len - tail) };
+    let cmd = enc_get_event(resp.as_mut_ptr() as usize as u64);
+    // An event already queued is taken without a wait (and so without
+    // the cost of one) when the device has no other reader that could
+    // take it first.
+    if alone && super::cancel::raw::readable(fd) {
+        send(fd, &cmd)?;
+    } else {
+        wait_send(fd, &cmd)?;
+    }
+    // SAFETY: the command succeeded, so the kernel copied its response:
+    // every kernel's reaches `reserved` (the fields before it are the
+    // ABI's since its first version), and the rest was cleared above.
+    // Every byte is initialised; every bit pattern is a valid
+    // EventResp.
+    Ok(unsafe { resp.assume_init_mut() })
+}
+
+/// [`Kernel`]'s [`Ucma::write_cm_event`], called directly as
+/// [`wait_event`] is.
+#[inline(always)]
+pub fn write_event(fd: RawFd, id: u32, event: u32, status: i32, arg: u64) -> Result<(), Errno> {
+    send(fd, &enc_write_cm_event(id, event, status, arg))
+}
+
 impl Ucma for Kernel {
     fn open(&self) -> Result<RawFd, Errno> {
         // netlink, open and fstat are cancellation points: none acts here.
@@ -491,28 +527,7 @@ impl Ucma for Kernel {
     }
 
     fn wait_event_into<'r>(&self, fd: RawFd, resp: &'r mut MaybeUninit<kabi::EventResp>, alone: bool) -> Result<&'r mut kabi::EventResp, Errno> {
-        // The kernel copies its whole response (zeroed where it has nothing
-        // to say) up to the smaller of its size and ours; older kernels'
-        // end before `ece` or before `reserved`, so only that tail is
-        // cleared.
-        let (tail, len) = (std::mem::offset_of!(kabi::EventResp, reserved), std::mem::size_of::<kabi::EventResp>());
-        // SAFETY: [tail, len) lies inside the buffer.
-        unsafe { resp.as_mut_ptr().cast::<u8>().add(tail).write_bytes(0, len - tail) };
-        let cmd = enc_get_event(resp.as_mut_ptr() as usize as u64);
-        // An event already queued is taken without a wait (and so without
-        // the cost of one) when the device has no other reader that could
-        // take it first.
-        if alone && super::cancel::raw::readable(fd) {
-            send(fd, &cmd)?;
-        } else {
-            wait_send(fd, &cmd)?;
-        }
-        // SAFETY: the command succeeded, so the kernel copied its response:
-        // every kernel's reaches `reserved` (the fields before it are the
-        // ABI's since its first version), and the rest was cleared above.
-        // Every byte is initialised; every bit pattern is a valid
-        // EventResp.
-        Ok(unsafe { resp.assume_init_mut() })
+        wait_event(fd, resp, alone)
     }
 
     fn set_option(&self, fd: RawFd, id: u32, level: u32, optname: u32, optval: *mut c_void, optlen: u32) -> Result<(), Errno> {
@@ -526,7 +541,7 @@ impl Ucma for Kernel {
     }
 
     fn write_cm_event(&self, fd: RawFd, id: u32, event: u32, status: i32, arg: u64) -> Result<(), Errno> {
-        send(fd, &enc_write_cm_event(id, event, status, arg))
+        write_event(fd, id, event, status, arg)
     }
 
     fn connect(&self, fd: RawFd, id: u32, conn: &kabi::ConnParam, ece: kabi::Ece) -> Result<(), Errno> {
