@@ -237,6 +237,40 @@ pub struct QueryAddrResp {
     pub reserved1: u32,
 }
 
+/// [`QueryAddrResp::ibdev_index`]'s value for "not reported" (a kernel
+/// older than the field leaves it as the caller set it).
+pub const INVALID_IBDEV_INDEX: u32 = u32::MAX;
+
+impl QueryAddrResp {
+    /// QUERY ADDR's source address at its reported size (at most the
+    /// storage's 128 bytes).
+    #[inline]
+    pub fn src(&self) -> &[u8] {
+        &self.src_addr.bytes[..usize::from(self.src_size).min(128)]
+    }
+
+    /// QUERY ADDR's destination address at its reported size.
+    #[inline]
+    pub fn dst(&self) -> &[u8] {
+        &self.dst_addr.bytes[..usize::from(self.dst_size).min(128)]
+    }
+
+    /// QUERY GID's answer: the GIDs (`sib_addr`) of the two addresses, read
+    /// as `sockaddr_ib` images whatever size the kernel reports.
+    #[inline]
+    pub fn gids(&self) -> ([u8; 16], [u8; 16]) {
+        const AT: usize = std::mem::offset_of!(crate::abi::cma::sockaddr_ib, sib_addr);
+        let gid = |s: &KSockaddrStorage| -> [u8; 16] { std::array::from_fn(|i| s.bytes[AT + i]) };
+        (gid(&self.src_addr), gid(&self.dst_addr))
+    }
+
+    /// The device's kernel index, `None` when not reported.
+    #[inline]
+    pub fn device_index(&self) -> Option<u32> {
+        (self.ibdev_index != INVALID_IBDEV_INDEX).then_some(self.ibdev_index)
+    }
+}
+
 /// `struct ib_path_rec_data`: flags and a 64-byte wire path record.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]

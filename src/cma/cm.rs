@@ -19,6 +19,7 @@ use nix::errno::Errno;
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -548,6 +549,7 @@ impl Cm {
 
     // --- queries ----------------------------------------------------------------
 
+    #[inline]
     fn attach_device(&self, p: &IdPriv, guid: u64, index: Option<u32>) -> Result<(), Errno> {
         log::debug!(target: "rdmacm", "device: id {} takes the device the kernel chose, node GUID {:016x}, kernel index {index:?}", p.handle(), u64::from_be(guid));
         let d = self.devices.lock().get(&*self.verbs, guid, index)?;
@@ -558,16 +560,14 @@ impl Cm {
     }
 
     pub(crate) fn query_addr(&self, p: &IdPriv) -> Result<(), Errno> {
-        // (the answer read where it was returned: a `?` would copy it)
-        let r = self.ucma.query_addr(p.fd(), p.handle());
-        let a = match &r {
-            Ok(a) => a,
-            Err(e) => return Err(*e),
-        };
-        p.id.set_src(a.src.as_bytes());
-        p.id.set_dst(a.dst.as_bytes());
-        if p.links.lock().dev.is_none() && a.node_guid != 0 {
-            self.attach_device(p, a.node_guid, a.ibdev_index)?;
+        // (the answer read where the kernel wrote it: the addresses are
+        // copied once, into the id)
+        let mut buf = MaybeUninit::uninit();
+        let a = self.ucma.query_into(p.fd(), p.handle(), kabi::QUERY_ADDR, &mut buf)?;
+        p.id.set_src(a.src());
+        p.id.set_dst(a.dst());
+        if a.node_guid != 0 && p.links.lock().dev.is_none() {
+            self.attach_device(p, a.node_guid, a.device_index())?;
             p.id.set_port_num(a.port_num);
             p.id.set_pkey(a.pkey);
         }
@@ -575,13 +575,11 @@ impl Cm {
     }
 
     pub(crate) fn query_gid(&self, p: &IdPriv) -> Result<(), Errno> {
-        let r = self.ucma.query_gid(p.fd(), p.handle());
-        let a = match &r {
-            Ok(a) => a,
-            Err(e) => return Err(*e),
-        };
+        let mut buf = MaybeUninit::uninit();
+        let a = self.ucma.query_into(p.fd(), p.handle(), kabi::QUERY_GID, &mut buf)?;
         // The GIDs are the sib_addr of the two sockaddr_ib.
-        p.id.set_gids(a.src.ib_image().sib_addr.sib_raw, a.dst.ib_image().sib_addr.sib_raw);
+        let (sgid, dgid) = a.gids();
+        p.id.set_gids(sgid, dgid);
         Ok(())
     }
 

@@ -141,8 +141,14 @@ impl Devices {
     }
 
     /// Opens a device if it is not open yet in this process.
+    #[inline]
     pub fn open(verbs: &dyn Verbs, d: &mut CmDevice) -> Result<(), Errno> {
-        Self::open_in(verbs, d, generation())
+        let me = generation();
+        // (the common case inline: open by this process already)
+        if !d.verbs.0.is_null() && d.opened_by == me {
+            return Ok(());
+        }
+        Self::open_in(verbs, d, me)
     }
 
     /// [`Devices::open`] for the process of fork generation `me` (no
@@ -155,6 +161,8 @@ impl Devices {
     /// freed from here: forgotten, never dropped, the policy of
     /// [`crate::sys::process`]) and opens the device anew; ids the child
     /// inherited keep the old values in their own references.
+    #[cold]
+    #[inline(never)]
     fn open_in(verbs: &dyn Verbs, d: &mut CmDevice, me: u64) -> Result<(), Errno> {
         if !d.verbs.0.is_null() {
             if d.opened_by == me {
@@ -186,7 +194,27 @@ impl Devices {
     /// Finds a live device by GUID and kernel index, resynchronising the
     /// list once if it is unknown (a device added since).  Takes a
     /// reference on success.
+    #[inline]
     pub fn get(&mut self, verbs: &dyn Verbs, guid: u64, index: Option<u32>) -> Result<std::sync::Arc<DevRef>, Errno> {
+        // In line, the common case (the device in use by another id of this
+        // process): listed, open here, its PD and shared part made.
+        let me = generation();
+        if let Some(d) = self.list.iter_mut().find(|d| !d.dead && Self::matches(d, guid, index)) {
+            if let Some(s) = &d.shared {
+                if !d.verbs.0.is_null() && d.opened_by == me && !d.pd.0.is_null() && s.verbs == d.verbs && s.pd == d.pd {
+                    d.refcnt += 1;
+                    return Ok(s.clone());
+                }
+            }
+        }
+        self.get_slow(verbs, guid, index)
+    }
+
+    /// [`Devices::get`] of a device not listed, not open in this process,
+    /// or without its PD or shared part yet.
+    #[cold]
+    #[inline(never)]
+    fn get_slow(&mut self, verbs: &dyn Verbs, guid: u64, index: Option<u32>) -> Result<std::sync::Arc<DevRef>, Errno> {
         let find = |s: &Self| s.list.iter().position(|d| !d.dead && Self::matches(d, guid, index));
         let pos = match find(self) {
             Some(p) => Some(p),

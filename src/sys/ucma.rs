@@ -42,7 +42,7 @@ pub struct RouteInfo {
 }
 
 /// The device index value meaning "not reported".
-const INVALID_INDEX: u32 = u32::MAX;
+const INVALID_INDEX: u32 = kabi::INVALID_IBDEV_INDEX;
 
 /// The ucma protocol, one method per command.
 pub trait Ucma: Send + Sync {
@@ -66,6 +66,15 @@ pub trait Ucma: Send + Sync {
     fn resolve_route(&self, fd: RawFd, id: u32, timeout_ms: u32) -> Result<(), Errno>;
     fn query_addr(&self, fd: RawFd, id: u32) -> Result<AddrInfo, Errno>;
     fn query_gid(&self, fd: RawFd, id: u32) -> Result<AddrInfo, Errno>;
+    /// QUERY ADDR (`option` [`kabi::QUERY_ADDR`]) or QUERY GID
+    /// ([`kabi::QUERY_GID`]) into the caller's buffer, read where it was
+    /// written (the [`Kernel`]'s: by the kernel, no decoded copy of its
+    /// two 128-byte addresses).  The default, for test doubles, encodes
+    /// what [`Ucma::query_addr`] or [`Ucma::query_gid`] answers.
+    fn query_into<'r>(&self, fd: RawFd, id: u32, option: u32, resp: &'r mut MaybeUninit<kabi::QueryAddrResp>) -> Result<&'r kabi::QueryAddrResp, Errno> {
+        let a = if option == kabi::QUERY_GID { self.query_gid(fd, id)? } else { self.query_addr(fd, id)? };
+        Ok(resp.write(enc_addr_resp(&a)))
+    }
     fn query_path(&self, fd: RawFd, id: u32) -> Result<Vec<crate::abi::cma::ibv_path_data>, Errno>;
     fn query_route(&self, fd: RawFd, id: u32) -> Result<RouteInfo, Errno>;
     /// Blocks until the channel has an event.
@@ -302,9 +311,26 @@ pub fn dec_addr(r: &kabi::QueryAddrResp) -> AddrInfo {
         port_num: r.port_num,
         pkey: r.pkey,
         // The reported sizes, at most the storage's 128 bytes.
-        src: SockAddr::from_prefix(&r.src_addr.bytes[..(r.src_size as usize).min(128)]),
-        dst: SockAddr::from_prefix(&r.dst_addr.bytes[..(r.dst_size as usize).min(128)]),
-        ibdev_index: index_of(r.ibdev_index),
+        src: SockAddr::from_prefix(r.src()),
+        dst: SockAddr::from_prefix(r.dst()),
+        ibdev_index: r.device_index(),
+    }
+}
+
+/// The QUERY ADDR / QUERY GID answer that [`dec_addr`] reads as `a` (the
+/// default [`Ucma::query_into`] of test doubles).
+pub fn enc_addr_resp(a: &AddrInfo) -> kabi::QueryAddrResp {
+    let storage = |s: &SockAddr| kabi::KSockaddrStorage { bytes: *s.storage() };
+    kabi::QueryAddrResp {
+        node_guid: a.node_guid,
+        port_num: a.port_num,
+        pkey: a.pkey,
+        src_size: a.src.len() as u16,
+        dst_size: a.dst.len() as u16,
+        src_addr: storage(&a.src),
+        dst_addr: storage(&a.dst),
+        ibdev_index: a.ibdev_index.unwrap_or(INVALID_INDEX),
+        ..Default::default()
     }
 }
 
@@ -500,6 +526,25 @@ impl Ucma for Kernel {
         let out = std::mem::size_of_val(&resp);
         send(fd, &enc_query(cmd::QUERY, id, kabi::QUERY_GID, addr_of_mut(&mut resp), out))?;
         Ok(dec_gid(&resp))
+    }
+
+    fn query_into<'r>(&self, fd: RawFd, id: u32, option: u32, resp: &'r mut MaybeUninit<kabi::QueryAddrResp>) -> Result<&'r kabi::QueryAddrResp, Errno> {
+        // The kernel copies its whole (zeroed) answer up to the smaller of
+        // its size and ours, and refuses (ENOSPC) a buffer that ends before
+        // `ibdev_index`; a kernel older than that field ends there, so only
+        // the field and the one after it are set first.
+        let p = resp.as_mut_ptr();
+        // SAFETY: two fields inside the caller's buffer, written in place.
+        unsafe {
+            std::ptr::addr_of_mut!((*p).ibdev_index).write(INVALID_INDEX);
+            std::ptr::addr_of_mut!((*p).reserved1).write(0);
+        }
+        send(fd, &enc_query(cmd::QUERY, id, option, p as usize as u64, std::mem::size_of::<kabi::QueryAddrResp>()))?;
+        // SAFETY: the command succeeded, so the kernel copied its answer:
+        // every kernel's reaches `ibdev_index`, and the rest was set above.
+        // Every byte is initialised; every bit pattern is a valid
+        // QueryAddrResp.
+        Ok(unsafe { resp.assume_init_ref() })
     }
 
     fn query_path(&self, fd: RawFd, id: u32) -> Result<Vec<crate::abi::cma::ibv_path_data>, Errno> {

@@ -177,6 +177,33 @@ fn decode_addr_and_index() {
     assert_eq!(dec_addr(&r).ibdev_index, None);
 }
 
+/// The answer read in place (`QueryAddrResp`'s accessors, what the CM
+/// reads after `query_into`) says what the decoded one says, and a test
+/// double's answer survives the way through `enc_addr_resp`.
+#[test]
+fn query_answer_in_place() {
+    let mut r = kabi::QueryAddrResp { node_guid: 0x1122, port_num: 1, pkey: 0xffff, src_size: 16, dst_size: 200, ibdev_index: 3, ..Default::default() };
+    r.src_addr.bytes[..4].copy_from_slice(&[2, 0, 0x12, 0x34]);
+    r.dst_addr.bytes[127] = 9;
+    assert_eq!(r.src(), &r.src_addr.bytes[..16]);
+    assert_eq!(r.dst().len(), 128, "sizes are clamped to the storage");
+    assert_eq!(r.device_index(), Some(3));
+    r.src_addr.bytes[8..24].copy_from_slice(&[0xfe; 16]);
+    r.dst_addr.bytes[8] = 0x80;
+    r.src_size = 0;
+    let (sgid, dgid) = r.gids();
+    assert_eq!(sgid, dec_gid(&r).src.ib_image().sib_addr.sib_raw, "QUERY GID: the sib_addr whatever the size");
+    assert_eq!(dgid, dec_gid(&r).dst.ib_image().sib_addr.sib_raw);
+    assert_eq!((sgid[0], sgid[15], dgid[0]), (0xfe, 0xfe, 0x80));
+    r.ibdev_index = kabi::INVALID_IBDEV_INDEX;
+    assert_eq!(r.device_index(), None);
+    let a = dec_addr(&r);
+    let back = enc_addr_resp(&a);
+    assert_eq!((back.node_guid, back.port_num, back.pkey, back.device_index()), (0x1122, 1, 0xffff, None));
+    assert_eq!((back.src(), back.dst()), (r.src(), r.dst()));
+    assert_eq!(dec_gid(&back).dst.ib_image().sib_addr.sib_raw, dgid);
+}
+
 #[test]
 fn decode_paths() {
     let mut r = kabi::QueryPathResp::default();
