@@ -1,67 +1,36 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
-//! A map from descriptor numbers to values with no process-wide lock: the
-//! numbers are spread over [`SHARDS`] shards (descriptor numbers are dense
-//! small integers, so consecutive ones land in different shards), each
-//! behind its own reader-writer lock and indexed, not searched. A lookup
-//! takes one shard's read lock for a few instructions: lookups never wait
-//! for each other, and only a create or close of a number in the same
-//! shard makes one wait.
+//! A map from descriptor numbers to values with no process-wide lock.
+//! Descriptor numbers are dense small integers: the first [`DIRECT`] of
+//! them index a table directly, one slot each, in chunks of [`CHUNK`]
+//! slots made when a number in them is first entered (a chunk once made
+//! stays, so finding it is one load). A slot is its own small mutex, held
+//! only to clone or replace its value: a lookup never waits for a lookup
+//! of another number, nor for a create or close. Numbers past the table
+//! (and negative ones, which no descriptor has) go to an ordered map
+//! behind a reader-writer lock.
 #![deny(unsafe_code)]
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use std::collections::BTreeMap;
 use std::ffi::c_int;
+use std::sync::OnceLock;
 
-/// Shards per map.
-pub const SHARDS: usize = 64;
+/// Slots per chunk of the table.
+pub const CHUNK: usize = 1024;
 
-/// One shard: the numbers `fd` with `fd % SHARDS` of the shard, at index
-/// `fd / SHARDS` of a vector (descriptor numbers are dense: a lookup is an
-/// index, not a search); negative numbers, which no descriptor has, in a
-/// small ordered map.
-struct Shard<T> {
-    dense: Vec<Option<T>>,
-    other: BTreeMap<c_int, T>,
-}
+/// Chunks of the table.
+const CHUNKS: usize = 1024;
 
-impl<T> Shard<T> {
-    const fn new() -> Self {
-        Shard { dense: Vec::new(), other: BTreeMap::new() }
-    }
+/// Numbers below this index the table; the others go to the shards.
+pub const DIRECT: usize = CHUNK * CHUNKS;
 
-    #[inline]
-    fn get(&self, fd: c_int) -> Option<&T> {
-        if fd >= 0 {
-            self.dense.get(fd as usize / SHARDS).and_then(Option::as_ref)
-        } else {
-            self.other.get(&fd)
-        }
-    }
-
-    fn insert(&mut self, fd: c_int, v: T) {
-        if fd >= 0 {
-            let i = fd as usize / SHARDS;
-            if self.dense.len() <= i {
-                self.dense.resize_with(i + 1, || None);
-            }
-            self.dense[i] = Some(v);
-        } else {
-            self.other.insert(fd, v);
-        }
-    }
-
-    fn remove(&mut self, fd: c_int) -> Option<T> {
-        if fd >= 0 {
-            self.dense.get_mut(fd as usize / SHARDS).and_then(Option::take)
-        } else {
-            self.other.remove(&fd)
-        }
-    }
-}
+/// One chunk of the table: [`CHUNK`] slots.
+type Chunk<T> = Box<[Mutex<Option<T>>]>;
 
 /// Descriptor number -> value.
 pub struct FdMap<T> {
-    shards: [RwLock<Shard<T>>; SHARDS],
+    chunks: [OnceLock<Chunk<T>>; CHUNKS],
+    far: RwLock<BTreeMap<c_int, T>>,
 }
 
 impl<T: Clone> Default for FdMap<T> {
@@ -72,35 +41,63 @@ impl<T: Clone> Default for FdMap<T> {
 
 impl<T: Clone> FdMap<T> {
     pub const fn new() -> Self {
-        FdMap { shards: [const { RwLock::new(Shard::new()) }; SHARDS] }
+        FdMap { chunks: [const { OnceLock::new() }; CHUNKS], far: RwLock::new(BTreeMap::new()) }
     }
 
-    #[inline]
-    fn shard(&self, fd: c_int) -> &RwLock<Shard<T>> {
-        &self.shards[fd as u32 as usize % SHARDS]
+    /// The slot of `fd` in the table, if its chunk exists (None also for
+    /// a number past the table: see [`FdMap::direct`]).
+    #[inline(always)]
+    fn slot(&self, fd: c_int) -> Option<&Mutex<Option<T>>> {
+        let i = fd as u32 as usize;
+        let c = self.chunks.get(i / CHUNK)?.get()?;
+        Some(&c[i % CHUNK])
     }
 
-    /// The value of `fd`, cloned (the shard's lock ends with the call).
+    /// Whether `fd` is one of the table's numbers.
+    #[inline(always)]
+    fn direct(fd: c_int) -> bool {
+        (fd as u32 as usize) < DIRECT
+    }
+
+    /// The slot of `fd`, its chunk made if need be (`fd` in the table).
+    fn slot_made(&self, fd: c_int) -> &Mutex<Option<T>> {
+        let i = fd as u32 as usize;
+        let c = self.chunks[i / CHUNK].get_or_init(|| (0..CHUNK).map(|_| Mutex::new(None)).collect());
+        &c[i % CHUNK]
+    }
+
+    /// The value of `fd`, cloned (the slot's lock ends with the call).
     #[inline(always)]
     pub fn get(&self, fd: c_int) -> Option<T> {
-        self.shard(fd).read().get(fd).cloned()
+        if Self::direct(fd) {
+            return self.slot(fd).and_then(|s| s.lock().clone());
+        }
+        self.far.read().get(&fd).cloned()
     }
 
     pub fn contains(&self, fd: c_int) -> bool {
-        self.shard(fd).read().get(fd).is_some()
+        if Self::direct(fd) {
+            return self.slot(fd).is_some_and(|s| s.lock().is_some());
+        }
+        self.far.read().contains_key(&fd)
     }
 
-    /// Sets the value of `fd` (replacing any).
+    /// Sets the value of `fd` (replacing any; the replaced one is dropped
+    /// with no lock held).
     pub fn insert(&self, fd: c_int, v: T) {
-        self.shard(fd).write().insert(fd, v);
+        let _old = if Self::direct(fd) { self.slot_made(fd).lock().replace(v) } else { self.far.write().insert(fd, v) };
     }
 
     /// Removes the value of `fd` when `is_it` says it is the caller's;
     /// returns it (None: absent, or another value).
     pub fn remove_if(&self, fd: c_int, is_it: impl FnOnce(&T) -> bool) -> Option<T> {
-        let mut s = self.shard(fd).write();
-        if s.get(fd).is_some_and(is_it) {
-            s.remove(fd)
+        if Self::direct(fd) {
+            let mut s = self.slot(fd)?.lock();
+            return if s.as_ref().is_some_and(is_it) { s.take() } else { None };
+        }
+        let mut m = self.far.write();
+        if m.get(&fd).is_some_and(is_it) {
+            m.remove(&fd)
         } else {
             None
         }
@@ -116,10 +113,10 @@ mod tests {
         let m: FdMap<u32> = FdMap::new();
         assert_eq!(m.get(3), None);
         m.insert(3, 30);
-        m.insert(3 + SHARDS as c_int, 40);
+        m.insert(3 + CHUNK as c_int, 40);
         m.insert(-1, 5);
         assert_eq!(m.get(3), Some(30));
-        assert_eq!(m.get(3 + SHARDS as c_int), Some(40));
+        assert_eq!(m.get(3 + CHUNK as c_int), Some(40));
         assert_eq!(m.get(-1), Some(5));
         assert!(m.contains(3));
         // Only the caller's own value is removed.
@@ -128,13 +125,31 @@ mod tests {
         assert_eq!(m.remove_if(3, |v| *v == 30), Some(30));
         assert_eq!(m.get(3), None);
         assert_eq!(m.remove_if(3, |_| true), None);
-        assert_eq!(m.get(3 + SHARDS as c_int), Some(40));
+        assert_eq!(m.get(3 + CHUNK as c_int), Some(40));
         // A number far past the others, and the ones between stay absent.
         m.insert(100_003, 9);
         assert_eq!(m.get(100_003), Some(9));
-        assert_eq!(m.get(100_003 - SHARDS as c_int), None);
+        assert_eq!(m.get(100_003 - CHUNK as c_int), None);
         assert_eq!(m.remove_if(100_003, |_| true), Some(9));
         assert!(!m.contains(100_003));
         assert!(m.contains(-1));
+        // Past the table: the far map, and its neighbours stay absent.
+        let far = DIRECT as c_int + 5;
+        assert_eq!(m.get(far), None);
+        m.insert(far, 11);
+        assert_eq!(m.get(far), Some(11));
+        assert!(m.contains(far));
+        assert_eq!(m.get(far - 1), None);
+        assert_eq!(m.get(DIRECT as c_int - 1), None);
+        assert_eq!(m.remove_if(far, |v| *v == 12), None);
+        assert_eq!(m.remove_if(far, |v| *v == 11), Some(11));
+        assert!(!m.contains(far));
+        assert_eq!(m.remove_if(-1, |_| true), Some(5));
+        assert_eq!(m.get(-1), None);
+        // A value replaced in its slot: the new one is seen.
+        m.insert(7, 1);
+        m.insert(7, 2);
+        assert_eq!(m.get(7), Some(2));
+        assert_eq!(m.remove_if(i32::MAX, |_| true), None);
     }
 }

@@ -2,7 +2,7 @@
 //! One rsocket, whatever its kind, and the one table of rsocket numbers.
 //!
 //! An rsocket number is looked up once per call ([`lookup`]) in one
-//! [`FdMap`] (sharded: no process-wide lock on the data path) and yields a
+//! [`FdMap`] (indexed: no process-wide lock on the data path) and yields a
 //! [`Sock`]: a stream or a datagram socket. Every call of the C API is a
 //! method of [`Sock`]; the kinds' differences (a datagram socket does not
 //! listen, has no peer mappings, reports the source of what it received)
