@@ -229,12 +229,21 @@ pub mod raw {
         }
     }
 
+    /// A system call's return as a result: the success test in line at
+    /// each call, the errno's decoding (nix's table) out of line.
+    #[inline(always)]
     fn result(r: isize) -> Result<usize, Errno> {
         if r < 0 {
-            Err(super::super::errno_from_raw((-r) as c_int))
+            Err(failed(r))
         } else {
             Ok(r as usize)
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn failed(r: isize) -> Errno {
+        super::super::errno_from_raw((-r) as c_int)
     }
 
     /// write(2).
