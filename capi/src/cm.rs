@@ -285,15 +285,13 @@ pub unsafe extern "C-unwind" fn rdma_bind_addr(id: *mut rdma_cm_id, addr: *mut s
     // use takes the guard itself: see `entry_hot`)
     entry_hot(|| {
         let (p, cm) = id_of(id)?;
-        // SAFETY: addr is NULL or a socket address of its family's size.
-        let r = unsafe { SockAddr::from_raw_for_cm(addr, cm.af_ib()) };
-        // (read where it was returned; NULL and a family the CM does not
-        // take are EINVAL there, as an empty address)
-        let a = match &r {
-            Some(Some(a)) => Some(a),
-            _ => None,
-        };
-        cm.bind_addr(&p, a)?;
+        let af_ib = cm.af_ib();
+        // SAFETY: addr is NULL or a socket address of its family's size,
+        // which the caller does not change during the call.
+        // (the BIND command is built from the caller's bytes; NULL and a
+        // family the CM does not take are EINVAL)
+        let a = unsafe { SockAddr::raw_for_cm(addr, af_ib) }.ok_or(Errno::EINVAL)?;
+        cm.bind_bytes(&p, a, af_ib)?;
         Ok(0)
     })
 }

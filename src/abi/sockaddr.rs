@@ -176,6 +176,29 @@ impl SockAddr {
         Some(SockAddr::for_cm(b, af_ib))
     }
 
+    /// The bytes of a C `struct sockaddr *` as the connection manager
+    /// takes them, where the caller keeps them (no copy): its family's
+    /// length ([`SockAddr::cm_len`]); `None` (EINVAL) for NULL or a family
+    /// it does not take.
+    ///
+    /// # Safety
+    /// As [`SockAddr::from_raw_for_cm`]; the bytes are not to change while
+    /// the slice lives.
+    #[inline]
+    pub unsafe fn raw_for_cm<'a>(sa: *const sockaddr, af_ib: bool) -> Option<&'a [u8]> {
+        if sa.is_null() {
+            return None;
+        }
+        // SAFETY: sa points to at least a sockaddr header (read without
+        // an alignment requirement).
+        let family = i32::from(unsafe { std::ptr::read_unaligned(std::ptr::addr_of!((*sa).sa_family)) });
+        match SockAddr::cm_len(family, af_ib) {
+            0 => None,
+            // SAFETY: per the contract, the family's structure is readable.
+            n => Some(unsafe { std::slice::from_raw_parts(sa.cast::<u8>(), n) }),
+        }
+    }
+
     /// The length in bytes.
     pub fn len(&self) -> usize {
         usize::from(self.len)
@@ -250,6 +273,21 @@ impl SockAddr {
     }
 }
 
+/// Copies a socket address's bytes to the front of `dst` (at most its
+/// length) and returns their count; the connection manager's lengths (16,
+/// 28 and 48 bytes) as fixed-size copies, in line.
+#[inline(always)]
+pub fn copy_addr(dst: &mut [u8], src: &[u8]) -> usize {
+    let n = src.len().min(dst.len());
+    match n {
+        IN_LEN => dst[..IN_LEN].copy_from_slice(&src[..IN_LEN]),
+        IN6_LEN => dst[..IN6_LEN].copy_from_slice(&src[..IN6_LEN]),
+        IB_LEN => dst[..IB_LEN].copy_from_slice(&src[..IB_LEN]),
+        _ => dst[..n].copy_from_slice(&src[..n]),
+    }
+    n
+}
+
 /// An InfiniBand address with the given GID, every other field zero but
 /// the family.
 pub fn ib_of_gid(gid: [u8; 16]) -> sockaddr_ib {
@@ -311,5 +349,40 @@ mod tests {
         assert_eq!(r, Some(Some(SockAddr::v6([1; 16], 0))));
         // SAFETY: NULL.
         assert_eq!(unsafe { SockAddr::from_raw_for_cm(std::ptr::null(), true) }, None);
+    }
+
+    /// The caller's bytes as the CM takes them, read in place: each family
+    /// at its length, nothing for NULL or a family it does not take.
+    #[test]
+    fn raw_bytes_for_cm() {
+        let raw = |a: &[u8], af_ib: bool| -> Option<Vec<u8>> {
+            let mut b = a.to_vec();
+            b.resize(SOCKADDR_MAX, 0xaa);
+            // SAFETY: 128 readable bytes, unchanged while read.
+            unsafe { SockAddr::raw_for_cm(b.as_ptr().cast(), af_ib) }.map(<[u8]>::to_vec)
+        };
+        let (v4, v6) = (SockAddr::v4(1), SockAddr::v6([1; 16], 3));
+        let ib = SockAddr::from_ib(&ib_of_gid([2; 16]));
+        assert_eq!(raw(v4.as_bytes(), false).as_deref(), Some(v4.as_bytes()));
+        assert_eq!(raw(v6.as_bytes(), true).as_deref(), Some(v6.as_bytes()));
+        assert_eq!(raw(ib.as_bytes(), true).as_deref(), Some(ib.as_bytes()));
+        assert_eq!(raw(ib.as_bytes(), false), None, "AF_IB only when the kernel takes it");
+        assert_eq!(raw(&[0; 16], true), None, "AF_UNSPEC");
+        // SAFETY: NULL.
+        assert_eq!(unsafe { SockAddr::raw_for_cm(std::ptr::null(), true) }, None);
+    }
+
+    /// Every length, the in-line ones (16, 28, 48) and the others: the
+    /// bytes at the front, the rest untouched, the count returned.
+    #[test]
+    fn copy_addr_lengths() {
+        let src: Vec<u8> = (1..=130).collect();
+        for n in [0, 2, 15, 16, 17, 28, 48, 100, 128, 130] {
+            let mut dst = [0u8; SOCKADDR_MAX];
+            assert_eq!(copy_addr(&mut dst, &src[..n]), n.min(SOCKADDR_MAX), "length {n}");
+            let m = n.min(SOCKADDR_MAX);
+            assert_eq!(&dst[..m], &src[..m], "length {n}");
+            assert!(dst[m..].iter().all(|&b| b == 0), "length {n}: nothing past it");
+        }
     }
 }

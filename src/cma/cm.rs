@@ -106,6 +106,7 @@ impl Cm {
     }
 
     /// Whether the AF_IB-capable command family is in use (after init).
+    #[inline]
     pub fn af_ib(&self) -> bool {
         self.af_ib.load(Ordering::Acquire)
     }
@@ -155,7 +156,7 @@ impl Cm {
             sib_sid_mask: RDMA_IB_IP_PS_MASK.to_be(),
             ..Default::default()
         };
-        let ok = self.bind_inner(&p, &SockAddr::from_ib(&sib), true).is_ok();
+        let ok = self.bind_inner(&p, SockAddr::from_ib(&sib).as_bytes(), true).is_ok();
         let _ = self.destroy_id_untraced(&p);
         ok
     }
@@ -456,10 +457,22 @@ impl Cm {
     #[inline]
     pub fn bind_addr(&self, p: &IdPriv, addr: Option<&SockAddr>) -> Result<(), Errno> {
         let addr = addr.filter(|a| !a.is_empty()).ok_or(Errno::EINVAL)?;
-        self.bind_inner(p, addr, self.af_ib())
+        self.bind_inner(p, addr.as_bytes(), self.af_ib())
     }
 
-    fn bind_inner(&self, p: &IdPriv, addr: &SockAddr, af_ib: bool) -> Result<(), Errno> {
+    /// [`Cm::bind`] of an address's bytes where the caller keeps them, at
+    /// the connection manager's length for their family
+    /// ([`SockAddr::raw_for_cm`]), `af_ib` being [`Cm::af_ib`]: the BIND
+    /// command is built from them directly.
+    #[inline]
+    pub fn bind_bytes(&self, p: &IdPriv, addr: &[u8], af_ib: bool) -> Result<(), Errno> {
+        if addr.is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        self.bind_inner(p, addr, af_ib)
+    }
+
+    fn bind_inner(&self, p: &IdPriv, addr: &[u8], af_ib: bool) -> Result<(), Errno> {
         let (fd, h) = (p.fd(), p.handle());
         log::debug!(target: "rdmacm", "bind: id {h} {} command to the kernel", if af_ib { "BIND (AF_IB-capable)" } else { "BIND_IP (legacy)" });
         if af_ib {
@@ -549,14 +562,22 @@ impl Cm {
 
     // --- queries ----------------------------------------------------------------
 
+    /// Binds the id to the device the kernel chose, unless it has one;
+    /// whether it did.  The id's lock is taken once, the device list's
+    /// inside it (the order everywhere: no path takes an id's lock while
+    /// holding the device list's).
     #[inline]
-    fn attach_device(&self, p: &IdPriv, guid: u64, index: Option<u32>) -> Result<(), Errno> {
+    fn attach_device(&self, p: &IdPriv, guid: u64, index: Option<u32>) -> Result<bool, Errno> {
+        let mut links = p.links.lock();
+        if links.dev.is_some() {
+            return Ok(false);
+        }
         log::debug!(target: "rdmacm", "device: id {} takes the device the kernel chose, node GUID {:016x}, kernel index {index:?}", p.handle(), u64::from_be(guid));
         let d = self.devices.lock().get(&*self.verbs, guid, index)?;
         p.id.set_verbs(d.verbs.0);
         p.id.set_pd(d.pd.0);
-        p.links.lock().dev = Some(d);
-        Ok(())
+        links.dev = Some(d);
+        Ok(true)
     }
 
     pub(crate) fn query_addr(&self, p: &IdPriv) -> Result<(), Errno> {
@@ -566,8 +587,7 @@ impl Cm {
         let a = self.ucma.query_into(p.fd(), p.handle(), kabi::QUERY_ADDR, &mut buf)?;
         p.id.set_src(a.src());
         p.id.set_dst(a.dst());
-        if a.node_guid != 0 && p.links.lock().dev.is_none() {
-            self.attach_device(p, a.node_guid, a.device_index())?;
+        if a.node_guid != 0 && self.attach_device(p, a.node_guid, a.device_index())? {
             p.id.set_port_num(a.port_num);
             p.id.set_pkey(a.pkey);
         }
@@ -609,8 +629,7 @@ impl Cm {
         // sockaddr_in6-sized, whatever the family, as upstream copies them.
         p.id.set_src(r.src.as_bytes());
         p.id.set_dst(r.dst.as_bytes());
-        if p.links.lock().dev.is_none() && r.node_guid != 0 {
-            self.attach_device(p, r.node_guid, r.ibdev_index)?;
+        if r.node_guid != 0 && self.attach_device(p, r.node_guid, r.ibdev_index)? {
             p.id.set_port_num(r.port_num);
         }
         Ok(())

@@ -199,9 +199,13 @@ impl Devices {
         // In line, the common case (the device in use by another id of this
         // process): listed, open here, its PD and shared part made.
         let me = generation();
+        // (`shared` is made only with the open context and the PD it holds,
+        // and dropped whenever either goes: its presence says both are
+        // there; the context's process is checked)
         if let Some(d) = self.list.iter_mut().find(|d| !d.dead && Self::matches(d, guid, index)) {
             if let Some(s) = &d.shared {
-                if !d.verbs.0.is_null() && d.opened_by == me && !d.pd.0.is_null() && s.verbs == d.verbs && s.pd == d.pd {
+                if d.opened_by == me {
+                    debug_assert!(!d.pd.0.is_null() && s.verbs == d.verbs && s.pd == d.pd);
                     d.refcnt += 1;
                     return Ok(s.clone());
                 }

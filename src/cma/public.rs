@@ -272,10 +272,11 @@ impl PubId {
 ///
 /// # Safety
 /// `dst` must point to a writable `rdma_sockaddr`.
+#[inline]
 unsafe fn copy_into(dst: *mut rdma_sockaddr, b: &[u8]) {
-    let n = b.len().min(std::mem::size_of::<rdma_sockaddr>());
-    // SAFETY: the union is 128 bytes of plain data; n is within it.
-    unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), dst as *mut u8, n) };
+    // SAFETY: the union is 128 bytes of plain data, borrowed for the copy
+    // only; the CM's address lengths are copied in line.
+    crate::abi::sockaddr::copy_addr(unsafe { &mut *dst.cast::<[u8; std::mem::size_of::<rdma_sockaddr>()]>() }, b);
 }
 
 /// The public part of an event (`struct rdma_cm_event`).  It is built by

@@ -98,14 +98,14 @@ impl Ucma for FakeUcma {
         }
         Ok(reported)
     }
-    fn bind(&self, _fd: i32, _id: u32, addr: &SockAddr) -> Result<(), Errno> {
+    fn bind(&self, _fd: i32, _id: u32, addr: &[u8]) -> Result<(), Errno> {
         self.st.lock().log.push("bind");
-        if addr.family() == AF_IB && !self.af_ib {
+        if SockAddr::from_prefix(addr).family() == AF_IB && !self.af_ib {
             return Err(Errno::EAFNOSUPPORT);
         }
         Ok(())
     }
-    fn bind_ip(&self, _fd: i32, _id: u32, _addr: &SockAddr) -> Result<(), Errno> {
+    fn bind_ip(&self, _fd: i32, _id: u32, _addr: &[u8]) -> Result<(), Errno> {
         self.st.lock().log.push("bind_ip");
         Ok(())
     }
@@ -204,8 +204,8 @@ fn make(af_ib: bool, ib: bool) -> (&'static Cm, &'static FakeUcma) {
         abi_version() -> Option<i32>;
         create_id(fd: i32, uid: u64, ps: u16, q: u8) -> Result<u32, Errno>;
         destroy_id(fd: i32, id: u32) -> Result<u32, Errno>;
-        bind(fd: i32, id: u32, a: &SockAddr) -> Result<(), Errno>;
-        bind_ip(fd: i32, id: u32, a: &SockAddr) -> Result<(), Errno>;
+        bind(fd: i32, id: u32, a: &[u8]) -> Result<(), Errno>;
+        bind_ip(fd: i32, id: u32, a: &[u8]) -> Result<(), Errno>;
         resolve_addr(fd: i32, id: u32, s: Option<&SockAddr>, d: &SockAddr, t: u32) -> Result<(), Errno>;
         resolve_ip(fd: i32, id: u32, s: Option<&SockAddr>, d: &SockAddr, t: u32) -> Result<(), Errno>;
         resolve_route(fd: i32, id: u32, t: u32) -> Result<(), Errno>;
@@ -279,6 +279,22 @@ fn sync_resolution_fills_the_id() {
         cm.destroy_id(&p).unwrap();
     }
     assert!(cm.devices.lock().list.iter().all(|d| d.refcnt == 0 && d.pd.0.is_null()), "device released");
+}
+
+/// An id takes one reference on its device, however often its address is
+/// queried (bind, then each resolution), and gives it back when destroyed.
+#[test]
+fn one_device_reference_per_id() {
+    let (cm, _u) = make(true, true);
+    let refs = || cm.devices.lock().list.iter().map(|d| d.refcnt).sum::<u32>();
+    let p = cm.create_id(None, null_mut(), RDMA_PS_TCP).unwrap();
+    cm.bind(&p, Some(addr_v4(1))).unwrap();
+    assert_eq!(refs(), 1, "bind takes the device");
+    cm.resolve_addr(&p, None, Some(addr_v4(2)), 100).unwrap();
+    cm.query_addr(&p).unwrap();
+    assert_eq!(refs(), 1, "queried again: the same reference");
+    cm.destroy_id(&p).unwrap();
+    assert_eq!(refs(), 0, "device released");
 }
 
 #[test]

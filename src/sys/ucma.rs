@@ -13,6 +13,7 @@ use std::mem::MaybeUninit;
 use std::os::fd::RawFd;
 
 pub use crate::abi::sockaddr::SockAddr;
+use crate::abi::sockaddr::copy_addr;
 
 /// The decoded answer of QUERY ADDR / QUERY GID ([`dec_addr`], [`dec_gid`]).
 #[derive(Clone, Copy, Debug, Default)]
@@ -55,10 +56,12 @@ pub trait Ucma: Send + Sync {
     fn create_id(&self, fd: RawFd, uid: u64, ps: u16, qp_type: u8) -> Result<u32, Errno>;
     /// Returns the number of events the kernel reported for the id.
     fn destroy_id(&self, fd: RawFd, id: u32) -> Result<u32, Errno>;
-    /// BIND (AF_IB-capable family).
-    fn bind(&self, fd: RawFd, id: u32, addr: &SockAddr) -> Result<(), Errno>;
-    /// BIND_IP (legacy family; IPv4/IPv6 only).
-    fn bind_ip(&self, fd: RawFd, id: u32, addr: &SockAddr) -> Result<(), Errno>;
+    /// BIND (AF_IB-capable family) of an address's bytes at its length
+    /// (at most 128).
+    fn bind(&self, fd: RawFd, id: u32, addr: &[u8]) -> Result<(), Errno>;
+    /// BIND_IP (legacy family; IPv4/IPv6 only), the address's bytes as
+    /// for [`Ucma::bind`].
+    fn bind_ip(&self, fd: RawFd, id: u32, addr: &[u8]) -> Result<(), Errno>;
     /// RESOLVE_ADDR (AF_IB-capable family).
     fn resolve_addr(&self, fd: RawFd, id: u32, src: Option<&SockAddr>, dst: &SockAddr, timeout_ms: u32) -> Result<(), Errno>;
     /// RESOLVE_IP (legacy family).
@@ -188,12 +191,31 @@ pub fn enc_destroy_id(id: u32, resp: u64) -> Cmd<kabi::DestroyId> {
     command(cmd::DESTROY_ID, 4, kabi::DestroyId { response: resp, id, reserved: 0 })
 }
 
-pub fn enc_bind(id: u32, addr: &SockAddr) -> Cmd<kabi::Bind> {
-    command(cmd::BIND, 0, kabi::Bind { id, addr_size: addr.len() as u16, reserved: 0, addr: storage_of(addr) })
+/// BIND of an address's bytes (at most 128 taken), built in place: the
+/// address copied once, zero past it.
+#[inline]
+pub fn enc_bind(id: u32, addr: &[u8]) -> Cmd<kabi::Bind> {
+    let mut c = command(cmd::BIND, 0, kabi::Bind::default());
+    fill_bind(&mut c.body, id, addr);
+    c
 }
 
-pub fn enc_bind_ip(id: u32, addr: &SockAddr) -> Cmd<kabi::BindIp> {
-    command(cmd::BIND_IP, 0, kabi::BindIp { response: 0, addr: in6_of(addr), id })
+/// [`enc_bind`]'s body, filled in a zeroed command where it is written
+/// (no copy of its 128-byte address field).
+#[inline(always)]
+fn fill_bind(b: &mut kabi::Bind, id: u32, addr: &[u8]) {
+    b.id = id;
+    b.addr_size = copy_addr(&mut b.addr.bytes, addr) as u16;
+}
+
+/// BIND_IP of an address's bytes: its first 28 (a `sockaddr_in6`), zero
+/// past them.
+#[inline]
+pub fn enc_bind_ip(id: u32, addr: &[u8]) -> Cmd<kabi::BindIp> {
+    let mut c = command(cmd::BIND_IP, 0, kabi::BindIp::default());
+    c.body.id = id;
+    copy_addr(&mut c.body.addr.bytes, addr);
+    c
 }
 
 pub fn enc_resolve_addr(id: u32, src: Option<&SockAddr>, dst: &SockAddr, timeout_ms: u32) -> Cmd<kabi::ResolveAddr> {
@@ -494,11 +516,13 @@ impl Ucma for Kernel {
         Ok(resp.events_reported)
     }
 
-    fn bind(&self, fd: RawFd, id: u32, addr: &SockAddr) -> Result<(), Errno> {
-        send(fd, &enc_bind(id, addr))
+    fn bind(&self, fd: RawFd, id: u32, addr: &[u8]) -> Result<(), Errno> {
+        let mut c = command(cmd::BIND, 0, kabi::Bind::default());
+        fill_bind(&mut c.body, id, addr);
+        send(fd, &c)
     }
 
-    fn bind_ip(&self, fd: RawFd, id: u32, addr: &SockAddr) -> Result<(), Errno> {
+    fn bind_ip(&self, fd: RawFd, id: u32, addr: &[u8]) -> Result<(), Errno> {
         send(fd, &enc_bind_ip(id, addr))
     }
 

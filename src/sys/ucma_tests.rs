@@ -52,13 +52,13 @@ fn destroy_and_migrate() {
 #[test]
 fn bind_families() {
     let a = v4([192, 0, 2, 1], 7471);
-    let c = enc_bind(3, &a);
+    let c = enc_bind(3, a.as_bytes());
     let b = bytes_of(&c);
     assert_eq!((u32_at(b, 0), u16_at(b, 4), u16_at(b, 6)), (cmd::BIND, 136, 0));
     assert_eq!(u32_at(b, 8), 3);
     assert_eq!(u16_at(b, 12), 16);
     assert_eq!(&b[16..32], a.as_bytes());
-    let c = enc_bind_ip(3, &a);
+    let c = enc_bind_ip(3, a.as_bytes());
     let b = bytes_of(&c);
     assert_eq!((u32_at(b, 0), u16_at(b, 4)), (cmd::BIND_IP, 40));
     assert_eq!(&b[16..32], a.as_bytes());
@@ -89,7 +89,7 @@ fn resolve_families() {
     let d6 = SockAddr::v6([0xfe; 16], 7);
     let b = bytes_of(&enc_resolve_ip(4, Some(&d6), &d6, 1)).to_vec();
     assert_eq!((&b[8..36], &b[36..64]), (d6.as_bytes(), d6.as_bytes()));
-    let b = bytes_of(&enc_bind(4, &d6)).to_vec();
+    let b = bytes_of(&enc_bind(4, d6.as_bytes())).to_vec();
     assert_eq!(u16_at(&b, 12), 28);
     assert_eq!(&b[16..44], d6.as_bytes());
     assert!(b[44..].iter().all(|&x| x == 0), "zero past the address");

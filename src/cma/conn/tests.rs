@@ -85,13 +85,13 @@ impl Ucma for &'static Fake {
         }
         Ok(n)
     }
-    fn bind(&self, _fd: RawFd, _id: u32, a: &SockAddr) -> Result<(), Errno> {
-        if a.family() == AF_IB && !self.af_ib {
+    fn bind(&self, _fd: RawFd, _id: u32, a: &[u8]) -> Result<(), Errno> {
+        if SockAddr::from_prefix(a).family() == AF_IB && !self.af_ib {
             return Err(Errno::EAFNOSUPPORT);
         }
         Ok(())
     }
-    fn bind_ip(&self, _fd: RawFd, _id: u32, _a: &SockAddr) -> Result<(), Errno> {
+    fn bind_ip(&self, _fd: RawFd, _id: u32, _a: &[u8]) -> Result<(), Errno> {
         Ok(())
     }
     fn resolve_addr(&self, _fd: RawFd, id: u32, _s: Option<&SockAddr>, _d: &SockAddr, _t: u32) -> Result<(), Errno> {
