@@ -8,9 +8,11 @@
 
 use crate::abi::ucma::{self as kabi, cmd, Cmd, CmdHdr};
 use nix::errno::Errno;
+use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use crate::abi::sockaddr::SockAddr;
 use crate::abi::sockaddr::copy_addr;
@@ -462,11 +464,49 @@ pub fn wait_event(fd: RawFd, resp: &mut MaybeUninit<kabi::EventResp>, alone: boo
     Ok(unsafe { resp.assume_init_mut() })
 }
 
+/// A WRITE_CM_EVENT command kept for [`write_event`]: only its header
+/// and the fields [`enc_write_cm_event`] sets are ever written, so the
+/// rest (the parameter union past `arg`, 296 bytes) stays as the static
+/// starts, zero, and a write needs no clearing of it.  One caller at a
+/// time (`busy`, taken by one swap, never waited for: a caller that finds
+/// it taken builds its command on its stack).
+struct WriteCmd {
+    busy: AtomicBool,
+    cmd: UnsafeCell<Cmd<kabi::WriteCmEvent>>,
+}
+
+// SAFETY: `cmd` is only accessed by the thread that set `busy` (an
+// acquire swap from false) until it clears it (a release store).
+unsafe impl Sync for WriteCmd {}
+
+// SAFETY: Cmd<WriteCmEvent> is plain integers and byte arrays: all-zero
+// is a valid value.
+static WRITE_CMD: WriteCmd = WriteCmd { busy: AtomicBool::new(false), cmd: UnsafeCell::new(unsafe { std::mem::zeroed() }) };
+
 /// [`Kernel`]'s [`Ucma::write_cm_event`], called directly as
-/// [`wait_event`] is.
+/// [`wait_event`] is: the command is [`enc_write_cm_event`]'s, byte for
+/// byte.
 #[inline(always)]
 pub fn write_event(fd: RawFd, id: u32, event: u32, status: i32, arg: u64) -> Result<(), Errno> {
-    send(fd, &enc_write_cm_event(id, event, status, arg))
+    if WRITE_CMD.busy.swap(true, Ordering::Acquire) {
+        return send(fd, &enc_write_cm_event(id, event, status, arg));
+    }
+    let c = WRITE_CMD.cmd.get();
+    // SAFETY: this thread set `busy`: `cmd` is its alone until the store
+    // below.  Only the fields enc_write_cm_event sets are written (the
+    // reserved word and the union's bytes past `arg` are never written:
+    // zero, every byte initialised); writing a Copy field of the union is
+    // plain data.
+    let r = unsafe {
+        (*c).hdr = CmdHdr { cmd: cmd::WRITE_CM_EVENT, in_: std::mem::size_of::<kabi::WriteCmEvent>() as u16, out: 0 };
+        (*c).body.id = id;
+        (*c).body.event = event;
+        (*c).body.status = status as u32;
+        (*c).body.param.arg = arg;
+        send(fd, &*c)
+    };
+    WRITE_CMD.busy.store(false, Ordering::Release);
+    r
 }
 
 impl Ucma for Kernel {

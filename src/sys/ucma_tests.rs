@@ -118,6 +118,26 @@ fn queries_and_events() {
     assert_eq!(u64_at(b, 24), 0xdead_beef_0000_0001);
 }
 
+/// `write_event` writes enc_write_cm_event's bytes, whether it takes the
+/// kept command (whose untouched bytes must stay zero) or, the kept one
+/// taken, builds one on its stack.
+#[test]
+fn write_event_sends_the_encoded_command() {
+    let (mut rd, wr) = std::io::pipe().unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&wr);
+    let mut got = vec![0u8; std::mem::size_of::<Cmd<kabi::WriteCmEvent>>()];
+    for (i, &(id, status, arg)) in [(6u32, -5i32, 0xdead_beef_0000_0001u64), (0, 0, 0), (u32::MAX, i32::MIN, u64::MAX)].iter().enumerate() {
+        // (the third round with the kept command taken: the stack's path)
+        let taken = i == 2 && !WRITE_CMD.busy.swap(true, Ordering::Acquire);
+        write_event(fd, id, 18, status, arg).unwrap();
+        if taken {
+            WRITE_CMD.busy.store(false, Ordering::Release);
+        }
+        std::io::Read::read_exact(&mut rd, &mut got).unwrap();
+        assert_eq!(got, bytes_of(&enc_write_cm_event(id, 18, status, arg)), "round {i}");
+    }
+}
+
 #[test]
 fn connection_and_multicast_commands() {
     let conn = kabi::ConnParam { qp_num: 0x11, private_data_len: 2, ..Default::default() };
