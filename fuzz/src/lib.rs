@@ -366,10 +366,10 @@ pub mod events {
             let mut st = self.st.lock().unwrap();
             Ok(st.ids.remove(&id).map_or(0, |e| e.2))
         }
-        fn bind(&self, _fd: RawFd, _id: u32, _a: &SockAddr) -> Result<(), Errno> {
+        fn bind(&self, _fd: RawFd, _id: u32, _a: &[u8]) -> Result<(), Errno> {
             Ok(())
         }
-        fn bind_ip(&self, _fd: RawFd, _id: u32, _a: &SockAddr) -> Result<(), Errno> {
+        fn bind_ip(&self, _fd: RawFd, _id: u32, _a: &[u8]) -> Result<(), Errno> {
             Ok(())
         }
         fn resolve_addr(&self, _fd: RawFd, _id: u32, _s: Option<&SockAddr>, _d: &SockAddr, _t: u32) -> Result<(), Errno> {
