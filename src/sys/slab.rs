@@ -67,17 +67,18 @@ const SEG0: usize = 64 << 10;
 const SEGS: usize = 32;
 
 /// Changes the state word `st` from a state `ok` accepts to `next` of it,
-/// in one compare-and-swap (retried while other threads change it);
-/// false, nothing changed, when the state is not accepted.
+/// in one compare-and-swap (retried while other threads change it): the
+/// state it changed from, or None, nothing changed, when the state is not
+/// accepted.
 #[inline(always)]
-fn hold_if(st: &AtomicU64, ok: impl Fn(u64) -> bool, next: impl Fn(u64) -> u64) -> bool {
+fn hold_if(st: &AtomicU64, ok: impl Fn(u64) -> bool, next: impl Fn(u64) -> u64) -> Option<u64> {
     let mut s = st.load(Ordering::Relaxed);
     loop {
         if !ok(s) {
-            return false;
+            return None;
         }
         match st.compare_exchange_weak(s, next(s), Ordering::Acquire, Ordering::Relaxed) {
-            Ok(_) => return true,
+            Ok(_) => return Some(s),
             Err(x) => s = x,
         }
     }
@@ -174,7 +175,13 @@ impl<T: Slabbed> Slab<T> {
     /// segment.
     #[inline]
     fn slot_at(&self, addr: usize) -> Option<&Slot<T>> {
-        let (_, off) = self.seg_of(addr)?;
+        self.locate(addr).map(|(slot, _)| slot)
+    }
+
+    /// [`slot_at`](Self::slot_at) with the slot's index.
+    #[inline(always)]
+    fn locate(&self, addr: usize) -> Option<(&Slot<T>, usize)> {
+        let (k, off) = self.seg_of(addr)?;
         if off % Self::STRIDE != 0 {
             return None;
         }
@@ -182,7 +189,13 @@ impl<T: Slabbed> Slab<T> {
         // memory of this process that stays allocated and writable for its
         // life, zeroed or a Slot<T> (never anything else), whose state word
         // is only accessed atomically.
-        Some(unsafe { &*(addr as *const Slot<T>) })
+        Some((unsafe { &*(addr as *const Slot<T>) }, Self::index_in(k, off)))
+    }
+
+    /// The index of the slot at offset `off` of segment `k`.
+    #[inline(always)]
+    fn index_in(k: usize, off: usize) -> usize {
+        Self::FIRST * ((1 << k) - 1) + off / Self::STRIDE
     }
 
     /// Slot `i` (below `used`: its segment is allocated).
@@ -203,7 +216,7 @@ impl<T: Slabbed> Slab<T> {
     #[inline]
     fn index_of(&self, s: &Slot<T>) -> usize {
         match self.seg_of(s as *const Slot<T> as usize) {
-            Some((k, off)) => Self::FIRST * ((1 << k) - 1) + off / Self::STRIDE,
+            Some((k, off)) => Self::index_in(k, off),
             None => unreachable!("a slot outside its slab"),
         }
     }
@@ -213,7 +226,7 @@ impl<T: Slabbed> Slab<T> {
     #[inline]
     pub fn get(&'static self, addr: usize) -> Option<Ref<T>> {
         let slot = self.slot_at(addr)?;
-        hold_if(&slot.state, |s| s & LIVE != 0, |s| s + 1).then(|| Ref(NonNull::from(slot)))
+        hold_if(&slot.state, |s| s & LIVE != 0, |s| s + 1).map(|_| Ref(NonNull::from(slot)))
     }
 
     /// Whether `addr` is a `LIVE` object of this slab (a hint: it may
@@ -332,7 +345,7 @@ impl<T: Slabbed> Slab<T> {
     #[inline]
     pub fn take(&'static self, addr: usize) -> Option<Ref<T>> {
         let slot = self.slot_at(addr)?;
-        hold_if(&slot.state, |s| s & LIVE != 0, |s| (s & !LIVE) + 1).then(|| Ref(NonNull::from(slot)))
+        hold_if(&slot.state, |s| s & LIVE != 0, |s| (s & !LIVE) + 1).map(|_| Ref(NonNull::from(slot)))
     }
 
     /// [`take`](Self::take) of the object at `addr`, `f` on it, then the
@@ -341,27 +354,12 @@ impl<T: Slabbed> Slab<T> {
     /// ack), without the out-of-line drop kept for the rare ends.
     #[inline(always)]
     pub fn take_with<R>(&'static self, addr: usize, f: impl FnOnce(&T) -> R) -> Option<R> {
-        let (k, off) = self.seg_of(addr)?;
-        if off % Self::STRIDE != 0 {
-            return None;
-        }
-        // SAFETY: as in slot_at.
-        let slot = unsafe { &*(addr as *const Slot<T>) };
+        let (slot, i) = self.locate(addr)?;
         // Retired in one compare-and-swap; held by no one else, the
         // object is the taker's at once (not LIVE, no reference: no
         // lookup or upgrade can reach it), else the taker holds one more
         // reference and the last holder drops it.
-        let mut s = slot.state.load(Ordering::Relaxed);
-        loop {
-            if s & LIVE == 0 {
-                return None;
-            }
-            let next = if s & COUNT == 0 { s & !LIVE } else { (s & !LIVE) + 1 };
-            match slot.state.compare_exchange_weak(s, next, Ordering::Acquire, Ordering::Relaxed) {
-                Ok(_) => break,
-                Err(x) => s = x,
-            }
-        }
+        let s = hold_if(&slot.state, |s| s & LIVE != 0, |s| if s & COUNT == 0 { s & !LIVE } else { (s & !LIVE) + 1 })?;
         let mut r = Ref(NonNull::from(slot));
         let out = f(&r);
         if s & COUNT == 0 {
@@ -370,7 +368,7 @@ impl<T: Slabbed> Slab<T> {
             fence(Ordering::Acquire);
             // SAFETY: as in Ref::drop_last: this thread owns the object.
             unsafe { (*slot.value.get()).assume_init_drop() };
-            self.release_at(slot, Self::FIRST * ((1 << k) - 1) + off / Self::STRIDE);
+            self.release_at(slot, i);
         } else if r.put() {
             r.drop_last();
         }
@@ -617,7 +615,7 @@ impl<T: Slabbed> Weak<T> {
         // SAFETY: the slot stays allocated (type-stable segments).
         let st = unsafe { &self.slot.as_ref().state };
         let ok = |s: u64| s & FREE == 0 && (s >> 32) as u32 == self.gen && s & (LIVE | COUNT) != 0;
-        hold_if(st, ok, |s| s + 1).then(|| Ref(self.slot))
+        hold_if(st, ok, |s| s + 1).map(|_| Ref(self.slot))
     }
 }
 
