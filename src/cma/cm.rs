@@ -456,8 +456,8 @@ impl Cm {
     /// [`Cm::bind`] of an address the caller keeps (no copy of it).
     #[inline]
     pub fn bind_addr(&self, p: &IdPriv, addr: Option<&SockAddr>) -> Result<(), Errno> {
-        let addr = addr.filter(|a| !a.is_empty()).ok_or(Errno::EINVAL)?;
-        self.bind_inner(p, addr.as_bytes(), self.af_ib())
+        // (no address, or an empty one: no bytes, which bind_bytes refuses)
+        self.bind_bytes(p, addr.map_or(&[][..], SockAddr::as_bytes), self.af_ib())
     }
 
     /// [`Cm::bind`] of an address's bytes where the caller keeps them, at
