@@ -21,7 +21,7 @@ pub const CHUNK: usize = 1024;
 /// Chunks of the table.
 const CHUNKS: usize = 1024;
 
-/// Numbers below this index the table; the others go to the shards.
+/// Numbers below this index the table; the others go to the ordered map behind its lock (`far`).
 pub const DIRECT: usize = CHUNK * CHUNKS;
 
 /// One chunk of the table: [`CHUNK`] slots.
