@@ -418,6 +418,9 @@ mod tests {
         assert!(raw::close(p[0]).is_ok());
         assert!(raw::close(p[1]).is_ok());
         assert_eq!(raw::close(p[1]), Err(Errno::EBADF));
+        // A wait's failure comes back with the call's own errno.
+        // SAFETY: plain bytes.
+        assert_eq!(unsafe { wait_write(p[1], b"d") }, Err(Errno::EBADF));
         assert!(!caught());
     }
 }

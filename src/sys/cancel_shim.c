@@ -106,7 +106,6 @@ static void caught(__pthread_unwind_buf_t *buf)
 		int enable = cs.depth > 0 &&				\
 			     cs.outer == PTHREAD_CANCEL_ENABLE;		\
 		type r;							\
-		int e;							\
 		if (cs.caught) {					\
 			errno = ECANCELED;				\
 			return -1;					\
@@ -120,11 +119,10 @@ static void caught(__pthread_unwind_buf_t *buf)
 		if (enable)						\
 			pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL); \
 		r = call;						\
-		e = errno;						\
+		/* (neither call below sets errno: a failure's stays) */ \
 		if (enable)						\
 			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL); \
 		__pthread_unregister_cancel(&buf);			\
-		errno = e;						\
 		return r;						\
 	} while (0)
 
