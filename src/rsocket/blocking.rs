@@ -41,6 +41,7 @@ pub(super) fn after_wait(h: &Handle, tok: &WaitToken, r: &Result<bool, Errno>) -
 /// this thread's registration and takes the CQ event that woke us, if
 /// any: the reader has read it already (and hands the reading on, event
 /// or not); a sleeper on the channel reads it now unless a reader is at it.
+#[inline]
 pub(super) fn finish_wait(s: &mut Stream, tok: &WaitToken, r: &Result<bool, Errno>) {
     if tok.is_reader() {
         // (never registered: see Stream::sleep_token)
