@@ -456,8 +456,13 @@ impl Cm {
     /// [`Cm::bind`] of an address the caller keeps (no copy of it).
     #[inline]
     pub fn bind_addr(&self, p: &IdPriv, addr: Option<&SockAddr>) -> Result<(), Errno> {
-        // (no address, or an empty one: no bytes, which bind_bytes refuses)
-        self.bind_bytes(p, addr.map_or(&[][..], SockAddr::as_bytes), self.af_ib())
+        // (no address, or an empty one: EINVAL, as bind_bytes refuses it;
+        // the bind out of line: only the export has it in line)
+        let addr = addr.map_or(&[][..], SockAddr::as_bytes);
+        if addr.is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        self.bind_inner(p, addr, self.af_ib())
     }
 
     /// [`Cm::bind`] of an address's bytes where the caller keeps them, at
