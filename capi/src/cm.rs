@@ -67,6 +67,13 @@ symver!(rdma_create_id, "RDMACM_1.0");
 /// An id that an earlier call left broken by a panic gives EIO (see
 /// [`cm::Held`]).
 pub(crate) fn id_of(id: *mut rdma_cm_id) -> Result<(cm::Held, &'static Cm), Errno> {
+    id_in_line(id)
+}
+
+/// [`id_of`] in line in its caller (`rdma_bind_addr`'s: no call, no frame
+/// of its own).
+#[inline(always)]
+fn id_in_line(id: *mut rdma_cm_id) -> Result<(cm::Held, &'static Cm), Errno> {
     let id = nonnull(id)?;
     let cm = cm::global();
     Ok((cm.id(id.as_ptr())?.hold()?, cm))
@@ -284,7 +291,7 @@ pub unsafe extern "C-unwind" fn rdma_bind_addr(id: *mut rdma_cm_id, addr: *mut s
     // (system calls without libc's cancellation point; a device's first
     // use takes the guard itself: see `entry_hot`)
     entry_hot(|| {
-        let (p, cm) = id_of(id)?;
+        let (p, cm) = id_in_line(id)?;
         let af_ib = cm.af_ib();
         // SAFETY: addr is NULL or a socket address of its family's size,
         // which the caller does not change during the call.

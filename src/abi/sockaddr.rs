@@ -275,15 +275,23 @@ impl SockAddr {
 
 /// Copies a socket address's bytes to the front of `dst` (at most its
 /// length) and returns their count; the connection manager's lengths (16,
-/// 28 and 48 bytes) as fixed-size copies, in line.
+/// 28 and 48 bytes) in line, as 16-byte copies: the first 16 bytes, the
+/// last 16 (overlapping them for 28) and, for 48, the 16 between.  (One
+/// copy per length, each of its own size, is what the compiler may merge
+/// into a `memcpy` call of the variable length once several are in one
+/// function.)
 #[inline(always)]
 pub fn copy_addr(dst: &mut [u8], src: &[u8]) -> usize {
     let n = src.len().min(dst.len());
-    match n {
-        IN_LEN => dst[..IN_LEN].copy_from_slice(&src[..IN_LEN]),
-        IN6_LEN => dst[..IN6_LEN].copy_from_slice(&src[..IN6_LEN]),
-        IB_LEN => dst[..IB_LEN].copy_from_slice(&src[..IB_LEN]),
-        _ => dst[..n].copy_from_slice(&src[..n]),
+    if n == IN_LEN || n == IN6_LEN || n == IB_LEN {
+        let mut at = |i: usize| dst[i..i + 16].copy_from_slice(&src[i..i + 16]);
+        at(0);
+        at(n - 16);
+        if n == IB_LEN {
+            at(16);
+        }
+    } else {
+        dst[..n].copy_from_slice(&src[..n]);
     }
     n
 }

@@ -456,29 +456,50 @@ impl Cm {
     /// [`Cm::bind`] of an address the caller keeps (no copy of it).
     #[inline]
     pub fn bind_addr(&self, p: &IdPriv, addr: Option<&SockAddr>) -> Result<(), Errno> {
-        // (no address, or an empty one: no bytes, which bind_bytes refuses)
-        self.bind_bytes(p, addr.map_or(&[][..], SockAddr::as_bytes), self.af_ib())
+        // (no address, or an empty one: EINVAL, as bind_bytes refuses it;
+        // the bind out of line: only the export has it in line)
+        let addr = addr.map_or(&[][..], SockAddr::as_bytes);
+        if addr.is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        self.bind_inner(p, addr, self.af_ib())
     }
 
     /// [`Cm::bind`] of an address's bytes where the caller keeps them, at
     /// the connection manager's length for their family
     /// ([`SockAddr::raw_for_cm`]), `af_ib` being [`Cm::af_ib`]: the BIND
     /// command is built from them directly.
-    #[inline]
+    /// In line in its caller (`rdma_bind_addr`: one frame for the export,
+    /// the three commands and the device's attachment).
+    #[inline(always)]
     pub fn bind_bytes(&self, p: &IdPriv, addr: &[u8], af_ib: bool) -> Result<(), Errno> {
         if addr.is_empty() {
             return Err(Errno::EINVAL);
         }
-        self.bind_inner(p, addr, af_ib)
+        self.bind_here(p, addr, af_ib)
     }
 
+    /// [`Cm::bind_bytes`] out of line, for the library's other binds.
     fn bind_inner(&self, p: &IdPriv, addr: &[u8], af_ib: bool) -> Result<(), Errno> {
+        self.bind_here(p, addr, af_ib)
+    }
+
+    #[inline(always)]
+    fn bind_here(&self, p: &IdPriv, addr: &[u8], af_ib: bool) -> Result<(), Errno> {
         let (fd, h) = (p.fd(), p.handle());
-        log::debug!(target: "rdmacm", "bind: id {h} {} command to the kernel", if af_ib { "BIND (AF_IB-capable)" } else { "BIND_IP (legacy)" });
+        if log::max_level() >= log::LevelFilter::Debug {
+            log_bind(h, af_ib);
+        }
         if af_ib {
-            self.ucma.bind(fd, h, addr)?;
-            self.query_addr(p)?;
-            self.query_gid(p)
+            if self.direct {
+                crate::sys::ucma::bind(fd, h, addr)?;
+            } else {
+                self.ucma.bind(fd, h, addr)?;
+            }
+            // (the two answers read into one buffer, one after the other)
+            let mut buf = MaybeUninit::uninit();
+            self.query_addr_into(p, &mut buf)?;
+            self.query_gid_into(p, &mut buf)
         } else {
             self.ucma.bind_ip(fd, h, addr)?;
             self.query_route(p)
@@ -565,14 +586,18 @@ impl Cm {
     /// Binds the id to the device the kernel chose, unless it has one;
     /// whether it did.  The id's lock is taken once, the device list's
     /// inside it (the order everywhere: no path takes an id's lock while
-    /// holding the device list's).
-    #[inline]
+    /// holding the device list's).  In line: a device already in use here
+    /// is found and referenced without a call ([`Devices::get`]).
+    #[inline(always)]
     fn attach_device(&self, p: &IdPriv, guid: u64, index: Option<u32>) -> Result<bool, Errno> {
-        let mut links = p.links.lock();
+        let mut g = p.links.lock();
+        let links = &mut *g;
         if links.dev.is_some() {
             return Ok(false);
         }
-        log::debug!(target: "rdmacm", "device: id {} takes the device the kernel chose, node GUID {:016x}, kernel index {index:?}", p.handle(), u64::from_be(guid));
+        if log::max_level() >= log::LevelFilter::Debug {
+            log_attach(p.handle(), guid, index);
+        }
         let d = self.devices.lock().get(&*self.verbs, guid, index)?;
         p.id.set_verbs(d.verbs.0);
         p.id.set_pd(d.pd.0);
@@ -580,11 +605,27 @@ impl Cm {
         Ok(true)
     }
 
+    /// QUERY ADDR or QUERY GID (`option`) into `buf`: the kernel's command
+    /// made in line for the library's own instance, else the transport's.
+    #[inline(always)]
+    fn query_answer<'r>(&self, p: &IdPriv, option: u32, buf: &'r mut MaybeUninit<kabi::QueryAddrResp>) -> Result<&'r kabi::QueryAddrResp, Errno> {
+        if self.direct {
+            crate::sys::ucma::query_into(p.fd(), p.handle(), option, buf)
+        } else {
+            self.ucma.query_into(p.fd(), p.handle(), option, buf)
+        }
+    }
+
     pub(crate) fn query_addr(&self, p: &IdPriv) -> Result<(), Errno> {
+        self.query_addr_into(p, &mut MaybeUninit::uninit())
+    }
+
+    /// [`Cm::query_addr`] with the answer read into the caller's buffer.
+    #[inline(always)]
+    fn query_addr_into(&self, p: &IdPriv, buf: &mut MaybeUninit<kabi::QueryAddrResp>) -> Result<(), Errno> {
         // (the answer read where the kernel wrote it: the addresses are
         // copied once, into the id)
-        let mut buf = MaybeUninit::uninit();
-        let a = self.ucma.query_into(p.fd(), p.handle(), kabi::QUERY_ADDR, &mut buf)?;
+        let a = self.query_answer(p, kabi::QUERY_ADDR, buf)?;
         p.id.set_src(a.src());
         p.id.set_dst(a.dst());
         if a.node_guid != 0 && self.attach_device(p, a.node_guid, a.device_index())? {
@@ -595,8 +636,13 @@ impl Cm {
     }
 
     pub(crate) fn query_gid(&self, p: &IdPriv) -> Result<(), Errno> {
-        let mut buf = MaybeUninit::uninit();
-        let a = self.ucma.query_into(p.fd(), p.handle(), kabi::QUERY_GID, &mut buf)?;
+        self.query_gid_into(p, &mut MaybeUninit::uninit())
+    }
+
+    /// [`Cm::query_gid`] with the answer read into the caller's buffer.
+    #[inline(always)]
+    fn query_gid_into(&self, p: &IdPriv, buf: &mut MaybeUninit<kabi::QueryAddrResp>) -> Result<(), Errno> {
+        let a = self.query_answer(p, kabi::QUERY_GID, buf)?;
         // The GIDs are the sib_addr of the two sockaddr_ib.
         let (sgid, dgid) = a.gids();
         p.id.set_gids(sgid, dgid);
@@ -685,4 +731,19 @@ pub fn free_devices(cm: &'static Cm, list: &[*mut ibv_context]) {
             devs.remove(&*cm.verbs, dev);
         }
     }
+}
+
+/// The bind's debug line (out of line: the formatting is not in the
+/// bind's frame).
+#[cold]
+#[inline(never)]
+fn log_bind(h: u32, af_ib: bool) {
+    log::debug!(target: "rdmacm", "bind: id {h} {} command to the kernel", if af_ib { "BIND (AF_IB-capable)" } else { "BIND_IP (legacy)" });
+}
+
+/// The device attachment's debug line (out of line, as [`log_bind`]).
+#[cold]
+#[inline(never)]
+fn log_attach(h: u32, guid: u64, index: Option<u32>) {
+    log::debug!(target: "rdmacm", "device: id {h} takes the device the kernel chose, node GUID {:016x}, kernel index {index:?}", u64::from_be(guid));
 }

@@ -184,6 +184,7 @@ impl Devices {
         Ok(())
     }
 
+    #[inline(always)]
     fn matches(d: &CmDevice, guid: u64, index: Option<u32>) -> bool {
         match index {
             Some(i) if d.index >= 0 => d.index as u32 == i && d.guid == guid,
@@ -194,7 +195,7 @@ impl Devices {
     /// Finds a live device by GUID and kernel index, resynchronising the
     /// list once if it is unknown (a device added since).  Takes a
     /// reference on success.
-    #[inline]
+    #[inline(always)]
     pub fn get(&mut self, verbs: &dyn Verbs, guid: u64, index: Option<u32>) -> Result<std::sync::Arc<DevRef>, Errno> {
         // In line, the common case (the device in use by another id of this
         // process): listed, open here, its PD and shared part made.
@@ -202,7 +203,11 @@ impl Devices {
         // (`shared` is made only with the open context and the PD it holds,
         // and dropped whenever either goes: its presence says both are
         // there; the context's process is checked)
-        if let Some(d) = self.list.iter_mut().find(|d| !d.dead && Self::matches(d, guid, index)) {
+        // (a plain loop: always in line, where `find` may be a call)
+        for d in self.list.iter_mut() {
+            if d.dead || !Self::matches(d, guid, index) {
+                continue;
+            }
             if let Some(s) = &d.shared {
                 if d.opened_by == me {
                     debug_assert!(!d.pd.0.is_null() && s.verbs == d.verbs && s.pd == d.pd);
@@ -210,6 +215,7 @@ impl Devices {
                     return Ok(s.clone());
                 }
             }
+            break;
         }
         self.get_slow(verbs, guid, index)
     }

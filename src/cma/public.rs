@@ -115,18 +115,21 @@ impl PubId {
     }
 
     /// Copies an address into `route.addr.src` (at most its 128 bytes).
+    #[inline(always)]
     pub fn set_src(&self, b: &[u8]) {
         // SAFETY: one field of a live struct; copy_into bounds the length.
         unsafe { copy_into(addr_of_mut!((*self.0.get()).route.addr.src), b) }
     }
 
     /// Copies an address into `route.addr.dst`.
+    #[inline(always)]
     pub fn set_dst(&self, b: &[u8]) {
         // SAFETY: as in set_src.
         unsafe { copy_into(addr_of_mut!((*self.0.get()).route.addr.dst), b) }
     }
 
     /// Sets `route.addr.addr.ibaddr.sgid` and `dgid`.
+    #[inline(always)]
     pub fn set_gids(&self, sgid: [u8; 16], dgid: [u8; 16]) {
         // SAFETY: one field of a live struct; the union has one member.
         unsafe {
@@ -272,7 +275,7 @@ impl PubId {
 ///
 /// # Safety
 /// `dst` must point to a writable `rdma_sockaddr`.
-#[inline]
+#[inline(always)]
 unsafe fn copy_into(dst: *mut rdma_sockaddr, b: &[u8]) {
     // SAFETY: the union is 128 bytes of plain data, borrowed for the copy
     // only; the CM's address lengths are copied in line.

@@ -61,6 +61,7 @@ extern "C" fn child() {
 /// noticed; such a child may only exec or exit.  Should registration fail
 /// (out of memory), the generation is derived from the process id
 /// (one getpid per call), which still tells a child from its parent.
+#[inline(always)]
 pub fn generation() -> u64 {
     match HANDLERS.load(Ordering::Acquire) {
         REGISTERED => GENERATION.load(Ordering::Acquire),

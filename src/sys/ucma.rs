@@ -208,6 +208,37 @@ fn addr_of_mut<T>(r: &mut T) -> u64 {
     r as *mut T as usize as u64
 }
 
+/// [`Kernel`]'s [`Ucma::bind`], for callers that know their transport is
+/// the kernel's (the library's own instance): in line, without the trait
+/// object.
+#[inline(always)]
+pub fn bind(fd: RawFd, id: u32, addr: &[u8]) -> Result<(), Errno> {
+    let mut c = command(cmd::BIND, 0, kabi::Bind::default());
+    fill_bind(&mut c.body, id, addr);
+    send(fd, &c)
+}
+
+/// [`Kernel`]'s [`Ucma::query_into`], in line as [`bind`] is.
+#[inline(always)]
+pub fn query_into(fd: RawFd, id: u32, option: u32, resp: &mut MaybeUninit<kabi::QueryAddrResp>) -> Result<&kabi::QueryAddrResp, Errno> {
+    // The kernel copies its whole (zeroed) answer up to the smaller of
+    // its size and ours, and refuses (ENOSPC) a buffer that ends before
+    // `ibdev_index`; a kernel older than that field ends there, so only
+    // the field and the one after it are set first.
+    let p = resp.as_mut_ptr();
+    // SAFETY: two fields inside the caller's buffer, written in place.
+    unsafe {
+        std::ptr::addr_of_mut!((*p).ibdev_index).write(INVALID_INDEX);
+        std::ptr::addr_of_mut!((*p).reserved1).write(0);
+    }
+    send(fd, &enc_query(cmd::QUERY, id, option, p as usize as u64, std::mem::size_of::<kabi::QueryAddrResp>()))?;
+    // SAFETY: the command succeeded, so the kernel copied its answer:
+    // every kernel's reaches `ibdev_index`, and the rest was set above.
+    // Every byte is initialised; every bit pattern is a valid
+    // QueryAddrResp.
+    Ok(unsafe { resp.assume_init_ref() })
+}
+
 /// [`Kernel`]'s [`Ucma::wait_event_into`], for callers that know their
 /// transport is the kernel's (the library's own instance): called
 /// directly, in line, without the trait object.
@@ -330,9 +361,7 @@ impl Ucma for Kernel {
     }
 
     fn bind(&self, fd: RawFd, id: u32, addr: &[u8]) -> Result<(), Errno> {
-        let mut c = command(cmd::BIND, 0, kabi::Bind::default());
-        fill_bind(&mut c.body, id, addr);
-        send(fd, &c)
+        bind(fd, id, addr)
     }
 
     fn bind_ip(&self, fd: RawFd, id: u32, addr: &[u8]) -> Result<(), Errno> {
@@ -366,22 +395,7 @@ impl Ucma for Kernel {
     }
 
     fn query_into<'r>(&self, fd: RawFd, id: u32, option: u32, resp: &'r mut MaybeUninit<kabi::QueryAddrResp>) -> Result<&'r kabi::QueryAddrResp, Errno> {
-        // The kernel copies its whole (zeroed) answer up to the smaller of
-        // its size and ours, and refuses (ENOSPC) a buffer that ends before
-        // `ibdev_index`; a kernel older than that field ends there, so only
-        // the field and the one after it are set first.
-        let p = resp.as_mut_ptr();
-        // SAFETY: two fields inside the caller's buffer, written in place.
-        unsafe {
-            std::ptr::addr_of_mut!((*p).ibdev_index).write(INVALID_INDEX);
-            std::ptr::addr_of_mut!((*p).reserved1).write(0);
-        }
-        send(fd, &enc_query(cmd::QUERY, id, option, p as usize as u64, std::mem::size_of::<kabi::QueryAddrResp>()))?;
-        // SAFETY: the command succeeded, so the kernel copied its answer:
-        // every kernel's reaches `ibdev_index`, and the rest was set above.
-        // Every byte is initialised; every bit pattern is a valid
-        // QueryAddrResp.
-        Ok(unsafe { resp.assume_init_ref() })
+        query_into(fd, id, option, resp)
     }
 
     fn query_path(&self, fd: RawFd, id: u32) -> Result<Vec<crate::abi::cma::ibv_path_data>, Errno> {
