@@ -240,9 +240,11 @@ pub mod raw {
         }
     }
 
+    // (`extern "C"`: a call that cannot unwind, so that a caller's panic
+    // boundary needs no landing pad for it)
     #[cold]
     #[inline(never)]
-    fn failed(r: isize) -> Errno {
+    extern "C" fn failed(r: isize) -> Errno {
         super::super::errno_from_raw((-r) as c_int)
     }
 

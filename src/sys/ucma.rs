@@ -208,6 +208,14 @@ fn addr_of_mut<T>(r: &mut T) -> u64 {
     r as *mut T as usize as u64
 }
 
+/// [`Kernel`]'s [`Ucma::init_qp_attr_into`], called directly as
+/// [`wait_event`] is (the library's own instance): the command built
+/// where it is written, the kernel's answer written into `resp`.
+#[inline(always)]
+pub fn init_qp_attr(fd: RawFd, id: u32, qp_state: u32, resp: &mut kabi::UverbsQpAttr) -> Result<(), Errno> {
+    send(fd, &enc_init_qp_attr(id, qp_state, addr_of_mut(resp)))
+}
+
 /// [`Kernel`]'s [`Ucma::wait_event_into`], for callers that know their
 /// transport is the kernel's (the library's own instance): called
 /// directly, in line, without the trait object.

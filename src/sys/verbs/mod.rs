@@ -195,7 +195,10 @@ pub unsafe fn destroy_cq(cq: *mut ibv_cq) {
 }
 
 /// Converts the kernel's answer to INIT_QP_ATTR into `dst` (fields the
-/// kernel does not report are left as they are).
+/// kernel does not report are left as they are).  In line: a call of a
+/// Rust function another crate cannot see into would keep the C API's
+/// panic boundary (and its registers) on `rdma_init_qp_attr`'s path.
+#[inline]
 pub fn copy_qp_attr_from_kern(dst: &mut QpAttr, k: &UverbsQpAttr) {
     // SAFETY: both are valid, distinct, fully initialised structures.
     unsafe { sys::ibv_copy_qp_attr_from_kern(dst, k) };
