@@ -241,7 +241,9 @@ pub mod raw {
     }
 
     // (`extern "C"`: a call that cannot unwind, so that a caller's panic
-    // boundary needs no landing pad for it)
+    // boundary needs no landing pad for it; nothing in it panics: the
+    // thread-local errno_from_raw may write is a const Cell without a
+    // destructor, usable even while the thread ends)
     #[cold]
     #[inline(never)]
     extern "C" fn failed(r: isize) -> Errno {
