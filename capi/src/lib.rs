@@ -269,6 +269,15 @@ fn caught_unwind<R: FfiError>(nocancel: bool, body: impl FnOnce() -> Result<R, E
     (r, true)
 }
 
+/// The live id C knows by `id`, held for the call (as `cm::id_of`, in
+/// line: no frame of its own, and the id store reached directly, without
+/// the CM instance): EINVAL for anything that is not a live id of the
+/// library, EIO for one a panic left broken.
+#[inline(always)]
+pub(crate) fn held_id(id: *mut rdmacm::internal::abi::cma::rdma_cm_id) -> Result<rdmacm::internal::cma::Held, Errno> {
+    rdmacm::internal::cma::base::IDS.get(id as usize).ok_or(Errno::EINVAL)?.hold()
+}
+
 /// Checks a pointer argument: NULL becomes `EINVAL`.
 #[inline]
 pub fn nonnull<T>(p: *mut T) -> Result<NonNull<T>, Errno> {

@@ -91,6 +91,7 @@ fn init_ud_qp(cm: &Cm, p: &IdPriv, qp: &NewQp) -> Result<(), Errno> {
 
 /// Destroys the CQs and completion channels the library made for the id
 /// (its QP/SRQ must no longer use them).
+#[inline]
 pub fn destroy_cqs(p: &IdPriv) {
     p.id.destroy_cqs();
 }
@@ -187,7 +188,8 @@ pub fn create_qp(cm: &Cm, p: &IdPriv, pd: Vouched<*mut ibv_pd>, attr: &mut Vouch
     r
 }
 
-/// `rdma_destroy_qp`.
+/// `rdma_destroy_qp` (in line in the C API's export: no frame of its own).
+#[inline]
 pub fn destroy_qp_of(p: &IdPriv) {
     // Unpublished first: the connection code no longer reaches it.
     p.id.destroy_qp();
