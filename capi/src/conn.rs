@@ -3,7 +3,7 @@
 
 use super::cm::id_of as live_id;
 use rdmacm::internal::abi::cma::*;
-use super::{entry, entry_hot, nonnull};
+use super::{entry, entry_hot_on_id, nonnull};
 use rdmacm::internal::cma::conn;
 use rdmacm::internal::cma::params::ConnParam;
 use rdmacm::internal::sys::verbs;
@@ -187,13 +187,19 @@ symver!(rdma_establish, "RDMACM_1.2");
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rdma_init_qp_attr(id: *mut rdma_cm_id, qp_attr: *mut ibv_qp_attr, qp_attr_mask: *mut c_int) -> c_int {
     // (one system call without libc's cancellation point, and a copy: no
-    // guard needed, see `entry_hot`)
-    entry_hot(|| {
-        let (p, cm) = live_id(id)?;
+    // guard needed, see `entry_hot`; nothing but EINVAL before the id is
+    // found live: `entry_hot_on_id`)
+    entry_hot_on_id(|| {
+        // (the id's fd and handle, read without holding the id: what a
+        // concurrent rdma_destroy_id can do to the call, see peek_id; NULL
+        // is no id's address: EINVAL there.  The C API's ids are the
+        // library's own instance's, whose transport is the kernel: the
+        // command is made directly.)
+        let (fd, handle) = rdmacm::internal::cma::alloc::peek_id(id)?;
         let attr = nonnull(qp_attr)?.as_ptr() as *mut verbs::QpAttr;
         let mask = nonnull(qp_attr_mask)?;
         // SAFETY: attr is a valid, writable ibv_qp_attr.
-        let m = conn::init_qp_attr(cm, &p, unsafe { &mut *attr })?;
+        let m = conn::init_qp_attr_kernel(fd, handle, unsafe { &mut *attr })?;
         // SAFETY: mask is writable.
         unsafe { *mask.as_ptr() = m };
         Ok(0)

@@ -63,7 +63,8 @@ symver!(rdma_create_qp_ex, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rdma_destroy_qp(id: *mut rdma_cm_id) {
     entry(|| {
-        let (p, _) = live_id(id)?;
+        // (in line: the id held, the QP and CQs taken off it and destroyed)
+        let p = super::held_id(id)?;
         conn::destroy_qp_of(&p);
         Ok(())
     })

@@ -11,7 +11,8 @@ use crate::sys::slab::{Own, Uninit};
 use crate::abi::cma::*;
 use nix::errno::Errno;
 use std::ffi::c_void;
-use std::ptr::addr_of_mut;
+use std::ptr::{addr_of, addr_of_mut};
+use std::sync::atomic::Ordering;
 
 /// A new event: the public event zero (as upstream clears its event
 /// before each read), no id, no membership; built in its slot (no copy of
@@ -52,7 +53,7 @@ pub(super) fn try_new_id(ch: ChanRef, context: *mut c_void, ps: rdma_port_space,
 /// ~650-byte struct is built on the stack and copied.
 pub(super) fn new_id(mut u: Uninit<IdPriv>, ch: ChanRef, context: *mut c_void, ps: rdma_port_space, qp_type: ibv_qp_type, handle: u32, sync: bool) -> IdRef {
     use parking_lot::Mutex;
-    use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32};
+    use std::sync::atomic::AtomicBool;
     let p = u.as_mut_ptr();
     let chp = ch.raw();
     // SAFETY: p is the empty slot's object, ours alone, valid for writes
@@ -60,7 +61,11 @@ pub(super) fn new_id(mut u: Uninit<IdPriv>, ch: ChanRef, context: *mut c_void, p
     // initial state; PubId is a transparent wrapper of it); every other
     // field is written once with a valid value before assume_init.
     // `id_fields` below stops the build when IdPriv gains a field this
-    // does not write.
+    // does not write.  The handle, the fd and `broken`, which a check
+    // reads without a reference ([`peek_id`], racing a build
+    // of a new id in the same slot), are stored atomically into the
+    // atomics the slot holds: zeroes of a fresh segment (valid atomics)
+    // or an earlier id's, which dropping leaves in place.
     unsafe {
         let id = addr_of_mut!((*p).id).cast::<rdma_cm_id>();
         id.write_bytes(0, 1);
@@ -68,15 +73,52 @@ pub(super) fn new_id(mut u: Uninit<IdPriv>, ch: ChanRef, context: *mut c_void, p
         addr_of_mut!((*id).ps).write(ps);
         addr_of_mut!((*id).qp_type).write(qp_type);
         addr_of_mut!((*id).channel).write(chp);
-        addr_of_mut!((*p).handle).write(AtomicU32::new(handle));
+        (*addr_of!((*p).handle)).store(handle, Ordering::Relaxed);
         addr_of_mut!((*p).sync).write(AtomicBool::new(sync));
-        addr_of_mut!((*p).fd).write(AtomicI32::new(ch.fd()));
+        (*addr_of!((*p).fd)).store(ch.fd(), Ordering::Relaxed);
         addr_of_mut!((*p).links).write(Mutex::new(Links { channel: ch, dev: None, mcs: Vec::new() }));
         addr_of_mut!((*p).acks).write(Acks::default());
         addr_of_mut!((*p).conn).write(Mutex::new(ConnState::default()));
         addr_of_mut!((*p).ai).write(Mutex::new(AiSlot::default()));
-        addr_of_mut!((*p).broken).write(AtomicBool::new(false));
+        (*addr_of!((*p).broken)).store(false, Ordering::Relaxed);
         u.assume_init()
+    }
+}
+
+/// What a command on the live id C knows by `p` needs: its channel's fd
+/// and the kernel's handle, read without holding the id
+/// ([`Slab::read_live`](crate::sys::slab::Slab::read_live)); EINVAL for
+/// anything that is not a live id (NULL, stale, foreign, misaligned,
+/// destroyed), EIO for an id a panic left broken (see
+/// [`Held`](super::Held)).  For the calls that only send the kernel one
+/// command naming the id and touch nothing else of it.
+///
+/// What a concurrent `rdma_destroy_id` of the same id (a caller's bug:
+/// the id must stay live for the call, as with upstream, which reads
+/// the freed id there) can do: if it retires the id before the second
+/// read of the state word, the call fails with EINVAL; if after, the
+/// call goes on with the fd and handle the id had: the kernel's
+/// answer is then for an id it no longer knows (EINVAL), or EBADF once
+/// the channel's descriptor is closed, or, should the process have
+/// opened another file under that number meanwhile, the command goes to
+/// that file (upstream writes to the same place).  Memory safety holds
+/// whatever happens: the slot's memory is never freed and only its atomics
+/// are read.
+#[inline(always)]
+pub fn peek_id(p: *const rdma_cm_id) -> Result<(i32, u32), Errno> {
+    // SAFETY: the closure loads three atomics of the slot's IdPriv by
+    // place projection; `new_id` stores them atomically, and so does
+    // every other writer (they are atomics).
+    let r = unsafe {
+        IDS.read_live(p as usize, |ip| {
+            let broken = (*addr_of!((*ip).broken)).load(Ordering::Relaxed);
+            ((*addr_of!((*ip).fd)).load(Ordering::Relaxed), (*addr_of!((*ip).handle)).load(Ordering::Relaxed), broken)
+        })
+    };
+    match r {
+        Some((fd, handle, false)) => Ok((fd, handle)),
+        Some((_, _, true)) => Err(Errno::EIO),
+        None => Err(Errno::EINVAL),
     }
 }
 

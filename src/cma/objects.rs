@@ -305,6 +305,7 @@ impl PubId {
 
     /// Destroys the CQs and completion channels of the id (its QP/SRQ must
     /// no longer use them); an XRC receive id with an SRQ keeps them.
+    #[inline]
     pub fn destroy_cqs(&self) {
         if self.qp_type() == IBV_QPT_XRC_RECV && !self.srq().is_null() {
             return;
@@ -385,6 +386,7 @@ impl PubId {
     }
 
     /// Unpublishes and destroys the id's QP, if any.
+    #[inline]
     pub fn destroy_qp(&self) {
         let qp = self.qp();
         self.set_qp(null_mut());

@@ -484,15 +484,21 @@ fn a_panic_while_holding_an_id_breaks_it() {
     let p = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
     let raw = p.raw();
     assert!(cm.id(raw).unwrap().hold().is_ok(), "a healthy id is held");
+    assert_eq!(super::alloc::peek_id(raw), Ok((p.fd(), p.handle())), "a healthy id is read");
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let _held = cm.id(raw).unwrap().hold().unwrap();
         panic!("a bug inside a call");
     }));
     assert!(r.is_err());
     assert_eq!(cm.id(raw).unwrap().hold().err(), Some(Errno::EIO), "broken: refused");
+    assert_eq!(super::alloc::peek_id(raw), Err(Errno::EIO), "broken: refused without a hold too");
+    drop(p);
     let held = cm.id(raw).unwrap().hold_to_destroy();
     cm.destroy_id(&held).unwrap();
     assert_eq!(cm.id(raw).unwrap_err(), Errno::EINVAL, "destroyed");
+    assert_eq!(super::alloc::peek_id(raw), Err(Errno::EINVAL), "destroyed: refused without a hold too");
+    assert_eq!(super::alloc::peek_id(null_mut()), Err(Errno::EINVAL), "NULL");
+    assert_eq!(super::alloc::peek_id(raw.cast::<u8>().wrapping_add(8).cast()), Err(Errno::EINVAL), "misaligned");
     cm.destroy_channel(&ch);
 }
 

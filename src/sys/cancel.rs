@@ -240,9 +240,13 @@ pub mod raw {
         }
     }
 
+    // (`extern "C"`: a call that cannot unwind, so that a caller's panic
+    // boundary needs no landing pad for it; nothing in it panics: the
+    // thread-local errno_from_raw may write is a const Cell without a
+    // destructor, usable even while the thread ends)
     #[cold]
     #[inline(never)]
-    fn failed(r: isize) -> Errno {
+    extern "C" fn failed(r: isize) -> Errno {
         super::super::errno_from_raw((-r) as c_int)
     }
 

@@ -229,6 +229,45 @@ impl<T: Slabbed> Slab<T> {
         hold_if(&slot.state, |s| s & LIVE != 0, |s| s + 1).map(|_| Ref(NonNull::from(slot)))
     }
 
+    /// What `f` reads of the `LIVE` object at `addr`, without a reference
+    /// (a sequence lock's read): the state word is read, then `f` on the
+    /// slot's object, then the state word again; `f`'s answer counts only
+    /// when both words show the same object (generation) `LIVE`, else
+    /// None, as for an address that is not a slot of this slab.  No
+    /// store to the slot: two loads instead of [`get`](Self::get)'s
+    /// compare-and-swap and its reference's release.
+    ///
+    /// Between the two loads another thread may retire the object, drop
+    /// it, free the slot and build a new object in it: `f` may then see
+    /// a dropped object or one half built, and its answer is thrown away.
+    /// That is why `f` must only load atomics.  Once this returns, nothing
+    /// keeps the object: the answer is what the object held at the second
+    /// load.
+    ///
+    /// # Safety
+    /// `f` may only load, through the pointer it gets (a place
+    /// projection, no reference to the whole `T`), fields of `T` that are
+    /// atomics which every writer, the code that builds a `T` in a slot
+    /// included, only ever changes by atomic stores (so that every value
+    /// `f` can see is one some thread stored, and no load races a plain
+    /// write); it may follow no pointer and read nothing else.
+    #[inline(always)]
+    pub unsafe fn read_live<R>(&'static self, addr: usize, f: impl FnOnce(*const T) -> R) -> Option<R> {
+        let slot = self.slot_at(addr)?;
+        let s = slot.state.load(Ordering::Acquire);
+        if s & LIVE == 0 {
+            return None;
+        }
+        // (a pointer, not a reference: the slot holds a T, a dropped T or
+        // one being built; `f` projects to its atomic fields, which stay
+        // allocated: segments are never freed)
+        let out = f(slot.value.get().cast::<T>());
+        // (the loads in `f` before the second load of the state word)
+        fence(Ordering::Acquire);
+        let again = slot.state.load(Ordering::Relaxed);
+        ((again ^ s) & !COUNT == 0).then_some(out)
+    }
+
     /// Whether `addr` is a `LIVE` object of this slab (a hint: it may
     /// change right after).
     pub fn contains(&self, addr: usize) -> bool {
@@ -869,6 +908,71 @@ mod tests {
             assert_eq!(o.n, fake_state, "nothing written through it");
             assert!(OBJS.retire(o));
         }
+    }
+
+    /// read_live: what a LIVE object's atomics hold, with no reference
+    /// taken; None before it is published, once it is retired or freed,
+    /// for addresses that are no slot's, and when the object changes
+    /// (retired, or freed and a new one built in its slot) between the
+    /// two reads of the state word.
+    #[test]
+    fn read_live_sees_only_one_live_object() {
+        struct At(AtomicU64);
+        static ATS: Slab<At> = Slab::new(16);
+        impl Slabbed for At {
+            fn slab() -> &'static Slab<At> {
+                &ATS
+            }
+        }
+        fn word(p: *const At) -> u64 {
+            // SAFETY: an atomic field of the slot's object (read_live's
+            // contract).
+            unsafe { (*std::ptr::addr_of!((*p).0)).load(Ordering::Relaxed) }
+        }
+        // SAFETY: `word` loads the one atomic, which is only stored
+        // atomically (by `build`'s write before the object is published).
+        let read = |addr: usize| unsafe { ATS.read_live(addr, word) };
+        let a = build(At(AtomicU64::new(5))).unwrap();
+        let addr = Ref::as_ptr(&a) as usize;
+        assert_eq!(read(addr), None, "not published");
+        ATS.publish(&a);
+        assert_eq!(read(addr), Some(5));
+        assert_eq!(Ref::count(&a), 1, "no reference taken");
+        assert_eq!(read(addr + 8), None, "misaligned");
+        assert_eq!(read(0), None);
+        assert!(ATS.retire(&a));
+        assert_eq!(read(addr), None, "retired");
+        drop(a);
+        assert_eq!(read(addr), None, "freed");
+        let b = build(At(AtomicU64::new(6))).unwrap();
+        assert_eq!(Ref::as_ptr(&b) as usize, addr, "the same slot again");
+        ATS.publish(&b);
+        assert_eq!(read(addr), Some(6));
+        // SAFETY: as above.
+        let r = unsafe {
+            ATS.read_live(addr, |p| {
+                assert!(ATS.retire(&b));
+                word(p)
+            })
+        };
+        assert_eq!(r, None, "retired between the reads");
+        drop(b);
+        let c = build(At(AtomicU64::new(7))).unwrap();
+        ATS.publish(&c);
+        // SAFETY: as above.
+        let r = unsafe {
+            ATS.read_live(addr, |p| {
+                assert!(ATS.retire(&c));
+                drop(c);
+                let d = build(At(AtomicU64::new(8))).unwrap();
+                assert_eq!(Ref::as_ptr(&d) as usize, addr);
+                ATS.publish(&d);
+                std::mem::forget(d);
+                word(p)
+            })
+        };
+        assert_eq!(r, None, "another object in the slot by the second read");
+        assert_eq!(read(addr), Some(8));
     }
 
     #[test]

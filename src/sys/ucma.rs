@@ -239,6 +239,14 @@ pub fn query_into(fd: RawFd, id: u32, option: u32, resp: &mut MaybeUninit<kabi::
     Ok(unsafe { resp.assume_init_ref() })
 }
 
+/// [`Kernel`]'s [`Ucma::init_qp_attr_into`], called directly as
+/// [`wait_event`] is (the library's own instance): the command built
+/// where it is written, the kernel's answer written into `resp`.
+#[inline(always)]
+pub fn init_qp_attr(fd: RawFd, id: u32, qp_state: u32, resp: &mut kabi::UverbsQpAttr) -> Result<(), Errno> {
+    send(fd, &enc_init_qp_attr(id, qp_state, addr_of_mut(resp)))
+}
+
 /// [`Kernel`]'s [`Ucma::wait_event_into`], for callers that know their
 /// transport is the kernel's (the library's own instance): called
 /// directly, in line, without the trait object.

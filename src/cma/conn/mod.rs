@@ -23,7 +23,7 @@ pub mod qp;
 #[cfg(test)]
 mod tests;
 
-pub use qp::{init_qp_attr, EpInfo, create_ep, create_qp, create_qp_ex, create_srq, create_srq_ex, destroy_cqs, destroy_ep, destroy_qp_of, destroy_srq_of};
+pub use qp::{init_qp_attr, init_qp_attr_kernel, EpInfo, create_ep, create_qp, create_qp_ex, create_srq, create_srq_ex, destroy_cqs, destroy_ep, destroy_qp_of, destroy_srq_of};
 use crate::sys::verbs::{Ece, QpAttr, IBV_LINK_LAYER_INFINIBAND, IBV_QPS_ERR, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_TRANSPORT_IB, IBV_TRANSPORT_IWARP};
 use crate::cma::base::{ChanRef, Cm, EventPriv, IdPriv, IdRef};
 use crate::cma::params::ConnParam;

@@ -20,9 +20,32 @@ use std::ptr::null_mut;
 
 /// `rdma_init_qp_attr`: the kernel's attributes for `attr.qp_state`.
 pub fn init_qp_attr(cm: &Cm, p: &IdPriv, attr: &mut QpAttr) -> Result<c_int, Errno> {
+    init_qp_attr_on(cm, p.fd(), p.handle(), attr)
+}
+
+/// [`init_qp_attr`] of the id whose channel's fd and handle are `fd` and
+/// `handle`.
+#[inline]
+pub fn init_qp_attr_on(cm: &Cm, fd: i32, handle: u32, attr: &mut QpAttr) -> Result<c_int, Errno> {
+    if cm.direct {
+        return init_qp_attr_kernel(fd, handle, attr);
+    }
     // (the kernel writes its answer here: no copy of it)
     let mut k = kabi::UverbsQpAttr::default();
-    cm.ucma.init_qp_attr_into(p.fd(), p.handle(), attr.qp_state, &mut k)?;
+    cm.ucma.init_qp_attr_into(fd, handle, attr.qp_state, &mut k)?;
+    copy_qp_attr_from_kern(attr, &k);
+    Ok(k.qp_attr_mask as c_int)
+}
+
+/// [`init_qp_attr_on`] of the library's own instance, whose transport is
+/// the kernel's (`Cm::direct`): the C API's `rdma_init_qp_attr` in line,
+/// on the fd and handle [`crate::cma::alloc::peek_id`] read, the command
+/// built where it is written and the kernel's answer written in the
+/// caller's frame.
+#[inline(always)]
+pub fn init_qp_attr_kernel(fd: i32, handle: u32, attr: &mut QpAttr) -> Result<c_int, Errno> {
+    let mut k = kabi::UverbsQpAttr::default();
+    crate::sys::ucma::init_qp_attr(fd, handle, attr.qp_state, &mut k)?;
     copy_qp_attr_from_kern(attr, &k);
     Ok(k.qp_attr_mask as c_int)
 }
@@ -68,6 +91,7 @@ fn init_ud_qp(cm: &Cm, p: &IdPriv, qp: &NewQp) -> Result<(), Errno> {
 
 /// Destroys the CQs and completion channels the library made for the id
 /// (its QP/SRQ must no longer use them).
+#[inline]
 pub fn destroy_cqs(p: &IdPriv) {
     p.id.destroy_cqs();
 }
@@ -164,7 +188,8 @@ pub fn create_qp(cm: &Cm, p: &IdPriv, pd: Vouched<*mut ibv_pd>, attr: &mut Vouch
     r
 }
 
-/// `rdma_destroy_qp`.
+/// `rdma_destroy_qp` (in line in the C API's export: no frame of its own).
+#[inline]
 pub fn destroy_qp_of(p: &IdPriv) {
     // Unpublished first: the connection code no longer reaches it.
     p.id.destroy_qp();

@@ -118,6 +118,7 @@ pub unsafe fn modify_state(qp: *mut ibv_qp, state: u32) -> Result<(), Errno> {
 
 /// # Safety
 /// `qp` must be a live QP; it is destroyed.
+#[inline]
 pub unsafe fn destroy_qp(qp: *mut ibv_qp) -> c_int {
     // SAFETY: forwarded contract.
     unsafe { sys::ibv_destroy_qp(qp) }
@@ -170,6 +171,7 @@ pub unsafe fn create_comp_channel(ctx: *mut ibv_context) -> Result<*mut ibv_comp
 
 /// # Safety
 /// `ch` must be a live completion channel without CQs.
+#[inline]
 pub unsafe fn destroy_comp_channel(ch: *mut ibv_comp_channel) {
     // SAFETY: forwarded contract.
     unsafe { sys::ibv_destroy_comp_channel(ch) };
@@ -189,13 +191,17 @@ pub unsafe fn create_cq(ctx: *mut ibv_context, cqe: u32, cq_context: *mut c_void
 
 /// # Safety
 /// `cq` must be a live CQ no QP uses.
+#[inline]
 pub unsafe fn destroy_cq(cq: *mut ibv_cq) {
     // SAFETY: forwarded contract.
     unsafe { sys::ibv_destroy_cq(cq) };
 }
 
 /// Converts the kernel's answer to INIT_QP_ATTR into `dst` (fields the
-/// kernel does not report are left as they are).
+/// kernel does not report are left as they are).  In line: a call of a
+/// Rust function another crate cannot see into would keep the C API's
+/// panic boundary (and its registers) on `rdma_init_qp_attr`'s path.
+#[inline]
 pub fn copy_qp_attr_from_kern(dst: &mut QpAttr, k: &UverbsQpAttr) {
     // SAFETY: both are valid, distinct, fully initialised structures.
     unsafe { sys::ibv_copy_qp_attr_from_kern(dst, k) };
