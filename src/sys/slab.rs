@@ -781,7 +781,7 @@ mod tests {
         assert!(w.upgrade().is_none(), "gone");
         // (the tests share OBJS and run in parallel: the freed slot may
         // already hold another test's object, never this one)
-        assert!(OBJS.get(addr).map_or(true, |r| r.n != LIFE), "freed: not found");
+        assert!(OBJS.get(addr).is_none_or(|r| r.n != LIFE), "freed: not found");
     }
 
     #[test]
@@ -800,7 +800,7 @@ mod tests {
         let d0 = DROPS.load(Ordering::Relaxed);
         drop(OBJS.take(addr).expect("published"));
         assert!(DROPS.load(Ordering::Relaxed) > d0, "taken and dropped: gone");
-        assert!(OBJS.get(addr).map_or(true, |r| r.n != OWNED), "another test's object at most");
+        assert!(OBJS.get(addr).is_none_or(|r| r.n != OWNED), "another test's object at most");
         let mut u = OBJS.alloc().unwrap();
         // SAFETY: as above.
         let o = unsafe {
