@@ -9,7 +9,7 @@
 //! released member by member with free() ([`free_list`]).
 
 use rdmacm::internal::abi::cma::*;
-use rdmacm::internal::abi::sockaddr::SockAddr;
+use rdmacm::internal::abi::sockaddr::{copy_addr, SockAddr};
 use rdmacm::internal::addrinfo::{Hints, Rai};
 use super::{entry_hot, entry, Errno};
 use crate::symver;
@@ -73,6 +73,22 @@ fn malloc_copy(b: &[u8]) -> Result<*mut c_void, Errno> {
             return Err(Errno::ENOMEM);
         }
         std::ptr::copy_nonoverlapping(b.as_ptr(), p.cast::<u8>(), b.len());
+        Ok(p)
+    }
+}
+
+/// [`malloc_copy`] of a socket address: the IPv4 and IPv6 lengths
+/// copied in line ([`copy_addr`]).
+#[inline]
+fn malloc_addr(b: &[u8]) -> Result<*mut c_void, Errno> {
+    // SAFETY: malloc of at least one byte, then a copy of b.len() bytes
+    // into it.
+    unsafe {
+        let p = libc::malloc(b.len().max(1));
+        if p.is_null() {
+            return Err(Errno::ENOMEM);
+        }
+        copy_addr(std::slice::from_raw_parts_mut(p.cast::<u8>(), b.len()), b);
         Ok(p)
     }
 }
@@ -171,7 +187,7 @@ pub fn to_c_list(list: &[Rai]) -> Result<*mut rdma_addrinfo, Errno> {
 /// The one-node chain of a single translation ([`rdmacm::internal::addrinfo::First`]):
 /// the node and its address, two mallocs.
 fn first_to_c(f: &rdmacm::internal::addrinfo::First) -> Result<*mut rdma_addrinfo, Errno> {
-    let addr = malloc_copy(f.addr.as_bytes())?.cast::<libc::sockaddr>();
+    let addr = malloc_addr(f.addr.as_bytes())?.cast::<libc::sockaddr>();
     let len = f.addr.len() as libc::socklen_t;
     let (src, dst) = if f.passive { (addr, std::ptr::null_mut()) } else { (std::ptr::null_mut(), addr) };
     malloc_node(rdma_addrinfo {

@@ -57,6 +57,7 @@ impl AddrInfoList {
     /// The first result's flags, family, socket type, protocol and
     /// canonical name, its address written into `addr` (no copy of the
     /// whole entry on the way: the hot path of a name lookup).
+    #[inline]
     pub fn first_into(&self, addr: &mut SockAddr) -> (c_int, c_int, c_int, c_int, Option<CString>) {
         // SAFETY: head is a live node of the list owned by self.
         let ai = unsafe { self.head.as_ref() };
@@ -85,6 +86,7 @@ fn copy_entry(ai: &libc::addrinfo) -> AddrInfo {
 
 /// The entry's socket address at `ai_addrlen` into `addr` (empty when
 /// libc gave none).
+#[inline]
 fn addr_into(ai: &libc::addrinfo, addr: &mut SockAddr) {
     if ai.ai_addr.is_null() || ai.ai_addrlen == 0 {
         addr.set_prefix(&[]);
