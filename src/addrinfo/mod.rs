@@ -369,9 +369,28 @@ pub fn getaddrinfo_name(node: Option<&CStr>, service: Option<&CStr>, flags: c_in
     }
     // An active lookup with a daemon to ask: the general path (glibc's
     // results carry the hints' AI_PASSIVE, so the result's flags are
-    // known before libc answers).
-    if flags & RAI_PASSIVE == 0 && acm::daemon_connected() {
-        return None;
+    // known before libc answers).  The general path looks for the daemon
+    // only once libc has answered: the first look, made here before, must
+    // leave libc's failure the caller's errno, and a success the errno
+    // the look left.
+    let mut probe_errno = None;
+    if flags & RAI_PASSIVE == 0 {
+        let connected = match acm::daemon_probed() {
+            Some(c) => c,
+            None => {
+                let before = Errno::last_raw();
+                let c = acm::daemon_connected();
+                let after = Errno::last_raw();
+                if after != before {
+                    Errno::set_raw(before);
+                    probe_errno = Some(after);
+                }
+                c
+            }
+        };
+        if connected {
+            return None;
+        }
     }
     let ai = libc_hints_of(flags, family, qp_type, port_space);
     // libc's resolver and file I/O make cancellation points, none of
@@ -390,6 +409,9 @@ pub fn getaddrinfo_name(node: Option<&CStr>, service: Option<&CStr>, flags: c_in
         // A result without the hints' AI_PASSIVE (glibc gives none): the
         // general path, which asks libc again and then ibacm.
         return None;
+    }
+    if let Some(e) = probe_errno {
+        Errno::set_raw(e);
     }
     Some(Ok(canonname))
 }
