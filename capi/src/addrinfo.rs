@@ -9,7 +9,7 @@
 //! released member by member with free() ([`free_list`]).
 
 use rdmacm::internal::abi::cma::*;
-use rdmacm::internal::abi::sockaddr::SockAddr;
+use rdmacm::internal::abi::sockaddr::{copy_addr, SockAddr};
 use rdmacm::internal::addrinfo::{Hints, Rai};
 use super::{entry_hot, entry, Errno};
 use crate::symver;
@@ -73,6 +73,22 @@ fn malloc_copy(b: &[u8]) -> Result<*mut c_void, Errno> {
             return Err(Errno::ENOMEM);
         }
         std::ptr::copy_nonoverlapping(b.as_ptr(), p.cast::<u8>(), b.len());
+        Ok(p)
+    }
+}
+
+/// [`malloc_copy`] of a socket address: the IPv4 and IPv6 lengths
+/// copied in line ([`copy_addr`]).
+#[inline]
+fn malloc_addr(b: &[u8]) -> Result<*mut c_void, Errno> {
+    // SAFETY: malloc of at least one byte, then a copy of b.len() bytes
+    // into it.
+    unsafe {
+        let p = libc::malloc(b.len().max(1));
+        if p.is_null() {
+            return Err(Errno::ENOMEM);
+        }
+        copy_addr(std::slice::from_raw_parts_mut(p.cast::<u8>(), b.len()), b);
         Ok(p)
     }
 }
@@ -168,10 +184,10 @@ pub fn to_c_list(list: &[Rai]) -> Result<*mut rdma_addrinfo, Errno> {
     Ok(std::mem::replace(&mut chain.0, std::ptr::null_mut()))
 }
 
-/// The one-node chain of a numeric lookup ([`rdmacm::internal::addrinfo::First`]):
+/// The one-node chain of a single translation ([`rdmacm::internal::addrinfo::First`]):
 /// the node and its address, two mallocs.
 fn first_to_c(f: &rdmacm::internal::addrinfo::First) -> Result<*mut rdma_addrinfo, Errno> {
-    let addr = malloc_copy(f.addr.as_bytes())?.cast::<libc::sockaddr>();
+    let addr = malloc_addr(f.addr.as_bytes())?.cast::<libc::sockaddr>();
     let len = f.addr.len() as libc::socklen_t;
     let (src, dst) = if f.passive { (addr, std::ptr::null_mut()) } else { (std::ptr::null_mut(), addr) };
     malloc_node(rdma_addrinfo {
@@ -194,6 +210,47 @@ fn first_to_c(f: &rdmacm::internal::addrinfo::First) -> Result<*mut rdma_addrinf
     .inspect_err(|_| {
         // SAFETY: addr was malloc'd above and is not referenced elsewhere.
         unsafe { libc::free(addr.cast()) }
+    })
+}
+
+/// [`first_to_c`] with libc's canonical name of the result, if any, as
+/// the source's (passive) or the destination's.
+fn first_to_c_named(f: &rdmacm::internal::addrinfo::First, canonname: Option<&CStr>) -> Result<*mut rdma_addrinfo, Errno> {
+    let head = first_to_c(f)?;
+    if let Some(c) = canonname {
+        let name = strdup(c).inspect_err(|_| {
+            // SAFETY: head is the chain just built, owned by nobody else.
+            unsafe { free_list(head) }
+        })?;
+        // SAFETY: head is the fresh node built above.
+        let node = unsafe { &mut *head };
+        if f.passive {
+            node.ai_src_canonname = name;
+        } else {
+            node.ai_dst_canonname = name;
+        }
+    }
+    Ok(head)
+}
+
+/// rdma_getaddrinfo of a name (or a literal only libc reads) under hints
+/// `h` without addresses or route, with one call of libc's getaddrinfo
+/// ([`rdmacm::internal::addrinfo::getaddrinfo_name`]): the C value, the
+/// node written to `*res`; `None` for the general path.  Out of line, so
+/// that the numeric path keeps its frame.
+#[inline(never)]
+fn name_to_c(node: Option<&CStr>, service: Option<&CStr>, h: &rdma_addrinfo, res: *mut *mut rdma_addrinfo) -> Option<Result<c_int, Errno>> {
+    use rdmacm::internal::addrinfo::{self as ai, GaiError};
+    let mut f = ai::First { flags: 0, family: 0, qp_type: 0, port_space: 0, passive: false, addr: SockAddr::EMPTY };
+    Some(match ai::getaddrinfo_name(node, service, h.ai_flags, h.ai_family, h.ai_qp_type, h.ai_port_space, &mut f)? {
+        Ok(canonname) => first_to_c_named(&f, canonname.as_deref()).map(|head| {
+            // SAFETY: res is non-NULL and writable (C contract, checked by
+            // the caller).
+            unsafe { *res = head };
+            0
+        }),
+        Err(GaiError::Sys(e)) => Err(e),
+        Err(GaiError::Eai(code)) => Ok(code),
     })
 }
 
@@ -266,31 +323,39 @@ pub unsafe extern "C-unwind" fn rdma_getaddrinfo(
             log::debug!(target: "rdmacm", "rdma_getaddrinfo: res is NULL (EINVAL)");
             return Err(Errno::EINVAL);
         }
-        // Numeric lookups under hints without addresses or route: one node
-        // built straight into C memory.
+        // One translation (a numeric one, else libc's) under hints without
+        // addresses or route: one node built straight into C memory.
         // SAFETY: hints is NULL or a readable rdma_addrinfo.
         if let Some(hr) = unsafe { hints.as_ref() } {
             if hr.ai_src_len == 0 && hr.ai_dst_len == 0 && hr.ai_route_len == 0 {
-                let mut f = ai::First { flags: 0, family: 0, qp_type: 0, port_space: 0, passive: false, addr: rdmacm::internal::abi::sockaddr::SockAddr::EMPTY };
-                match ai::getaddrinfo_numeric(node, service, hr.ai_flags, hr.ai_family, hr.ai_qp_type, hr.ai_port_space, &mut f) {
-                    Some(Ok(())) => {
-                        let head = first_to_c(&f)?;
-                        // SAFETY: res is non-NULL and writable (C contract).
-                        unsafe { *res = head };
-                        return Ok(0);
+                if ai::numeric::maybe_literal(node) {
+                    let mut f = ai::First { flags: 0, family: 0, qp_type: 0, port_space: 0, passive: false, addr: rdmacm::internal::abi::sockaddr::SockAddr::EMPTY };
+                    match ai::getaddrinfo_numeric(node, service, hr.ai_flags, hr.ai_family, hr.ai_qp_type, hr.ai_port_space, &mut f) {
+                        Some(Ok(())) => {
+                            let head = first_to_c(&f)?;
+                            // SAFETY: res is non-NULL and writable (C contract).
+                            unsafe { *res = head };
+                            return Ok(0);
+                        }
+                        Some(Err(GaiError::Sys(e))) => return Err(e),
+                        Some(Err(GaiError::Eai(code))) => return Ok(code),
+                        None => {}
                     }
-                    Some(Err(GaiError::Sys(e))) => return Err(e),
-                    Some(Err(GaiError::Eai(code))) => return Ok(code),
-                    None => {}
+                }
+                // A name (most end in a letter past 'f': no numeric attempt),
+                // or a literal only libc reads.
+                if let Some(r) = name_to_c(node, service, hr, res) {
+                    return r;
                 }
             }
         }
         // SAFETY: hints is NULL or a readable rdma_addrinfo whose address
         // and route pointers are readable for their lengths.
         let h = unsafe { hints_from_c(hints) }?;
-        // Names, ibacm and the devices: libc's resolver and file I/O make
-        // cancellation points, none of which acts (this export runs
-        // without the boundary's guard for its numeric path).
+        // Hint addresses or route, ibacm, RAI_SA and NULL hints: libc's
+        // resolver and file I/O make cancellation points, none of which
+        // acts (this export runs without the boundary's guard; the
+        // one-translation path above holds cancellation off around libc).
         match rdmacm::internal::sys::cancel::nocancel(|| ai::getaddrinfo(node, service, &h, &rdmacm::internal::cma::ai::CmaBackend)) {
             Ok(list) => {
                 let head = to_c_list(&list)?;

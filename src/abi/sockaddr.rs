@@ -90,6 +90,18 @@ impl SockAddr {
         a
     }
 
+    /// Makes this [`SockAddr::from_prefix`]`(b)` in place, without a
+    /// temporary: the connection manager's lengths copied in line, and
+    /// only the bytes of the old address past the new one cleared.
+    pub fn set_prefix(&mut self, b: &[u8]) {
+        let old = usize::from(self.len);
+        let n = copy_addr(&mut self.buf, b);
+        if old > n {
+            self.buf[n..old].fill(0);
+        }
+        self.len = n as u8;
+    }
+
     /// An IPv4 address.
     pub fn from_in(s: &sockaddr_in) -> SockAddr {
         SockAddr::from_prefix(image(s))
@@ -378,6 +390,19 @@ mod tests {
         assert_eq!(raw(&[0; 16], true), None, "AF_UNSPEC");
         // SAFETY: NULL.
         assert_eq!(unsafe { SockAddr::raw_for_cm(std::ptr::null(), true) }, None);
+    }
+
+    /// set_prefix gives from_prefix's value whatever the address held.
+    #[test]
+    fn set_prefix_in_place() {
+        let src: Vec<u8> = (1..=130).collect();
+        for old in [0, 16, 28, 100, 128] {
+            for n in [0, 2, 16, 28, 48, 100, 128, 130] {
+                let mut a = SockAddr::from_prefix(&[0xee; 130][..old]);
+                a.set_prefix(&src[..n]);
+                assert_eq!(a, SockAddr::from_prefix(&src[..n]), "old {old}, new {n}");
+            }
+        }
     }
 
     /// Every length, the in-line ones (16, 28, 48) and the others: the

@@ -311,6 +311,12 @@ pub fn daemon_connected() -> bool {
     global().is_some()
 }
 
+/// Whether the process-wide ibacm connection exists, when the first use
+/// has already looked for the daemon (`None`: not yet; nothing is tried).
+pub fn daemon_probed() -> Option<bool> {
+    CONN.get().map(Option::is_some)
+}
+
 /// Reads the daemon's TCP port (upstream: fscanf "%hu"; 0 = none): the
 /// file's first 256 bytes (a port number, a newline) read at once.
 fn read_port_file(p: &CStr) -> u16 {

@@ -330,10 +330,10 @@ fn fill_first(h_flags: c_int, h_family: c_int, h_qp_type: c_int, h_port_space: c
 
 /// rdma_getaddrinfo's whole answer when it is one node that needs no
 /// name service: a numeric (or absent) node and a numeric service
-/// ([`numeric::first_result`]) under hints without addresses or route,
+/// ([`numeric::first_into`]) under hints without addresses or route,
 /// and no ibacm route data to add (a passive lookup, or no ibacm daemon).
-/// `None`: take the general path ([`getaddrinfo`]), which gives the same
-/// answer when this one has one.
+/// `None`: [`getaddrinfo_name`] or the general path ([`getaddrinfo`]),
+/// which give the same answer when this one has one.
 pub fn getaddrinfo_numeric(node: Option<&CStr>, service: Option<&CStr>, flags: c_int, family: c_int, qp_type: c_int, port_space: c_int, out: &mut First) -> Option<Result<(), GaiError>> {
     if flags & RAI_SA != 0 || (node.is_none() && service.is_none()) {
         return None;
@@ -349,6 +349,71 @@ pub fn getaddrinfo_numeric(node: Option<&CStr>, service: Option<&CStr>, flags: c
         return None;
     }
     Some(Ok(()))
+}
+
+/// rdma_getaddrinfo's whole answer when it is the one node made from
+/// libc's first result, under hints without addresses or route (a name,
+/// or a literal [`getaddrinfo_numeric`] leaves to libc): one call of
+/// libc's getaddrinfo with the hints upstream derives, when there is no
+/// ibacm route data to add (a passive lookup, or no ibacm daemon).  The
+/// result node's fields go into `out`; `Ok` carries libc's canonical name
+/// of the result (none unless libc gives one).  `None`: take the general
+/// path ([`getaddrinfo`]), which gives the same answer when this one has
+/// one.
+pub fn getaddrinfo_name(node: Option<&CStr>, service: Option<&CStr>, flags: c_int, family: c_int, qp_type: c_int, port_space: c_int, out: &mut First) -> Option<Result<Option<CString>, GaiError>> {
+    if flags & RAI_SA != 0 || (node.is_none() && service.is_none()) {
+        return None;
+    }
+    if let Err(e) = check_abi() {
+        return Some(Err(e.into()));
+    }
+    // An active lookup with a daemon to ask: the general path (glibc's
+    // results carry the hints' AI_PASSIVE, so the result's flags are
+    // known before libc answers).  The general path looks for the daemon
+    // only once libc has answered: the first look, made here before, must
+    // leave libc's failure the caller's errno, and a success the errno
+    // the look left.
+    let mut probe_errno = None;
+    if flags & RAI_PASSIVE == 0 {
+        let connected = match acm::daemon_probed() {
+            Some(c) => c,
+            None => {
+                let before = Errno::last_raw();
+                let c = acm::daemon_connected();
+                let after = Errno::last_raw();
+                if after != before {
+                    Errno::set_raw(before);
+                    probe_errno = Some(after);
+                }
+                c
+            }
+        };
+        if connected {
+            return None;
+        }
+    }
+    let ai = libc_hints_of(flags, family, qp_type, port_space);
+    // libc's resolver and file I/O make cancellation points, none of
+    // which acts (as on the general path).
+    let list = match crate::sys::cancel::nocancel(|| netdb::getaddrinfo(node, service, Some(&ai))) {
+        Ok(list) => list,
+        Err(code) => {
+            log::debug!(target: "rdmacm", "rdma_getaddrinfo: libc getaddrinfo: {code} (passed through)");
+            return Some(Err(GaiError::Eai(code)));
+        }
+    };
+    let (ai_flags, ai_family, socktype, protocol, canonname) = list.first_into(&mut out.addr);
+    drop(list);
+    fill_first(flags, family, qp_type, port_space, ai_flags, ai_family, socktype, protocol, out);
+    if !out.passive && flags & RAI_PASSIVE != 0 && acm::daemon_connected() {
+        // A result without the hints' AI_PASSIVE (glibc gives none): the
+        // general path, which asks libc again and then ibacm.
+        return None;
+    }
+    if let Some(e) = probe_errno {
+        Errno::set_raw(e);
+    }
+    Some(Ok(canonname))
 }
 
 /// Where ibacm is reached.
@@ -628,6 +693,51 @@ mod tests {
         assert_eq!(s.sib_pkey, 0x8001u16.to_be(), "pkey of the destination");
         assert_eq!(u64::from_be(s.sib_sid), RDMA_IB_PS_IB);
         assert_eq!(s.sib_sid_mask, RDMA_IB_IP_PS_MASK.to_be());
+    }
+
+    /// The one-call name path gives the general path's answer (node,
+    /// canonical name, or libc's error) for names and literals only libc
+    /// reads, under every kind of hints it takes.
+    #[test]
+    fn name_path_agrees_with_general_path() {
+        // (names from /etc/hosts only: nothing is sent to a name server; a
+        // name under RAI_NUMERICHOST is libc's EAI_NONAME)
+        let nodes = [Some(c("localhost")), Some(c("127.1")), Some(c("0x7f.1")), None];
+        let services = [Some(c("7471")), Some(c("echo")), Some(c("no-such-service-x")), None];
+        let flag_sets = [0, RAI_PASSIVE, RAI_NUMERICHOST, RAI_PASSIVE | RAI_NUMERICHOST, RAI_FAMILY | RAI_NUMERICHOST];
+        let mut answered = 0;
+        for node in &nodes {
+            for service in &services {
+                for &flags in &flag_sets {
+                    for family in [0, AF_INET, libc::AF_INET6, AF_IB] {
+                        for (qp, ps) in [(0, 0), (IBV_QPT_RC, RDMA_PS_TCP), (IBV_QPT_UD, RDMA_PS_UDP), (IBV_QPT_UD, RDMA_PS_IB), (0, RDMA_PS_IPOIB)] {
+                            if node.as_deref().is_some_and(|n| n.to_bytes() == b"localhost") && family != AF_INET && flags & RAI_NUMERICHOST == 0 {
+                                continue; // (another family asks DNS for an IPv6 address)
+                            }
+                            let h = hints(flags, family, qp, ps);
+                            let mut f = First { flags: 0, family: 0, qp_type: 0, port_space: 0, passive: false, addr: SockAddr::EMPTY };
+                            let Some(one) = getaddrinfo_name(node.as_deref(), service.as_deref(), flags, family, qp as c_int, ps as c_int, &mut f) else {
+                                assert!(node.is_none() && service.is_none(), "{node:?} {service:?} declined");
+                                continue;
+                            };
+                            let general = getaddrinfo_with(node.as_deref(), service.as_deref(), &h, &NoCm, AcmTarget::Off);
+                            let one = one.map(|canon| {
+                                let mut r = Rai { flags: f.flags, family: f.family, qp_type: f.qp_type, port_space: f.port_space, ..Default::default() };
+                                if f.passive {
+                                    (r.src, r.src_canonname) = (Some(f.addr), canon);
+                                } else {
+                                    (r.dst, r.dst_canonname) = (Some(f.addr), canon);
+                                }
+                                vec![r]
+                            });
+                            assert_eq!(one, general, "{node:?} {service:?} flags {flags:#x} family {family} qp {qp} ps {ps}");
+                            answered += usize::from(one.is_ok());
+                        }
+                    }
+                }
+            }
+        }
+        assert!(answered > 100, "only {answered} answers");
     }
 
     #[test]

@@ -181,6 +181,14 @@ pub fn first_result(node: Option<&CStr>, service: Option<&CStr>, null_hints: boo
     Some(AddrInfo { flags: ai.flags, family: addr.family(), socktype, protocol, addr, canonname: None })
 }
 
+/// Whether `node` may be a literal [`first_into`] reads: every one ends
+/// in a hex digit or ':', so a name (most end in a letter past 'f') is
+/// told before any parsing, in line.
+#[inline(always)]
+pub fn maybe_literal(node: Option<&CStr>) -> bool {
+    node.is_none_or(|n| n.to_bytes().last().is_some_and(|c| c.is_ascii_hexdigit() || *c == b':'))
+}
+
 /// [`first_result`] with the address written into `addr` (no copies of
 /// it on the way: this is the hot path of a numeric lookup).  Returns
 /// the result's socket type and protocol; its flags are `ai.flags`.

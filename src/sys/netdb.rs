@@ -54,6 +54,17 @@ impl AddrInfoList {
         copy_entry(unsafe { self.head.as_ref() })
     }
 
+    /// The first result's flags, family, socket type, protocol and
+    /// canonical name, its address written into `addr` (no copy of the
+    /// whole entry on the way: the hot path of a name lookup).
+    #[inline]
+    pub fn first_into(&self, addr: &mut SockAddr) -> (c_int, c_int, c_int, c_int, Option<CString>) {
+        // SAFETY: head is a live node of the list owned by self.
+        let ai = unsafe { self.head.as_ref() };
+        addr_into(ai, addr);
+        (ai.ai_flags, ai.ai_family, ai.ai_socktype, ai.ai_protocol, canonname(ai))
+    }
+
     /// Every result, in libc's order, each copied when it is reached.
     pub fn iter(&self) -> impl Iterator<Item = AddrInfo> + '_ {
         let mut next: *const libc::addrinfo = self.head.as_ptr();
@@ -68,22 +79,35 @@ impl AddrInfoList {
 }
 
 fn copy_entry(ai: &libc::addrinfo) -> AddrInfo {
-    let addr = if ai.ai_addr.is_null() || ai.ai_addrlen == 0 {
-        SockAddr::EMPTY
+    let mut addr = SockAddr::EMPTY;
+    addr_into(ai, &mut addr);
+    AddrInfo { flags: ai.ai_flags, family: ai.ai_family, socktype: ai.ai_socktype, protocol: ai.ai_protocol, addr, canonname: canonname(ai) }
+}
+
+/// The entry's socket address at `ai_addrlen` into `addr` (empty when
+/// libc gave none).
+#[inline]
+fn addr_into(ai: &libc::addrinfo, addr: &mut SockAddr) {
+    if ai.ai_addr.is_null() || ai.ai_addrlen == 0 {
+        addr.set_prefix(&[]);
     } else {
         // SAFETY: libc's result addresses are readable for ai_addrlen bytes
         // while the list lives (it outlives this call); they are
         // sockaddr_in/sockaddr_in6, never longer than sockaddr_storage.
-        SockAddr::from_prefix(unsafe { std::slice::from_raw_parts(ai.ai_addr.cast::<u8>(), ai.ai_addrlen as usize) })
-    };
-    let canonname = if ai.ai_canonname.is_null() {
+        addr.set_prefix(unsafe { std::slice::from_raw_parts(ai.ai_addr.cast::<u8>(), ai.ai_addrlen as usize) });
+    }
+}
+
+/// A copy of the entry's canonical name (libc gives one only for
+/// AI_CANONNAME).
+fn canonname(ai: &libc::addrinfo) -> Option<CString> {
+    if ai.ai_canonname.is_null() {
         None
     } else {
         // SAFETY: a non-NULL ai_canonname is a NUL-terminated string owned
         // by the list.
         Some(unsafe { CStr::from_ptr(ai.ai_canonname) }.to_owned())
-    };
-    AddrInfo { flags: ai.ai_flags, family: ai.ai_family, socktype: ai.ai_socktype, protocol: ai.ai_protocol, addr, canonname }
+    }
 }
 
 /// libc `getaddrinfo(node, service, hints)`; `None` hints is NULL hints
