@@ -17,7 +17,9 @@ done
 stray=$(grep -E '^(capi|preload|ctest|vm|debian|rpm|bench|fuzz|man|include|scripts|target)/' <<<"$list" || true)
 [ -z "$stray" ] || fail "the package holds files the library does not need:
 $stray"
-if ! out=$($CARGO package -p rdmacm --allow-dirty 2>&1); then
+# (its own target directory: a verify build in target/ records the packed copy's files as the
+# workspace crate's sources, and later builds there would not see an edited source as changed)
+if ! out=$(CARGO_TARGET_DIR=target/package-check $CARGO package -p rdmacm --allow-dirty 2>&1); then
     echo "$out" >&2
     fail "cargo package (with its verify build) failed (above)"
 fi
