@@ -63,24 +63,10 @@ pub unsafe fn hints_from_c(hints: *const rdma_addrinfo) -> Result<Hints, Errno> 
 
 /// A malloc'd copy of `b` (one byte is allocated for an empty slice, so
 /// that an empty member is still a non-NULL pointer, as upstream's
-/// `calloc(0, ...)`).
-fn malloc_copy(b: &[u8]) -> Result<*mut c_void, Errno> {
-    // SAFETY: malloc of at least one byte; the copy stays within b.len()
-    // bytes of both buffers.
-    unsafe {
-        let p = libc::malloc(b.len().max(1));
-        if p.is_null() {
-            return Err(Errno::ENOMEM);
-        }
-        std::ptr::copy_nonoverlapping(b.as_ptr(), p.cast::<u8>(), b.len());
-        Ok(p)
-    }
-}
-
-/// [`malloc_copy`] of a socket address: the IPv4 and IPv6 lengths
-/// copied in line ([`copy_addr`]).
+/// `calloc(0, ...)`); a socket address of the connection manager's
+/// lengths is copied in line ([`copy_addr`]).
 #[inline]
-fn malloc_addr(b: &[u8]) -> Result<*mut c_void, Errno> {
+fn malloc_copy(b: &[u8]) -> Result<*mut c_void, Errno> {
     // SAFETY: malloc of at least one byte, then a copy of b.len() bytes
     // into it.
     unsafe {
@@ -187,7 +173,7 @@ pub fn to_c_list(list: &[Rai]) -> Result<*mut rdma_addrinfo, Errno> {
 /// The one-node chain of a single translation ([`rdmacm::internal::addrinfo::First`]):
 /// the node and its address, two mallocs.
 fn first_to_c(f: &rdmacm::internal::addrinfo::First) -> Result<*mut rdma_addrinfo, Errno> {
-    let addr = malloc_addr(f.addr.as_bytes())?.cast::<libc::sockaddr>();
+    let addr = malloc_copy(f.addr.as_bytes())?.cast::<libc::sockaddr>();
     let len = f.addr.len() as libc::socklen_t;
     let (src, dst) = if f.passive { (addr, std::ptr::null_mut()) } else { (std::ptr::null_mut(), addr) };
     malloc_node(rdma_addrinfo {
@@ -241,7 +227,7 @@ fn first_to_c_named(f: &rdmacm::internal::addrinfo::First, canonname: Option<&CS
 #[inline(never)]
 fn name_to_c(node: Option<&CStr>, service: Option<&CStr>, h: &rdma_addrinfo, res: *mut *mut rdma_addrinfo) -> Option<Result<c_int, Errno>> {
     use rdmacm::internal::addrinfo::{self as ai, GaiError};
-    let mut f = ai::First { flags: 0, family: 0, qp_type: 0, port_space: 0, passive: false, addr: SockAddr::EMPTY };
+    let mut f = ai::First::EMPTY;
     Some(match ai::getaddrinfo_name(node, service, h.ai_flags, h.ai_family, h.ai_qp_type, h.ai_port_space, &mut f)? {
         Ok(canonname) => first_to_c_named(&f, canonname.as_deref()).map(|head| {
             // SAFETY: res is non-NULL and writable (C contract, checked by
@@ -329,7 +315,7 @@ pub unsafe extern "C-unwind" fn rdma_getaddrinfo(
         if let Some(hr) = unsafe { hints.as_ref() } {
             if hr.ai_src_len == 0 && hr.ai_dst_len == 0 && hr.ai_route_len == 0 {
                 if ai::numeric::maybe_literal(node) {
-                    let mut f = ai::First { flags: 0, family: 0, qp_type: 0, port_space: 0, passive: false, addr: rdmacm::internal::abi::sockaddr::SockAddr::EMPTY };
+                    let mut f = ai::First::EMPTY;
                     match ai::getaddrinfo_numeric(node, service, hr.ai_flags, hr.ai_family, hr.ai_qp_type, hr.ai_port_space, &mut f) {
                         Some(Ok(())) => {
                             let head = first_to_c(&f)?;

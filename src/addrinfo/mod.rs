@@ -287,8 +287,13 @@ pub struct First {
     pub addr: SockAddr,
 }
 
+impl First {
+    /// No result yet: what a lookup fills in.
+    pub const EMPTY: First = First { flags: 0, family: 0, qp_type: 0, port_space: 0, passive: false, addr: SockAddr::EMPTY };
+}
+
 fn first_fields(h_flags: c_int, h_family: c_int, h_qp_type: c_int, h_port_space: c_int, ai: &netdb::AddrInfo) -> First {
-    let mut f = First { flags: 0, family: 0, qp_type: 0, port_space: 0, passive: false, addr: ai.addr };
+    let mut f = First { addr: ai.addr, ..First::EMPTY };
     fill_first(h_flags, h_family, h_qp_type, h_port_space, ai.flags, ai.family, ai.socktype, ai.protocol, &mut f);
     f
 }
@@ -715,7 +720,7 @@ mod tests {
                                 continue; // (another family asks DNS for an IPv6 address)
                             }
                             let h = hints(flags, family, qp, ps);
-                            let mut f = First { flags: 0, family: 0, qp_type: 0, port_space: 0, passive: false, addr: SockAddr::EMPTY };
+                            let mut f = First::EMPTY;
                             let Some(one) = getaddrinfo_name(node.as_deref(), service.as_deref(), flags, family, qp as c_int, ps as c_int, &mut f) else {
                                 assert!(node.is_none() && service.is_none(), "{node:?} {service:?} declined");
                                 continue;
