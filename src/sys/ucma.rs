@@ -475,7 +475,7 @@ impl Ucma for Kernel {
     }
 
     fn init_qp_attr_into(&self, fd: RawFd, id: u32, qp_state: u32, resp: &mut kabi::UverbsQpAttr) -> Result<(), Errno> {
-        send(fd, &enc_init_qp_attr(id, qp_state, addr_of_mut(resp)))
+        init_qp_attr(fd, id, qp_state, resp)
     }
 
     fn notify(&self, fd: RawFd, id: u32, event: u32) -> Result<(), Errno> {
