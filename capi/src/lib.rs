@@ -188,6 +188,7 @@ fn install_panic_hook() {
 /// Inlined into each export so that the hand-on happens in its frame.
 #[inline(always)]
 pub fn entry<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
+    init_once();
     let (r, _) = guarded(true, body);
     if cancel::caught() {
         // SAFETY: `r` is a C value without destructor and `guarded` has
@@ -209,12 +210,8 @@ pub fn entry<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
 /// can carry a caught cancellation: a successful one skips the check.
 #[inline(always)]
 pub fn entry_hot<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
-    let (r, failed) = guarded(false, body);
-    if failed && cancel::caught() {
-        // SAFETY: as in `entry`.
-        unsafe { cancel::resume() }
-    }
-    r
+    init_once();
+    entry_hot_on_id(body)
 }
 
 /// [`entry_hot`] without [`init_once`], for hot exports whose body does
@@ -224,7 +221,7 @@ pub fn entry_hot<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
 /// panic, runs after it.  (One load and branch less per call.)
 #[inline(always)]
 pub fn entry_hot_on_id<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
-    let (r, failed) = caught_unwind(false, body);
+    let (r, failed) = guarded(false, body);
     if failed && cancel::caught() {
         // SAFETY: as in `entry`.
         unsafe { cancel::resume() }
@@ -232,17 +229,11 @@ pub fn entry_hot_on_id<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> 
     r
 }
 
-/// The panic boundary and errno convention (see [`entry`]); the C value
-/// and whether the call failed.
+/// The panic boundary and errno convention (see [`entry`]), with the
+/// [`NoCancel`] guard when `nocancel`; the C value and whether the call
+/// failed.  (The caller runs [`init_once`] first where it is needed.)
 #[inline(always)]
 fn guarded<R: FfiError>(nocancel: bool, body: impl FnOnce() -> Result<R, Errno>) -> (R, bool) {
-    init_once();
-    caught_unwind(nocancel, body)
-}
-
-/// [`guarded`] but for [`init_once`].
-#[inline(always)]
-fn caught_unwind<R: FfiError>(nocancel: bool, body: impl FnOnce() -> Result<R, Errno>) -> (R, bool) {
     let _nc = if nocancel { Some(NoCancel::new()) } else { None };
     let r = match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(v)) => return (v, false),
