@@ -321,7 +321,9 @@ report(){
   for n in "${notes[@]}"; do   # show what went wrong for unexpected failures
     # (display only; under set -e/pipefail a failing diff or a missing log must not end the report)
     echo; echo "-- $n: $RUN/share/out/$n.log (tail)"
-    if [ -e "$RUN/share/out/$n.log" ]; then tail -n 15 "$RUN/share/out/$n.log" | sed 's/^/   /'; else echo "   (no log)"; fi
+    # the run's own line first: its status, both exit codes and whether the server was stopped
+    grep "^RESULT ${n%.*} ${n##*.} " "$R" | sed 's/^/   /' || :
+    if [ -e "$RUN/share/out/$n.log" ]; then tail -n 40 "$RUN/share/out/$n.log" | sed 's/^/   /'; else echo "   (no log)"; fi
     local a=$RUN/share/out/${n%.*}.upstream.cmp b=$RUN/share/out/$n.cmp
     if [ -e "$a" ] && [ -e "$b" ] && ! cmp -s "$a" "$b"; then
       echo "   diff upstream ours:"; (diff "$a" "$b" || :) | head -20 | sed 's/^/   /'; fi

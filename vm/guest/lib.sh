@@ -85,7 +85,28 @@ _cmpfile(){ # base: build base.cmp from stdout files
   { sed -e "${O_FILTER:-}" "$1.out"; if [ -e "$1.srv.out" ]; then echo "--- server ---"; sed -e "${O_FILTER:-}" "$1.srv.out"; fi; } > "$1.cmp"; }
 _log(){ local b=$1; { cat "$b.lib" 2>/dev/null; echo "== stdout"; cat "$b.out"; echo "== stderr"; cat "$b.err"
   if [ -e "$b.srv.out" ]; then echo "== server stdout"; cat "$b.srv.out"; echo "== server stderr"; cat "$b.srv.err"; fi
+  if [ -e "$b.hang" ]; then echo "== still running a second before the timeout"; cat "$b.hang"; fi
   } > "$b.log"; }
+# _hangdump PID...: every process under each PID (itself included) and each of its threads: name,
+# wait channel, the system call it is in (number and arguments) and its kernel stack.
+_hangdump(){ local p q t
+  for p in "$@"; do for q in $p $(_descendants $p); do
+    [ -d /proc/$q ] || continue
+    echo "process $q: $(tr '\0' ' ' < /proc/$q/cmdline 2>/dev/null)"
+    for t in /proc/$q/task/*; do
+      echo "  thread ${t##*/} $(cat $t/comm 2>/dev/null) wchan=$(cat $t/wchan 2>/dev/null) syscall=$(cat $t/syscall 2>/dev/null)"
+      sed 's/^/    /' $t/stack 2>/dev/null
+    done; done; done; }
+_descendants(){ local c; for c in $(pgrep -P "$1"); do echo "$c"; _descendants "$c"; done; }
+# _watched BASE TIMEOUT CMD...: CMD (itself under timeout TIMEOUT) in the foreground (a background
+# job would start with SIGINT and SIGQUIT ignored), and beside it a watchdog: when CMD still runs
+# a second before TIMEOUT, what every process this shell started (CMD, a pair's server) is doing
+# goes to BASE.hang, so that a run that times out says where it waited. CMD's status.
+_watched(){ local b=$1 to=${2%.*} me=$BASHPID w r; shift 2; rm -f "$b.hang"
+  ( wd=$BASHPID; trap 'kill $z 2>/dev/null; exit 0' TERM; sleep $((to > 1 ? to-1 : 1)) & z=$!; wait $z
+    _hangdump $(pgrep -P $me | grep -vx $wd) > "$b.hang" 2>&1 ) > /dev/null 2>&1 & w=$!
+  "$@"; r=$?
+  kill $w 2>/dev/null; wait $w 2>/dev/null; return $r; }
 
 t(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 v s rc b TRY LIBOK KILLED=0; shift 2
   _selected "$n" || return 0
@@ -94,7 +115,7 @@ t(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 v s rc b TRY LIBOK KILL
       b=$RES/out/$n.$v; s=$(ms); echo "@@BEGIN $n $v"; rm -f "$b".*
       LIBOK=ok; { _libcheck $v root && _libcheck_elf $v "$1"; } > "$b.lib" 2>&1 || LIBOK=bad
       if [ $LIBOK = ok ]; then
-        timeout -k 5 "$to" env $(venv $v) "$@" > "$b.out" 2> "$b.err" < /dev/null; rc=$?
+        _watched "$b" "$to" timeout -k 5 "$to" env $(venv $v) "$@" > "$b.out" 2> "$b.err" < /dev/null; rc=$?
       else rc=1; : > "$b.out"; cp "$b.lib" "$b.err"; fi
       [ "$(_status $rc)" = TIMEOUT ] && [ $TRY = 1 ] && [ $v = upstream ] && { echo "@@RETRY $n $v (timed out)"; continue; }
       _cmpfile "$b"; _log "$b"; _record "$n" "$v" "$(_status $rc)" $(( $(ms)-s )) $rc; break
@@ -116,7 +137,7 @@ pair(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 srv=$3 cli=$4 v s rc
       else
         timeout -k 5 "$to" $N1 env $(venv $v) bash -c "$srv" > "$b.srv.out" 2> "$b.srv.err" < /dev/null & p=$!
         _wait_listen $p "$O_WAIT"
-        timeout -k 5 "$to" env $(venv $v) bash -c "$cli" > "$b.out" 2> "$b.err" < /dev/null; rc=$?
+        _watched "$b" "$to" timeout -k 5 "$to" env $(venv $v) bash -c "$cli" > "$b.out" 2> "$b.err" < /dev/null; rc=$?
         # a client that failed leaves servers waiting forever: give the server a moment, then
         # stop it (killed=1 in the result: its exit status then says nothing about a crash)
         if [ $rc != 0 ]; then for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 $p 2>/dev/null || break; sleep 0.2; done
