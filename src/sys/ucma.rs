@@ -93,8 +93,12 @@ pub trait Ucma: Send + Sync {
     /// `get_event_into` as the library's blocking wait for an event: a
     /// cancellation of the calling thread is acted on while it blocks
     /// (ECANCELED, see [`crate::sys::cancel`]).  `alone`: no other thread
-    /// reads the channel now, so an event the device reports ready is
-    /// this call's and may be taken without a wait.
+    /// of the process reads the channel now, so an event the device
+    /// reports ready is taken without the wait's cost.  (It can still go
+    /// between the look and the command: dropped with its id by another
+    /// thread's destroy or migrate, or read by another process sharing
+    /// the descriptor.  The command then blocks until the next event as
+    /// upstream's does, but without acting on a cancellation.)
     ///
     /// The response is the caller's uninitialised buffer: the kernel fills
     /// it (see [`Kernel`]'s), a double writes it whole.
@@ -261,8 +265,9 @@ pub fn wait_event(fd: RawFd, resp: &mut MaybeUninit<kabi::EventResp>, alone: boo
     unsafe { resp.as_mut_ptr().cast::<u8>().add(tail).write_bytes(0, len - tail) };
     let cmd = enc_get_event(resp.as_mut_ptr() as usize as u64);
     // An event already queued is taken without a wait (and so without
-    // the cost of one) when the device has no other reader that could
-    // take it first.
+    // the cost of one) when no other thread of the process reads the
+    // device (see Ucma::wait_event_into for when the event can still go
+    // first).
     if alone && super::cancel::raw::readable(fd) {
         send(fd, &cmd)?;
     } else {
