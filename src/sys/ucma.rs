@@ -475,7 +475,7 @@ impl Ucma for Kernel {
 
     fn init_qp_attr(&self, fd: RawFd, id: u32, qp_state: u32) -> Result<kabi::UverbsQpAttr, Errno> {
         let mut resp = kabi::UverbsQpAttr::default();
-        send(fd, &enc_init_qp_attr(id, qp_state, addr_of_mut(&mut resp)))?;
+        init_qp_attr(fd, id, qp_state, &mut resp)?;
         Ok(resp)
     }
 
