@@ -158,15 +158,27 @@ impl Ids {
     }
 }
 
+/// The mask of [`Channel::readers`]' count of threads in the call; the
+/// bits above it count the calls that have returned.
+pub(super) const READERS: u32 = 0xffff;
+
 /// `struct rdma_event_channel` and what the library keeps with it.
 #[repr(C)]
 pub struct Channel {
     pub ch: rdma_event_channel,
     /// Threads in [`get_event`](super::delivery::get_event) on the
-    /// channel (it fits the padding after `ch`): one alone may look
+    /// channel, in the low 16 bits ([`READERS`]; one alone may look
     /// before it blocks, see
-    /// [`Ucma::wait_event_into`](crate::sys::ucma::Ucma::wait_event_into).
+    /// [`Ucma::wait_event_into`](crate::sys::ucma::Ucma::wait_event_into)),
+    /// and how many calls have left it, in the high 16 (wrapping): a
+    /// destroy that lets a reader take a queued event first
+    /// ([`Cm::let_reader_take`]) watches them change.  (It
+    /// fits the padding after `ch`.)
     pub(super) readers: std::sync::atomic::AtomicU32,
+    /// The thread ([`crate::sys::trace::thread_key`]) that last called
+    /// [`get_event`](super::delivery::get_event) on the channel (0:
+    /// none, or one a destroy found not reading).
+    pub(super) reader: std::sync::atomic::AtomicUsize,
     pub cm: &'static Cm,
 }
 

@@ -336,6 +336,7 @@ impl Cm {
             None => {
                 // A name lookup still running queues no event for the id from here on.
                 self.cancel_addrinfo(p);
+                self.let_reader_take(p);
                 let n = self.ucma.destroy_id(p.fd(), p.handle())?;
                 self.ack_parked(p);
                 n
@@ -401,6 +402,7 @@ impl Cm {
             Some(c) => (c.clone(), false),
             None => (self.open_channel()?, true),
         };
+        self.let_reader_take(p);
         let reported = match self.ucma.migrate_id(ch.fd(), p.handle(), p.fd()) {
             Ok(n) => n,
             Err(e) => {

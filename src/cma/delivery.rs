@@ -2,12 +2,14 @@
 //! Events: [`get_event`] (`rdma_get_cm_event`) reads the channel's next
 //! event and completes the library's part of it (address and route
 //! queries, parameters, the connection and multicast steps of
-//! [`super::conn`]), [`ack_event`] (`rdma_ack_cm_event`) releases it.
+//! [`super::conn`]), [`ack_event`] (`rdma_ack_cm_event`) releases it;
+//! [`Cm::let_reader_take`] gives a thread reading the channel the chance
+//! to take a queued event before a destroy or migrate drops it.
 //! [`EventPriv`] is declared in [`super::base`].
 #![deny(unsafe_code)]
 
 use super::alloc;
-use super::base::{Channel, Cm, EventPriv, IdPriv, IdRef, Mc, EVENTS, IDS};
+use super::base::{Channel, Cm, EventPriv, IdPriv, IdRef, Mc, EVENTS, IDS, READERS};
 use super::conn;
 use super::events;
 use super::trace;
@@ -147,12 +149,17 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
     // The kernel fills the response for each event (see wait_event_into).
     let mut resp = MaybeUninit::uninit();
     let mut first = true;
+    // The thread is the channel's reader: a destroy by another thread
+    // lets it take an event already queued (Cm::let_reader_take).
+    ch.reader.store(crate::sys::trace::thread_key(), Ordering::Relaxed);
     loop {
         // The wait for the kernel's next event: a cancellation of the
         // thread is acted on there (ECANCELED; the event stays queued).
-        let alone = ch.readers.fetch_add(1, Ordering::Relaxed) == 0;
+        // (The exit counts the call as returned and the thread as out in
+        // one add: the count is at least 1 there.)
+        let alone = ch.readers.fetch_add(1, Ordering::Relaxed) & READERS == 0;
         let r = if cm.direct { crate::sys::ucma::wait_event(fd, &mut resp, alone) } else { cm.ucma.wait_event_into(fd, &mut resp, alone) };
-        ch.readers.fetch_sub(1, Ordering::Relaxed);
+        ch.readers.fetch_add(READERS, Ordering::Release);
         let resp = &*r?;
         // A new event is clean; one left by a discarded event is cleared
         // (upstream clears its event before each read).
@@ -194,6 +201,69 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
         let got = Got { ptr: &evt.event.0 as *const rdma_cm_event as *mut rdma_cm_event, event: evt.event.0.event, status: evt.event.0.status, id: evt.event.0.id };
         evt.publish();
         return Ok(got);
+    }
+}
+
+impl Cm {
+    /// How long a destroy or migrate waits at most for another thread
+    /// reading the id's channel to take an event already queued there
+    /// ([`Cm::let_reader_take`]).
+    pub const READER_TAKE_MS: i32 = 50;
+
+    /// Before the kernel drops the events queued for `p` on its channel
+    /// (a destroy drops them, a migrate moves them to the new channel):
+    /// when another thread reads that channel and an event is queued, that
+    /// thread may already have seen the channel readable (its own poll, or
+    /// the wait inside [`get_event`]) and be on its way to take the event.
+    /// Dropped under it, the event leaves it waiting for the next one,
+    /// which may never come (rping's client ends that way when its
+    /// DISCONNECTED arrives while its main thread destroys the id).  So
+    /// the call waits until that thread has taken an event (or any call
+    /// on the channel returned), the channel is empty, or
+    /// [`Cm::READER_TAKE_MS`] passed; the thread then counts as not
+    /// reading until its next call.  No wait when the caller is the last
+    /// reader itself, when that thread holds an event unacked (it is busy
+    /// with it), or for a synchronous id (only the library reads its
+    /// channel).
+    #[inline(always)]
+    pub(super) fn let_reader_take(&self, p: &IdPriv) {
+        if p.sync.load(Ordering::Relaxed) {
+            return;
+        }
+        let links = p.links.lock();
+        let reader = links.channel.reader.load(Ordering::Relaxed);
+        if reader == 0 || reader == crate::sys::trace::thread_key() {
+            return;
+        }
+        let ch = links.channel.clone();
+        drop(links);
+        self.wait_for_reader(&ch, reader);
+    }
+
+    /// [`Cm::let_reader_take`]'s wait, out of line (most destroys have
+    /// no other reader to wait for).
+    #[cold]
+    #[inline(never)]
+    fn wait_for_reader(&self, ch: &Channel, reader: usize) {
+        let fd = ch.fd();
+        if !self.ucma.readable(fd) {
+            return;
+        }
+        let mut busy = false;
+        self.live.events.for_each(|e| busy |= e.holder == reader);
+        if busy {
+            return;
+        }
+        let left = |r: u32| r & !READERS;
+        let start = left(ch.readers.load(Ordering::Acquire));
+        for _ in 0..Self::READER_TAKE_MS {
+            crate::sys::cancel::raw::pause_ms(1);
+            if left(ch.readers.load(Ordering::Acquire)) != start || !self.ucma.readable(fd) {
+                return;
+            }
+        }
+        let _ = ch.reader.compare_exchange(reader, 0, Ordering::Relaxed, Ordering::Relaxed);
+        log::debug!(target: "rdmacm", "an event stayed queued on channel fd {fd} for {} ms with its reader away; the destroy or migrate goes on", Self::READER_TAKE_MS);
     }
 }
 

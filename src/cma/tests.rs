@@ -168,6 +168,9 @@ impl Ucma for FakeUcma {
         }
         Ok(r)
     }
+    fn readable(&self, fd: i32) -> bool {
+        self.st.lock().queues.get(&fd).is_some_and(|q| !q.is_empty())
+    }
     fn set_option(&self, _fd: i32, _id: u32, level: u32, _n: u32, _v: *mut c_void, _l: u32) -> Result<(), Errno> {
         if level > 1 {
             return Err(Errno::ENOSYS);
@@ -214,6 +217,7 @@ fn make(af_ib: bool, ib: bool) -> (&'static Cm, &'static FakeUcma) {
         query_path(fd: i32, id: u32) -> Result<Vec<ibv_path_data>, Errno>;
         query_route(fd: i32, id: u32) -> Result<RouteInfo, Errno>;
         get_event(fd: i32) -> Result<kabi::EventResp, Errno>;
+        readable(fd: i32) -> bool;
         set_option(fd: i32, id: u32, l: u32, n: u32, v: *mut c_void, len: u32) -> Result<(), Errno>;
         migrate_id(n: i32, id: u32, o: i32) -> Result<u32, Errno>;
         write_cm_event(fd: i32, id: u32, e: u32, s: i32, a: u64) -> Result<(), Errno>;
@@ -368,6 +372,95 @@ fn destroy_waits_for_acks() {
         cm.destroy_id(&p).unwrap();
         cm.destroy_channel(&ch);
     }
+}
+
+/// Another thread's next event from `ch`, as its status (or the error):
+/// taken after `go` says so and a pause, as a thread that saw the channel
+/// readable and was descheduled before it called `rdma_get_cm_event`.
+/// Before that it takes (and acks) one event, to be the channel's reader,
+/// and says so on `ready`.
+fn late_reader(cm: &'static Cm, ch: &ChanRef, ready: std::sync::mpsc::Sender<()>, go: std::sync::mpsc::Receiver<()>) -> std::thread::JoinHandle<Result<i32, Errno>> {
+    let ch = ch.clone();
+    std::thread::spawn(move || {
+        let first = get_event(&ch).unwrap();
+        assert!(ack_event(cm, first.ptr));
+        ready.send(()).unwrap();
+        go.recv().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        get_event(&ch).map(|g| {
+            assert!(ack_event(cm, g.ptr));
+            g.status
+        })
+    })
+}
+
+#[test]
+fn destroy_lets_the_channels_reader_take_a_queued_event() {
+    use std::sync::mpsc::channel;
+    use std::time::{Duration, Instant};
+    let (cm, u) = make(true, false);
+    let ch = cm.create_channel().unwrap();
+    let p = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
+    cm.write_cm_event(&p, RDMA_CM_EVENT_USER, 0, 1).unwrap();
+    let ((ready, is_ready), (go, gone)) = (channel(), channel());
+    let reader = late_reader(cm, &ch, ready, gone);
+    is_ready.recv().unwrap();
+    // The event the reader is on its way to take, then the destroy.
+    cm.write_cm_event(&p, RDMA_CM_EVENT_USER, 7, 0).unwrap();
+    go.send(()).unwrap();
+    cm.destroy_id(&p).unwrap();
+    assert_eq!(reader.join().unwrap(), Ok(7), "the destroy let the reader take its event");
+
+    // The reader has gone: a destroy waits for it once, at most
+    // READER_TAKE_MS, and the queued event is dropped; the next destroy
+    // does not wait.
+    let stale = ch.reader.load(Ordering::Relaxed);
+    assert_ne!(stale, 0);
+    for round in 0..2 {
+        let q = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
+        cm.write_cm_event(&q, RDMA_CM_EVENT_USER, 0, 3).unwrap();
+        let t = Instant::now();
+        cm.destroy_id(&q).unwrap();
+        let waited = t.elapsed();
+        if round == 0 {
+            assert!(waited >= Duration::from_millis(Cm::READER_TAKE_MS as u64 / 2), "waited {waited:?} for the reader");
+            assert_eq!(ch.reader.load(Ordering::Relaxed), 0, "the reader counts as away");
+        } else {
+            assert!(waited < Duration::from_millis(Cm::READER_TAKE_MS as u64 / 2), "waited {waited:?} with no reader");
+        }
+        assert!(!u.readable(ch.fd()), "the destroy dropped the queued event");
+    }
+
+    // The destroying thread is the reader: no wait, the event is dropped.
+    let q = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
+    cm.write_cm_event(&q, RDMA_CM_EVENT_USER, 0, 4).unwrap();
+    let g = get_event(&ch).unwrap();
+    assert!(ack_event(cm, g.ptr));
+    cm.write_cm_event(&q, RDMA_CM_EVENT_USER, 0, 5).unwrap();
+    let t = Instant::now();
+    cm.destroy_id(&q).unwrap();
+    assert!(t.elapsed() < Duration::from_millis(Cm::READER_TAKE_MS as u64 / 2));
+    assert_eq!(get_event(&ch).unwrap_err(), Errno::EAGAIN);
+    cm.destroy_channel(&ch);
+}
+
+#[test]
+fn migrate_lets_the_old_channels_reader_take_a_queued_event() {
+    use std::sync::mpsc::channel;
+    let (cm, _u) = make(true, false);
+    let (ch, other) = (cm.create_channel().unwrap(), cm.create_channel().unwrap());
+    let p = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
+    cm.write_cm_event(&p, RDMA_CM_EVENT_USER, 0, 1).unwrap();
+    let ((ready, is_ready), (go, gone)) = (channel(), channel());
+    let reader = late_reader(cm, &ch, ready, gone);
+    is_ready.recv().unwrap();
+    cm.write_cm_event(&p, RDMA_CM_EVENT_USER, 7, 0).unwrap();
+    go.send(()).unwrap();
+    cm.migrate_id(&p, Some(&other)).unwrap();
+    assert_eq!(reader.join().unwrap(), Ok(7), "the migrate let the old channel's reader take its event");
+    cm.destroy_id(&p).unwrap();
+    cm.destroy_channel(&ch);
+    cm.destroy_channel(&other);
 }
 
 #[test]

@@ -309,6 +309,13 @@ pub mod raw {
         }
     }
 
+    /// Sleeps `ms` milliseconds (poll(2) of no descriptors: not a
+    /// cancellation point).
+    #[inline]
+    pub fn pause_ms(ms: c_int) {
+        let _ = poll(&mut [], ms);
+    }
+
     /// Whether `fd` is readable now (poll(2) with no timeout).
     #[inline]
     pub fn readable(fd: c_int) -> bool {

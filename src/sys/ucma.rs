@@ -84,6 +84,12 @@ pub trait Ucma: Send + Sync {
     fn query_route(&self, fd: RawFd, id: u32) -> Result<RouteInfo, Errno>;
     /// Blocks until the channel has an event.
     fn get_event(&self, fd: RawFd) -> Result<kabi::EventResp, Errno>;
+    /// Whether the channel has an event queued now (no wait).  The
+    /// default, for doubles that never queue one: no.
+    fn readable(&self, fd: RawFd) -> bool {
+        let _ = fd;
+        false
+    }
     /// [`Ucma::get_event`] into the caller's response (the kernel writes it
     /// in place: no copy of the ~300-byte response per event).
     fn get_event_into(&self, fd: RawFd, resp: &mut kabi::EventResp) -> Result<(), Errno> {
@@ -95,10 +101,13 @@ pub trait Ucma: Send + Sync {
     /// (ECANCELED, see [`crate::sys::cancel`]).  `alone`: no other thread
     /// of the process reads the channel now, so an event the device
     /// reports ready is taken without the wait's cost.  (It can still go
-    /// between the look and the command: dropped with its id by another
-    /// thread's destroy or migrate, or read by another process sharing
-    /// the descriptor.  The command then blocks until the next event as
-    /// upstream's does, but without acting on a cancellation.)
+    /// between the look and the command: read by another process sharing
+    /// the descriptor, or dropped with its id by another thread's destroy
+    /// or migrate whose own look at the channel came just before the
+    /// event, or before this thread's first call on it; otherwise the
+    /// CM's destroy lets this thread take the event first.  The command
+    /// then blocks until the next event as upstream's does, but without
+    /// acting on a cancellation.)
     ///
     /// The response is the caller's uninitialised buffer: the kernel fills
     /// it (see [`Kernel`]'s), a double writes it whole.
@@ -433,6 +442,10 @@ impl Ucma for Kernel {
 
     fn get_event_into(&self, fd: RawFd, resp: &mut kabi::EventResp) -> Result<(), Errno> {
         send(fd, &enc_get_event(addr_of_mut(resp)))
+    }
+
+    fn readable(&self, fd: RawFd) -> bool {
+        super::cancel::raw::readable(fd)
     }
 
     fn wait_event_into<'r>(&self, fd: RawFd, resp: &'r mut MaybeUninit<kabi::EventResp>, alone: bool) -> Result<&'r mut kabi::EventResp, Errno> {
