@@ -180,8 +180,13 @@ impl Ucma for FakeUcma {
     fn migrate_id(&self, new_fd: i32, id: u32, _old: i32) -> Result<u32, Errno> {
         let mut st = self.st.lock();
         let e = st.ids.get_mut(&id).ok_or(Errno::EINVAL)?;
-        e.1 = new_fd;
-        Ok(e.2)
+        let (old_fd, reported) = (std::mem::replace(&mut e.1, new_fd), e.2);
+        // The id's queued events move with it, as the kernel moves them.
+        let old_q = st.queues.remove(&old_fd).unwrap_or_default();
+        let (moved, kept): (VecDeque<_>, VecDeque<_>) = old_q.into_iter().partition(|(h, _)| *h == id);
+        st.queues.insert(old_fd, kept);
+        st.queues.entry(new_fd).or_default().extend(moved);
+        Ok(reported)
     }
     fn write_cm_event(&self, _fd: i32, id: u32, event: u32, status: i32, arg: u64) -> Result<(), Errno> {
         self.push(id, event, status);
@@ -374,46 +379,47 @@ fn destroy_waits_for_acks() {
     }
 }
 
-/// Another thread's next event from `ch`, as its status (or the error):
-/// taken after `go` says so and a pause, as a thread that saw the channel
-/// readable and was descheduled before it called `rdma_get_cm_event`.
-/// Before that it takes (and acks) one event, to be the channel's reader,
-/// and says so on `ready`.
-fn late_reader(cm: &'static Cm, ch: &ChanRef, ready: std::sync::mpsc::Sender<()>, go: std::sync::mpsc::Receiver<()>) -> std::thread::JoinHandle<Result<i32, Errno>> {
+/// An id on `ch` with an event (status 7) queued while another thread,
+/// the channel's reader (it took and acked the id's first event), is on
+/// its way to take it: that thread calls `rdma_get_cm_event` 5 ms after
+/// this returns, as a thread that saw the channel readable and was
+/// descheduled before its call.  The thread gives what it got, as the
+/// event's status (or the error).
+fn late_reader(cm: &'static Cm, ch: &ChanRef) -> (IdRef, std::thread::JoinHandle<Result<i32, Errno>>) {
+    use std::sync::mpsc::channel;
+    let p = cm.create_id(Some(ch), null_mut(), RDMA_PS_TCP).unwrap();
+    cm.write_cm_event(&p, RDMA_CM_EVENT_USER, 0, 1).unwrap();
+    let ((ready, is_ready), (go, gone)) = (channel(), channel());
     let ch = ch.clone();
-    std::thread::spawn(move || {
+    let reader = std::thread::spawn(move || {
         let first = get_event(&ch).unwrap();
         assert!(ack_event(cm, first.ptr));
         ready.send(()).unwrap();
-        go.recv().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        gone.recv().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
         get_event(&ch).map(|g| {
             assert!(ack_event(cm, g.ptr));
             g.status
         })
-    })
+    });
+    is_ready.recv().unwrap();
+    cm.write_cm_event(&p, RDMA_CM_EVENT_USER, 7, 0).unwrap();
+    go.send(()).unwrap();
+    (p, reader)
 }
 
 #[test]
 fn destroy_lets_the_channels_reader_take_a_queued_event() {
-    use std::sync::mpsc::channel;
     use std::time::{Duration, Instant};
     let (cm, u) = make(true, false);
     let ch = cm.create_channel().unwrap();
-    let p = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
-    cm.write_cm_event(&p, RDMA_CM_EVENT_USER, 0, 1).unwrap();
-    let ((ready, is_ready), (go, gone)) = (channel(), channel());
-    let reader = late_reader(cm, &ch, ready, gone);
-    is_ready.recv().unwrap();
-    // The event the reader is on its way to take, then the destroy.
-    cm.write_cm_event(&p, RDMA_CM_EVENT_USER, 7, 0).unwrap();
-    go.send(()).unwrap();
+    let (p, reader) = late_reader(cm, &ch);
     cm.destroy_id(&p).unwrap();
     assert_eq!(reader.join().unwrap(), Ok(7), "the destroy let the reader take its event");
 
-    // The reader has gone: a destroy waits for it once, at most
-    // READER_TAKE_MS, and the queued event is dropped; the next destroy
-    // does not wait.
+    // The reader has gone: a destroy waits for it once (READER_TAKE_MS
+    // pauses of at least 1 ms), and the queued event is dropped; the next
+    // destroy does not wait.
     let stale = ch.reader.load(Ordering::Relaxed);
     assert_ne!(stale, 0);
     for round in 0..2 {
@@ -423,10 +429,10 @@ fn destroy_lets_the_channels_reader_take_a_queued_event() {
         cm.destroy_id(&q).unwrap();
         let waited = t.elapsed();
         if round == 0 {
-            assert!(waited >= Duration::from_millis(Cm::READER_TAKE_MS as u64 / 2), "waited {waited:?} for the reader");
+            assert!(waited >= Duration::from_millis(Cm::READER_TAKE_MS as u64), "waited {waited:?} for the reader");
             assert_eq!(ch.reader.load(Ordering::Relaxed), 0, "the reader counts as away");
         } else {
-            assert!(waited < Duration::from_millis(Cm::READER_TAKE_MS as u64 / 2), "waited {waited:?} with no reader");
+            assert!(waited < Duration::from_millis(Cm::READER_TAKE_MS as u64), "waited {waited:?} with no reader");
         }
         assert!(!u.readable(ch.fd()), "the destroy dropped the queued event");
     }
@@ -439,23 +445,16 @@ fn destroy_lets_the_channels_reader_take_a_queued_event() {
     cm.write_cm_event(&q, RDMA_CM_EVENT_USER, 0, 5).unwrap();
     let t = Instant::now();
     cm.destroy_id(&q).unwrap();
-    assert!(t.elapsed() < Duration::from_millis(Cm::READER_TAKE_MS as u64 / 2));
+    assert!(t.elapsed() < Duration::from_millis(Cm::READER_TAKE_MS as u64));
     assert_eq!(get_event(&ch).unwrap_err(), Errno::EAGAIN);
     cm.destroy_channel(&ch);
 }
 
 #[test]
 fn migrate_lets_the_old_channels_reader_take_a_queued_event() {
-    use std::sync::mpsc::channel;
     let (cm, _u) = make(true, false);
     let (ch, other) = (cm.create_channel().unwrap(), cm.create_channel().unwrap());
-    let p = cm.create_id(Some(&ch), null_mut(), RDMA_PS_TCP).unwrap();
-    cm.write_cm_event(&p, RDMA_CM_EVENT_USER, 0, 1).unwrap();
-    let ((ready, is_ready), (go, gone)) = (channel(), channel());
-    let reader = late_reader(cm, &ch, ready, gone);
-    is_ready.recv().unwrap();
-    cm.write_cm_event(&p, RDMA_CM_EVENT_USER, 7, 0).unwrap();
-    go.send(()).unwrap();
+    let (p, reader) = late_reader(cm, &ch);
     cm.migrate_id(&p, Some(&other)).unwrap();
     assert_eq!(reader.join().unwrap(), Ok(7), "the migrate let the old channel's reader take its event");
     cm.destroy_id(&p).unwrap();
