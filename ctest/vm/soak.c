@@ -16,10 +16,13 @@
  * /proc/self/fd), the resident set (VmRSS) and the threads (/proc/self/task):
  *   SOAK t=<s> cycles=<n> fds=<n> rss_kb=<n> threads=<n>
  * The first sample ends the warm-up (lazy initialisation: device contexts, service threads);
- * every later sample must stay within the tolerance of it:
- *   fds and threads: no growth at all; RSS: at most 2048 kB above the baseline.
- * A leak of one descriptor per cycle fails at the second sample; an RSS leak of ~1 kB per
- * cycle does within a few intervals (thousands of cycles).
+ * later samples are measured against it:
+ *   fds and threads: the last sample no higher (a count above it at an earlier sample that is
+ *   back by the last is printed, not failed: a thread that comes and goes is not a leak, and
+ *   upstream's run once showed one at a middle sample); RSS: every sample at most 2048 kB above
+ *   it.
+ * A leak of one descriptor or thread per cycle fails at the last sample; an RSS leak of ~1 kB
+ * per cycle does within a few intervals (thousands of cycles).
  * Exit status: 0 = every cycle worked and nothing grew; 1 = a cycle failed (the step and
  * errno are printed) or something grew (named).
  */
@@ -313,7 +316,7 @@ int main(int argc, char **argv)
 	       secs, samples, RSS_TOL_KB);
 	double t0 = now(), interval = (double)secs / samples;
 	long cycles = 0, base_rss = 0;
-	int base_fds = 0, base_thr = 0, grew = 0;
+	int base_fds = 0, base_thr = 0, grew = 0, last_fds = 0, last_thr = 0;
 	for (int s = 1; s <= samples && !stop; s++) {
 		while (!stop && now() - t0 < s * interval) {
 			if (cm_cycle((unsigned)cycles) || rs_cycle((unsigned)cycles))
@@ -337,17 +340,22 @@ int main(int argc, char **argv)
 		int fds = count_dir("/proc/self/fd"), thr = count_dir("/proc/self/task");
 		long rss = rss_kb();
 		printf("SOAK t=%.0f cycles=%ld fds=%d rss_kb=%ld threads=%d\n", now() - t0, cycles, fds, rss, thr);
+		last_fds = fds, last_thr = thr;
 		if (s == 1) {
 			base_fds = fds, base_rss = rss, base_thr = thr;
 			continue;
 		}
 		if (fds > base_fds)
-			printf("SOAK growth: fds %d -> %d\n", base_fds, fds), grew = 1;
+			printf("SOAK above the baseline: fds %d -> %d\n", base_fds, fds);
 		if (thr > base_thr)
-			printf("SOAK growth: threads %d -> %d\n", base_thr, thr), grew = 1;
+			printf("SOAK above the baseline: threads %d -> %d\n", base_thr, thr);
 		if (rss > base_rss + RSS_TOL_KB)
 			printf("SOAK growth: rss %ld kB -> %ld kB (tolerance %d kB)\n", base_rss, rss, RSS_TOL_KB), grew = 1;
 	}
+	if (last_fds > base_fds)
+		printf("SOAK growth: fds %d -> %d at the last sample\n", base_fds, last_fds), grew = 1;
+	if (last_thr > base_thr)
+		printf("SOAK growth: threads %d -> %d at the last sample\n", base_thr, last_thr), grew = 1;
 	if (fail_msg[0]) {
 		printf("SOAK cycle %ld failed: %s\n", cycles, fail_msg);
 		fflush(stdout);
