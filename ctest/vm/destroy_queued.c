@@ -36,7 +36,7 @@
 
 static struct rdma_event_channel *ch;
 static struct rdma_cm_id *a, *b;
-static atomic_int phase, saw, started;
+static atomic_int phase, saw, started, failed;
 static char outcome[128];
 
 static void pause_ms(int ms)
@@ -65,6 +65,7 @@ static void *reader(void *arg)
 	/* One event as any event thread takes it: the channel's reader. */
 	if (poll(&p, 1, 5000) != 1 || rdma_get_cm_event(ch, &ev)) {
 		snprintf(outcome, sizeof(outcome), "reader: first event missing (%s)", strerror(errno));
+		atomic_store(&failed, 1);
 		atomic_store(&phase, 1);
 		return NULL;
 	}
@@ -74,6 +75,7 @@ static void *reader(void *arg)
 	/* B's event: readable, then descheduled until the destroy started. */
 	if (poll(&p, 1, 5000) != 1) {
 		snprintf(outcome, sizeof(outcome), "reader: B's event never came");
+		atomic_store(&failed, 1);
 		atomic_store(&saw, 1);
 		return NULL;
 	}
@@ -91,6 +93,15 @@ static void *reader(void *arg)
 		 ev->id == b ? "B" : ev->id == a ? "A" : "?");
 	rdma_ack_cm_event(ev);
 	return NULL;
+}
+
+/* A run that stopped before the destroy: what the reader says (it returns
+ * within its own 5 s waits), and failure. */
+static int give_up(pthread_t th)
+{
+	pthread_join(th, NULL);
+	printf("%s\n", outcome[0] ? outcome : "reader: no outcome");
+	return 1;
 }
 
 int main(int argc, char **argv)
@@ -126,14 +137,14 @@ int main(int argc, char **argv)
 		perror("rdma_resolve_addr A");
 		return 1;
 	}
-	if (!wait_flag(&phase))
-		return 1;
+	if (!wait_flag(&phase) || atomic_load(&failed))
+		return give_up(th);
 	if (rdma_resolve_addr(b, NULL, ai->ai_addr, 2000)) {
 		perror("rdma_resolve_addr B");
 		return 1;
 	}
-	if (!wait_flag(&saw))
-		return 1;
+	if (!wait_flag(&saw) || atomic_load(&failed))
+		return give_up(th);
 	atomic_store(&started, 1);
 	ret = migrate ? rdma_migrate_id(b, other) : rdma_destroy_id(b);
 	err = errno;
