@@ -214,7 +214,7 @@ pub fn entry_hot<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
     entry_hot_on_id(body)
 }
 
-/// [`entry_hot`] without [`init_once`], for hot exports whose body does
+/// [`entry_hot`] without `init_once`, for hot exports whose body does
 /// nothing but fail with EINVAL unless its argument is a live id: an id
 /// exists only once `rdma_create_id` (or another export that makes one)
 /// has run `init_once`, so that a body that goes further, and might

@@ -258,8 +258,21 @@ pub fn needs_name_lookup(node: &CStr, h: &Hints) -> bool {
     if node.to_bytes().len() > MAX_NODE_LEN {
         return false;
     }
+    if !may_be_literal(node.to_bytes()) {
+        return true;
+    }
     let literal = crate::sys::netdb::GaiHints { flags: libc::AI_NUMERICHOST, ..Default::default() };
     crate::sys::netdb::getaddrinfo(Some(node), None, Some(&literal)).is_err()
+}
+
+/// Whether libc's `getaddrinfo` could read `node` as a literal address: a
+/// literal is made of hex digits, `x`, `.` and `:`, but for an IPv6 scope
+/// after `%` and, where libc's `inet_aton` ends a number at white space,
+/// anything after that.  A node with any other byte is a name, told
+/// without asking libc.
+fn may_be_literal(node: &[u8]) -> bool {
+    node.iter().all(|&b| b.is_ascii_hexdigit() || matches!(b, b'x' | b'X' | b'.' | b':'))
+        || node.iter().any(|&b| matches!(b, b'%' | b' ' | b'\t'..=b'\r'))
 }
 
 /// A worker's lookup for id `p`: the result is kept on the id and announced
@@ -383,6 +396,24 @@ mod tests {
         let h = Hints { flags: RAI_SA, ..Default::default() };
         let e = gai::getaddrinfo_with(None, Some(c"42"), &h, &CmaBackend, gai::AcmTarget::Off).unwrap_err();
         assert!(matches!(e, GaiError::Sys(Errno::ENOENT | Errno::EACCES | Errno::EPERM)), "{e:?}");
+    }
+
+    /// Every node libc reads as a literal counts as one that may be, so no
+    /// literal is taken for a name without asking libc.
+    #[test]
+    fn a_literal_is_never_told_a_name_without_libc() {
+        let literal = crate::sys::netdb::GaiHints { flags: libc::AI_NUMERICHOST, ..Default::default() };
+        let nodes = [
+            "192.0.2.2", "127.1", "0x7f.1", "0X7F.0X1", "017.1", "4294967295", "0", "2001:db8::1", "2001:DB8::A",
+            "::ffff:192.0.2.1", "::", "::1%lo", "fe80::1%lo", "fe80::1%1", "1.2.3.4 x", "1.2.3.4\tname", "1.2.3.4\n",
+            "127.0.0.1.", "[::1]", "1e100", "1.2.3.4/24", "localhost", "a", "deadbeef", "bench-slow.test", "x", "",
+        ];
+        for n in nodes {
+            let c = std::ffi::CString::new(n).unwrap();
+            let libc_literal = crate::sys::netdb::getaddrinfo(Some(&c), None, Some(&literal)).is_ok();
+            assert!(!libc_literal || may_be_literal(n.as_bytes()), "{n:?}: libc reads a literal");
+        }
+        assert!(!may_be_literal(b"bench-slow.test") && !may_be_literal(b"localhost"));
     }
 
     /// Literals and RAI_NUMERICHOST are decided in the call; names go to a worker.

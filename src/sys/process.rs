@@ -205,6 +205,17 @@ impl<T: Send + Sync + 'static> PerProcess<T> {
     }
 }
 
+/// The stack of each thread the library starts (std's default size).
+pub const THREAD_STACK: usize = 2 << 20;
+
+/// A builder for a thread of the library's own, named `name`, with its
+/// stack size set: std reads `RUST_MIN_STACK` from the environment with
+/// `getenv` for a thread without one, and the library reads the
+/// environment only through `secure_getenv`.
+pub fn thread(name: &str) -> std::thread::Builder {
+    std::thread::Builder::new().name(name.into()).stack_size(THREAD_STACK)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
