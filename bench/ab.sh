@@ -6,7 +6,7 @@
 # `make bench` keeps the best of two rounds, which cannot tell a few per cent from the
 # TCG noise; this takes as many rounds as asked and pairs them.
 #
-#   bench/ab.sh [-r ROUNDS] [-i] [-c "duplex pingpong rstream64k cg_create_destroy cg_get_ack first cg_first cg_rs_pingpong
+#   bench/ab.sh [-r ROUNDS] [-i] [-c "duplex pingpong rstream64k cg_create_destroy cg_get_ack first cg_first dns cg_rs_pingpong
 #               cg_bind cg_init_qp_attr cg_rtr_qp_attr cg_rts_qp_attr cg_destroy_qp cm_strace"] [-w syscount] NAME=DIR...
 #       DIR holds a librdmacm.so.1 (e.g. build/lib, or a copy of it made before a change);
 #       -w syscount: both ends under ctest/vm/preload/syscount.c, and a table of the system
@@ -19,6 +19,10 @@
 #   the median); with it come first_proc (the whole process, exec to exit, ns) and
 #   first_minflt (the minor page faults of the first call); cg_first: that call's instructions
 #   under callgrind, in the whole process (cg_first_lib: in librdmacm's object);
+#   dns: 7 fresh processes, each timing its rdma_resolve_addrinfo of a name a DNS server answers
+#   after 500 ms (make bench's dns_call_returns_us, us, the median); dns_thread, dns_libc,
+#   dns_resolve: the same after the process started a thread, asked libc for the name as a
+#   literal, or made the same call once before (ctest/vm/bench_resolve.c, dns_prep)
 #   cg_rs_pingpong: instructions per 64 B rsocket round trip as make bench's cg_rs_pingpong_total
 #   (also cg_rs_pingpong_lib), the profiles in build/vm-ab/suite/share/out/callgrind/ (-i: per
 #   instruction too, valgrind's --dump-instr=yes, for bench/callgrind-lines.py)
@@ -37,7 +41,7 @@ cd "$(dirname "$0")/.."
 rounds=3 cases=duplex out= wrap= cginstr=
 while [ $# -gt 0 ]; do case $1 in
   -r) rounds=$2; shift 2;; -i) cginstr=1; shift;; -w) wrap=$2; shift 2;; -c) cases=$2; shift 2;; --report) out=$2; shift 2;;
-  -h|--help) sed -n '3,31p' "$0"; exit 0;; *) break;; esac; done
+  -h|--help) sed -n '3,35p' "$0"; exit 0;; *) break;; esac; done
 if [ -z "$out" ]; then
   [ $# -gt 0 ] || { echo "usage: bench/ab.sh [-r ROUNDS] [-c CASES] NAME=DIR..." >&2; exit 2; }
   ab_stage bench/ab.sh "upstream" "$@"

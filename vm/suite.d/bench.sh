@@ -270,6 +270,20 @@ bench_dns(){ local s r=/tmp/bench-dns.ready i
   kill $s 2>/dev/null; wait $s 2>/dev/null
 }
 
+# bench_dns_k K WRAP [_PREP]: bench_dns's call in K fresh processes under the command words WRAP
+# (bench_ab's library choice), after PREP (bench_resolve.c, dns_prep); prints the median of
+# dns_call_returns_us, nothing when a run failed
+bench_dns_k(){ local k=$1 w=$2 p=${3#_} s r=/tmp/bench-dns.ready i v vals=()
+  rm -f $r; python3 /extra/vm/guest/slow_dns.py 0.5 $r & s=$!
+  for i in $(seq 100); do [ -e $r ] && break; kill -0 $s 2>/dev/null || break; sleep 0.1; done
+  for ((i = 0; i < k; i++)); do
+    # shellcheck disable=SC2086
+    v=$(bench_etc dns $w /extra/bin/bench_resolve dns bench-slow.test 7471 $p | awk '$2 == "dns_call_returns_us" && $3 ~ /^[0-9.]+$/ { print $3 }')
+    [ -n "$v" ] || { vals=(); break; }; vals+=("$v"); done
+  kill $s 2>/dev/null; wait $s 2>/dev/null
+  [ ${#vals[@]} = 0 ] || printf '%s\n' "${vals[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
+
 # bench_first K [WRAP]: K fresh processes, each timing its first rdma_getaddrinfo (under the
 # command words WRAP: bench_ab's library choice); the median. With WRAP, also (bench_ab's
 # first_proc and first_minflt) the median wall time of the whole process, exec of the wrapper
@@ -425,6 +439,11 @@ bench_ab(){ local r lib w cs c nm v e i fo o=/tmp/bench-ab rc=0 port=7480 sc= li
         cm_strace) nm= cs=;;
         # the first rdma_getaddrinfo of 11 fresh processes: also first_proc and first_minflt
         first) nm=gai_first_call cs=;;
+        # the time until rdma_resolve_addrinfo of a name the slow DNS server answers returns, in
+        # 7 fresh processes (make bench's dns_call_returns_us; the median); dns_thread, dns_libc,
+        # dns_resolve: after the process started a thread, asked libc for the name as a literal,
+        # or made the same call on another id (bench_resolve.c, dns_prep)
+        dns|dns_thread|dns_libc|dns_resolve) nm=dns_call_returns_us cs=;;
         # its instructions under callgrind (also cg_first_lib: in librdmacm's object)
         cg_first) nm=cg_first_total cs=;;
         # instructions per 64 B rsocket round trip under callgrind (as make bench's; also
@@ -435,7 +454,9 @@ bench_ab(){ local r lib w cs c nm v e i fo o=/tmp/bench-ab rc=0 port=7480 sc= li
       for i in "${!libs[@]}"; do lib=${libs[$(( (i + r) % ${#libs[@]} ))]}
         if [ "$lib" = upstream ]; then w="env -u LD_LIBRARY_PATH RDMACM_VARIANT=upstream"
         else w="env LD_LIBRARY_PATH=/extra/bin/ab/$lib RDMACM_VARIANT=ab"; fi
-        if [ $c = first ]; then
+        if [[ $c == dns* ]]; then
+          v=$(bench_dns_k 7 "$w" "${c#dns}")
+        elif [ $c = first ]; then
           fo=$(bench_first 11 "$w")
           for e in proc minflt; do v=$(awk -v nm="gai_first_$e" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9.]+$/ { print $3 }' <<< "$fo")
             echo "AB first_$e $lib $r ${v:-FAIL}"; done
@@ -486,7 +507,7 @@ bench_ab(){ local r lib w cs c nm v e i fo o=/tmp/bench-ab rc=0 port=7480 sc= li
   done
   return $rc
 }
-export -f bench_ab bench_cg_first
+export -f bench_ab bench_cg_first bench_dns_k
 
 # VM_BENCH on the host arrives here as BENCH: "1", or "cmtime=N,N" for other cmtime sizes
 case ${BENCH:-} in *cmtime=*) BENCH_CMTIME=${BENCH#*cmtime=}; BENCH_CMTIME=${BENCH_CMTIME%% *}; export BENCH_CMTIME=${BENCH_CMTIME//,/ };; esac
