@@ -124,7 +124,10 @@ pub fn parent() {
     for s in list.iter().copied() {
         close_all(&[s.b, s.cw]);
         fdmap::hold(s.rs);
-        let t = std::thread::Builder::new().name("rspreload-relay".into()).spawn(move || relay(s));
+        // (A stack size given: without one std reads RUST_MIN_STACK with
+        // getenv(3), and the library reads no environment but through
+        // secure_getenv.)
+        let t = std::thread::Builder::new().name("rspreload-relay".into()).stack_size(2 << 20).spawn(move || relay(s));
         if t.is_err() {
             close_all(&[s.a, s.cr]);
             if fdmap::release(s.rs) {
