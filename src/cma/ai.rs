@@ -414,6 +414,19 @@ mod tests {
             assert!(!libc_literal || may_be_literal(n.as_bytes()), "{n:?}: libc reads a literal");
         }
         assert!(!may_be_literal(b"bench-slow.test") && !may_be_literal(b"localhost"));
+        // and short strings drawn from literals' bytes and a few others
+        let alphabet = b"0123456789abcdefxX.:%AF gz\t-";
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 12) as usize;
+            let n: Vec<u8> = (0..len).map(|i| alphabet[((x >> (4 + 5 * i)) % alphabet.len() as u64) as usize]).collect();
+            let c = std::ffi::CString::new(n.clone()).unwrap();
+            let libc_literal = crate::sys::netdb::getaddrinfo(Some(&c), None, Some(&literal)).is_ok();
+            assert!(!libc_literal || may_be_literal(&n), "{:?}: libc reads a literal", String::from_utf8_lossy(&n));
+        }
     }
 
     /// Literals and RAI_NUMERICHOST are decided in the call; names go to a worker.
