@@ -21,7 +21,8 @@
  * another thread during the blocking call); destroying ids with a lookup in flight leaves no
  * event behind (an id created afterwards on the same channel, which the kernel gives a freed
  * handle, gets none), no descriptor, and (ours) at most 4 lookup threads; a fork child resolves
- * names on its own while the parent's lookup is in flight.
+ * names on its own while the parent's lookup is in flight; a signal sent to the process while
+ * the program's thread blocks it stays pending for that thread (no lookup thread takes it).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -30,6 +31,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +190,44 @@ static void async_name(struct rdma_event_channel *ch)
 	query(id, "  query");
 	query(id, "  query again");
 	rdma_destroy_id(id);
+}
+
+/* --- (a'') a signal sent to the process after a name lookup ----------------------------------- */
+static volatile pid_t handled_on;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	handled_on = gettid();
+}
+
+/* Ours has a lookup thread now (idle, kept 10 s), upstream none.  The program blocks SIGUSR1 in
+ * its thread and sends it to the process: it must stay pending for the program (no thread of the
+ * library takes it) and be handled in the program's thread once unblocked. */
+static void signal_after_lookup(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	sigset_t usr1, old;
+	struct timespec ts = { 0, 200 * 1000 * 1000 };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, &old);
+	kill(getpid(), SIGUSR1);
+	nanosleep(&ts, NULL);
+	printf("signal to the process, blocked in the program's thread: %s\n",
+	       handled_on ? "handled by another thread" : "pending");
+	if (handled_on) {
+		fprintf(stderr, "signal: handled in thread %d, not the program's\n", (int)handled_on);
+		failures++;
+	}
+	handled_on = 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	printf("  after unblocking: %s\n", handled_on == gettid() ? "handled in the program's thread" :
+	       handled_on ? "handled by another thread" : "not handled");
+	signal(SIGUSR1, SIG_DFL);
 }
 
 /* --- (a') asynchronous id, a name the server says does not exist ---------------------------- */
@@ -389,6 +429,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	async_name(ch);
+	signal_after_lookup();
 	async_nxname(ch);
 	sync_name();
 	failures += destroy_in_flight(10);

@@ -89,7 +89,7 @@ impl Pool {
         let mut st = self.st.lock();
         st.queue.push_back(job);
         if st.queue.len() > st.idle + st.finishing && st.workers < MAX_WORKERS {
-            match crate::sys::process::thread("rdmacm-ai").spawn(move || self.run()) {
+            match crate::sys::process::spawn("rdmacm-ai", move || self.run()) {
                 Ok(_) => st.workers += 1,
                 Err(e) => {
                     log::debug!(target: "rdmacm", "rdma_resolve_addrinfo: cannot start a lookup thread: {e}");

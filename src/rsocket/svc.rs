@@ -109,7 +109,7 @@ impl Service {
         })?;
         let mut st = r.st.lock();
         if st.thread.is_none() {
-            let t = crate::sys::process::thread(self.name).spawn(move || r.run()).map_err(|_| Errno::EAGAIN)?;
+            let t = crate::sys::process::spawn(self.name, move || r.run()).map_err(|_| Errno::EAGAIN)?;
             st.thread = Some(t.thread().id());
         }
         let k = key(&c);

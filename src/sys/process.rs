@@ -208,17 +208,61 @@ impl<T: Send + Sync + 'static> PerProcess<T> {
 /// The stack of each thread the library starts (std's default size).
 pub const THREAD_STACK: usize = 2 << 20;
 
-/// A builder for a thread of the library's own, named `name`, with its
-/// stack size set: std reads `RUST_MIN_STACK` from the environment with
-/// `getenv` for a thread without one, and the library reads the
-/// environment only through `secure_getenv`.
-pub fn thread(name: &str) -> std::thread::Builder {
-    std::thread::Builder::new().name(name.into()).stack_size(THREAD_STACK)
+/// Starts a thread of the library's own, named `name`, running `f`:
+/// * with its stack size given: std reads `RUST_MIN_STACK` from the
+///   environment with `getenv` for a thread without one, and the library
+///   reads the environment only through `secure_getenv`;
+/// * with every signal blocked, so that a signal sent to the process is
+///   never handled on a thread the program does not know of (a program
+///   that blocks a signal in its threads to take it later, or that counts
+///   on it interrupting one of its calls, finds it still its own).  A
+///   thread starts with the mask of the thread that creates it, so the
+///   mask is set around the creation and the caller's given back after.
+pub fn spawn<F, T>(name: &str, f: F) -> std::io::Result<std::thread::JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    // SAFETY: sigset_t is plain data, filled by sigfillset before use.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid sets; pthread_sigmask changes the calling thread's
+    // mask only (glibc keeps its own cancellation and set-id signals out).
+    let blocked = unsafe { libc::sigfillset(&mut all) == 0 && libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old) == 0 };
+    let r = std::thread::Builder::new().name(name.into()).stack_size(THREAD_STACK).spawn(f);
+    if blocked {
+        // SAFETY: `old` is the mask pthread_sigmask reported above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    }
+    r
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A thread of the library's blocks every signal a program may send,
+    /// and its creator's mask is as it was.
+    #[test]
+    fn spawned_threads_block_every_signal() {
+        fn blocked(sig: libc::c_int) -> bool {
+            // SAFETY: plain data, filled by pthread_sigmask.
+            let mut cur: libc::sigset_t = unsafe { std::mem::zeroed() };
+            // SAFETY: a query of the calling thread's mask.
+            unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut cur) };
+            // SAFETY: a valid set.
+            unsafe { libc::sigismember(&cur, sig) == 1 }
+        }
+        let before: Vec<bool> = [libc::SIGUSR1, libc::SIGINT, libc::SIGALRM].iter().map(|&s| blocked(s)).collect();
+        let inside = spawn("mask-test", || [libc::SIGUSR1, libc::SIGINT, libc::SIGTERM, libc::SIGALRM, libc::SIGCHLD, libc::SIGRTMIN() + 2].iter().all(|&s| blocked(s)))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(inside, "a signal is left unblocked in a thread of the library's");
+        let after: Vec<bool> = [libc::SIGUSR1, libc::SIGINT, libc::SIGALRM].iter().map(|&s| blocked(s)).collect();
+        assert_eq!(before, after, "the creator's mask changed");
+    }
     use std::sync::atomic::AtomicUsize;
     use std::sync::{Arc, Barrier};
 
