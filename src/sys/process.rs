@@ -206,7 +206,7 @@ impl<T: Send + Sync + 'static> PerProcess<T> {
 }
 
 /// The stack of each thread the library starts (std's default size).
-pub const THREAD_STACK: usize = 2 << 20;
+const THREAD_STACK: usize = 2 << 20;
 
 /// Starts a thread of the library's own, named `name`, running `f`:
 /// * with its stack size given: std reads `RUST_MIN_STACK` from the
@@ -241,6 +241,8 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::{Arc, Barrier};
 
     /// A thread of the library's blocks every signal a program may send,
     /// and its creator's mask is as it was.
@@ -263,8 +265,6 @@ mod tests {
         let after: Vec<bool> = [libc::SIGUSR1, libc::SIGINT, libc::SIGALRM].iter().map(|&s| blocked(s)).collect();
         assert_eq!(before, after, "the creator's mask changed");
     }
-    use std::sync::atomic::AtomicUsize;
-    use std::sync::{Arc, Barrier};
 
     #[test]
     fn made_once_per_process() {
