@@ -271,17 +271,15 @@ bench_dns(){ local s r=/tmp/bench-dns.ready i
 }
 
 # bench_dns_k K WRAP [_PREP]: bench_dns's call in K fresh processes under the command words WRAP
-# (bench_ab's library choice), after PREP (bench_resolve.c, dns_prep); prints the median of
-# dns_call_returns_us, nothing when a run failed
-bench_dns_k(){ local k=$1 w=$2 p=${3#_} s r=/tmp/bench-dns.ready i v vals=()
-  rm -f $r; python3 /extra/vm/guest/slow_dns.py 0.5 $r & s=$!
-  for i in $(seq 100); do [ -e $r ] && break; kill -0 $s 2>/dev/null || break; sleep 0.1; done
-  for ((i = 0; i < k; i++)); do
-    # shellcheck disable=SC2086
-    v=$(bench_etc dns $w /extra/bin/bench_resolve dns bench-slow.test 7471 $p | awk '$2 == "dns_call_returns_us" && $3 ~ /^[0-9.]+$/ { print $3 }')
-    [ -n "$v" ] || { vals=(); break; }; vals+=("$v"); done
-  kill $s 2>/dev/null; wait $s 2>/dev/null
-  [ ${#vals[@]} = 0 ] || printf '%s\n' "${vals[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+# (bench_ab's library choice), after PREP (bench_resolve.c, dns_prep), with the slow server
+# (slow_dns_run, vm/guest/lib.sh); prints the median of dns_call_returns_us, nothing when a run
+# failed
+bench_dns_k(){ local k=$1 w=$2 p=${3#_}
+  # shellcheck disable=SC2016
+  slow_dns_run 0.5 bash -c 'for ((i = 0; i < $1; i++)); do
+      v=$($2 /extra/bin/bench_resolve dns bench-slow.test 7471 $3 | awk '"'"'$2 == "dns_call_returns_us" && $3 ~ /^[0-9.]+$/ { print $3 }'"'"')
+      [ -n "$v" ] || exit 1; echo "$v"; done' bench-dns "$k" "$w" "$p" |
+    sort -n | awk -v k="$k" '{ v[NR] = $1 } END { if (NR == k) print v[int((NR + 1) / 2)] }'
 }
 
 # bench_first K [WRAP]: K fresh processes, each timing its first rdma_getaddrinfo (under the
