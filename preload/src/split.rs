@@ -124,10 +124,7 @@ pub fn parent() {
     for s in list.iter().copied() {
         close_all(&[s.b, s.cw]);
         fdmap::hold(s.rs);
-        // (A stack size given: without one std reads RUST_MIN_STACK with
-        // getenv(3), and the library reads no environment but through
-        // secure_getenv.)
-        let t = std::thread::Builder::new().name("rspreload-relay".into()).stack_size(2 << 20).spawn(move || relay(s));
+        let t = spawn_relay(s);
         if t.is_err() {
             close_all(&[s.a, s.cr]);
             if fdmap::release(s.rs) {
@@ -231,13 +228,26 @@ fn write_all(fd: c_int, mut buf: &[u8]) -> bool {
 }
 
 /// The relay thread of one split (see the module comment).
-fn relay(s: Split) {
-    // SAFETY: a local signal set; the program's signals are not ours to take.
+/// Starts the relay thread of split `s`.  It starts with every signal
+/// blocked (the mask is set around its creation, so no signal reaches it
+/// before it runs: the program's signals are not ours to take) and with
+/// a stack size (without one std reads RUST_MIN_STACK with getenv(3), and
+/// the library reads no environment but through secure_getenv).
+fn spawn_relay(s: Split) -> std::io::Result<std::thread::JoinHandle<()>> {
+    // SAFETY: sigset_t is plain data; all zero is a valid (empty) set.
+    let (mut all, mut old): (libc::sigset_t, libc::sigset_t) = unsafe { std::mem::zeroed() };
+    // SAFETY: local signal sets; the caller's mask is given back below.
     unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut set);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
     }
+    let t = std::thread::Builder::new().name("rspreload-relay".into()).stack_size(2 << 20).spawn(move || relay(s));
+    // SAFETY: the mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    t
+}
+
+fn relay(s: Split) {
     log!("fork mode: rsocket {} used by a child process: relayed through a socket pair", s.rs);
     let mut buf = vec![0u8; 64 * 1024];
     let (mut claimed, mut claim_open, mut rs_open) = (false, true, true);

@@ -411,19 +411,19 @@ impl<M: Mode> CmId<M> {
     }
 
     /// Resolves the destination (and the source, if given) to RDMA addresses
-    /// (`rdma_resolve_addr`): [`EventKind::AddrResolved`](crate::EventKind::AddrResolved).
+    /// (`rdma_resolve_addr`): [`EventKind::AddrResolved`].
     pub fn resolve_addr(&self, src: Option<SocketAddr>, dst: SocketAddr, timeout: Duration) -> Result<()> {
         let s = src.map(|a| to_sockaddr(&a));
         self.id.resolve_addr_from(s.as_ref(), &to_sockaddr(&dst), ms(timeout)).map_err(errno)
     }
 
     /// Resolves the route to the destination (`rdma_resolve_route`):
-    /// [`EventKind::RouteResolved`](crate::EventKind::RouteResolved).
+    /// [`EventKind::RouteResolved`].
     pub fn resolve_route(&self, timeout: Duration) -> Result<()> {
         self.id.resolve_route(ms(timeout)).map_err(errno)
     }
 
-    /// Connects (`rdma_connect`): [`EventKind::Established`](crate::EventKind::Established)
+    /// Connects (`rdma_connect`): [`EventKind::Established`]
     /// (a synchronous id returns once connected: see
     /// [`CmId::peer_private_data`]).
     pub fn connect(&self, param: &ConnParam) -> Result<()> {
@@ -441,13 +441,13 @@ impl<M: Mode> CmId<M> {
     }
 
     /// Disconnects (`rdma_disconnect`):
-    /// [`EventKind::Disconnected`](crate::EventKind::Disconnected).
+    /// [`EventKind::Disconnected`].
     pub fn disconnect(&self) -> Result<()> {
         self.id.disconnect().map_err(errno)
     }
 
     /// Joins the multicast group at `addr` (`rdma_join_multicast`):
-    /// [`EventKind::MulticastJoin`](crate::EventKind::MulticastJoin).
+    /// [`EventKind::MulticastJoin`].
     pub fn join_multicast(&self, addr: SocketAddr) -> Result<()> {
         self.id.join_multicast(&to_sockaddr(&addr)).map_err(errno)
     }
