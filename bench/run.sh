@@ -69,7 +69,8 @@ want dns dns_call_returns_us dns_event_arrives_us
 want rstream rstream_64k_xfer_us rstream_64b_lat_us
 want rsocket rs_pingpong8_64b_ns_per_rt rs_duplex_64k_us_per_mib
 want zc zc_1m_copy_us zc_1m_sendinplace_us zc_1m_zerocopy_us cg_zc_1m_copy cg_zc_1m_sendinplace cg_zc_1m_zerocopy
-for c in gai create_destroy get_ack event_str rs_pingpong bind init_qp_attr rtr_qp_attr rts_qp_attr destroy_qp; do want callgrind cg_${c}_lib cg_${c}_total; done
+for c in gai create_destroy get_ack event_str rs_pingpong bind init_qp_attr rtr_qp_attr rts_qp_attr destroy_qp \
+         create_qp resolve_addr resolve_route connect accept disconnect; do want callgrind cg_${c}_lib cg_${c}_total; done
 for n in ${BENCH_CMTIME_CONNS:-1000}; do for t in qp noqp; do
   for s in full_connect create_id bind_addr resolve_addr resolve_route create_qp init_qp_attr init_qp \
            rtr_qp_attr rtr_qp rts_qp_attr rts_qp cm_connect establish disconnect destroy_id destroy_qp; do
@@ -147,6 +148,9 @@ awk -v partial="${BENCH_SECTIONS:+1}" '
     # cmtime steps that run in the library alone (ctest/vm/bench_calls.c)
     for (i = 1; i <= split("bind init_qp_attr rtr_qp_attr rts_qp_attr destroy_qp", g, " "); i++)
       atmost("cg_" g[i] "_total", 1.0, "instructions (whole process) of a cmtime step at most upstream")
+    # the other connection calls (ctest/vm/bench_calls.c)
+    for (i = 1; i <= split("create_qp resolve_addr resolve_route connect accept disconnect", g, " "); i++)
+      atmost("cg_" g[i] "_total", 1.0, "instructions (whole process) of a connection call at most upstream")
     n = 0; slow = ""
     for (c in r) if (c ~ /^cmtime/ && num(c)) { n++; if (v[c] ~ /slower/) slow = slow " " c "=" r[c] }
     if (n > 0 || !partial) say(n > 0 && slow == "", "cmtime: no step slower beyond the spread", n " step figures" (slow == "" ? "" : "; slower:" slow))

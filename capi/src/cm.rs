@@ -2,7 +2,7 @@
 //! Event channels, ids, devices, options, bind, address and route resolution, events.
 
 use rdmacm::internal::abi::cma::*;
-use super::{entry_hot, entry, nonnull, Errno};
+use super::{entry_hot, entry_hot_on_id, entry, nonnull, Errno};
 use rdmacm::internal::cma::{self as cm, ChanRef, Cm};
 use rdmacm::internal::abi::sockaddr::SockAddr;
 use crate::symver;
@@ -92,18 +92,6 @@ pub(crate) fn id_to_destroy(id: *mut rdma_cm_id) -> Result<(cm::Held, &'static C
 #[inline(always)]
 fn live_channel(channel: *mut rdma_event_channel) -> Result<ChanRef, Errno> {
     cm::global().channel(nonnull(channel)?.as_ptr())
-}
-
-/// Reads a C socket address as the connection manager takes it
-/// ([`SockAddr::from_raw_for_cm`]): `None` for NULL, an empty address (which
-/// the CM refuses with EINVAL) for a family it does not take.
-///
-/// # Safety
-/// `sa` must be NULL or point to a socket address at least as large as
-/// its family's structure.
-pub(super) unsafe fn read_addr(cm: &Cm, sa: *const sockaddr) -> Option<SockAddr> {
-    // SAFETY: per the contract.
-    unsafe { SockAddr::from_raw_for_cm(sa, cm.af_ib()) }.map(Option::unwrap_or_default)
 }
 
 /// Destroys a communication identifier, after every event reported for it
@@ -313,12 +301,20 @@ symver!(rdma_bind_addr, "RDMACM_1.0");
 /// socket addresses as large as their family's structure.
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rdma_resolve_addr(id: *mut rdma_cm_id, src_addr: *mut sockaddr, dst_addr: *mut sockaddr, timeout_ms: c_int) -> c_int {
-    entry(|| {
+    // (system calls without libc's cancellation point; a synchronous id's
+    // wait is the library's and its event's processing takes the guard
+    // itself: see `entry_hot`)
+    entry_hot_on_id(|| {
         let (p, cm) = id_of(id)?;
+        let af_ib = cm.af_ib();
         // SAFETY: the addresses are NULL or socket addresses of their
-        // family's size.
-        let (src, dst) = unsafe { (read_addr(cm, src_addr), read_addr(cm, dst_addr)) };
-        cm.resolve_addr(&p, src, dst, timeout_ms)?;
+        // family's size, which the caller does not change during the call.
+        // (the command is built from the caller's bytes; a NULL source is
+        // none, a family the CM does not take EINVAL, as a NULL destination)
+        let src = if src_addr.is_null() { &[][..] } else { unsafe { SockAddr::raw_for_cm(src_addr, af_ib) }.ok_or(Errno::EINVAL)? };
+        // SAFETY: as above.
+        let dst = unsafe { SockAddr::raw_for_cm(dst_addr, af_ib) }.ok_or(Errno::EINVAL)?;
+        cm.resolve_addr_bytes(&p, src, dst, timeout_ms)?;
         Ok(0)
     })
 }
@@ -333,7 +329,8 @@ symver!(rdma_resolve_addr, "RDMACM_1.0");
 /// socket addresses as large as their family's structure.
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rdma_resolve_route(id: *mut rdma_cm_id, timeout_ms: c_int) -> c_int {
-    entry(|| {
+    // (as rdma_resolve_addr: see `entry_hot`)
+    entry_hot_on_id(|| {
         let (p, cm) = id_of(id)?;
         cm.resolve_route(&p, timeout_ms)?;
         Ok(0)

@@ -48,7 +48,10 @@ unsafe fn private_bytes<'a>(data: *const c_void, len: u8) -> &'a [u8] {
 /// data readable).
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rdma_connect(id: *mut rdma_cm_id, conn_param: *mut rdma_conn_param) -> c_int {
-    entry(|| {
+    // (one system call without libc's cancellation point and no verbs
+    // call; a synchronous id's wait is the library's and its event's
+    // processing takes the guard itself: see `entry_hot`)
+    entry_hot_on_id(|| {
         let (p, cm) = live_id(id)?;
         // SAFETY: conn_param per the contract.
         let c = unsafe { param(conn_param) };
@@ -78,7 +81,9 @@ symver!(rdma_listen, "RDMACM_1.0");
 /// `id` must be NULL or a live id; `conn_param` NULL or valid.
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rdma_accept(id: *mut rdma_cm_id, conn_param: *mut rdma_conn_param) -> c_int {
-    entry(|| {
+    // (as rdma_connect; the QP's transitions take the guard themselves:
+    // see `entry_hot`)
+    entry_hot_on_id(|| {
         let (p, cm) = live_id(id)?;
         // SAFETY: conn_param per the contract.
         let c = unsafe { param(conn_param) };
@@ -139,7 +144,9 @@ symver!(rdma_notify, "RDMACM_1.0");
 /// `id` must be NULL or a live id.
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rdma_disconnect(id: *mut rdma_cm_id) -> c_int {
-    entry(|| {
+    // (one system call without libc's cancellation point; the QP's
+    // transition takes the guard itself: see `entry_hot`)
+    entry_hot_on_id(|| {
         let (p, cm) = live_id(id)?;
         conn::disconnect(cm, &p)?;
         Ok(0)

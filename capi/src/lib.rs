@@ -201,7 +201,8 @@ pub fn entry<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
 /// [`entry`] without the [`NoCancel`] guard, for the few hot exports
 /// (rdma_create_id, rdma_destroy_id, rdma_get_cm_event, rdma_ack_cm_event,
 /// rdma_write_cm_event, rdma_getaddrinfo, rdma_freeaddrinfo, rdma_bind_addr,
-/// rdma_init_qp_attr) whose paths
+/// rdma_init_qp_attr, rdma_resolve_addr, rdma_resolve_route,
+/// rdma_connect, rdma_accept, rdma_disconnect) whose paths
 /// make no cancellation point of libc: their system calls are
 /// [`cancel::raw`] ones, the cold parts (first use, devices, name lookups,
 /// the log) take the guard themselves, and their waits are the library's.

@@ -7,7 +7,9 @@
  * costs (device list, lazy initialisation) are not part of the per-call figure.
  *
  *   bench_calls CASE N      CASE: gai | create_destroy | get_ack | write_get_ack | event_str |
- *                                 bind | init_qp_attr | rtr_qp_attr | rts_qp_attr | destroy_qp
+ *                                 bind | init_qp_attr | rtr_qp_attr | rts_qp_attr | destroy_qp |
+ *                                 create_qp | resolve_addr | resolve_route | connect | accept |
+ *                                 disconnect
  *
  * get_ack: rdma_get_cm_event + rdma_ack_cm_event of an event written (unmeasured) before;
  * write_get_ack: rdma_write_cm_event + rdma_get_cm_event + rdma_ack_cm_event, all measured.
@@ -19,7 +21,13 @@
  * for INIT, RTR and RTS on the connecting id of a connection made once before (within this
  * process over rxe0's loopback, no QPs: the numbers cmtime's no-QP test gives, which is what its
  * QP test asks of the library too); destroy_qp: rdma_destroy_qp of a QP that rdma_create_qp made
- * (unmeasured) on that id just before.
+ * (unmeasured) on that id just before; create_qp: rdma_create_qp (a QP and the CQs the library
+ * makes for it) on that id, its QP destroyed (unmeasured) before the next.
+ * The connection steps, each on a fresh connecting id taken (unmeasured) through the steps
+ * before it, towards a listener on rxe0's address in this process, and the step's events taken
+ * (unmeasured) after it: resolve_addr (no source address), resolve_route, connect (the request
+ * then rejected), accept (on the request's id; the connection then established and
+ * disconnected), disconnect (of an established connection, by the connecting end).
  *
  * Prints "calls N" on success; exits 1 (with the reason on stderr) when a call fails.
  */
@@ -120,38 +128,137 @@ static struct rdma_cm_id *expect(enum rdma_cm_event_type want)
 	return id;
 }
 
-/* a connection within this process over rxe0's loopback, without QPs (as cmtime's no-QP test) */
-static void connect_pair(void)
-{
-	struct rdma_conn_param cp;
-	struct sockaddr_in to = here;
+/* the listener's address */
+static struct sockaddr_in to;
 
-	if (rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP) || rdma_create_id(ch, &client, NULL, RDMA_PS_TCP))
+/* the listener on rxe0's address */
+static void listen_here(void)
+{
+	if (rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP))
 		die("rdma_create_id");
 	if (rdma_bind_addr(listener, (struct sockaddr *)&here) || rdma_listen(listener, 1))
 		die("rdma_bind_addr/rdma_listen");
+	to = here;
 	to.sin_port = rdma_get_src_port(listener);
-	if (rdma_resolve_addr(client, NULL, (struct sockaddr *)&to, 2000))
-		die("rdma_resolve_addr");
-	expect(RDMA_CM_EVENT_ADDR_RESOLVED);
-	if (rdma_resolve_route(client, 2000))
-		die("rdma_resolve_route");
-	expect(RDMA_CM_EVENT_ROUTE_RESOLVED);
+}
+
+/* conn_param for a connection without QPs (QP number QPN) */
+static struct rdma_conn_param *param(uint32_t qpn)
+{
+	static struct rdma_conn_param cp;
+
 	memset(&cp, 0, sizeof(cp));
 	cp.responder_resources = 1;
 	cp.initiator_depth = 1;
-	cp.qp_num = 0x100;
-	if (rdma_connect(client, &cp))
+	cp.qp_num = qpn;
+	return &cp;
+}
+
+/* The connecting id's steps, each with its events taken.  client_fresh: the previous call's ids
+ * destroyed, a new connecting id made. */
+static void client_fresh(void)
+{
+	if (server)
+		rdma_destroy_id(server);
+	server = NULL;
+	if (client)
+		rdma_destroy_id(client);
+	if (rdma_create_id(ch, &client, NULL, RDMA_PS_TCP))
+		die("rdma_create_id");
+}
+
+static void addr_resolved(void) { expect(RDMA_CM_EVENT_ADDR_RESOLVED); }
+static void route_resolved(void) { expect(RDMA_CM_EVENT_ROUTE_RESOLVED); }
+
+static void to_addr(void)
+{
+	client_fresh();
+	if (rdma_resolve_addr(client, NULL, (struct sockaddr *)&to, 2000))
+		die("rdma_resolve_addr");
+	addr_resolved();
+}
+
+static void to_route(void)
+{
+	to_addr();
+	if (rdma_resolve_route(client, 2000))
+		die("rdma_resolve_route");
+	route_resolved();
+}
+
+static void requested(void) { server = expect(RDMA_CM_EVENT_CONNECT_REQUEST); }
+
+static void to_request(void)
+{
+	to_route();
+	if (rdma_connect(client, param(0x100)))
 		die("rdma_connect");
-	server = expect(RDMA_CM_EVENT_CONNECT_REQUEST);
-	cp.qp_num = 0x101;
-	if (rdma_accept(server, &cp))
-		die("rdma_accept");
+	requested();
+}
+
+/* after connect: the request rejected, the connecting end told */
+static void rejected(void)
+{
+	requested();
+	if (rdma_reject(server, NULL, 0))
+		die("rdma_reject");
+	expect(RDMA_CM_EVENT_REJECTED);
+}
+
+static void accepted(void)
+{
 	expect(RDMA_CM_EVENT_CONNECT_RESPONSE);
 	if (rdma_establish(client))
 		die("rdma_establish");
 	expect(RDMA_CM_EVENT_ESTABLISHED);
 }
+
+/* after the connecting end's rdma_disconnect: both ends told (the listening end's own
+ * rdma_disconnect answers the request, so that the connecting end's comes without a timeout) */
+static void disconnected(void)
+{
+	for (int seen = 0; seen != 3;) {
+		struct rdma_cm_id *id = expect(RDMA_CM_EVENT_DISCONNECTED);
+
+		if (id == server) {
+			seen |= 1;
+			if (rdma_disconnect(server))
+				die("rdma_disconnect (listening end)");
+		} else {
+			seen |= 2;
+		}
+	}
+}
+
+/* after accept: the connection established, then disconnected */
+static void accepted_then_closed(void)
+{
+	accepted();
+	if (rdma_disconnect(client))
+		die("rdma_disconnect");
+	disconnected();
+}
+
+static void to_established(void)
+{
+	to_request();
+	if (rdma_accept(server, param(0x101)))
+		die("rdma_accept");
+	accepted();
+}
+
+/* a connection within this process over rxe0's loopback, without QPs (as cmtime's no-QP test) */
+static void connect_pair(void)
+{
+	listen_here();
+	to_established();
+}
+
+static int do_resolve_addr(void) { return rdma_resolve_addr(client, NULL, (struct sockaddr *)&to, 2000); }
+static int do_resolve_route(void) { return rdma_resolve_route(client, 2000); }
+static int do_connect(void) { return rdma_connect(client, param(0x100)); }
+static int do_accept(void) { return rdma_accept(server, param(0x101)); }
+static int do_disconnect(void) { return rdma_disconnect(client); }
 
 static int qp_attr(enum ibv_qp_state state)
 {
@@ -166,7 +273,7 @@ static int do_init_qp_attr(void) { return qp_attr(IBV_QPS_INIT); }
 static int do_rtr_qp_attr(void) { return qp_attr(IBV_QPS_RTR); }
 static int do_rts_qp_attr(void) { return qp_attr(IBV_QPS_RTS); }
 
-static void new_qp(void)
+static int do_create_qp(void)
 {
 	struct ibv_qp_init_attr a;
 
@@ -174,7 +281,12 @@ static void new_qp(void)
 	a.qp_type = IBV_QPT_RC;
 	a.cap.max_send_wr = a.cap.max_recv_wr = 1;
 	a.cap.max_send_sge = a.cap.max_recv_sge = 1;
-	if (rdma_create_qp(client, NULL, &a))
+	return rdma_create_qp(client, NULL, &a);
+}
+
+static void new_qp(void)
+{
+	if (do_create_qp())
 		die("rdma_create_qp");
 }
 
@@ -182,6 +294,13 @@ static int do_destroy_qp(void)
 {
 	rdma_destroy_qp(client);
 	return 0;
+}
+
+/* before create_qp: the QP of the call before destroyed */
+static void no_qp(void)
+{
+	if (client->qp)
+		rdma_destroy_qp(client);
 }
 
 /* what callgrind counts: one call each (noinline: the symbol must exist for --toggle-collect) */
@@ -195,12 +314,19 @@ __attribute__((noinline)) static int measured_init_qp_attr(void) { return do_ini
 __attribute__((noinline)) static int measured_rtr_qp_attr(void) { return do_rtr_qp_attr(); }
 __attribute__((noinline)) static int measured_rts_qp_attr(void) { return do_rts_qp_attr(); }
 __attribute__((noinline)) static int measured_destroy_qp(void) { return do_destroy_qp(); }
+__attribute__((noinline)) static int measured_create_qp(void) { return do_create_qp(); }
+__attribute__((noinline)) static int measured_resolve_addr(void) { return do_resolve_addr(); }
+__attribute__((noinline)) static int measured_resolve_route(void) { return do_resolve_route(); }
+__attribute__((noinline)) static int measured_connect(void) { return do_connect(); }
+__attribute__((noinline)) static int measured_accept(void) { return do_accept(); }
+__attribute__((noinline)) static int measured_disconnect(void) { return do_disconnect(); }
 
 int main(int argc, char **argv)
 {
 	int (*fn)(void), (*warm)(void);
 	void (*prep)(void) = NULL;    /* before each call, unmeasured */
-	int conn = 0;
+	void (*post)(void) = NULL;    /* after each call, unmeasured */
+	int conn = 0, lis = 0;
 	const char *c = argc == 3 ? argv[1] : "";
 	int n = argc == 3 ? atoi(argv[2]) : 0;
 	int get_ack, write_get_ack;
@@ -225,9 +351,22 @@ int main(int argc, char **argv)
 		fn = measured_rts_qp_attr, warm = do_rts_qp_attr, conn = 1;
 	else if (!strcmp(c, "destroy_qp"))
 		fn = measured_destroy_qp, warm = do_destroy_qp, prep = new_qp, conn = 1;
+	else if (!strcmp(c, "create_qp"))
+		fn = measured_create_qp, warm = do_create_qp, prep = no_qp, conn = 1;
+	else if (!strcmp(c, "resolve_addr"))
+		fn = measured_resolve_addr, warm = do_resolve_addr, prep = client_fresh, post = addr_resolved, lis = 1;
+	else if (!strcmp(c, "resolve_route"))
+		fn = measured_resolve_route, warm = do_resolve_route, prep = to_addr, post = route_resolved, lis = 1;
+	else if (!strcmp(c, "connect"))
+		fn = measured_connect, warm = do_connect, prep = to_route, post = rejected, lis = 1;
+	else if (!strcmp(c, "accept"))
+		fn = measured_accept, warm = do_accept, prep = to_request, post = accepted_then_closed, lis = 1;
+	else if (!strcmp(c, "disconnect"))
+		fn = measured_disconnect, warm = do_disconnect, prep = to_established, post = disconnected, lis = 1;
 	else {
 		fprintf(stderr, "usage: bench_calls gai|create_destroy|get_ack|write_get_ack|event_str|"
-			"bind|init_qp_attr|rtr_qp_attr|rts_qp_attr|destroy_qp N\n");
+			"bind|init_qp_attr|rtr_qp_attr|rts_qp_attr|destroy_qp|create_qp|resolve_addr|"
+			"resolve_route|connect|accept|disconnect N\n");
 		return 2;
 	}
 	get_ack = fn == measured_get_ack;
@@ -243,6 +382,8 @@ int main(int argc, char **argv)
 		die("rdma_create_id");
 	if (conn)
 		connect_pair();
+	if (lis)
+		listen_here();
 	if (prep == new_fresh &&
 	    (rdma_create_id(ch, &keeper, NULL, RDMA_PS_TCP) || rdma_bind_addr(keeper, (struct sockaddr *)&here)))
 		die("rdma_create_id/rdma_bind_addr");
@@ -253,7 +394,11 @@ int main(int argc, char **argv)
 			prep();
 		if (i == 0 ? warm() : fn())
 			die(c);
+		if (post)
+			post();
 	}
+	if (fn == measured_create_qp)
+		rdma_destroy_qp(client);
 	if (evid)
 		rdma_destroy_id(evid);
 	for (int i = 0; i < 5; i++) {

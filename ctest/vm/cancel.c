@@ -40,7 +40,7 @@
  *                   server), then pthread_testcancel
  * Pending cancels (the cancel is pending when the thread enters the call; then
  * pthread_testcancel): pend_channel pend_create_id pend_bind pend_destroy_id pend_init_qp_attr
- * pend_getaddrinfo pend_rsocket, with the library used once before; pend_first_channel pend_first_getaddrinfo
+ * pend_resolve_addr pend_disconnect pend_getaddrinfo pend_rsocket, with the library used once before; pend_first_channel pend_first_getaddrinfo
  * pend_first_rsocket: the thread's call is the process's first (the library's initialization).
  * The thread must end canceled; whether the call itself returned goes to stderr (upstream acts
  * on the cancel at the first open/read/write inside; ours is to complete the call and end at
@@ -1040,6 +1040,15 @@ static void p_init_qp_attr(void)
 	int mask;
 	pend_ret = rdma_init_qp_attr(pend_id, &qa, &mask);
 }
+static void p_resolve_addr(void)
+{
+	struct sockaddr_in d = sa4(ADDR, 7904);
+	pend_ret = rdma_resolve_addr(pend_id, NULL, SA(d), 2000);
+}
+static void p_disconnect(void)
+{
+	pend_ret = rdma_disconnect(pend_id);
+}
 static struct rdma_addrinfo *pend_rai;
 static void p_getaddrinfo(void)
 {
@@ -1197,6 +1206,49 @@ static int c_pend_destroy_id(char *o, size_t n, int it)
 static int c_pend_init_qp_attr(char *o, size_t n, int it)
 {
 	return pend_on_id("pend_init_qp_attr", p_init_qp_attr, 1, o, n, it);
+}
+/* rdma_resolve_addr on an asynchronous id (the command only: no wait), then the id and its
+ * channel destroyed and a synchronous id's rdma_resolve_addr */
+static int c_pend_resolve_addr(char *o, size_t n, int it)
+{
+	struct rdma_cm_id *id;
+	struct sockaddr_in d = sa4(ADDR, 7904);
+	o[0] = 0;
+	step("rdma_create_event_channel, rdma_create_id");
+	if (!(pend_ch = rdma_create_event_channel()) || rdma_create_id(pend_ch, &pend_id, NULL, RDMA_PS_TCP))
+		return chk(o, n, 0, "an asynchronous id");
+	int ok = pend_run("pend_resolve_addr", p_resolve_addr, it, o, n);
+	if (ok < 0)
+		return 0;
+	step("rdma_destroy_id, rdma_destroy_event_channel");
+	ok &= chk(o, n, !rdma_destroy_id(pend_id), "the id destroyed");
+	rdma_destroy_event_channel(pend_ch);
+	step("a synchronous id's rdma_resolve_addr");
+	if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP))
+		return chk(o, n, 0, "rdma_create_id");
+	ok &= chk(o, n, !rdma_resolve_addr(id, NULL, SA(d), 2000), "rdma_resolve_addr works");
+	rdma_destroy_id(id);
+	return ok;
+}
+/* rdma_disconnect of a bound id with a QP (not connected: the kernel refuses the command, after
+ * the QP's move to the error state, a verbs call) */
+static int c_pend_disconnect(char *o, size_t n, int it)
+{
+	struct ibv_qp_init_attr a = { .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 } };
+	if (!new_pend_id(o, n, 1))
+		return 0;
+	step("rdma_create_qp");
+	if (rdma_create_qp(pend_id, NULL, &a))
+		return chk(o, n, 0, "rdma_create_qp");
+	int ok = pend_run("pend_disconnect", p_disconnect, it, o, n);
+	if (ok < 0)
+		return 0;
+	step("rdma_destroy_qp, rdma_destroy_id");
+	rdma_destroy_qp(pend_id);
+	ok &= chk(o, n, !rdma_destroy_id(pend_id), "the id destroyed");
+	ok &= bind_works(o, n);
+	return ok;
 }
 static int pend_getaddrinfo(const char *name, char *o, size_t n, int it)
 {
@@ -1390,6 +1442,8 @@ static const struct ccase cases[] = {
 	{ "pend_bind", c_pend_bind, 1 },
 	{ "pend_destroy_id", c_pend_destroy_id, 1 },
 	{ "pend_init_qp_attr", c_pend_init_qp_attr, 1 },
+	{ "pend_resolve_addr", c_pend_resolve_addr, 1 },
+	{ "pend_disconnect", c_pend_disconnect, 1 },
 	{ "pend_getaddrinfo", c_pend_getaddrinfo, 1 },
 	{ "pend_rsocket", c_pend_rsocket, 1 },
 	{ "pend_first_channel", c_pend_first_channel, 1 },

@@ -372,10 +372,10 @@ pub mod events {
         fn bind_ip(&self, _fd: RawFd, _id: u32, _a: &[u8]) -> Result<(), Errno> {
             Ok(())
         }
-        fn resolve_addr(&self, _fd: RawFd, _id: u32, _s: Option<&SockAddr>, _d: &SockAddr, _t: u32) -> Result<(), Errno> {
+        fn resolve_addr(&self, _fd: RawFd, _id: u32, _s: &[u8], _d: &[u8], _t: u32) -> Result<(), Errno> {
             Ok(())
         }
-        fn resolve_ip(&self, _fd: RawFd, _id: u32, _s: Option<&SockAddr>, _d: &SockAddr, _t: u32) -> Result<(), Errno> {
+        fn resolve_ip(&self, _fd: RawFd, _id: u32, _s: &[u8], _d: &[u8], _t: u32) -> Result<(), Errno> {
             Ok(())
         }
         fn resolve_route(&self, _fd: RawFd, _id: u32, _t: u32) -> Result<(), Errno> {

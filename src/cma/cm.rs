@@ -509,8 +509,24 @@ impl Cm {
     }
 
     /// `rdma_resolve_addr`.
-    /// (Addresses at their own length, as for [`Cm::bind`].)
+    /// (Addresses at their own length, as for [`Cm::bind`]; `None` for
+    /// the destination, or an empty address, is EINVAL; no source is
+    /// `None`.)
     pub fn resolve_addr(&'static self, p: &IdPriv, src: Option<SockAddr>, dst: Option<SockAddr>, timeout_ms: i32) -> Result<(), Errno> {
+        let dst = dst.ok_or(Errno::EINVAL)?;
+        let src = match &src {
+            Some(s) if s.is_empty() => return Err(Errno::EINVAL),
+            Some(s) => s.as_bytes(),
+            None => &[],
+        };
+        self.resolve_addr_bytes(p, src, dst.as_bytes(), timeout_ms)
+    }
+
+    /// [`Cm::resolve_addr`] of the addresses' bytes as the caller holds
+    /// them (`rdma_resolve_addr`'s, not copied): an empty destination is
+    /// EINVAL, an empty source is none.
+    #[inline(always)]
+    pub fn resolve_addr_bytes(&'static self, p: &IdPriv, src: &[u8], dst: &[u8], timeout_ms: i32) -> Result<(), Errno> {
         if trace::on() {
             return self.resolve_addr_traced(p, src, dst, timeout_ms);
         }
@@ -519,24 +535,29 @@ impl Cm {
 
     #[cold]
     #[inline(never)]
-    fn resolve_addr_traced(&'static self, p: &IdPriv, src: Option<SockAddr>, dst: Option<SockAddr>, timeout_ms: i32) -> Result<(), Errno> {
+    fn resolve_addr_traced(&'static self, p: &IdPriv, src: &[u8], dst: &[u8], timeout_ms: i32) -> Result<(), Errno> {
         trace::call(p, Step::ResolveAddr, || self.resolve_addr_untraced(p, src, dst, timeout_ms))
     }
 
     #[inline(always)]
-    fn resolve_addr_untraced(&'static self, p: &IdPriv, src: Option<SockAddr>, dst: Option<SockAddr>, timeout_ms: i32) -> Result<(), Errno> {
-        let dst = dst.filter(|a| !a.is_empty()).ok_or(Errno::EINVAL)?;
-        if matches!(src, Some(s) if s.is_empty()) {
+    fn resolve_addr_untraced(&'static self, p: &IdPriv, src: &[u8], dst: &[u8], timeout_ms: i32) -> Result<(), Errno> {
+        if dst.is_empty() {
             return Err(Errno::EINVAL);
         }
         let (fd, h) = (p.fd(), p.handle());
-        log::debug!(target: "rdmacm", "resolve_addr: id {h} {} command to the kernel, timeout {timeout_ms} ms", if self.af_ib() { "RESOLVE_ADDR (AF_IB-capable)" } else { "RESOLVE_IP (legacy)" });
-        if self.af_ib() {
-            self.ucma.resolve_addr(fd, h, src.as_ref(), &dst, timeout_ms as u32)?;
-        } else {
-            self.ucma.resolve_ip(fd, h, src.as_ref(), &dst, timeout_ms as u32)?;
+        if log::max_level() >= log::LevelFilter::Debug {
+            log_resolve_addr(h, self.af_ib(), timeout_ms);
         }
-        p.id.set_dst(dst.as_bytes());
+        if self.af_ib() {
+            if self.direct {
+                crate::sys::ucma::resolve_addr(fd, h, src, dst, timeout_ms as u32)?;
+            } else {
+                self.ucma.resolve_addr(fd, h, src, dst, timeout_ms as u32)?;
+            }
+        } else {
+            self.ucma.resolve_ip(fd, h, src, dst, timeout_ms as u32)?;
+        }
+        p.id.set_dst(dst);
         self.complete(p)
     }
 
@@ -565,10 +586,16 @@ impl Cm {
 
     /// In synchronous mode, acks the parked event, waits for the next one,
     /// parks it in `id->event` and turns its status into the errno.
+    /// (In line: an asynchronous id's check is one load.)
+    #[inline(always)]
     pub fn complete(&'static self, p: &IdPriv) -> Result<(), Errno> {
         if !p.sync.load(Ordering::Acquire) {
             return Ok(());
         }
+        self.complete_sync(p)
+    }
+
+    fn complete_sync(&'static self, p: &IdPriv) -> Result<(), Errno> {
         self.ack_parked(p);
         let got = get_event(&p.channel())?;
         p.id.set_event(got.ptr);
@@ -741,6 +768,13 @@ pub fn free_devices(cm: &'static Cm, list: &[*mut ibv_context]) {
 #[inline(never)]
 fn log_bind(h: u32, af_ib: bool) {
     log::debug!(target: "rdmacm", "bind: id {h} {} command to the kernel", if af_ib { "BIND (AF_IB-capable)" } else { "BIND_IP (legacy)" });
+}
+
+/// `rdma_resolve_addr`'s debug line (out of line, as [`log_bind`]).
+#[cold]
+#[inline(never)]
+fn log_resolve_addr(h: u32, af_ib: bool, timeout_ms: i32) {
+    log::debug!(target: "rdmacm", "resolve_addr: id {h} {} command to the kernel, timeout {timeout_ms} ms", if af_ib { "RESOLVE_ADDR (AF_IB-capable)" } else { "RESOLVE_IP (legacy)" });
 }
 
 /// The device attachment's debug line (out of line, as [`log_bind`]).

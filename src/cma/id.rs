@@ -83,6 +83,13 @@ impl IdPriv {
         self.links.lock().dev.clone()
     }
 
+    /// The bound device's limits, if the id has a device: its largest
+    /// initiator depth and responder resources (no count taken).
+    #[inline]
+    pub fn device_limits(&self) -> Option<(u8, u8)> {
+        self.links.lock().dev.as_ref().map(|d| (d.max_initiator_depth, d.max_responder_resources))
+    }
+
     #[inline]
     pub(crate) fn complete_event(&self) {
         self.acks.add();

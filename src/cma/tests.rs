@@ -109,16 +109,16 @@ impl Ucma for FakeUcma {
         self.st.lock().log.push("bind_ip");
         Ok(())
     }
-    fn resolve_addr(&self, _fd: i32, id: u32, _src: Option<&SockAddr>, dst: &SockAddr, _t: u32) -> Result<(), Errno> {
+    fn resolve_addr(&self, _fd: i32, id: u32, _src: &[u8], dst: &[u8], _t: u32) -> Result<(), Errno> {
         self.st.lock().log.push("resolve_addr");
-        if dst.as_bytes()[7] == 99 {
+        if dst.get(7) == Some(&99) {
             self.push(id, RDMA_CM_EVENT_ADDR_ERROR, -(libc::ETIMEDOUT));
         } else {
             self.push(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
         }
         Ok(())
     }
-    fn resolve_ip(&self, fd: i32, id: u32, src: Option<&SockAddr>, dst: &SockAddr, t: u32) -> Result<(), Errno> {
+    fn resolve_ip(&self, fd: i32, id: u32, src: &[u8], dst: &[u8], t: u32) -> Result<(), Errno> {
         self.resolve_addr(fd, id, src, dst, t)?;
         let mut st = self.st.lock();
         st.log.pop();
@@ -214,8 +214,8 @@ fn make(af_ib: bool, ib: bool) -> (&'static Cm, &'static FakeUcma) {
         destroy_id(fd: i32, id: u32) -> Result<u32, Errno>;
         bind(fd: i32, id: u32, a: &[u8]) -> Result<(), Errno>;
         bind_ip(fd: i32, id: u32, a: &[u8]) -> Result<(), Errno>;
-        resolve_addr(fd: i32, id: u32, s: Option<&SockAddr>, d: &SockAddr, t: u32) -> Result<(), Errno>;
-        resolve_ip(fd: i32, id: u32, s: Option<&SockAddr>, d: &SockAddr, t: u32) -> Result<(), Errno>;
+        resolve_addr(fd: i32, id: u32, s: &[u8], d: &[u8], t: u32) -> Result<(), Errno>;
+        resolve_ip(fd: i32, id: u32, s: &[u8], d: &[u8], t: u32) -> Result<(), Errno>;
         resolve_route(fd: i32, id: u32, t: u32) -> Result<(), Errno>;
         query_addr(fd: i32, id: u32) -> Result<AddrInfo, Errno>;
         query_gid(fd: i32, id: u32) -> Result<AddrInfo, Errno>;

@@ -64,10 +64,12 @@ pub trait Ucma: Send + Sync {
     /// BIND_IP (legacy family; IPv4/IPv6 only), the address's bytes as
     /// for [`Ucma::bind`].
     fn bind_ip(&self, fd: RawFd, id: u32, addr: &[u8]) -> Result<(), Errno>;
-    /// RESOLVE_ADDR (AF_IB-capable family).
-    fn resolve_addr(&self, fd: RawFd, id: u32, src: Option<&SockAddr>, dst: &SockAddr, timeout_ms: u32) -> Result<(), Errno>;
-    /// RESOLVE_IP (legacy family).
-    fn resolve_ip(&self, fd: RawFd, id: u32, src: Option<&SockAddr>, dst: &SockAddr, timeout_ms: u32) -> Result<(), Errno>;
+    /// RESOLVE_ADDR (AF_IB-capable family) of the addresses' bytes at
+    /// their length (at most 128; an empty source: none).
+    fn resolve_addr(&self, fd: RawFd, id: u32, src: &[u8], dst: &[u8], timeout_ms: u32) -> Result<(), Errno>;
+    /// RESOLVE_IP (legacy family), the addresses' bytes as for
+    /// [`Ucma::resolve_addr`].
+    fn resolve_ip(&self, fd: RawFd, id: u32, src: &[u8], dst: &[u8], timeout_ms: u32) -> Result<(), Errno>;
     fn resolve_route(&self, fd: RawFd, id: u32, timeout_ms: u32) -> Result<(), Errno>;
     fn query_addr(&self, fd: RawFd, id: u32) -> Result<AddrInfo, Errno>;
     fn query_gid(&self, fd: RawFd, id: u32) -> Result<AddrInfo, Errno>;
@@ -231,6 +233,34 @@ pub fn bind(fd: RawFd, id: u32, addr: &[u8]) -> Result<(), Errno> {
     send(fd, &c)
 }
 
+/// [`Kernel`]'s [`Ucma::resolve_addr`], in line as [`bind`] is.
+#[inline(always)]
+pub fn resolve_addr(fd: RawFd, id: u32, src: &[u8], dst: &[u8], timeout_ms: u32) -> Result<(), Errno> {
+    let mut c = command(cmd::RESOLVE_ADDR, 0, kabi::ResolveAddr::default());
+    fill_resolve_addr(&mut c.body, id, src, dst, timeout_ms);
+    send(fd, &c)
+}
+
+/// [`Kernel`]'s [`Ucma::connect`] of a command built in place
+/// ([`enc_connect`]'s), in line as [`bind`] is.
+#[inline(always)]
+pub fn connect_cmd(fd: RawFd, c: &Cmd<kabi::Connect>) -> Result<(), Errno> {
+    send(fd, c)
+}
+
+/// [`Kernel`]'s [`Ucma::disconnect`], in line as [`bind`] is.
+#[inline(always)]
+pub fn disconnect(fd: RawFd, id: u32) -> Result<(), Errno> {
+    send(fd, &enc_disconnect(id))
+}
+
+/// [`Kernel`]'s [`Ucma::accept`] of a command built in place
+/// ([`accept_command`]'s), in line as [`bind`] is.
+#[inline(always)]
+pub fn accept_cmd(fd: RawFd, c: &Cmd<kabi::Accept>) -> Result<(), Errno> {
+    send(fd, c)
+}
+
 /// [`Kernel`]'s [`Ucma::query_into`], in line as [`bind`] is.
 #[inline(always)]
 pub fn query_into(fd: RawFd, id: u32, option: u32, resp: &mut MaybeUninit<kabi::QueryAddrResp>) -> Result<&kabi::QueryAddrResp, Errno> {
@@ -390,11 +420,11 @@ impl Ucma for Kernel {
         send(fd, &enc_bind_ip(id, addr))
     }
 
-    fn resolve_addr(&self, fd: RawFd, id: u32, src: Option<&SockAddr>, dst: &SockAddr, timeout_ms: u32) -> Result<(), Errno> {
-        send(fd, &enc_resolve_addr(id, src, dst, timeout_ms))
+    fn resolve_addr(&self, fd: RawFd, id: u32, src: &[u8], dst: &[u8], timeout_ms: u32) -> Result<(), Errno> {
+        resolve_addr(fd, id, src, dst, timeout_ms)
     }
 
-    fn resolve_ip(&self, fd: RawFd, id: u32, src: Option<&SockAddr>, dst: &SockAddr, timeout_ms: u32) -> Result<(), Errno> {
+    fn resolve_ip(&self, fd: RawFd, id: u32, src: &[u8], dst: &[u8], timeout_ms: u32) -> Result<(), Errno> {
         send(fd, &enc_resolve_ip(id, src, dst, timeout_ms))
     }
 
@@ -483,7 +513,7 @@ impl Ucma for Kernel {
     }
 
     fn disconnect(&self, fd: RawFd, id: u32) -> Result<(), Errno> {
-        send(fd, &enc_disconnect(id))
+        disconnect(fd, id)
     }
 
     fn init_qp_attr(&self, fd: RawFd, id: u32, qp_state: u32) -> Result<kabi::UverbsQpAttr, Errno> {

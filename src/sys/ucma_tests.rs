@@ -69,16 +69,18 @@ fn bind_families() {
 fn resolve_families() {
     let d = v4([192, 0, 2, 2], 0);
     let s = v4([192, 0, 2, 1], 0);
-    let c = enc_resolve_addr(4, Some(&s), &d, 2000);
+    let c = enc_resolve_addr(4, s.as_bytes(), d.as_bytes(), 2000);
     let b = bytes_of(&c);
     assert_eq!((u32_at(b, 0), u16_at(b, 4)), (cmd::RESOLVE_ADDR, 272));
     assert_eq!((u32_at(b, 8), u32_at(b, 12)), (4, 2000));
     assert_eq!((u16_at(b, 16), u16_at(b, 18)), (16, 16));
     assert_eq!(&b[24..40], s.as_bytes());
     assert_eq!(&b[152..168], d.as_bytes());
-    let c = enc_resolve_addr(4, None, &d, 1);
+    assert!(b[40..152].iter().chain(&b[168..]).all(|&x| x == 0), "zero past the addresses");
+    let c = enc_resolve_addr(4, &[], d.as_bytes(), 1);
     assert_eq!(u16_at(bytes_of(&c), 16), 0);
-    let c = enc_resolve_ip(4, None, &d, 500);
+    assert!(bytes_of(&c)[24..152].iter().all(|&x| x == 0), "no source");
+    let c = enc_resolve_ip(4, &[], d.as_bytes(), 500);
     let b = bytes_of(&c);
     assert_eq!((u32_at(b, 0), u16_at(b, 4)), (cmd::RESOLVE_IP, 64));
     assert_eq!(&b[8..36], &[0u8; 28]);
@@ -87,7 +89,7 @@ fn resolve_families() {
     // The legacy sockaddr_in6 fields carry a whole IPv6 address (the
     // scope id is its last field).
     let d6 = SockAddr::v6([0xfe; 16], 7);
-    let b = bytes_of(&enc_resolve_ip(4, Some(&d6), &d6, 1)).to_vec();
+    let b = bytes_of(&enc_resolve_ip(4, d6.as_bytes(), d6.as_bytes(), 1)).to_vec();
     assert_eq!((&b[8..36], &b[36..64]), (d6.as_bytes(), d6.as_bytes()));
     let b = bytes_of(&enc_bind(4, d6.as_bytes())).to_vec();
     assert_eq!(u16_at(&b, 12), 28);

@@ -70,27 +70,41 @@ pub fn enc_bind_ip(id: u32, addr: &[u8]) -> Cmd<kabi::BindIp> {
     c
 }
 
-pub fn enc_resolve_addr(id: u32, src: Option<&SockAddr>, dst: &SockAddr, timeout_ms: u32) -> Cmd<kabi::ResolveAddr> {
-    let empty = SockAddr::EMPTY;
-    let src = src.unwrap_or(&empty);
-    command(
-        cmd::RESOLVE_ADDR,
-        0,
-        kabi::ResolveAddr {
-            id,
-            timeout_ms,
-            src_size: src.len() as u16,
-            dst_size: dst.len() as u16,
-            reserved: 0,
-            src_addr: storage_of(src),
-            dst_addr: storage_of(dst),
-        },
-    )
+/// RESOLVE_ADDR of the addresses' bytes (an empty source: none), built
+/// in place: each address copied once, zero past it.
+#[inline]
+pub fn enc_resolve_addr(id: u32, src: &[u8], dst: &[u8], timeout_ms: u32) -> Cmd<kabi::ResolveAddr> {
+    let mut c = command(cmd::RESOLVE_ADDR, 0, kabi::ResolveAddr::default());
+    fill_resolve_addr(&mut c.body, id, src, dst, timeout_ms);
+    c
 }
 
-pub fn enc_resolve_ip(id: u32, src: Option<&SockAddr>, dst: &SockAddr, timeout_ms: u32) -> Cmd<kabi::ResolveIp> {
-    let empty = SockAddr::EMPTY;
-    command(cmd::RESOLVE_IP, 0, kabi::ResolveIp { src_addr: in6_of(src.unwrap_or(&empty)), dst_addr: in6_of(dst), id, timeout_ms })
+/// [`enc_resolve_addr`]'s body, filled in a zeroed command where it is
+/// written (no copy of its two 128-byte address fields).
+#[inline(always)]
+pub(super) fn fill_resolve_addr(b: &mut kabi::ResolveAddr, id: u32, src: &[u8], dst: &[u8], timeout_ms: u32) {
+    b.id = id;
+    b.timeout_ms = timeout_ms;
+    // (no source: nothing to copy, and no call of memcpy for nothing)
+    if !src.is_empty() {
+        b.src_size = copy_addr(&mut b.src_addr.bytes, src) as u16;
+    }
+    b.dst_size = copy_addr(&mut b.dst_addr.bytes, dst) as u16;
+}
+
+/// RESOLVE_IP (the legacy command) of the addresses' bytes: their first
+/// 28 (a `sockaddr_in6`), zero past them; an empty source: none.
+#[inline]
+pub fn enc_resolve_ip(id: u32, src: &[u8], dst: &[u8], timeout_ms: u32) -> Cmd<kabi::ResolveIp> {
+    let mut c = command(cmd::RESOLVE_IP, 0, kabi::ResolveIp::default());
+    let b = &mut c.body;
+    b.id = id;
+    b.timeout_ms = timeout_ms;
+    if !src.is_empty() {
+        copy_addr(&mut b.src_addr.bytes, src);
+    }
+    copy_addr(&mut b.dst_addr.bytes, dst);
+    c
 }
 
 pub fn enc_resolve_route(id: u32, timeout_ms: u32) -> Cmd<kabi::ResolveRoute> {
@@ -120,7 +134,19 @@ pub fn enc_write_cm_event(id: u32, event: u32, status: i32, arg: u64) -> Cmd<kab
 }
 
 pub fn enc_connect(id: u32, conn: &kabi::ConnParam, ece: kabi::Ece) -> Cmd<kabi::Connect> {
-    command(cmd::CONNECT, 0, kabi::Connect { conn_param: *conn, id, reserved: 0, ece })
+    let mut c = connect_command(id);
+    c.body.conn_param = *conn;
+    c.body.ece = ece;
+    c
+}
+
+/// A CONNECT command for id `id`, every other field zero: the caller
+/// fills its parameters where they are (no copy of them).
+#[inline(always)]
+pub fn connect_command(id: u32) -> Cmd<kabi::Connect> {
+    let mut c = command(cmd::CONNECT, 0, kabi::Connect::default());
+    c.body.id = id;
+    c
 }
 
 pub fn enc_listen(id: u32, backlog: u32) -> Cmd<kabi::Listen> {
@@ -128,7 +154,20 @@ pub fn enc_listen(id: u32, backlog: u32) -> Cmd<kabi::Listen> {
 }
 
 pub fn enc_accept(id: u32, uid: u64, conn: &kabi::ConnParam, ece: kabi::Ece) -> Cmd<kabi::Accept> {
-    command(cmd::ACCEPT, 0, kabi::Accept { uid, conn_param: *conn, id, reserved: 0, ece })
+    let mut c = accept_command(id, uid);
+    c.body.conn_param = *conn;
+    c.body.ece = ece;
+    c
+}
+
+/// An ACCEPT command for id `id` (`uid`: the library's handle of it),
+/// every other field zero: the caller fills its parameters where they are.
+#[inline(always)]
+pub fn accept_command(id: u32, uid: u64) -> Cmd<kabi::Accept> {
+    let mut c = command(cmd::ACCEPT, 0, kabi::Accept::default());
+    c.body.id = id;
+    c.body.uid = uid;
+    c
 }
 
 pub fn enc_reject(id: u32, reason: u8, private_data: &[u8]) -> Cmd<kabi::Reject> {

@@ -28,7 +28,8 @@ t --cmp --filter "$CANCEL_F" cancel_rs 240 $CANCEL -n $CANCEL_N -k rrecv,rsend,r
 # initialization, or in rdma_getaddrinfo's connect to ibacm, it leaves a lock taken and the
 # next call hangs: pend_first_*, pend_getaddrinfo)
 t --cmp --filter "$CANCEL_F" cancel_pending 240 $CANCEL -n $CANCEL_N -k pend_getaddrinfo,pend_first_channel,pend_first_getaddrinfo,pend_first_rsocket \
-  pend_channel pend_create_id pend_bind pend_destroy_id pend_init_qp_attr pend_getaddrinfo pend_rsocket \
+  pend_channel pend_create_id pend_bind pend_destroy_id pend_init_qp_attr pend_resolve_addr pend_disconnect \
+  pend_getaddrinfo pend_rsocket \
   pend_first_channel pend_first_getaddrinfo pend_first_rsocket
 # rdma_getaddrinfo blocked in a name lookup: a name server on 127.0.0.1:53 that answers after
 # 2 s (vm/guest/slow_dns.py), the program in a mount namespace whose resolv.conf and

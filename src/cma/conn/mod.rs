@@ -25,7 +25,7 @@ mod tests;
 
 pub use qp::{init_qp_attr, init_qp_attr_kernel, EpInfo, create_ep, create_qp, create_qp_ex, create_srq, create_srq_ex, destroy_cqs, destroy_ep, destroy_qp_of, destroy_srq_of};
 use crate::sys::verbs::{Ece, QpAttr, IBV_LINK_LAYER_INFINIBAND, IBV_QPS_ERR, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_SQD, IBV_TRANSPORT_IB, IBV_TRANSPORT_IWARP};
-use crate::cma::base::{ChanRef, Cm, EventPriv, IdPriv, IdRef};
+use crate::cma::base::{ChanRef, Cm, ConnState, EventPriv, IdPriv, IdRef};
 use crate::cma::params::ConnParam;
 use crate::cma::trace;
 use crate::abi::cma::*;
@@ -44,10 +44,18 @@ pub const REJ_VENDOR_OPTION_NOT_SUPPORTED: u8 = 35;
 
 // --- QP attributes (`rdma_init_qp_attr` is in [`qp`]) ---------------------------
 
+#[inline(always)]
 fn modify_qp_rtr(cm: &Cm, p: &IdPriv, resp_res: u8) -> Result<(), Errno> {
     if p.id.qp().is_null() {
         return Ok(());
     }
+    qp_to_rtr(cm, p, resp_res)
+}
+
+fn qp_to_rtr(cm: &Cm, p: &IdPriv, resp_res: u8) -> Result<(), Errno> {
+    // Verbs calls: no cancellation acts inside them, whichever export
+    // made them (rdma_accept runs without the exports' guard).
+    let _nc = crate::sys::cancel::NoCancel::new();
     let mut a = QpAttr { qp_state: IBV_QPS_INIT, ..Default::default() };
     let mask = init_qp_attr(cm, p, &mut a)?;
     p.id.modify_qp(&mut a, mask)?;
@@ -66,10 +74,17 @@ fn modify_qp_rtr(cm: &Cm, p: &IdPriv, resp_res: u8) -> Result<(), Errno> {
     p.id.modify_qp(&mut a, mask)
 }
 
+#[inline(always)]
 fn modify_qp_rts(cm: &Cm, p: &IdPriv, init_depth: u8) -> Result<(), Errno> {
     if p.id.qp().is_null() {
         return Ok(());
     }
+    qp_to_rts(cm, p, init_depth)
+}
+
+fn qp_to_rts(cm: &Cm, p: &IdPriv, init_depth: u8) -> Result<(), Errno> {
+    // (as in qp_to_rtr)
+    let _nc = crate::sys::cancel::NoCancel::new();
     let mut a = QpAttr { qp_state: IBV_QPS_RTS, ..Default::default() };
     let mask = init_qp_attr(cm, p, &mut a)?;
     if init_depth != RDMA_MAX_INIT_DEPTH {
@@ -78,10 +93,19 @@ fn modify_qp_rts(cm: &Cm, p: &IdPriv, init_depth: u8) -> Result<(), Errno> {
     p.id.modify_qp(&mut a, mask)
 }
 
+#[inline(always)]
 fn modify_qp_to(p: &IdPriv, state: u32) -> Result<(), Errno> {
     if p.id.qp().is_null() {
         return Ok(());
     }
+    qp_to(p, state)
+}
+
+fn qp_to(p: &IdPriv, state: u32) -> Result<(), Errno> {
+    // A verbs call: no cancellation acts inside it, whichever export
+    // made it (rdma_disconnect and rdma_accept run without the exports'
+    // guard).
+    let _nc = crate::sys::cancel::NoCancel::new();
     p.id.modify_qp_state(state)
 }
 
@@ -112,19 +136,15 @@ pub fn get_remote_ece(p: &IdPriv) -> Result<Ece, Errno> {
 
 // --- connection -------------------------------------------------------------------
 
-fn valid_param(p: &IdPriv, param: Option<&ConnParam>) -> Result<(), Errno> {
-    if p.id.ps() != RDMA_PS_TCP {
-        return Ok(());
-    }
-    if p.id.qp().is_null() && param.is_none() {
+/// EINVAL when the caller's initiator depth or responder resources
+/// exceed the device's `(max_initiator_depth, max_responder_resources)`
+/// (the "as much as the device takes" values aside).
+#[inline(always)]
+fn within_limits(param: &ConnParam, (max_init, max_resp): (u8, u8)) -> Result<(), Errno> {
+    if param.responder_resources != RDMA_MAX_RESP_RES && param.responder_resources > max_resp {
         return Err(Errno::EINVAL);
     }
-    let Some(param) = param else { return Ok(()) };
-    let Some(d) = p.device() else { return Err(Errno::EINVAL) };
-    if param.responder_resources != RDMA_MAX_RESP_RES && param.responder_resources > d.max_responder_resources {
-        return Err(Errno::EINVAL);
-    }
-    if param.initiator_depth != RDMA_MAX_INIT_DEPTH && param.initiator_depth > d.max_initiator_depth {
+    if param.initiator_depth != RDMA_MAX_INIT_DEPTH && param.initiator_depth > max_init {
         return Err(Errno::EINVAL);
     }
     Ok(())
@@ -146,11 +166,16 @@ pub fn conn_param_from_c(c: &rdma_conn_param, private_data: Vec<u8>) -> ConnPara
     }
 }
 
-/// The kernel's connection parameters: the id's pending connect data (an
-/// AF_IB header from rdma_getaddrinfo) followed by the caller's.
-fn conn_param_to_kern(p: &IdPriv, src: Option<&ConnParam>, qp_num: u32, srq: u8) -> kabi::ConnParam {
-    let conn = p.conn.lock();
-    let mut k = kabi::ConnParam { qp_num, srq, responder_resources: conn.responder_resources, initiator_depth: conn.initiator_depth, valid: 1, ..Default::default() };
+/// The kernel's connection parameters, written into a zeroed `k` where
+/// it is (a command's): the id's pending connect data (an AF_IB header
+/// from rdma_getaddrinfo) followed by the caller's.
+#[inline(always)]
+fn fill_conn_param(k: &mut kabi::ConnParam, conn: &ConnState, src: Option<&ConnParam>, qp_num: u32, srq: u8) {
+    k.qp_num = qp_num;
+    k.srq = srq;
+    k.responder_resources = conn.responder_resources;
+    k.initiator_depth = conn.initiator_depth;
+    k.valid = 1;
     match src {
         Some(s) => {
             k.flow_control = s.flow_control;
@@ -163,18 +188,22 @@ fn conn_param_to_kern(p: &IdPriv, src: Option<&ConnParam>, qp_num: u32, srq: u8)
         }
     }
     k.private_data_len = join_private_data(&mut k.private_data, &conn.connect, src.map(|s| &s.private_data[..]));
-    k
 }
 
 /// Fills the command's private data: `connect` (an AF_IB header from
 /// rdma_getaddrinfo, see `addrinfo::ib_hdr`) then the caller's bytes, cut
 /// at what the command holds; returns the length field (at most 255).
 pub fn join_private_data(out: &mut [u8; kabi::RDMA_MAX_PRIVATE_DATA], connect: &[u8], user: Option<&[u8]>) -> u8 {
+    // (empty parts copy nothing: no call of memcpy for them)
     let mut len = connect.len().min(out.len());
-    out[..len].copy_from_slice(&connect[..len]);
+    if len > 0 {
+        out[..len].copy_from_slice(&connect[..len]);
+    }
     if let Some(u) = user {
         let n = u.len().min(out.len() - len);
-        out[len..len + n].copy_from_slice(&u[..n]);
+        if n > 0 {
+            out[len..len + n].copy_from_slice(&u[..n]);
+        }
         len += n;
     }
     len.min(u8::MAX as usize) as u8
@@ -205,24 +234,45 @@ fn connect_traced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Res
 
 #[inline(always)]
 fn connect_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Result<(), Errno> {
-    valid_param(p, param)?;
-    let d = p.device().ok_or(Errno::EINVAL)?;
-    {
-        let mut c = p.conn.lock();
-        c.initiator_depth = match param {
-            Some(c) if c.initiator_depth != RDMA_MAX_INIT_DEPTH => c.initiator_depth,
-            _ => d.max_initiator_depth,
-        };
-        c.responder_resources = match param {
-            Some(c) if c.responder_resources != RDMA_MAX_RESP_RES => c.responder_resources,
-            _ => d.max_responder_resources,
-        };
+    // (the parameters' checks, upstream's ucma_valid_param, with the
+    // device's limits read once: an id without a device is EINVAL either
+    // way)
+    let lim = p.device_limits().ok_or(Errno::EINVAL)?;
+    if p.id.ps() == RDMA_PS_TCP {
+        match param {
+            Some(c) => within_limits(c, lim)?,
+            None if p.id.qp().is_null() => return Err(Errno::EINVAL),
+            None => {}
+        }
     }
     let (qpn, srq) = qp_num_srq(p, param).unwrap_or((0, 0));
-    let k = conn_param_to_kern(p, param, qpn, srq);
-    let (v, o) = p.conn.lock().local_ece;
-    cm.ucma.connect(p.fd(), p.handle(), &k, kabi::Ece { vendor_id: v, attr_mod: o })?;
-    p.conn.lock().connect = Box::default();
+    // The command built where it is sent from, under one hold of the
+    // connection state.
+    let mut c = crate::sys::ucma::connect_command(p.handle());
+    let had_connect = {
+        let mut conn = p.conn.lock();
+        conn.initiator_depth = match param {
+            Some(c) if c.initiator_depth != RDMA_MAX_INIT_DEPTH => c.initiator_depth,
+            _ => lim.0,
+        };
+        conn.responder_resources = match param {
+            Some(c) if c.responder_resources != RDMA_MAX_RESP_RES => c.responder_resources,
+            _ => lim.1,
+        };
+        fill_conn_param(&mut c.body.conn_param, &conn, param, qpn, srq);
+        let (v, o) = conn.local_ece;
+        c.body.ece = kabi::Ece { vendor_id: v, attr_mod: o };
+        !conn.connect.is_empty()
+    };
+    if cm.direct {
+        crate::sys::ucma::connect_cmd(p.fd(), &c)?;
+    } else {
+        cm.ucma.connect(p.fd(), p.handle(), &c.body.conn_param, c.body.ece)?;
+    }
+    // The connect data went with the command.
+    if had_connect {
+        p.conn.lock().connect = Box::default();
+    }
     cm.complete(p)
 }
 
@@ -270,31 +320,37 @@ fn accept_traced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Resu
 fn accept_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Result<(), Errno> {
     // Upstream reads the caller's parameters when the id has no QP.
     let (qpn, srq) = qp_num_srq(p, param).ok_or(Errno::EINVAL)?;
-    valid_param(p, param)?;
-    let d = p.device().ok_or(Errno::EINVAL)?;
+    // (the parameters' checks, as in connect; no QP and no parameters
+    // failed just above)
+    let lim = p.device_limits();
+    if let (RDMA_PS_TCP, Some(c)) = (p.id.ps(), param) {
+        within_limits(c, lim.ok_or(Errno::EINVAL)?)?;
+    }
+    let lim = lim.ok_or(Errno::EINVAL)?;
+    // The command built where it is sent from, under one hold of the
+    // connection state (the QP's transitions below change none of it).
+    let mut c = crate::sys::ucma::accept_command(p.handle(), p.uid());
     let (init_depth, resp_res) = {
-        let mut c = p.conn.lock();
-        c.initiator_depth = match param {
+        let mut conn = p.conn.lock();
+        conn.initiator_depth = match param {
             Some(x) if x.initiator_depth != RDMA_MAX_INIT_DEPTH => x.initiator_depth,
-            _ => c.initiator_depth.min(d.max_initiator_depth),
+            _ => conn.initiator_depth.min(lim.0),
         };
-        c.responder_resources = match param {
+        conn.responder_resources = match param {
             Some(x) if x.responder_resources != RDMA_MAX_RESP_RES => x.responder_resources,
-            _ => c.responder_resources.min(d.max_responder_resources),
+            _ => conn.responder_resources.min(lim.1),
         };
-        (c.initiator_depth, c.responder_resources)
+        fill_conn_param(&mut c.body.conn_param, &conn, param, qpn, srq);
+        c.body.ece = kabi::Ece { vendor_id: conn.remote_ece.0, attr_mod: conn.local_ece.1 };
+        (conn.initiator_depth, conn.responder_resources)
     };
     let ud = p.id.qp_type() == IBV_QPT_UD;
     if !ud {
         modify_qp_rtr(cm, p, resp_res)?;
         modify_qp_rts(cm, p, init_depth)?;
     }
-    let k = conn_param_to_kern(p, param, qpn, srq);
-    let ((rv, _), (_, lo)) = {
-        let c = p.conn.lock();
-        (c.remote_ece, c.local_ece)
-    };
-    if let Err(e) = cm.ucma.accept(p.fd(), p.handle(), p.uid(), &k, kabi::Ece { vendor_id: rv, attr_mod: lo }) {
+    let sent = if cm.direct { crate::sys::ucma::accept_cmd(p.fd(), &c) } else { cm.ucma.accept(p.fd(), p.handle(), p.uid(), &c.body.conn_param, c.body.ece) };
+    if let Err(e) = sent {
         let _ = modify_qp_err(p);
         return Err(e);
     }
@@ -354,7 +410,11 @@ fn disconnect_traced(cm: &'static Cm, p: &IdPriv) -> Result<(), Errno> {
 #[inline(always)]
 fn disconnect_untraced(cm: &'static Cm, p: &IdPriv) -> Result<(), Errno> {
     shutdown(p)?;
-    cm.ucma.disconnect(p.fd(), p.handle())?;
+    if cm.direct {
+        crate::sys::ucma::disconnect(p.fd(), p.handle())?;
+    } else {
+        cm.ucma.disconnect(p.fd(), p.handle())?;
+    }
     cm.complete(p)
 }
 

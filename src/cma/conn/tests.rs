@@ -94,11 +94,11 @@ impl Ucma for &'static Fake {
     fn bind_ip(&self, _fd: RawFd, _id: u32, _a: &[u8]) -> Result<(), Errno> {
         Ok(())
     }
-    fn resolve_addr(&self, _fd: RawFd, id: u32, _s: Option<&SockAddr>, _d: &SockAddr, _t: u32) -> Result<(), Errno> {
+    fn resolve_addr(&self, _fd: RawFd, id: u32, _s: &[u8], _d: &[u8], _t: u32) -> Result<(), Errno> {
         self.push(id, None, |r| r.event = RDMA_CM_EVENT_ADDR_RESOLVED);
         Ok(())
     }
-    fn resolve_ip(&self, fd: RawFd, id: u32, s: Option<&SockAddr>, d: &SockAddr, t: u32) -> Result<(), Errno> {
+    fn resolve_ip(&self, fd: RawFd, id: u32, s: &[u8], d: &[u8], t: u32) -> Result<(), Errno> {
         self.resolve_addr(fd, id, s, d, t)
     }
     fn resolve_route(&self, _fd: RawFd, id: u32, _t: u32) -> Result<(), Errno> {
