@@ -154,6 +154,13 @@ static struct rdma_conn_param *param(uint32_t qpn)
 	return &cp;
 }
 
+/* the measured calls of the connection cases */
+static int do_resolve_addr(void) { return rdma_resolve_addr(client, NULL, (struct sockaddr *)&to, 2000); }
+static int do_resolve_route(void) { return rdma_resolve_route(client, 2000); }
+static int do_connect(void) { return rdma_connect(client, param(0x100)); }
+static int do_accept(void) { return rdma_accept(server, param(0x101)); }
+static int do_disconnect(void) { return rdma_disconnect(client); }
+
 /* The connecting id's steps, each with its events taken.  client_fresh: the previous call's ids
  * destroyed, a new connecting id made. */
 static void client_fresh(void)
@@ -173,7 +180,7 @@ static void route_resolved(void) { expect(RDMA_CM_EVENT_ROUTE_RESOLVED); }
 static void to_addr(void)
 {
 	client_fresh();
-	if (rdma_resolve_addr(client, NULL, (struct sockaddr *)&to, 2000))
+	if (do_resolve_addr())
 		die("rdma_resolve_addr");
 	addr_resolved();
 }
@@ -181,7 +188,7 @@ static void to_addr(void)
 static void to_route(void)
 {
 	to_addr();
-	if (rdma_resolve_route(client, 2000))
+	if (do_resolve_route())
 		die("rdma_resolve_route");
 	route_resolved();
 }
@@ -191,7 +198,7 @@ static void requested(void) { server = expect(RDMA_CM_EVENT_CONNECT_REQUEST); }
 static void to_request(void)
 {
 	to_route();
-	if (rdma_connect(client, param(0x100)))
+	if (do_connect())
 		die("rdma_connect");
 	requested();
 }
@@ -234,7 +241,7 @@ static void disconnected(void)
 static void accepted_then_closed(void)
 {
 	accepted();
-	if (rdma_disconnect(client))
+	if (do_disconnect())
 		die("rdma_disconnect");
 	disconnected();
 }
@@ -242,7 +249,7 @@ static void accepted_then_closed(void)
 static void to_established(void)
 {
 	to_request();
-	if (rdma_accept(server, param(0x101)))
+	if (do_accept())
 		die("rdma_accept");
 	accepted();
 }
@@ -254,11 +261,6 @@ static void connect_pair(void)
 	to_established();
 }
 
-static int do_resolve_addr(void) { return rdma_resolve_addr(client, NULL, (struct sockaddr *)&to, 2000); }
-static int do_resolve_route(void) { return rdma_resolve_route(client, 2000); }
-static int do_connect(void) { return rdma_connect(client, param(0x100)); }
-static int do_accept(void) { return rdma_accept(server, param(0x101)); }
-static int do_disconnect(void) { return rdma_disconnect(client); }
 
 static int qp_attr(enum ibv_qp_state state)
 {

@@ -192,8 +192,10 @@ impl Default for Kernel {
     }
 }
 
-/// Writes one command.  A short write is `ENODATA`, as upstream.
-fn send<T: Copy>(fd: RawFd, c: &Cmd<T>) -> Result<(), Errno> {
+/// Writes one command.  A short write is `ENODATA`, as upstream.  (Also
+/// for a command its caller built in place, as CONNECT and ACCEPT are:
+/// [`connect_command`], [`accept_command`].)
+pub fn send<T: Copy>(fd: RawFd, c: &Cmd<T>) -> Result<(), Errno> {
     let b = bytes_of(c);
     // SAFETY: b is a valid buffer of b.len() bytes; the kernel writes any
     // response through the user address embedded in the command, which the
@@ -241,24 +243,10 @@ pub fn resolve_addr(fd: RawFd, id: u32, src: &[u8], dst: &[u8], timeout_ms: u32)
     send(fd, &c)
 }
 
-/// [`Kernel`]'s [`Ucma::connect`] of a command built in place
-/// ([`enc_connect`]'s), in line as [`bind`] is.
-#[inline(always)]
-pub fn connect_cmd(fd: RawFd, c: &Cmd<kabi::Connect>) -> Result<(), Errno> {
-    send(fd, c)
-}
-
 /// [`Kernel`]'s [`Ucma::disconnect`], in line as [`bind`] is.
 #[inline(always)]
 pub fn disconnect(fd: RawFd, id: u32) -> Result<(), Errno> {
     send(fd, &enc_disconnect(id))
-}
-
-/// [`Kernel`]'s [`Ucma::accept`] of a command built in place
-/// ([`accept_command`]'s), in line as [`bind`] is.
-#[inline(always)]
-pub fn accept_cmd(fd: RawFd, c: &Cmd<kabi::Accept>) -> Result<(), Errno> {
-    send(fd, c)
 }
 
 /// [`Kernel`]'s [`Ucma::query_into`], in line as [`bind`] is.

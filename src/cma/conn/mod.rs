@@ -265,7 +265,7 @@ fn connect_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> R
         !conn.connect.is_empty()
     };
     if cm.direct {
-        crate::sys::ucma::connect_cmd(p.fd(), &c)?;
+        crate::sys::ucma::send(p.fd(), &c)?;
     } else {
         cm.ucma.connect(p.fd(), p.handle(), &c.body.conn_param, c.body.ece)?;
     }
@@ -349,7 +349,7 @@ fn accept_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Re
         modify_qp_rtr(cm, p, resp_res)?;
         modify_qp_rts(cm, p, init_depth)?;
     }
-    let sent = if cm.direct { crate::sys::ucma::accept_cmd(p.fd(), &c) } else { cm.ucma.accept(p.fd(), p.handle(), p.uid(), &c.body.conn_param, c.body.ece) };
+    let sent = if cm.direct { crate::sys::ucma::send(p.fd(), &c) } else { cm.ucma.accept(p.fd(), p.handle(), p.uid(), &c.body.conn_param, c.body.ece) };
     if let Err(e) = sent {
         let _ = modify_qp_err(p);
         return Err(e);
