@@ -70,10 +70,10 @@ pub(crate) fn id_of(id: *mut rdma_cm_id) -> Result<(cm::Held, &'static Cm), Errn
     id_in_line(id)
 }
 
-/// [`id_of`] in line in its caller (`rdma_bind_addr`'s: no call, no frame
-/// of its own).
+/// [`id_of`] in line in its caller (`rdma_bind_addr`'s and the
+/// connection calls': no call, no frame of its own).
 #[inline(always)]
-fn id_in_line(id: *mut rdma_cm_id) -> Result<(cm::Held, &'static Cm), Errno> {
+pub(crate) fn id_in_line(id: *mut rdma_cm_id) -> Result<(cm::Held, &'static Cm), Errno> {
     let id = nonnull(id)?;
     let cm = cm::global();
     Ok((cm.id(id.as_ptr())?.hold()?, cm))

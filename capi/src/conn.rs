@@ -1,31 +1,34 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! Connection establishment and teardown, ECE.
 
-use super::cm::id_of as live_id;
+use super::cm::{id_in_line, id_of as live_id};
 use rdmacm::internal::abi::cma::*;
 use super::{entry, entry_hot_on_id, nonnull};
 use rdmacm::internal::cma::conn;
+use rdmacm::internal::cma::conn::ConnArgs;
 use rdmacm::internal::cma::params::ConnParam;
 use rdmacm::internal::sys::verbs;
 use crate::symver;
 use std::ffi::{c_int, c_void};
 
-/// Reads an optional `rdma_conn_param`, with its private data.
+/// Reads an optional `rdma_conn_param`: its values, and its private data
+/// borrowed where it is (cut at what a command holds).
 ///
 /// # Safety
 /// `p` must be NULL or readable, its private data NULL or
-/// `private_data_len` readable bytes.
-unsafe fn param(p: *mut rdma_conn_param) -> Option<ConnParam> {
+/// `private_data_len` readable bytes, both for `'a`.
+#[inline(always)]
+unsafe fn param<'a>(p: *const rdma_conn_param) -> Option<(ConnParam, &'a [u8])> {
     // SAFETY: per the contract.
     let c = unsafe { p.as_ref() }?;
     let n = (c.private_data_len as usize).min(rdmacm::internal::abi::ucma::RDMA_MAX_PRIVATE_DATA);
-    let private_data = if c.private_data.is_null() || n == 0 {
-        Vec::new()
+    let private_data: &[u8] = if c.private_data.is_null() || n == 0 {
+        &[]
     } else {
         // SAFETY: per the contract (n <= private_data_len).
-        unsafe { std::slice::from_raw_parts(c.private_data as *const u8, n) }.to_vec()
+        unsafe { std::slice::from_raw_parts(c.private_data as *const u8, n) }
     };
-    Some(conn::conn_param_from_c(c, private_data))
+    Some((conn::conn_param_from_c(c, Vec::new()), private_data))
 }
 
 /// Reads optional private data.
@@ -52,10 +55,10 @@ pub unsafe extern "C-unwind" fn rdma_connect(id: *mut rdma_cm_id, conn_param: *m
     // call; a synchronous id's wait is the library's and its event's
     // processing takes the guard itself: see `entry_hot`)
     entry_hot_on_id(|| {
-        let (p, cm) = live_id(id)?;
+        let (p, cm) = id_in_line(id)?;
         // SAFETY: conn_param per the contract.
         let c = unsafe { param(conn_param) };
-        conn::connect(cm, &p, c.as_ref())?;
+        conn::connect(cm, &p, c.as_ref().map(|(param, private_data)| ConnArgs { private_data, param }).as_ref())?;
         Ok(0)
     })
 }
@@ -84,10 +87,10 @@ pub unsafe extern "C-unwind" fn rdma_accept(id: *mut rdma_cm_id, conn_param: *mu
     // (as rdma_connect; the QP's transitions take the guard themselves:
     // see `entry_hot`)
     entry_hot_on_id(|| {
-        let (p, cm) = live_id(id)?;
+        let (p, cm) = id_in_line(id)?;
         // SAFETY: conn_param per the contract.
         let c = unsafe { param(conn_param) };
-        conn::accept(cm, &p, c.as_ref())?;
+        conn::accept(cm, &p, c.as_ref().map(|(param, private_data)| ConnArgs { private_data, param }).as_ref())?;
         Ok(0)
     })
 }
@@ -147,7 +150,7 @@ pub unsafe extern "C-unwind" fn rdma_disconnect(id: *mut rdma_cm_id) -> c_int {
     // (one system call without libc's cancellation point; the QP's
     // transition takes the guard itself: see `entry_hot`)
     entry_hot_on_id(|| {
-        let (p, cm) = live_id(id)?;
+        let (p, cm) = id_in_line(id)?;
         conn::disconnect(cm, &p)?;
         Ok(0)
     })

@@ -12,7 +12,7 @@ use crate::abi::cma::*;
 use nix::errno::Errno;
 use std::ffi::c_void;
 use std::ptr::{addr_of, addr_of_mut};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A new event: the public event zero (as upstream clears its event
 /// before each read), no id, no membership; built in its slot (no copy of
@@ -81,6 +81,7 @@ pub(super) fn new_id(mut u: Uninit<IdPriv>, ch: ChanRef, context: *mut c_void, p
         addr_of_mut!((*p).conn).write(Mutex::new(ConnState::default()));
         addr_of_mut!((*p).ai).write(Mutex::new(AiSlot::default()));
         (*addr_of!((*p).broken)).store(false, Ordering::Relaxed);
+        addr_of_mut!((*p).dev_limits).write(AtomicU32::new(0));
         u.assume_init()
     }
 }
@@ -137,7 +138,7 @@ pub(super) fn new_channel(mut slot: Uninit<Channel>, fd: i32, cm: &'static Cm) -
 /// reminder that [`try_new_id`] must initialise it.
 #[allow(dead_code)]
 fn id_fields(p: IdPriv) {
-    let IdPriv { id: _, handle: _, sync: _, links: _, fd: _, acks: _, conn: _, ai: _, broken: _ } = p;
+    let IdPriv { id: _, handle: _, sync: _, links: _, fd: _, acks: _, conn: _, ai: _, broken: _, dev_limits: _ } = p;
 }
 
 /// Every field of an event, by name: a new field fails to build here, as

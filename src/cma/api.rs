@@ -136,7 +136,7 @@ impl CmId {
     /// `rdma_connect` (synchronous): returns the private data of the
     /// peer's answer.
     pub fn connect(&self, param: &ConnParam) -> Result<Vec<u8>, Errno> {
-        conn::connect(self.cm, &self.p, Some(checked(param)?))?;
+        conn::connect(self.cm, &self.p, Some(&checked(param)?.into()))?;
         Ok(self.parked_param().map(|c| c.private_data).unwrap_or_default())
     }
 
@@ -163,7 +163,7 @@ impl CmId {
 
     /// `rdma_accept`.
     pub fn accept(&self, param: &ConnParam) -> Result<(), Errno> {
-        conn::accept(self.cm, &self.p, Some(checked(param)?))
+        conn::accept(self.cm, &self.p, Some(&checked(param)?.into()))
     }
 
     /// `rdma_reject` without private data.
@@ -367,19 +367,19 @@ impl CmId {
     /// asynchronous id the answer comes as an event. `None`: the defaults.
     pub fn connect_with(&self, param: Option<&ConnParam>) -> Result<(), Errno> {
         let c = match param {
-            Some(c) => Some(checked(c)?),
+            Some(c) => Some(conn::ConnArgs::from(checked(c)?)),
             None => None,
         };
-        conn::connect(self.cm, &self.p, c)
+        conn::connect(self.cm, &self.p, c.as_ref())
     }
 
     /// `rdma_accept`, `None`: the defaults.
     pub fn accept_with(&self, param: Option<&ConnParam>) -> Result<(), Errno> {
         let c = match param {
-            Some(c) => Some(checked(c)?),
+            Some(c) => Some(conn::ConnArgs::from(checked(c)?)),
             None => None,
         };
-        conn::accept(self.cm, &self.p, c)
+        conn::accept(self.cm, &self.p, c.as_ref())
     }
 
     /// `rdma_reject` with private data (at most 255 bytes).

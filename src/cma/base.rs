@@ -220,6 +220,12 @@ pub struct IdPriv {
     /// A call panicked while it held the id ([`Held`]): its state may be
     /// half-updated, so later calls refuse it (EIO); destroy still frees it.
     pub(super) broken: AtomicBool,
+    /// The bound device's limits, kept where connect and accept read them
+    /// without the links' lock: 0 while the id has no device, else
+    /// [`DEV_LIMITS_SET`] with the largest initiator depth in bits 8-15
+    /// and the largest responder resources in bits 0-7.  Stored once,
+    /// when the device is attached (it never changes after).
+    pub(super) dev_limits: AtomicU32,
     /// The id's channel, device and multicast memberships, under one lock
     /// (fields ordered so that the small ones share words: memory per id;
     /// one lock for what a destroy releases).
@@ -241,6 +247,9 @@ pub struct Links {
     /// Multicast memberships, newest first.
     pub mcs: Vec<Arc<Mc>>,
 }
+
+/// [`IdPriv::dev_limits`]' mark of an id with a device.
+pub(super) const DEV_LIMITS_SET: u32 = 1 << 16;
 
 /// An event handed to C; `event` must stay the first field.
 #[repr(C)]

@@ -7,7 +7,7 @@
 #![deny(unsafe_code)]
 
 use super::alloc;
-use super::base::{ChanRef, Channel, Cm, IdPriv, IdRef, Live, Mc, CHANNELS, IDS};
+use super::base::{ChanRef, Channel, Cm, IdPriv, IdRef, Live, Mc, CHANNELS, DEV_LIMITS_SET, IDS};
 use super::delivery::{ack_event, get_event};
 use super::device::{Devices, SysVerbs, Verbs};
 use super::trace::{self, Step};
@@ -630,6 +630,7 @@ impl Cm {
         let d = self.devices.lock().get(&*self.verbs, guid, index)?;
         p.id.set_verbs(d.verbs.0);
         p.id.set_pd(d.pd.0);
+        p.dev_limits.store(DEV_LIMITS_SET | (d.max_initiator_depth as u32) << 8 | d.max_responder_resources as u32, Ordering::Release);
         links.dev = Some(d);
         Ok(true)
     }

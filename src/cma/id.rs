@@ -3,7 +3,7 @@
 //! ([`Held`]); [`IdPriv`] is declared in [`super::base`].
 #![deny(unsafe_code)]
 
-use super::base::{ChanRef, IdPriv, IdRef};
+use super::base::{ChanRef, IdPriv, IdRef, DEV_LIMITS_SET};
 use super::device::DevRef;
 use crate::abi::cma::rdma_cm_id;
 use nix::errno::Errno;
@@ -84,10 +84,12 @@ impl IdPriv {
     }
 
     /// The bound device's limits, if the id has a device: its largest
-    /// initiator depth and responder resources (no count taken).
+    /// initiator depth and responder resources (one load: no lock, no
+    /// count).
     #[inline]
     pub fn device_limits(&self) -> Option<(u8, u8)> {
-        self.links.lock().dev.as_ref().map(|d| (d.max_initiator_depth, d.max_responder_resources))
+        let v = self.dev_limits.load(Ordering::Acquire);
+        (v & DEV_LIMITS_SET != 0).then_some(((v >> 8) as u8, v as u8))
     }
 
     #[inline]

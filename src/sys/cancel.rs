@@ -434,4 +434,120 @@ mod tests {
         assert_eq!(unsafe { wait_write(p[1], b"d") }, Err(Errno::EBADF));
         assert!(!caught());
     }
+
+    const PTHREAD_CANCEL_ENABLE: c_int = 0;
+    const PTHREAD_CANCEL_DISABLE: c_int = 1;
+    extern "C" {
+        fn pthread_setcancelstate(state: c_int, old: *mut c_int) -> c_int;
+    }
+
+    /// The thread's cancel state, read without changing it.
+    fn cancel_state() -> c_int {
+        let mut old = 0;
+        // SAFETY: sets the state it read back at once (no cancellation
+        // point; a valid state and a pointer to a local).
+        unsafe {
+            pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut old);
+            let mut x = 0;
+            pthread_setcancelstate(old, &mut x);
+        }
+        old
+    }
+
+    #[test]
+    fn nested_guards_keep_cancellation_off_until_the_outer_one_ends() {
+        // (a thread of its own: the test harness's state is its own)
+        std::thread::spawn(|| {
+            assert_eq!(cancel_state(), PTHREAD_CANCEL_ENABLE);
+            {
+                let _outer = NoCancel::new();
+                assert_eq!(cancel_state(), PTHREAD_CANCEL_DISABLE);
+                for _ in 0..2 {
+                    let _inner = NoCancel::new();
+                    assert_eq!(cancel_state(), PTHREAD_CANCEL_DISABLE);
+                }
+                assert_eq!(cancel_state(), PTHREAD_CANCEL_DISABLE, "still off after an inner guard ends");
+                // A wait inside opens its window and closes it again; a
+                // guard after it is nested as before.
+                let mut p = [0; 2];
+                // SAFETY: a pipe into a local array.
+                assert_eq!(unsafe { libc::pipe(p.as_mut_ptr()) }, 0);
+                let mut f = [libc::pollfd { fd: p[0], events: libc::POLLIN, revents: 0 }];
+                assert_eq!(wait_poll(&mut f, 0), Ok(0));
+                assert_eq!(cancel_state(), PTHREAD_CANCEL_DISABLE, "off again after the wait");
+                {
+                    let _inner = NoCancel::new();
+                    assert_eq!(cancel_state(), PTHREAD_CANCEL_DISABLE);
+                }
+                assert_eq!(cancel_state(), PTHREAD_CANCEL_DISABLE);
+                assert!(raw::close(p[0]).is_ok());
+                assert!(raw::close(p[1]).is_ok());
+            }
+            assert_eq!(cancel_state(), PTHREAD_CANCEL_ENABLE, "the caller's state back");
+            // A caller that had it disabled keeps it so.
+            let mut old = 0;
+            // SAFETY: a valid state and a pointer to a local.
+            unsafe { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut old) };
+            {
+                let _outer = NoCancel::new();
+                let _inner = NoCancel::new();
+            }
+            assert_eq!(cancel_state(), PTHREAD_CANCEL_DISABLE);
+        })
+        .join()
+        .unwrap();
+    }
+
+    static IN_HANDLER: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+    extern "C" fn handler_with_guard(_: c_int) {
+        // What library code called from a signal handler sees: the guard
+        // disables cancellation even inside a wait's open window.
+        let _g = NoCancel::new();
+        // (the first signal that lands is the one inside the wait)
+        let _ = IN_HANDLER.compare_exchange(-1, cancel_state(), Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    #[test]
+    fn a_guard_in_a_signal_handler_during_a_wait_disables_cancellation() {
+        std::thread::spawn(|| {
+            // SAFETY: installs a handler (no SA_RESTART: the wait ends
+            // with EINTR) for SIGUSR2, which nothing else here uses.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = handler_with_guard as extern "C" fn(c_int) as usize;
+                libc::sigemptyset(&mut sa.sa_mask);
+                assert_eq!(libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut()), 0);
+            }
+            let me = {
+                // SAFETY: no arguments.
+                unsafe { libc::pthread_self() }
+            };
+            let kicker = std::thread::spawn(move || {
+                while IN_HANDLER.load(Ordering::SeqCst) == -1 {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    // SAFETY: the waiting thread is alive until the flag is set.
+                    unsafe { libc::pthread_kill(me, libc::SIGUSR2) };
+                }
+            });
+            let mut p = [0; 2];
+            // SAFETY: a pipe into a local array.
+            assert_eq!(unsafe { libc::pipe(p.as_mut_ptr()) }, 0);
+            {
+                let _outer = NoCancel::new();
+                let mut f = [libc::pollfd { fd: p[0], events: libc::POLLIN, revents: 0 }];
+                while IN_HANDLER.load(Ordering::SeqCst) == -1 {
+                    let _ = wait_poll(&mut f, 100);
+                }
+                assert_eq!(cancel_state(), PTHREAD_CANCEL_DISABLE);
+            }
+            kicker.join().unwrap();
+            assert!(raw::close(p[0]).is_ok());
+            assert!(raw::close(p[1]).is_ok());
+            assert_eq!(cancel_state(), PTHREAD_CANCEL_ENABLE);
+        })
+        .join()
+        .unwrap();
+        assert_eq!(IN_HANDLER.load(Ordering::SeqCst), PTHREAD_CANCEL_DISABLE, "the handler's guard ran with cancellation enabled");
+    }
 }

@@ -47,11 +47,12 @@ struct cstate {
 	int depth;	/* nested rdmacm_rs_nocancel_enter() */
 	int outer;	/* the caller's cancel state, when depth > 0 */
 	int caught;	/* a wait caught a cancellation or thread exit */
+	int open;	/* inside a wait's window with cancellation enabled */
 };
 
 /* Read and written twice per exported call: the initial-exec model makes
  * each access one instruction instead of a call into the dynamic loader
- * (__tls_get_addr).  Twelve bytes of the static TLS that glibc keeps
+ * (__tls_get_addr).  Sixteen bytes of the static TLS that glibc keeps
  * spare for libraries loaded by dlopen(). */
 static __thread struct cstate cs __attribute__((tls_model("initial-exec")));
 /* The scope a cancellation was caught in (used only then). */
@@ -63,6 +64,13 @@ int rdmacm_rs_nocancel_enter(void)
 {
 	int old = PTHREAD_CANCEL_ENABLE;
 
+	/* Inside a guard cancellation is disabled already (a wait enables it
+	 * only for its own system call, and a signal handler that runs in
+	 * that window takes the full path): no call into libc. */
+	if (cs.depth > 0 && !cs.open) {
+		cs.depth++;
+		return PTHREAD_CANCEL_DISABLE;
+	}
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	if (cs.depth++ == 0)
 		cs.outer = old;
@@ -86,6 +94,7 @@ static void caught(__pthread_unwind_buf_t *buf)
 {
 	__pthread_unregister_cancel(buf);
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	cs.open = 0;
 	/* glibc before 2.41 switches to asynchronous cancellation inside
 	 * its system call wrappers; the jump leaves it that way. */
 	pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, NULL);
@@ -116,12 +125,16 @@ static void caught(__pthread_unwind_buf_t *buf)
 			return -1;					\
 		}							\
 		__pthread_register_cancel(&buf);			\
-		if (enable)						\
+		if (enable) {						\
+			cs.open = 1;					\
 			pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL); \
+		}							\
 		r = call;						\
 		/* (neither call below sets errno: a failure's stays) */ \
-		if (enable)						\
+		if (enable) {						\
 			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL); \
+			cs.open = 0;					\
+		}							\
 		__pthread_unregister_cancel(&buf);			\
 		return r;						\
 	} while (0)

@@ -136,6 +136,24 @@ pub fn get_remote_ece(p: &IdPriv) -> Result<Ece, Errno> {
 
 // --- connection -------------------------------------------------------------------
 
+/// The connection parameters `connect` and `accept` read: a
+/// [`ConnParam`]'s values with the private data borrowed apart, so that
+/// the C API hands on the caller's bytes where they are (no copy, no
+/// allocation: its `ConnParam` has none of its own) and the Rust API its
+/// [`ConnParam`]'s.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnArgs<'a> {
+    /// The private data to send (`param.private_data` is not read).
+    pub private_data: &'a [u8],
+    pub param: &'a ConnParam,
+}
+
+impl<'a> From<&'a ConnParam> for ConnArgs<'a> {
+    fn from(c: &'a ConnParam) -> ConnArgs<'a> {
+        ConnArgs { private_data: &c.private_data, param: c }
+    }
+}
+
 /// EINVAL when the caller's initiator depth or responder resources
 /// exceed the device's `(max_initiator_depth, max_responder_resources)`
 /// (the "as much as the device takes" values aside).
@@ -150,9 +168,11 @@ fn within_limits(param: &ConnParam, (max_init, max_resp): (u8, u8)) -> Result<()
     Ok(())
 }
 
-/// The caller's `struct rdma_conn_param` as the connection manager takes
-/// it, with its private data (already copied by the caller: the C API
-/// reads it). The one conversion from the C structure to [`ConnParam`].
+/// The caller's `struct rdma_conn_param` (a connection event's, or one
+/// given to connect or accept) as the connection manager takes it, with
+/// its private data (copied by the caller, or empty when the bytes are
+/// handed on apart: [`ConnArgs`]). The one conversion from the C
+/// structure to [`ConnParam`].
 pub fn conn_param_from_c(c: &rdma_conn_param, private_data: Vec<u8>) -> ConnParam {
     ConnParam {
         private_data,
@@ -170,7 +190,7 @@ pub fn conn_param_from_c(c: &rdma_conn_param, private_data: Vec<u8>) -> ConnPara
 /// it is (a command's): the id's pending connect data (an AF_IB header
 /// from rdma_getaddrinfo) followed by the caller's.
 #[inline(always)]
-fn fill_conn_param(k: &mut kabi::ConnParam, conn: &ConnState, src: Option<&ConnParam>, qp_num: u32, srq: u8) {
+fn fill_conn_param(k: &mut kabi::ConnParam, conn: &ConnState, src: Option<&ConnArgs>, qp_num: u32, srq: u8) {
     k.qp_num = qp_num;
     k.srq = srq;
     k.responder_resources = conn.responder_resources;
@@ -178,16 +198,16 @@ fn fill_conn_param(k: &mut kabi::ConnParam, conn: &ConnState, src: Option<&ConnP
     k.valid = 1;
     match src {
         Some(s) => {
-            k.flow_control = s.flow_control;
-            k.retry_count = s.retry_count;
-            k.rnr_retry_count = s.rnr_retry_count;
+            k.flow_control = s.param.flow_control;
+            k.retry_count = s.param.retry_count;
+            k.rnr_retry_count = s.param.rnr_retry_count;
         }
         None => {
             k.retry_count = 7;
             k.rnr_retry_count = 7;
         }
     }
-    k.private_data_len = join_private_data(&mut k.private_data, &conn.connect, src.map(|s| &s.private_data[..]));
+    k.private_data_len = join_private_data(&mut k.private_data, &conn.connect, src.map(|s| s.private_data));
 }
 
 /// Fills the command's private data: `connect` (an AF_IB header from
@@ -211,15 +231,15 @@ pub fn join_private_data(out: &mut [u8; kabi::RDMA_MAX_PRIVATE_DATA], connect: &
 
 /// The QP number and SRQ flag the kernel announces: the id's QP if it has
 /// one, else the caller's values.
-fn qp_num_srq(p: &IdPriv, param: Option<&ConnParam>) -> Option<(u32, u8)> {
+fn qp_num_srq(p: &IdPriv, param: Option<&ConnArgs>) -> Option<(u32, u8)> {
     if let Some((num, srq)) = p.id.qp_num_srq() {
         return Some((num, srq as u8));
     }
-    param.map(|c| (c.qp_num, c.srq))
+    param.map(|c| (c.param.qp_num, c.param.srq))
 }
 
 /// `rdma_connect`.
-pub fn connect(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Result<(), Errno> {
+pub fn connect(cm: &'static Cm, p: &IdPriv, param: Option<&ConnArgs>) -> Result<(), Errno> {
     if trace::on() {
         return connect_traced(cm, p, param);
     }
@@ -228,19 +248,19 @@ pub fn connect(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Result
 
 #[cold]
 #[inline(never)]
-fn connect_traced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Result<(), Errno> {
+fn connect_traced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnArgs>) -> Result<(), Errno> {
     trace::call(p, trace::Step::Connect, || connect_untraced(cm, p, param))
 }
 
 #[inline(always)]
-fn connect_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Result<(), Errno> {
+fn connect_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnArgs>) -> Result<(), Errno> {
     // (the parameters' checks, upstream's ucma_valid_param, with the
     // device's limits read once: an id without a device is EINVAL either
     // way)
     let lim = p.device_limits().ok_or(Errno::EINVAL)?;
     if p.id.ps() == RDMA_PS_TCP {
         match param {
-            Some(c) => within_limits(c, lim)?,
+            Some(c) => within_limits(c.param, lim)?,
             None if p.id.qp().is_null() => return Err(Errno::EINVAL),
             None => {}
         }
@@ -252,11 +272,11 @@ fn connect_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> R
     let had_connect = {
         let mut conn = p.conn.lock();
         conn.initiator_depth = match param {
-            Some(c) if c.initiator_depth != RDMA_MAX_INIT_DEPTH => c.initiator_depth,
+            Some(c) if c.param.initiator_depth != RDMA_MAX_INIT_DEPTH => c.param.initiator_depth,
             _ => lim.0,
         };
         conn.responder_resources = match param {
-            Some(c) if c.responder_resources != RDMA_MAX_RESP_RES => c.responder_resources,
+            Some(c) if c.param.responder_resources != RDMA_MAX_RESP_RES => c.param.responder_resources,
             _ => lim.1,
         };
         fill_conn_param(&mut c.body.conn_param, &conn, param, qpn, srq);
@@ -303,7 +323,7 @@ fn listen_untraced(cm: &'static Cm, p: &IdPriv, backlog: c_int) -> Result<(), Er
 }
 
 /// `rdma_accept`.
-pub fn accept(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Result<(), Errno> {
+pub fn accept(cm: &'static Cm, p: &IdPriv, param: Option<&ConnArgs>) -> Result<(), Errno> {
     if trace::on() {
         return accept_traced(cm, p, param);
     }
@@ -312,19 +332,19 @@ pub fn accept(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Result<
 
 #[cold]
 #[inline(never)]
-fn accept_traced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Result<(), Errno> {
+fn accept_traced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnArgs>) -> Result<(), Errno> {
     trace::call(p, trace::Step::Accept, || accept_untraced(cm, p, param))
 }
 
 #[inline(always)]
-fn accept_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Result<(), Errno> {
+fn accept_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnArgs>) -> Result<(), Errno> {
     // Upstream reads the caller's parameters when the id has no QP.
     let (qpn, srq) = qp_num_srq(p, param).ok_or(Errno::EINVAL)?;
     // (the parameters' checks, as in connect; no QP and no parameters
     // failed just above)
     let lim = p.device_limits();
     if let (RDMA_PS_TCP, Some(c)) = (p.id.ps(), param) {
-        within_limits(c, lim.ok_or(Errno::EINVAL)?)?;
+        within_limits(c.param, lim.ok_or(Errno::EINVAL)?)?;
     }
     let lim = lim.ok_or(Errno::EINVAL)?;
     // The command built where it is sent from, under one hold of the
@@ -333,11 +353,11 @@ fn accept_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Re
     let (init_depth, resp_res) = {
         let mut conn = p.conn.lock();
         conn.initiator_depth = match param {
-            Some(x) if x.initiator_depth != RDMA_MAX_INIT_DEPTH => x.initiator_depth,
+            Some(x) if x.param.initiator_depth != RDMA_MAX_INIT_DEPTH => x.param.initiator_depth,
             _ => conn.initiator_depth.min(lim.0),
         };
         conn.responder_resources = match param {
-            Some(x) if x.responder_resources != RDMA_MAX_RESP_RES => x.responder_resources,
+            Some(x) if x.param.responder_resources != RDMA_MAX_RESP_RES => x.param.responder_resources,
             _ => conn.responder_resources.min(lim.1),
         };
         fill_conn_param(&mut c.body.conn_param, &conn, param, qpn, srq);
@@ -345,9 +365,12 @@ fn accept_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnParam>) -> Re
         (conn.initiator_depth, conn.responder_resources)
     };
     let ud = p.id.qp_type() == IBV_QPT_UD;
-    if !ud {
-        modify_qp_rtr(cm, p, resp_res)?;
-        modify_qp_rts(cm, p, init_depth)?;
+    if !ud && !p.id.qp().is_null() {
+        // One guard for both transitions (each takes its own, nested
+        // inside this one at no cost).
+        let _nc = crate::sys::cancel::NoCancel::new();
+        qp_to_rtr(cm, p, resp_res)?;
+        qp_to_rts(cm, p, init_depth)?;
     }
     let sent = if cm.direct { crate::sys::ucma::send(p.fd(), &c) } else { cm.ucma.accept(p.fd(), p.handle(), p.uid(), &c.body.conn_param, c.body.ece) };
     if let Err(e) = sent {

@@ -231,16 +231,16 @@ fn connect_checks_and_encodes_parameters() {
     {
         let p = cm.create_id(None, null_mut(), RDMA_PS_TCP).unwrap();
         // No device yet: upstream would crash reading its limits.
-        assert_eq!(connect(cm, &p, Some(&param(b"x"))).unwrap_err(), Errno::EINVAL);
+        assert_eq!(connect(cm, &p, Some(&(&param(b"x")).into())).unwrap_err(), Errno::EINVAL);
         cm.resolve_addr(&p, None, Some(v4(2)), 100).unwrap();
         // TCP without a QP needs parameters.
         assert_eq!(connect(cm, &p, None).unwrap_err(), Errno::EINVAL);
         let mut too_deep = param(b"");
         too_deep.initiator_depth = 5;
-        assert_eq!(connect(cm, &p, Some(&too_deep)).unwrap_err(), Errno::EINVAL, "above the device's 4");
+        assert_eq!(connect(cm, &p, Some(&(&too_deep).into())).unwrap_err(), Errno::EINVAL, "above the device's 4");
         p.conn.lock().connect = vec![1, 2, 3].into();
         p.conn.lock().local_ece = (0x15b3, 9);
-        connect(cm, &p, Some(&param(b"hi"))).unwrap();
+        connect(cm, &p, Some(&(&param(b"hi")).into())).unwrap();
         let (k, ece) = f.st.lock().connects[0];
         assert_eq!(k.qp_num, 0x77);
         assert_eq!((k.initiator_depth, k.responder_resources), (4, 8), "device limits");
@@ -325,7 +325,7 @@ fn connection_request_creates_the_new_id() {
             // Accept without a QP: the caller's QP number, depths bounded by
             // the request and the device.
             assert_eq!(accept(cm, &np, None).unwrap_err(), Errno::EINVAL);
-            accept(cm, &np, Some(&param(b"ok"))).unwrap();
+            accept(cm, &np, Some(&(&param(b"ok")).into())).unwrap();
             let (ah, uid, k, ece) = f.st.lock().accepts[0];
             assert_eq!((ah, uid), (h, np.uid()));
             assert_eq!((k.qp_num, k.initiator_depth, k.responder_resources), (0x77, 2, 8));
@@ -591,7 +591,7 @@ fn udp_listener_requests_carry_ud_parameters() {
         assert_eq!((*e.id).qp_type, IBV_QPT_UD);
         let np = cm.id(e.id).unwrap();
         // A UD accept does not wait for an event.
-        accept(cm, &np, Some(&param(b""))).unwrap();
+        accept(cm, &np, Some(&(&param(b"")).into())).unwrap();
         cm::ack_event(cm, ev);
         cm.destroy_id(&np).unwrap();
         cm.destroy_id(&l).unwrap();
