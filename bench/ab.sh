@@ -8,7 +8,8 @@
 #
 #   bench/ab.sh [-r ROUNDS] [-i] [-c "duplex pingpong rstream64k cg_create_destroy cg_get_ack first cg_first dns cg_rs_pingpong
 #               cg_bind cg_init_qp_attr cg_rtr_qp_attr cg_rts_qp_attr cg_destroy_qp cg_create_qp cg_resolve_addr
-#               cg_resolve_route cg_connect cg_accept cg_disconnect cm_strace"] [-w syscount] NAME=DIR...
+#               cg_resolve_route cg_connect cg_accept cg_disconnect cg_accept_qp cg_conn_resp_qp
+#               cm_strace"] [-w syscount] NAME=DIR...
 #       DIR holds a librdmacm.so.1 (e.g. build/lib, or a copy of it made before a change);
 #       -w syscount: both ends under ctest/vm/preload/syscount.c, and a table of the system
 #       calls and context switches per message (duplex) or round trip (pingpong) and end
@@ -31,7 +32,8 @@
 #   run in the library (ctest/vm/bench_calls.c), instructions per call in the whole process
 #   (also <case>_lib: in librdmacm's object); cg_create_qp, cg_resolve_addr, cg_resolve_route,
 #   cg_connect, cg_accept, cg_disconnect: the same for those calls (each connection step on a
-#   fresh id taken through the steps before it); cm_strace: cmtime -c 100 with its connecting end
+#   fresh id taken through the steps before it); cg_accept_qp, cg_conn_resp_qp: accept and the
+#   connecting end's get + ack of its connect response with QPs on both ends; cm_strace: cmtime -c 100 with its connecting end
 #   under strace -f, a table of its system calls per connection in each step (the value: the
 #   calls of its qp and noqp tests)
 #   bench/ab.sh --report DIR    report from an earlier run's output directory

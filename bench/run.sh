@@ -149,7 +149,7 @@ awk -v partial="${BENCH_SECTIONS:+1}" '
     for (i = 1; i <= split("bind init_qp_attr rtr_qp_attr rts_qp_attr destroy_qp", g, " "); i++)
       atmost("cg_" g[i] "_total", 1.0, "instructions (whole process) of a cmtime step at most upstream")
     # the other connection calls (ctest/vm/bench_calls.c)
-    for (i = 1; i <= split("create_qp resolve_addr resolve_route connect accept disconnect", g, " "); i++)
+    for (i = 1; i <= split("create_qp resolve_addr resolve_route connect accept disconnect accept_qp conn_resp_qp", g, " "); i++)
       atmost("cg_" g[i] "_total", 1.0, "instructions (whole process) of a connection call at most upstream")
     n = 0; slow = ""
     for (c in r) if (c ~ /^cmtime/ && num(c)) { n++; if (v[c] ~ /slower/) slow = slow " " c "=" r[c] }

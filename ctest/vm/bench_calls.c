@@ -9,7 +9,7 @@
  *   bench_calls CASE N      CASE: gai | create_destroy | get_ack | write_get_ack | event_str |
  *                                 bind | init_qp_attr | rtr_qp_attr | rts_qp_attr | destroy_qp |
  *                                 create_qp | resolve_addr | resolve_route | connect | accept |
- *                                 disconnect
+ *                                 disconnect | accept_qp | conn_resp_qp
  *
  * get_ack: rdma_get_cm_event + rdma_ack_cm_event of an event written (unmeasured) before;
  * write_get_ack: rdma_write_cm_event + rdma_get_cm_event + rdma_ack_cm_event, all measured.
@@ -28,6 +28,11 @@
  * (unmeasured) after it: resolve_addr (no source address), resolve_route, connect (the request
  * then rejected), accept (on the request's id; the connection then established and
  * disconnected), disconnect (of an established connection, by the connecting end).
+ * With QPs on both ends (each made, unmeasured, by rdma_create_qp before the step): accept_qp
+ * (rdma_accept, which moves the accepting end's QP to RTR and RTS before the ACCEPT command),
+ * conn_resp_qp (rdma_get_cm_event + rdma_ack_cm_event of the connecting end's connect response,
+ * which the library answers inside the get: its QP to RTR and RTS, the kernel's ACCEPT, the
+ * event reported as ESTABLISHED).
  *
  * Prints "calls N" on success; exits 1 (with the reason on stderr) when a call fails.
  */
@@ -160,11 +165,16 @@ static int do_resolve_route(void) { return rdma_resolve_route(client, 2000); }
 static int do_connect(void) { return rdma_connect(client, param(0x100)); }
 static int do_accept(void) { return rdma_accept(server, param(0x101)); }
 static int do_disconnect(void) { return rdma_disconnect(client); }
+static int do_conn_resp_qp(void);
 
 /* The connecting id's steps, each with its events taken.  client_fresh: the previous call's ids
  * destroyed, a new connecting id made. */
 static void client_fresh(void)
 {
+	if (server && server->qp)
+		rdma_destroy_qp(server);
+	if (client && client->qp)
+		rdma_destroy_qp(client);
 	if (server)
 		rdma_destroy_id(server);
 	server = NULL;
@@ -254,6 +264,69 @@ static void to_established(void)
 	accepted();
 }
 
+static int qp_on(struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_type = IBV_QPT_RC;
+	a.cap.max_send_wr = a.cap.max_recv_wr = 1;
+	a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+	return rdma_create_qp(id, NULL, &a);
+}
+
+/* with QPs on both ends: the request arrived at the listening end */
+static void to_request_qp(void)
+{
+	to_route();
+	if (qp_on(client))
+		die("rdma_create_qp (connecting end)");
+	if (do_connect())
+		die("rdma_connect");
+	requested();
+	if (qp_on(server))
+		die("rdma_create_qp (listening end)");
+}
+
+/* with QPs: the connection accepted, the connecting end's response not yet taken */
+static void to_response_qp(void)
+{
+	to_request_qp();
+	if (do_accept())
+		die("rdma_accept");
+}
+
+/* with QPs: each end's ESTABLISHED taken (of the connecting end only the listening end's left
+ * after conn_resp_qp), then disconnected */
+static void established_then_closed_qp(void)
+{
+	expect(RDMA_CM_EVENT_ESTABLISHED);
+	if (do_disconnect())
+		die("rdma_disconnect");
+	disconnected();
+}
+
+static void accepted_then_closed_qp(void)
+{
+	expect(RDMA_CM_EVENT_ESTABLISHED);
+	established_then_closed_qp();
+}
+
+/* the connecting end's response, which the library turns into ESTABLISHED */
+static int do_conn_resp_qp(void)
+{
+	struct rdma_cm_event *ev;
+
+	if (rdma_get_cm_event(ch, &ev))
+		return -1;
+	if (ev->event != RDMA_CM_EVENT_ESTABLISHED || ev->id != client) {
+		fprintf(stderr, "bench_calls: event %s (status %d) of %s, not the connecting end's ESTABLISHED\n",
+			rdma_event_str(ev->event), ev->status, ev->id == client ? "the connecting end" : "another id");
+		exit(1);
+	}
+	return rdma_ack_cm_event(ev);
+}
+
 /* a connection within this process over rxe0's loopback, without QPs (as cmtime's no-QP test) */
 static void connect_pair(void)
 {
@@ -275,16 +348,7 @@ static int do_init_qp_attr(void) { return qp_attr(IBV_QPS_INIT); }
 static int do_rtr_qp_attr(void) { return qp_attr(IBV_QPS_RTR); }
 static int do_rts_qp_attr(void) { return qp_attr(IBV_QPS_RTS); }
 
-static int do_create_qp(void)
-{
-	struct ibv_qp_init_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_type = IBV_QPT_RC;
-	a.cap.max_send_wr = a.cap.max_recv_wr = 1;
-	a.cap.max_send_sge = a.cap.max_recv_sge = 1;
-	return rdma_create_qp(client, NULL, &a);
-}
+static int do_create_qp(void) { return qp_on(client); }
 
 static void new_qp(void)
 {
@@ -322,6 +386,8 @@ __attribute__((noinline)) static int measured_resolve_route(void) { return do_re
 __attribute__((noinline)) static int measured_connect(void) { return do_connect(); }
 __attribute__((noinline)) static int measured_accept(void) { return do_accept(); }
 __attribute__((noinline)) static int measured_disconnect(void) { return do_disconnect(); }
+__attribute__((noinline)) static int measured_accept_qp(void) { return do_accept(); }
+__attribute__((noinline)) static int measured_conn_resp_qp(void) { return do_conn_resp_qp(); }
 
 int main(int argc, char **argv)
 {
@@ -365,10 +431,14 @@ int main(int argc, char **argv)
 		fn = measured_accept, warm = do_accept, prep = to_request, post = accepted_then_closed, lis = 1;
 	else if (!strcmp(c, "disconnect"))
 		fn = measured_disconnect, warm = do_disconnect, prep = to_established, post = disconnected, lis = 1;
+	else if (!strcmp(c, "accept_qp"))
+		fn = measured_accept_qp, warm = do_accept, prep = to_request_qp, post = accepted_then_closed_qp, lis = 1;
+	else if (!strcmp(c, "conn_resp_qp"))
+		fn = measured_conn_resp_qp, warm = do_conn_resp_qp, prep = to_response_qp, post = established_then_closed_qp, lis = 1;
 	else {
 		fprintf(stderr, "usage: bench_calls gai|create_destroy|get_ack|write_get_ack|event_str|"
 			"bind|init_qp_attr|rtr_qp_attr|rts_qp_attr|destroy_qp|create_qp|resolve_addr|"
-			"resolve_route|connect|accept|disconnect N\n");
+			"resolve_route|connect|accept|disconnect|accept_qp|conn_resp_qp N\n");
 		return 2;
 	}
 	get_ack = fn == measured_get_ack;
@@ -399,8 +469,10 @@ int main(int argc, char **argv)
 		if (post)
 			post();
 	}
-	if (fn == measured_create_qp)
+	if (client && client->qp)
 		rdma_destroy_qp(client);
+	if (server && server->qp)
+		rdma_destroy_qp(server);
 	if (evid)
 		rdma_destroy_id(evid);
 	for (int i = 0; i < 5; i++) {

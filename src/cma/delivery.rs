@@ -361,6 +361,10 @@ fn complete(cm: &'static Cm, resp: &kabi::EventResp, evt: &mut EventPriv) -> Res
         }
         RDMA_CM_EVENT_ADDRINFO_RESOLVED => cm.process_addrinfo_resolved(&p, evt),
         RDMA_CM_EVENT_ADDRINFO_ERROR => cm.process_addrinfo_error(&p),
+        // The connection code copies these events' parameters itself, as a
+        // connection's whatever the id's QP type (upstream's choice), and
+        // not for an event it drops: one copy of the private data.
+        RDMA_CM_EVENT_CONNECT_RESPONSE | RDMA_CM_EVENT_REJECTED | RDMA_CM_EVENT_DISCONNECTED => {}
         // Connection, multicast and removal events: parameters as the
         // kernel reports them; the connection code (crate::cma::conn)
         // completes them below.

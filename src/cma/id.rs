@@ -92,6 +92,14 @@ impl IdPriv {
         (v & DEV_LIMITS_SET != 0).then_some(((v >> 8) as u8, v as u8))
     }
 
+    /// The link layer of port `port` (from 1) of the bound device, if the
+    /// id has a device with that port (read under the links' lock, no
+    /// count taken).
+    pub fn port_link_layer(&self, port: u8) -> Option<u8> {
+        let i = (port as usize).checked_sub(1)?;
+        self.links.lock().dev.as_ref()?.link_layers.get(i).copied()
+    }
+
     #[inline]
     pub(crate) fn complete_event(&self) {
         self.acks.add();

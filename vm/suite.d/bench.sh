@@ -340,15 +340,16 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   [ -z "${BENCH_CMTIME:-}" ] || cm=$(for n in $BENCH_CMTIME; do echo "$n:900"; done)
   # (bind init_qp_attr rtr_qp_attr rts_qp_attr destroy_qp: cmtime's steps that run in the library)
   # (create_qp resolve_addr resolve_route connect accept disconnect: the other connection calls,
-  # each on a fresh connection's id; make bench only: each call needs its handshake under valgrind)
+  # each on a fresh connection's id; accept_qp conn_resp_qp: with QPs on both ends; make bench
+  # only: each call needs its handshake under valgrind)
   local cg=100 cgc="gai create_destroy get_ack write_get_ack event_str bind init_qp_attr rtr_qp_attr rts_qp_attr destroy_qp" first=11
-  cgc+=" create_qp resolve_addr resolve_route connect accept disconnect"
+  cgc+=" create_qp resolve_addr resolve_route connect accept disconnect accept_qp conn_resp_qp"
   export BENCH_ROUND=$round
   # callgrind counts are repeatable: only the first round counts them
   [ "$round" = 1 ] || cgc=
   if [ "$mode" = short ]; then gn=200 gs=50 ids=200 tn=80 cm=10:60 rs_s= rs_l="-S 64 -C 1 -I 50" cg=10 first=3 rs_pp= rs_dx= zc=
     # (RTR and RTS take init_qp_attr's path: a valgrind start each saved, 10-20 s at host load 12)
-    cgc=${cgc/ rtr_qp_attr rts_qp_attr/}; cgc=${cgc/ create_qp resolve_addr resolve_route connect accept disconnect/}; fi
+    cgc=${cgc/ rtr_qp_attr rts_qp_attr/}; cgc=${cgc/ create_qp resolve_addr resolve_route connect accept disconnect accept_qp conn_resp_qp/}; fi
   {
     echo "# bench $mode: ${RDMACM_VARIANT:-?} librdmacm: $(/extra/bin/whichlib | sed -n 's/^librdmacm //p')"
     bench_sec gai bench_gai gai_numeric_v4 192.0.2.2 7471 numeric inet $gn
@@ -436,7 +437,7 @@ bench_ab(){ local r lib w cs c nm v e i fo o=/tmp/bench-ab rc=0 port=7480 sc= li
         # cmtime's steps in the library (bench_calls bind, ...): in the whole process, as make bench's targets
         cg_bind|cg_init_qp_attr|cg_rtr_qp_attr|cg_rts_qp_attr|cg_destroy_qp) nm=${c}_total cs=;;
         # the other connection calls, and rdma_create_qp (bench_calls resolve_addr, ...): the same
-        cg_create_qp|cg_resolve_addr|cg_resolve_route|cg_connect|cg_accept|cg_disconnect) nm=${c}_total cs=;;
+        cg_create_qp|cg_resolve_addr|cg_resolve_route|cg_connect|cg_accept|cg_disconnect|cg_accept_qp|cg_conn_resp_qp) nm=${c}_total cs=;;
         # upstream's cmtime -c 100 with its connecting end under strace -f: its system calls per
         # connection in each step (bench_cm_strace), "ABCS LIB ROUND TEST STEP CALL=N ..." lines
         cm_strace) nm= cs=;;

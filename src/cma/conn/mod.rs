@@ -28,6 +28,7 @@ use crate::sys::verbs::{Ece, QpAttr, IBV_LINK_LAYER_INFINIBAND, IBV_QPS_ERR, IBV
 use crate::cma::base::{ChanRef, Cm, ConnState, EventPriv, IdPriv, IdRef};
 use crate::cma::params::ConnParam;
 use crate::cma::trace;
+use crate::sys::cancel::NoCancel;
 use crate::abi::cma::*;
 use crate::abi::ucma as kabi;
 use nix::errno::Errno;
@@ -45,28 +46,25 @@ pub const REJ_VENDOR_OPTION_NOT_SUPPORTED: u8 = 35;
 // --- QP attributes (`rdma_init_qp_attr` is in [`qp`]) ---------------------------
 
 #[inline(always)]
-fn modify_qp_rtr(cm: &Cm, p: &IdPriv, resp_res: u8) -> Result<(), Errno> {
+fn modify_qp_rtr(nc: &NoCancel, cm: &Cm, p: &IdPriv, resp_res: u8) -> Result<(), Errno> {
     if p.id.qp().is_null() {
         return Ok(());
     }
-    qp_to_rtr(cm, p, resp_res)
+    qp_to_rtr(nc, cm, p, resp_res)
 }
 
-fn qp_to_rtr(cm: &Cm, p: &IdPriv, resp_res: u8) -> Result<(), Errno> {
-    // Verbs calls: no cancellation acts inside them, whichever export
-    // made them (rdma_accept runs without the exports' guard).
-    let _nc = crate::sys::cancel::NoCancel::new();
+/// The id's QP to INIT and RTR.  Verbs calls: the caller's guard (`_nc`)
+/// keeps any cancellation from acting inside them, whichever export made
+/// them (rdma_accept and rdma_get_cm_event run without the exports' guard).
+fn qp_to_rtr(_nc: &NoCancel, cm: &Cm, p: &IdPriv, resp_res: u8) -> Result<(), Errno> {
     let mut a = QpAttr { qp_state: IBV_QPS_INIT, ..Default::default() };
     let mask = init_qp_attr(cm, p, &mut a)?;
     p.id.modify_qp(&mut a, mask)?;
     a.qp_state = IBV_QPS_RTR;
     let mut mask = init_qp_attr(cm, p, &mut a)?;
     // Older kernels report RoCE-only attribute bits for InfiniBand ports.
-    let port = p.id.port_num() as usize;
-    if let Some(d) = p.device() {
-        if port >= 1 && d.link_layers.get(port - 1) == Some(&IBV_LINK_LAYER_INFINIBAND) {
-            mask &= !0x00e0_0000;
-        }
+    if p.port_link_layer(p.id.port_num()) == Some(IBV_LINK_LAYER_INFINIBAND) {
+        mask &= !0x00e0_0000;
     }
     if resp_res != RDMA_MAX_RESP_RES {
         a.max_dest_rd_atomic = resp_res;
@@ -75,16 +73,15 @@ fn qp_to_rtr(cm: &Cm, p: &IdPriv, resp_res: u8) -> Result<(), Errno> {
 }
 
 #[inline(always)]
-fn modify_qp_rts(cm: &Cm, p: &IdPriv, init_depth: u8) -> Result<(), Errno> {
+fn modify_qp_rts(nc: &NoCancel, cm: &Cm, p: &IdPriv, init_depth: u8) -> Result<(), Errno> {
     if p.id.qp().is_null() {
         return Ok(());
     }
-    qp_to_rts(cm, p, init_depth)
+    qp_to_rts(nc, cm, p, init_depth)
 }
 
-fn qp_to_rts(cm: &Cm, p: &IdPriv, init_depth: u8) -> Result<(), Errno> {
-    // (as in qp_to_rtr)
-    let _nc = crate::sys::cancel::NoCancel::new();
+/// The id's QP to RTS (the guard as for [`qp_to_rtr`]).
+fn qp_to_rts(_nc: &NoCancel, cm: &Cm, p: &IdPriv, init_depth: u8) -> Result<(), Errno> {
     let mut a = QpAttr { qp_state: IBV_QPS_RTS, ..Default::default() };
     let mask = init_qp_attr(cm, p, &mut a)?;
     if init_depth != RDMA_MAX_INIT_DEPTH {
@@ -366,11 +363,10 @@ fn accept_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnArgs>) -> Res
     };
     let ud = p.id.qp_type() == IBV_QPT_UD;
     if !ud && !p.id.qp().is_null() {
-        // One guard for both transitions (each takes its own, nested
-        // inside this one at no cost).
-        let _nc = crate::sys::cancel::NoCancel::new();
-        qp_to_rtr(cm, p, resp_res)?;
-        qp_to_rts(cm, p, init_depth)?;
+        // One guard for both transitions.
+        let nc = NoCancel::new();
+        qp_to_rtr(&nc, cm, p, resp_res)?;
+        qp_to_rts(&nc, cm, p, init_depth)?;
     }
     let sent = if cm.direct { crate::sys::ucma::send(p.fd(), &c) } else { cm.ucma.accept(p.fd(), p.handle(), p.uid(), &c.body.conn_param, c.body.ece) };
     if let Err(e) = sent {
@@ -443,18 +439,36 @@ fn disconnect_untraced(cm: &'static Cm, p: &IdPriv) -> Result<(), Errno> {
 
 /// The active side's answer to a connect response: QP to RTR and RTS,
 /// then the kernel's ACCEPT (which sends the RTU).
-fn process_conn_resp(cm: &Cm, p: &IdPriv) -> Result<(), Errno> {
-    let r = modify_qp_rtr(cm, p, RDMA_MAX_RESP_RES).and_then(|_| modify_qp_rts(cm, p, RDMA_MAX_INIT_DEPTH)).and_then(|_| cm.ucma.accept(p.fd(), p.handle(), 0, &kabi::ConnParam::default(), kabi::Ece::default()));
+fn process_conn_resp(nc: &NoCancel, cm: &Cm, p: &IdPriv) -> Result<(), Errno> {
+    let r = modify_qp_rtr(nc, cm, p, RDMA_MAX_RESP_RES).and_then(|_| modify_qp_rts(nc, cm, p, RDMA_MAX_INIT_DEPTH)).and_then(|_| send_rtu(cm, p));
     if r.is_err() {
         let _ = modify_qp_err(p);
     }
     r
 }
 
+/// The kernel's ACCEPT of the active side (no parameters: the kernel
+/// sends the RTU), built where it is sent for the library's own instance.
+fn send_rtu(cm: &Cm, p: &IdPriv) -> Result<(), Errno> {
+    if cm.direct {
+        crate::sys::ucma::send(p.fd(), &crate::sys::ucma::accept_command(p.handle(), 0))
+    } else {
+        cm.ucma.accept(p.fd(), p.handle(), 0, &kabi::ConnParam::default(), kabi::Ece::default())
+    }
+}
+
 /// The connect response with ECE; the error is the event status upstream
 /// reports: -1 from its own helpers, a positive errno from the ECE verbs.
-fn process_conn_resp_ece(cm: &Cm, p: &IdPriv, ece: kabi::Ece) -> Result<(), c_int> {
-    let local = p.conn.lock().local_ece;
+fn process_conn_resp_ece(nc: &NoCancel, cm: &Cm, p: &IdPriv, ece: kabi::Ece) -> Result<(), c_int> {
+    // (one hold of the connection state: the local values read, the
+    // peer's vendor kept unless it does not match ours)
+    let local = {
+        let mut c = p.conn.lock();
+        if ece.vendor_id == 0 || ece.vendor_id == c.local_ece.0 {
+            c.remote_ece.0 = ece.vendor_id;
+        }
+        c.local_ece
+    };
     let mut want = Ece { vendor_id: ece.vendor_id, options: ece.attr_mod, comp_mask: 0 };
     if ece.vendor_id == 0 {
         want = Ece { vendor_id: local.0, options: 0, comp_mask: 0 };
@@ -462,10 +476,9 @@ fn process_conn_resp_ece(cm: &Cm, p: &IdPriv, ece: kabi::Ece) -> Result<(), c_in
         let _ = modify_qp_err(p);
         return Err(-1);
     }
-    p.conn.lock().remote_ece.0 = ece.vendor_id;
     // The caller checked that the id has a QP.
     p.id.qp_set_ece(want).map_err(|e| e as c_int)?;
-    process_conn_resp(cm, p).map_err(|_| -1)?;
+    process_conn_resp(nc, cm, p).map_err(|_| -1)?;
     match p.id.qp_query_ece() {
         Ok((e, unsupported)) => {
             p.conn.lock().local_ece.1 = if unsupported { 0 } else { e.options };
@@ -483,7 +496,8 @@ pub fn establish(cm: &Cm, p: &IdPriv) -> Result<(), Errno> {
     if !p.id.qp().is_null() {
         return Err(Errno::EINVAL);
     }
-    process_conn_resp(cm, p)
+    // (no QP: no verbs call; the guard is the token the path asks for)
+    process_conn_resp(&NoCancel::new(), cm, p)
 }
 
 /// `rdma_get_request`: the next connection request of a synchronous
@@ -573,11 +587,11 @@ pub fn process_event(cm: &'static Cm, resp: &kabi::EventResp, evt: &mut EventPri
     // These may make verbs calls (QP transitions, a passive side's QP) on
     // rdma_get_cm_event's path, which runs without the exports' guard: no
     // cancellation acts inside them.
-    let _nc = crate::sys::cancel::NoCancel::new();
-    process_conn_event(cm, resp, evt)
+    let nc = NoCancel::new();
+    process_conn_event(&nc, cm, resp, evt)
 }
 
-fn process_conn_event(cm: &'static Cm, resp: &kabi::EventResp, evt: &mut EventPriv) -> Step {
+fn process_conn_event(nc: &NoCancel, cm: &'static Cm, resp: &kabi::EventResp, evt: &mut EventPriv) -> Step {
     let Some(p) = evt.id_priv.clone() else { return Step::Deliver };
     match resp.event {
         RDMA_CM_EVENT_CONNECT_REQUEST => match process_conn_req(cm, &p, resp.id, resp.ece, evt) {
@@ -592,7 +606,7 @@ fn process_conn_event(cm: &'static Cm, resp: &kabi::EventResp, evt: &mut EventPr
             if p.id.qp().is_null() {
                 p.conn.lock().remote_ece = (resp.ece.vendor_id, resp.ece.attr_mod);
             } else {
-                match process_conn_resp_ece(cm, &p, resp.ece) {
+                match process_conn_resp_ece(nc, cm, &p, resp.ece) {
                     Ok(()) => {
                         evt.event.0.status = 0;
                         evt.event.0.event = RDMA_CM_EVENT_ESTABLISHED;

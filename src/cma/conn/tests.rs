@@ -225,6 +225,22 @@ fn param(pd: &[u8]) -> ConnParam {
 }
 
 #[test]
+fn an_ids_port_link_layer_is_its_devices() {
+    let (cm, _f) = make(true);
+    {
+        let p = cm.create_id(None, null_mut(), RDMA_PS_TCP).unwrap();
+        assert_eq!(p.port_link_layer(1), None, "no device yet");
+        assert_eq!(p.device_limits(), None, "no device yet");
+        cm.resolve_addr(&p, None, Some(v4(2)), 100).unwrap();
+        // The fake device: one InfiniBand port, limits 4 and 8.
+        assert_eq!(p.port_link_layer(1), Some(crate::sys::verbs::IBV_LINK_LAYER_INFINIBAND));
+        assert_eq!((p.port_link_layer(0), p.port_link_layer(2)), (None, None), "no such port");
+        assert_eq!(p.device_limits(), Some((4, 8)));
+        cm.destroy_id(&p).unwrap();
+    }
+}
+
+#[test]
 fn connect_checks_and_encodes_parameters() {
     let (cm, f) = make(true);
     // ids are created and destroyed within the test.
