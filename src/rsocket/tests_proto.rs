@@ -277,32 +277,10 @@ fn blocking_transfer_between_threads() {
 #[test]
 fn blocked_sender_wakes_on_credits() {
     let (a, b) = pair();
-    for _ in 0..16 {
-        assert_eq!(send(&a, b"x", NB), Ok(1));
-    }
+    spend_credits(&a);
     let a2 = a.clone();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(send(&a2, b"z", 0));
-    });
-    std::thread::sleep(Duration::from_millis(100));
-    assert!(rx.try_recv().is_err(), "the send must wait for credits");
-    // Exactly the 16 bytes sent before: the first receive hands credits
-    // back at once, so a drain until EAGAIN may also take the woken
-    // sender's "z".
-    let mut buf = [0u8; 16];
-    let mut got = 0;
-    while got < 16 {
-        match recv(&b, &mut buf[got..], NB) {
-            Ok(k) if k > 0 => got += k,
-            r => panic!("recv after {got} of the 16 bytes: {r:?}"),
-        }
-    }
-    assert_eq!(buf, [b'x'; 16]);
-    assert_eq!(rx.recv_timeout(Duration::from_secs(10)).expect("the sender never woke"), Ok(1));
-    let mut z = [0u8; 2];
-    assert_eq!(recv(&b, &mut z, 0), Ok(1));
-    assert_eq!(z[0], b'z');
+    let sender = spawn_call(move || send(&a2, b"z", 0));
+    credits_wake(&b, &sender);
 }
 
 /// A connected pair whose CQ channels block, as a blocking socket's do:
@@ -339,8 +317,22 @@ fn spend_credits(h: &Handle) {
 /// back must wake the sender.
 fn credits_wake(a: &Handle, sender: &mpsc::Receiver<Result<usize, Errno>>) {
     assert!(sender.try_recv().is_err(), "still no credits");
-    assert_eq!(drain(a), 16);
+    // Exactly the 16 bytes spent: the first receive hands credits back
+    // at once, so a drain until EAGAIN may also take the woken sender's
+    // "z", which is read after the sender returns.
+    let mut buf = [0u8; 16];
+    let mut got = 0;
+    while got < 16 {
+        match recv(a, &mut buf[got..], NB) {
+            Ok(k) if k > 0 => got += k,
+            r => panic!("recv after {got} of the 16 bytes: {r:?}"),
+        }
+    }
+    assert_eq!(buf, [b'x'; 16]);
     assert_eq!(sender.recv_timeout(Duration::from_secs(10)).expect("the sender never woke: nobody read the channel"), Ok(1));
+    let mut z = [0u8; 2];
+    assert_eq!(recv(a, &mut z, 0), Ok(1));
+    assert_eq!(z[0], b'z');
 }
 
 #[test]
