@@ -31,6 +31,12 @@ unsafe fn param<'a>(p: *const rdma_conn_param) -> Option<(ConnParam, &'a [u8])> 
     Some((conn::conn_param_from_c(c, Vec::new()), private_data))
 }
 
+/// [`param`]'s answer as `connect` and `accept` take it.
+#[inline(always)]
+fn args<'a>(c: &'a Option<(ConnParam, &'a [u8])>) -> Option<ConnArgs<'a>> {
+    c.as_ref().map(|(param, private_data)| ConnArgs { private_data, param })
+}
+
 /// Reads optional private data.
 ///
 /// # Safety
@@ -58,7 +64,7 @@ pub unsafe extern "C-unwind" fn rdma_connect(id: *mut rdma_cm_id, conn_param: *m
         let (p, cm) = id_in_line(id)?;
         // SAFETY: conn_param per the contract.
         let c = unsafe { param(conn_param) };
-        conn::connect(cm, &p, c.as_ref().map(|(param, private_data)| ConnArgs { private_data, param }).as_ref())?;
+        conn::connect(cm, &p, args(&c).as_ref())?;
         Ok(0)
     })
 }
@@ -90,7 +96,7 @@ pub unsafe extern "C-unwind" fn rdma_accept(id: *mut rdma_cm_id, conn_param: *mu
         let (p, cm) = id_in_line(id)?;
         // SAFETY: conn_param per the contract.
         let c = unsafe { param(conn_param) };
-        conn::accept(cm, &p, c.as_ref().map(|(param, private_data)| ConnArgs { private_data, param }).as_ref())?;
+        conn::accept(cm, &p, args(&c).as_ref())?;
         Ok(0)
     })
 }

@@ -296,8 +296,8 @@ static void to_response_qp(void)
 		die("rdma_accept");
 }
 
-/* with QPs: each end's ESTABLISHED taken (of the connecting end only the listening end's left
- * after conn_resp_qp), then disconnected */
+/* with QPs: the listening end's ESTABLISHED taken (conn_resp_qp's measured get took the
+ * connecting end's), then disconnected */
 static void established_then_closed_qp(void)
 {
 	expect(RDMA_CM_EVENT_ESTABLISHED);
@@ -306,6 +306,7 @@ static void established_then_closed_qp(void)
 	disconnected();
 }
 
+/* with QPs, after accept: both ends' ESTABLISHED taken, then disconnected */
 static void accepted_then_closed_qp(void)
 {
 	expect(RDMA_CM_EVENT_ESTABLISHED);

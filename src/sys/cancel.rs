@@ -526,7 +526,8 @@ mod tests {
             let kicker = std::thread::spawn(move || {
                 while IN_HANDLER.load(Ordering::SeqCst) == -1 {
                     std::thread::sleep(std::time::Duration::from_millis(20));
-                    // SAFETY: the waiting thread is alive until the flag is set.
+                    // SAFETY: the waiting thread joins this one before it
+                    // ends, so it is alive for every signal sent here.
                     unsafe { libc::pthread_kill(me, libc::SIGUSR2) };
                 }
             });

@@ -460,22 +460,22 @@ fn send_rtu(cm: &Cm, p: &IdPriv) -> Result<(), Errno> {
 /// The connect response with ECE; the error is the event status upstream
 /// reports: -1 from its own helpers, a positive errno from the ECE verbs.
 fn process_conn_resp_ece(nc: &NoCancel, cm: &Cm, p: &IdPriv, ece: kabi::Ece) -> Result<(), c_int> {
-    // (one hold of the connection state: the local values read, the
-    // peer's vendor kept unless it does not match ours)
-    let local = {
+    // (one hold of the connection state: the local vendor read, the
+    // peer's kept when it matches or the peer sent none)
+    let (local_vendor, matched) = {
         let mut c = p.conn.lock();
-        if ece.vendor_id == 0 || ece.vendor_id == c.local_ece.0 {
+        let v = c.local_ece.0;
+        let matched = ece.vendor_id == 0 || ece.vendor_id == v;
+        if matched {
             c.remote_ece.0 = ece.vendor_id;
         }
-        c.local_ece
+        (v, matched)
     };
-    let mut want = Ece { vendor_id: ece.vendor_id, options: ece.attr_mod, comp_mask: 0 };
-    if ece.vendor_id == 0 {
-        want = Ece { vendor_id: local.0, options: 0, comp_mask: 0 };
-    } else if ece.vendor_id != local.0 {
+    if !matched {
         let _ = modify_qp_err(p);
         return Err(-1);
     }
+    let want = if ece.vendor_id == 0 { Ece { vendor_id: local_vendor, options: 0, comp_mask: 0 } } else { Ece { vendor_id: ece.vendor_id, options: ece.attr_mod, comp_mask: 0 } };
     // The caller checked that the id has a QP.
     p.id.qp_set_ece(want).map_err(|e| e as c_int)?;
     process_conn_resp(nc, cm, p).map_err(|_| -1)?;
