@@ -15,13 +15,16 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+#include <rdma/rdma_cma_abi.h>
 #include "common.h"
 
 #define EV_WAIT_MS 8000
@@ -628,6 +631,151 @@ static void case_sync_ep(void)
 	rdma_freeaddrinfo(res);
 }
 
+/*
+ * A listener that speaks the kernel's ucma protocol itself (no librdmacm),
+ * so that both libraries meet the same peer: it answers a connection
+ * request with the ECE values it is given, which no librdmacm peer sends
+ * (rdma_accept echoes the requester's vendor).
+ */
+struct raw_listener {
+	int fd;
+	__u32 id;
+};
+
+/* Writes command `c` (a ucma_abi_* value of `size` bytes) with its header. */
+static int raw_cmd(int fd, __u32 cmd, void *c, size_t size, __u16 out)
+{
+	struct ucma_abi_cmd_hdr h = { .cmd = cmd, .in = size - sizeof h, .out = out };
+
+	memcpy(c, &h, sizeof h);
+	return write(fd, c, size) == (ssize_t)size ? 0 : -1;
+}
+
+static int raw_listen(struct raw_listener *l, const struct sockaddr_storage *a, socklen_t len)
+{
+	struct ucma_abi_create_id_resp cr = { 0 };
+	struct ucma_abi_create_id c = { .uid = 1, .response = (uintptr_t)&cr, .ps = RDMA_PS_TCP, .qp_type = IBV_QPT_RC };
+	struct ucma_abi_bind b = { 0 };
+	struct ucma_abi_listen ls = { 0 };
+
+	l->fd = open("/dev/infiniband/rdma_cm", O_RDWR | O_CLOEXEC);
+	if (l->fd < 0 || raw_cmd(l->fd, UCMA_CMD_CREATE_ID, &c, sizeof c, sizeof cr))
+		return -1;
+	l->id = cr.id;
+	b.id = l->id;
+	b.addr_size = len;
+	memcpy(&b.addr, a, len);
+	ls.id = l->id;
+	ls.backlog = 4;
+	if (raw_cmd(l->fd, UCMA_CMD_BIND, &b, sizeof b, 0) || raw_cmd(l->fd, UCMA_CMD_LISTEN, &ls, sizeof ls, 0))
+		return -1;
+	return 0;
+}
+
+/* Takes the connection request and accepts it with ECE (vendor, attr_mod). */
+static int raw_accept_ece(struct raw_listener *l, __u32 vendor, __u32 attr_mod)
+{
+	struct pollfd pf = { .fd = l->fd, .events = POLLIN };
+	struct ucma_abi_event_resp r = { 0 };
+	struct ucma_abi_get_event g = { .response = (uintptr_t)&r };
+	struct ucma_abi_accept a = { 0 };
+
+	if (poll(&pf, 1, EV_WAIT_MS) <= 0 || raw_cmd(l->fd, UCMA_CMD_GET_EVENT, &g, sizeof g, sizeof r))
+		return -1;
+	printf("  raw peer: %s\n", r.event == RDMA_CM_EVENT_CONNECT_REQUEST ? "connect request" : "other event");
+	if (r.event != RDMA_CM_EVENT_CONNECT_REQUEST)
+		return -1;
+	a.uid = 2;
+	a.id = r.id;
+	a.conn_param.qp_num = 0x1234;
+	a.conn_param.responder_resources = 1;
+	a.conn_param.initiator_depth = 1;
+	a.conn_param.retry_count = 7;
+	a.conn_param.rnr_retry_count = 7;
+	a.conn_param.valid = 1;
+	a.ece.vendor_id = vendor;
+	a.ece.attr_mod = attr_mod;
+	return raw_cmd(l->fd, UCMA_CMD_ACCEPT, &a, sizeof a, 0);
+}
+
+static void show_remote_ece(struct rdma_cm_id *id)
+{
+	struct ibv_ece e;
+
+	memset(&e, 0xa5, sizeof e);
+	if (rdma_get_remote_ece(id, &e))
+		rc("rdma_get_remote_ece", -1);
+	else
+		printf("  remote ece: vendor=0x%x options=0x%x comp_mask=%u\n", e.vendor_id, e.options, e.comp_mask);
+}
+
+/*
+ * A connect answered with another vendor's ECE: with a QP the library
+ * refuses the answer (CONNECT_ERROR, status -1, the QP in ERR; and
+ * rdma_get_remote_ece refuses an id with a QP); without one it keeps the
+ * values for rdma_get_remote_ece.  rxe has no ECE, so the client's own
+ * vendor is 0 once it has a QP.
+ */
+static void case_ece_foreign(int with_qp)
+{
+	struct raw_listener l = { -1, 0 };
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id = NULL;
+	struct sockaddr_storage a;
+	struct rdma_conn_param cp;
+	struct ibv_qp_init_attr ia;
+	int port = port_base++;
+
+	sa_any(&a, pair_addr, port);
+	if (!ch || raw_listen(&l, &a, sizeof(struct sockaddr_in)) || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP)) {
+		printf("  setup failed: %s\n", en(errno));
+		goto out;
+	}
+	name(id, "client");
+	rc("rdma_resolve_addr", rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000));
+	step(ch, NULL);
+	rc("rdma_resolve_route", rdma_resolve_route(id, 2000));
+	step(ch, NULL);
+	if (with_qp) {
+		ia = qp_attr(IBV_QPT_RC);
+		rc("rdma_create_qp(client)", rdma_create_qp(id, NULL, &ia));
+	}
+	memset(&cp, 0, sizeof cp);
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	cp.retry_count = 7;
+	cp.qp_num = 0x4321;
+	rc("rdma_connect", rdma_connect(id, &cp));
+	if (raw_accept_ece(&l, 0x2c9, 0x5)) {
+		printf("  raw peer: accept failed: %s\n", en(errno));
+		goto out;
+	}
+	step(ch, NULL);
+	show_qp("client", id);
+	show_remote_ece(id);
+out:
+	if (id) {
+		if (id->qp)
+			rdma_destroy_qp(id);
+		forget(id);
+		rdma_destroy_id(id);
+	}
+	if (l.fd >= 0)
+		close(l.fd);
+	if (ch)
+		rdma_destroy_event_channel(ch);
+}
+
+static void case_ece_foreign_qp(void)
+{
+	case_ece_foreign(1);
+}
+
+static void case_ece_foreign_noqp(void)
+{
+	case_ece_foreign(0);
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -641,6 +789,8 @@ static const struct {
 	{ "ud", case_ud },
 	{ "mcast", case_mcast },
 	{ "sync_ep", case_sync_ep },
+	{ "ece_foreign_qp", case_ece_foreign_qp },
+	{ "ece_foreign_noqp", case_ece_foreign_noqp },
 	{ "rc_v6", NULL },
 	{ "rc_siw", NULL },
 	{ "reject_siw", NULL },
