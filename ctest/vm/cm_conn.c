@@ -698,6 +698,57 @@ static int raw_accept_ece(struct raw_listener *l, __u32 vendor, __u32 attr_mod)
 	return raw_cmd(l->fd, UCMA_CMD_ACCEPT, &a, sizeof a, 0);
 }
 
+/* The next event of the raw peer's descriptor (-1: none within EV_WAIT_MS). */
+static int raw_event(int fd, struct ucma_abi_event_resp *r)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	struct ucma_abi_get_event g = { .response = (uintptr_t)r };
+
+	memset(r, 0, sizeof *r);
+	if (poll(&pf, 1, EV_WAIT_MS) <= 0 || raw_cmd(fd, UCMA_CMD_GET_EVENT, &g, sizeof g, sizeof *r))
+		return -1;
+	return 0;
+}
+
+/* A raw requester: resolves `dst` and connects with ECE (vendor, attr_mod). */
+static int raw_connect_ece(struct raw_listener *l, const struct sockaddr_storage *dst, socklen_t len,
+			   __u32 vendor, __u32 attr_mod)
+{
+	struct ucma_abi_create_id_resp cr = { 0 };
+	struct ucma_abi_create_id c = { .uid = 3, .response = (uintptr_t)&cr, .ps = RDMA_PS_TCP, .qp_type = IBV_QPT_RC };
+	struct ucma_abi_resolve_addr ra = { 0 };
+	struct ucma_abi_resolve_route rr = { 0 };
+	struct ucma_abi_connect cn = { 0 };
+	struct ucma_abi_event_resp r;
+
+	l->fd = open("/dev/infiniband/rdma_cm", O_RDWR | O_CLOEXEC);
+	if (l->fd < 0 || raw_cmd(l->fd, UCMA_CMD_CREATE_ID, &c, sizeof c, sizeof cr))
+		return -1;
+	l->id = cr.id;
+	ra.id = l->id;
+	ra.timeout_ms = 2000;
+	ra.dst_size = len;
+	memcpy(&ra.dst_addr, dst, len);
+	if (raw_cmd(l->fd, UCMA_CMD_RESOLVE_ADDR, &ra, sizeof ra, 0) || raw_event(l->fd, &r) ||
+	    r.event != RDMA_CM_EVENT_ADDR_RESOLVED)
+		return -1;
+	rr.id = l->id;
+	rr.timeout_ms = 2000;
+	if (raw_cmd(l->fd, UCMA_CMD_RESOLVE_ROUTE, &rr, sizeof rr, 0) || raw_event(l->fd, &r) ||
+	    r.event != RDMA_CM_EVENT_ROUTE_RESOLVED)
+		return -1;
+	cn.id = l->id;
+	cn.conn_param.qp_num = 0x1234;
+	cn.conn_param.responder_resources = 1;
+	cn.conn_param.initiator_depth = 1;
+	cn.conn_param.retry_count = 7;
+	cn.conn_param.rnr_retry_count = 7;
+	cn.conn_param.valid = 1;
+	cn.ece.vendor_id = vendor;
+	cn.ece.attr_mod = attr_mod;
+	return raw_cmd(l->fd, UCMA_CMD_CONNECT, &cn, sizeof cn, 0);
+}
+
 static void show_remote_ece(struct rdma_cm_id *id)
 {
 	struct ibv_ece e;
@@ -766,6 +817,94 @@ out:
 		rdma_destroy_event_channel(ch);
 }
 
+/*
+ * A connection request carrying another vendor's ECE, from a raw
+ * requester: the library keeps the requester's values
+ * (rdma_get_remote_ece on the new id), and its accept answers with the
+ * requester's vendor and the local options: with a QP those rxe reports
+ * (none), without one those rdma_set_local_ece gave.  The raw peer prints
+ * what the answer carried and completes the connection (its ACCEPT sends
+ * the RTU).
+ */
+static void case_ece_foreign_req(int with_qp)
+{
+	struct raw_listener l = { -1, 0 };
+	struct ucma_abi_event_resp r;
+	struct ucma_abi_accept rtu = { 0 };
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *listen = NULL, *conn = NULL;
+	struct sockaddr_storage a;
+	struct rdma_conn_param cp;
+	struct ibv_qp_init_attr ia;
+	struct ibv_ece mine = { .vendor_id = 0x2c9, .options = 0x7 };
+	int port = port_base++;
+
+	sa_any(&a, pair_addr, port);
+	if (!ch || rdma_create_id(ch, &listen, NULL, RDMA_PS_TCP)) {
+		printf("  setup failed: %s\n", en(errno));
+		goto out;
+	}
+	name(listen, "listen");
+	rc("rdma_bind_addr(listen)", rdma_bind_addr(listen, (struct sockaddr *)&a));
+	rc("rdma_listen", rdma_listen(listen, 4));
+	if (raw_connect_ece(&l, &a, sizeof(struct sockaddr_in), 0x2c9, 0x5)) {
+		printf("  raw peer: connect failed: %s\n", en(errno));
+		goto out;
+	}
+	if (step(ch, &conn) != RDMA_CM_EVENT_CONNECT_REQUEST)
+		goto out;
+	name(conn, "conn");
+	show_remote_ece(conn);
+	memset(&cp, 0, sizeof cp);
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	if (with_qp) {
+		ia = qp_attr(IBV_QPT_RC);
+		rc("rdma_create_qp(conn)", rdma_create_qp(conn, NULL, &ia));
+	} else {
+		rc("rdma_set_local_ece", rdma_set_local_ece(conn, &mine));
+		cp.qp_num = 0x4321;
+	}
+	rc("rdma_accept", rdma_accept(conn, &cp));
+	show_qp("conn", conn);
+	if (raw_event(l.fd, &r)) {
+		printf("  raw peer: no event\n");
+		goto out;
+	}
+	printf("  raw peer: %s status=%d ece vendor=0x%x attr_mod=0x%x\n", rdma_event_str(r.event), (int)r.status,
+	       r.ece.vendor_id, r.ece.attr_mod);
+	rtu.id = l.id;
+	if (raw_cmd(l.fd, UCMA_CMD_ACCEPT, &rtu, sizeof rtu, 0))
+		printf("  raw peer: RTU failed: %s\n", en(errno));
+	step(ch, NULL);
+	show_qp("conn", conn);
+out:
+	if (conn) {
+		if (conn->qp)
+			rdma_destroy_qp(conn);
+		forget(conn);
+		rdma_destroy_id(conn);
+	}
+	if (listen) {
+		forget(listen);
+		rdma_destroy_id(listen);
+	}
+	if (l.fd >= 0)
+		close(l.fd);
+	if (ch)
+		rdma_destroy_event_channel(ch);
+}
+
+static void case_ece_foreign_req_qp(void)
+{
+	case_ece_foreign_req(1);
+}
+
+static void case_ece_foreign_req_noqp(void)
+{
+	case_ece_foreign_req(0);
+}
+
 static void case_ece_foreign_qp(void)
 {
 	case_ece_foreign(1);
@@ -791,6 +930,8 @@ static const struct {
 	{ "sync_ep", case_sync_ep },
 	{ "ece_foreign_qp", case_ece_foreign_qp },
 	{ "ece_foreign_noqp", case_ece_foreign_noqp },
+	{ "ece_foreign_req_qp", case_ece_foreign_req_qp },
+	{ "ece_foreign_req_noqp", case_ece_foreign_req_noqp },
 	{ "rc_v6", NULL },
 	{ "rc_siw", NULL },
 	{ "reject_siw", NULL },
