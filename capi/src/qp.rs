@@ -3,7 +3,7 @@
 
 use rdmacm::internal::abi::cma::*;
 use super::{entry, nonnull, Errno};
-use super::cm::id_of as live_id;
+use super::cm::{id_in_line, id_of as live_id};
 use rdmacm::internal::cma as cm;
 use rdmacm::internal::cma::conn;
 use rdmacm::internal::cma::objects::Vouched;
@@ -20,7 +20,7 @@ use std::ffi::c_int;
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rdma_create_qp(id: *mut rdma_cm_id, pd: *mut ibv_pd, qp_init_attr: *mut ibv_qp_init_attr) -> c_int {
     entry(|| {
-        let (p, cm) = live_id(id)?;
+        let (p, cm) = id_in_line(id)?;
         let attr = nonnull(qp_init_attr)?.as_ptr() as *mut verbs::QpInitAttr;
         // SAFETY: attr is a valid, writable ibv_qp_init_attr whose handles,
         // like pd, are NULL or live objects (C contract).
@@ -42,7 +42,7 @@ symver!(rdma_create_qp, "RDMACM_1.0");
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rdma_create_qp_ex(id: *mut rdma_cm_id, qp_init_attr: *mut ibv_qp_init_attr_ex) -> c_int {
     entry(|| {
-        let (p, cm) = live_id(id)?;
+        let (p, cm) = id_in_line(id)?;
         let attr = nonnull(qp_init_attr)?.as_ptr() as *mut verbs::QpInitAttrEx;
         // SAFETY: attr is a valid, writable ibv_qp_init_attr_ex whose
         // handles are NULL or live objects (C contract).

@@ -168,7 +168,10 @@ fn create_qp_ex_untraced(cm: &Cm, p: &IdPriv, attr: &mut Vouched<QpInitAttrEx>) 
             return Err(e);
         }
     };
-    let r = init_ece(p, &qp).and_then(|_| if qp_type == IBV_QPT_UD { init_ud_qp(cm, p, &qp) } else { init_conn_qp(cm, p, &qp) }).and_then(|_| set_local_ece(p, &qp));
+    let r = init_ece(p, &qp).and_then(|remote| {
+        if qp_type == IBV_QPT_UD { init_ud_qp(cm, p, &qp) } else { init_conn_qp(cm, p, &qp) }?;
+        set_local_ece(p, &qp, remote)
+    });
     if let Err(e) = r {
         // The QP is not published.
         qp.destroy();
@@ -255,7 +258,11 @@ pub fn destroy_srq_of(p: &IdPriv) {
 
 // --- ECE -------------------------------------------------------------------------
 
-fn init_ece(p: &IdPriv, qp: &NewQp) -> Result<(), Errno> {
+/// The new QP's ECE: the provider's values become the id's local ones,
+/// and a QP made for a request that carried ECE is told the peer's (its
+/// vendor's options, or none from another vendor).  Returns whether the
+/// id has the peer's ECE (a request's), for [`set_local_ece`].
+fn init_ece(p: &IdPriv, qp: &NewQp) -> Result<bool, Errno> {
     let (e, _) = qp.query_ece()?;
     let remote = {
         let mut c = p.conn.lock();
@@ -263,14 +270,19 @@ fn init_ece(p: &IdPriv, qp: &NewQp) -> Result<(), Errno> {
         c.remote_ece
     };
     if remote.0 == 0 {
-        return Ok(());
+        return Ok(false);
     }
     let want = if remote.0 != e.vendor_id { Ece { vendor_id: e.vendor_id, options: 0, comp_mask: 0 } } else { Ece { vendor_id: remote.0, options: remote.1, comp_mask: 0 } };
-    qp.set_ece(want)
+    qp.set_ece(want)?;
+    Ok(true)
 }
 
-fn set_local_ece(p: &IdPriv, qp: &NewQp) -> Result<(), Errno> {
-    if p.conn.lock().remote_ece.0 == 0 {
+/// Once the QP is in INIT: the options the provider settled on are the
+/// id's local ones, when the peer sent ECE (`has_remote`: what
+/// [`init_ece`] read under the same hold as the local values, once for
+/// both steps of the call).
+fn set_local_ece(p: &IdPriv, qp: &NewQp, has_remote: bool) -> Result<(), Errno> {
+    if !has_remote {
         return Ok(());
     }
     let (e, _) = qp.query_ece()?;
