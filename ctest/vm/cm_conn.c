@@ -2,7 +2,13 @@
 /*
  * cm_conn - differential cases for the connection half of the CM: QPs on
  * ids, connect/listen/accept/reject/disconnect, external QPs, UD service
- * ID resolution, multicast, and the argument checks upstream makes.
+ * ID resolution, multicast, the argument checks upstream makes, and ECE
+ * from another vendor's peer (a peer in this process that speaks the ucma
+ * protocol itself).
+ *
+ * Over 800 lines: the cases share the transcript's fixtures at the top, and
+ * one program prints the one transcript the VM compares between the two
+ * libraries.
  *
  * Both sides run in this one process over rxe0 (192.0.2.1, loopback),
  * each on its own event channel.  The transcript prints return values,
@@ -632,12 +638,12 @@ static void case_sync_ep(void)
 }
 
 /*
- * A listener that speaks the kernel's ucma protocol itself (no librdmacm),
- * so that both libraries meet the same peer: it answers a connection
- * request with the ECE values it is given, which no librdmacm peer sends
- * (rdma_accept echoes the requester's vendor).
+ * A peer that speaks the kernel's ucma protocol itself (no librdmacm), so
+ * that both libraries meet the same one: it listens or connects with the
+ * ECE values it is given, which no librdmacm peer on rxe sends (the
+ * requester's vendor is its QP's, none on rxe, and rdma_accept echoes it).
  */
-struct raw_listener {
+struct raw_peer {
 	int fd;
 	__u32 id;
 };
@@ -651,17 +657,49 @@ static int raw_cmd(int fd, __u32 cmd, void *c, size_t size, __u16 out)
 	return write(fd, c, size) == (ssize_t)size ? 0 : -1;
 }
 
-static int raw_listen(struct raw_listener *l, const struct sockaddr_storage *a, socklen_t len)
+/* Opens the ucma device and makes the peer's RC id. */
+static int raw_open(struct raw_peer *l)
 {
 	struct ucma_abi_create_id_resp cr = { 0 };
 	struct ucma_abi_create_id c = { .uid = 1, .response = (uintptr_t)&cr, .ps = RDMA_PS_TCP, .qp_type = IBV_QPT_RC };
-	struct ucma_abi_bind b = { 0 };
-	struct ucma_abi_listen ls = { 0 };
 
 	l->fd = open("/dev/infiniband/rdma_cm", O_RDWR | O_CLOEXEC);
 	if (l->fd < 0 || raw_cmd(l->fd, UCMA_CMD_CREATE_ID, &c, sizeof c, sizeof cr))
 		return -1;
 	l->id = cr.id;
+	return 0;
+}
+
+/* The next event of the peer's descriptor (-1: none within EV_WAIT_MS). */
+static int raw_event(struct raw_peer *l, struct ucma_abi_event_resp *r)
+{
+	struct pollfd pf = { .fd = l->fd, .events = POLLIN };
+	struct ucma_abi_get_event g = { .response = (uintptr_t)r };
+
+	memset(r, 0, sizeof *r);
+	if (poll(&pf, 1, EV_WAIT_MS) <= 0 || raw_cmd(l->fd, UCMA_CMD_GET_EVENT, &g, sizeof g, sizeof *r))
+		return -1;
+	return 0;
+}
+
+/* The peer's connection parameters (no QP of its own: a made-up number). */
+static void raw_conn_param(struct ucma_abi_conn_param *cp)
+{
+	cp->qp_num = 0x1234;
+	cp->responder_resources = 1;
+	cp->initiator_depth = 1;
+	cp->retry_count = 7;
+	cp->rnr_retry_count = 7;
+	cp->valid = 1;
+}
+
+static int raw_listen(struct raw_peer *l, const struct sockaddr_storage *a, socklen_t len)
+{
+	struct ucma_abi_bind b = { 0 };
+	struct ucma_abi_listen ls = { 0 };
+
+	if (raw_open(l))
+		return -1;
 	b.id = l->id;
 	b.addr_size = len;
 	memcpy(&b.addr, a, len);
@@ -673,80 +711,72 @@ static int raw_listen(struct raw_listener *l, const struct sockaddr_storage *a, 
 }
 
 /* Takes the connection request and accepts it with ECE (vendor, attr_mod). */
-static int raw_accept_ece(struct raw_listener *l, __u32 vendor, __u32 attr_mod)
+static int raw_accept_ece(struct raw_peer *l, __u32 vendor, __u32 attr_mod)
 {
-	struct pollfd pf = { .fd = l->fd, .events = POLLIN };
-	struct ucma_abi_event_resp r = { 0 };
-	struct ucma_abi_get_event g = { .response = (uintptr_t)&r };
+	struct ucma_abi_event_resp r;
 	struct ucma_abi_accept a = { 0 };
 
-	if (poll(&pf, 1, EV_WAIT_MS) <= 0 || raw_cmd(l->fd, UCMA_CMD_GET_EVENT, &g, sizeof g, sizeof r))
+	if (raw_event(l, &r))
 		return -1;
 	printf("  raw peer: %s\n", r.event == RDMA_CM_EVENT_CONNECT_REQUEST ? "connect request" : "other event");
 	if (r.event != RDMA_CM_EVENT_CONNECT_REQUEST)
 		return -1;
 	a.uid = 2;
 	a.id = r.id;
-	a.conn_param.qp_num = 0x1234;
-	a.conn_param.responder_resources = 1;
-	a.conn_param.initiator_depth = 1;
-	a.conn_param.retry_count = 7;
-	a.conn_param.rnr_retry_count = 7;
-	a.conn_param.valid = 1;
+	raw_conn_param(&a.conn_param);
 	a.ece.vendor_id = vendor;
 	a.ece.attr_mod = attr_mod;
 	return raw_cmd(l->fd, UCMA_CMD_ACCEPT, &a, sizeof a, 0);
 }
 
-/* The next event of the raw peer's descriptor (-1: none within EV_WAIT_MS). */
-static int raw_event(int fd, struct ucma_abi_event_resp *r)
-{
-	struct pollfd pf = { .fd = fd, .events = POLLIN };
-	struct ucma_abi_get_event g = { .response = (uintptr_t)r };
-
-	memset(r, 0, sizeof *r);
-	if (poll(&pf, 1, EV_WAIT_MS) <= 0 || raw_cmd(fd, UCMA_CMD_GET_EVENT, &g, sizeof g, sizeof *r))
-		return -1;
-	return 0;
-}
-
 /* A raw requester: resolves `dst` and connects with ECE (vendor, attr_mod). */
-static int raw_connect_ece(struct raw_listener *l, const struct sockaddr_storage *dst, socklen_t len,
+static int raw_connect_ece(struct raw_peer *l, const struct sockaddr_storage *dst, socklen_t len,
 			   __u32 vendor, __u32 attr_mod)
 {
-	struct ucma_abi_create_id_resp cr = { 0 };
-	struct ucma_abi_create_id c = { .uid = 3, .response = (uintptr_t)&cr, .ps = RDMA_PS_TCP, .qp_type = IBV_QPT_RC };
 	struct ucma_abi_resolve_addr ra = { 0 };
 	struct ucma_abi_resolve_route rr = { 0 };
 	struct ucma_abi_connect cn = { 0 };
 	struct ucma_abi_event_resp r;
 
-	l->fd = open("/dev/infiniband/rdma_cm", O_RDWR | O_CLOEXEC);
-	if (l->fd < 0 || raw_cmd(l->fd, UCMA_CMD_CREATE_ID, &c, sizeof c, sizeof cr))
+	if (raw_open(l))
 		return -1;
-	l->id = cr.id;
 	ra.id = l->id;
 	ra.timeout_ms = 2000;
 	ra.dst_size = len;
 	memcpy(&ra.dst_addr, dst, len);
-	if (raw_cmd(l->fd, UCMA_CMD_RESOLVE_ADDR, &ra, sizeof ra, 0) || raw_event(l->fd, &r) ||
+	if (raw_cmd(l->fd, UCMA_CMD_RESOLVE_ADDR, &ra, sizeof ra, 0) || raw_event(l, &r) ||
 	    r.event != RDMA_CM_EVENT_ADDR_RESOLVED)
 		return -1;
 	rr.id = l->id;
 	rr.timeout_ms = 2000;
-	if (raw_cmd(l->fd, UCMA_CMD_RESOLVE_ROUTE, &rr, sizeof rr, 0) || raw_event(l->fd, &r) ||
+	if (raw_cmd(l->fd, UCMA_CMD_RESOLVE_ROUTE, &rr, sizeof rr, 0) || raw_event(l, &r) ||
 	    r.event != RDMA_CM_EVENT_ROUTE_RESOLVED)
 		return -1;
 	cn.id = l->id;
-	cn.conn_param.qp_num = 0x1234;
-	cn.conn_param.responder_resources = 1;
-	cn.conn_param.initiator_depth = 1;
-	cn.conn_param.retry_count = 7;
-	cn.conn_param.rnr_retry_count = 7;
-	cn.conn_param.valid = 1;
+	raw_conn_param(&cn.conn_param);
 	cn.ece.vendor_id = vendor;
 	cn.ece.attr_mod = attr_mod;
 	return raw_cmd(l->fd, UCMA_CMD_CONNECT, &cn, sizeof cn, 0);
+}
+
+/* Destroys an id of the ECE cases (and its QP), if there is one. */
+static void drop_id(struct rdma_cm_id *id)
+{
+	if (!id)
+		return;
+	if (id->qp)
+		rdma_destroy_qp(id);
+	forget(id);
+	rdma_destroy_id(id);
+}
+
+/* Closes the raw peer (the kernel destroys its ids) and the channel. */
+static void raw_end(struct raw_peer *l, struct rdma_event_channel *ch)
+{
+	if (l->fd >= 0)
+		close(l->fd);
+	if (ch)
+		rdma_destroy_event_channel(ch);
 }
 
 static void show_remote_ece(struct rdma_cm_id *id)
@@ -769,7 +799,7 @@ static void show_remote_ece(struct rdma_cm_id *id)
  */
 static void case_ece_foreign(int with_qp)
 {
-	struct raw_listener l = { -1, 0 };
+	struct raw_peer l = { -1, 0 };
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_cm_id *id = NULL;
 	struct sockaddr_storage a;
@@ -805,16 +835,8 @@ static void case_ece_foreign(int with_qp)
 	show_qp("client", id);
 	show_remote_ece(id);
 out:
-	if (id) {
-		if (id->qp)
-			rdma_destroy_qp(id);
-		forget(id);
-		rdma_destroy_id(id);
-	}
-	if (l.fd >= 0)
-		close(l.fd);
-	if (ch)
-		rdma_destroy_event_channel(ch);
+	drop_id(id);
+	raw_end(&l, ch);
 }
 
 /*
@@ -828,7 +850,7 @@ out:
  */
 static void case_ece_foreign_req(int with_qp)
 {
-	struct raw_listener l = { -1, 0 };
+	struct raw_peer l = { -1, 0 };
 	struct ucma_abi_event_resp r;
 	struct ucma_abi_accept rtu = { 0 };
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -867,7 +889,7 @@ static void case_ece_foreign_req(int with_qp)
 	}
 	rc("rdma_accept", rdma_accept(conn, &cp));
 	show_qp("conn", conn);
-	if (raw_event(l.fd, &r)) {
+	if (raw_event(&l, &r)) {
 		printf("  raw peer: no event\n");
 		goto out;
 	}
@@ -879,20 +901,9 @@ static void case_ece_foreign_req(int with_qp)
 	step(ch, NULL);
 	show_qp("conn", conn);
 out:
-	if (conn) {
-		if (conn->qp)
-			rdma_destroy_qp(conn);
-		forget(conn);
-		rdma_destroy_id(conn);
-	}
-	if (listen) {
-		forget(listen);
-		rdma_destroy_id(listen);
-	}
-	if (l.fd >= 0)
-		close(l.fd);
-	if (ch)
-		rdma_destroy_event_channel(ch);
+	drop_id(conn);
+	drop_id(listen);
+	raw_end(&l, ch);
 }
 
 static void case_ece_foreign_req_qp(void)
