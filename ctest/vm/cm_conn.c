@@ -2,7 +2,7 @@
 /*
  * cm_conn - differential cases for the connection half of the CM: QPs on
  * ids, connect/listen/accept/reject/disconnect, external QPs, UD service
- * ID resolution, multicast, the argument checks upstream makes, and ECE
+ * ID resolution and its refusal, multicast, the argument checks upstream makes, and ECE
  * from another vendor's peer (a peer in this process that speaks the ucma
  * protocol itself).
  *
@@ -563,6 +563,31 @@ out:
 	teardown(&p);
 }
 
+/* A UD service request refused by the listener (SIDR reject with data). */
+static void case_ud_reject(void)
+{
+	struct pair p;
+	struct rdma_conn_param cp;
+	struct ibv_qp_init_attr ia;
+
+	if (setup(&p, RDMA_PS_UDP))
+		return;
+	ia = qp_attr(IBV_QPT_UD);
+	rc("rdma_create_qp(client, UD)", rdma_create_qp(p.client, NULL, &ia));
+	memset(&cp, 0, sizeof cp);
+	cp.private_data = "sidr";
+	cp.private_data_len = 4;
+	rc("rdma_connect(UD)", rdma_connect(p.client, &cp));
+	if (step(p.sch, &p.conn) != RDMA_CM_EVENT_CONNECT_REQUEST)
+		goto out;
+	name(p.conn, "conn");
+	rc("rdma_reject(UD)", rdma_reject(p.conn, "nope", 4));
+	step(p.cch, NULL);
+	show_qp("client", p.client);
+out:
+	teardown(&p);
+}
+
 static void case_mcast(void)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -937,6 +962,7 @@ static const struct {
 	{ "no_listener", case_no_listener },
 	{ "external_qp", case_external_qp },
 	{ "ud", case_ud },
+	{ "ud_reject", case_ud_reject },
 	{ "mcast", case_mcast },
 	{ "sync_ep", case_sync_ep },
 	{ "ece_foreign_qp", case_ece_foreign_qp },

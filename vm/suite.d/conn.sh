@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 # conn.sh - the connection half of the CM: QPs on ids, connect/listen/accept/reject/disconnect,
-# external QPs with rdma_establish, UD service ID resolution, multicast, endpoints, the
-# argument checks upstream makes, and ECE from another vendor's peer (a connect answered with
-# it, a request carrying it; that peer is in the same process and speaks the ucma protocol
-# itself, as no librdmacm peer on rxe sends a vendor). ctest/vm/cm_conn.c, built into /extra/bin/cm_conn, runs both
-# sides in one process over rxe0 (loopback) and prints a transcript with QP numbers and ports
-# masked; the host diffs upstream's and ours (--cmp).
+# external QPs with rdma_establish, UD service ID resolution and its refusal, multicast,
+# endpoints, the argument checks upstream makes, and ECE from another vendor's peer (a connect
+# answered with it, a request carrying it; that peer is in the same process and speaks the ucma
+# protocol itself, as no librdmacm peer on rxe sends a vendor). ctest/vm/cm_conn.c, built into
+# /extra/bin/cm_conn, runs both sides in one process over rxe0 (loopback) and prints a
+# transcript with QP numbers and ports masked; the host diffs upstream's and ours (--cmp).
 # A missing binary is not skipped: the test runs and fails (make vm-bin builds them all).
 t --cmp cm_conn 300 /extra/bin/cm_conn
 
