@@ -534,7 +534,11 @@ out:
 	teardown(&p);
 }
 
-static void case_ud(void)
+/*
+ * A UD service request (SIDR), answered by the listener's UD QP or, with
+ * `refuse`, refused with data (SIDR reject).
+ */
+static void ud_request(int refuse)
 {
 	struct pair p;
 	struct rdma_conn_param cp;
@@ -552,6 +556,12 @@ static void case_ud(void)
 	if (step(p.sch, &p.conn) != RDMA_CM_EVENT_CONNECT_REQUEST)
 		goto out;
 	name(p.conn, "conn");
+	if (refuse) {
+		rc("rdma_reject(UD)", rdma_reject(p.conn, "nope", 4));
+		step(p.cch, NULL);
+		show_qp("client", p.client);
+		goto out;
+	}
 	ia = qp_attr(IBV_QPT_UD);
 	rc("rdma_create_qp(conn, UD)", rdma_create_qp(p.conn, NULL, &ia));
 	show_qp("conn", p.conn);
@@ -563,29 +573,14 @@ out:
 	teardown(&p);
 }
 
-/* A UD service request refused by the listener (SIDR reject with data). */
+static void case_ud(void)
+{
+	ud_request(0);
+}
+
 static void case_ud_reject(void)
 {
-	struct pair p;
-	struct rdma_conn_param cp;
-	struct ibv_qp_init_attr ia;
-
-	if (setup(&p, RDMA_PS_UDP))
-		return;
-	ia = qp_attr(IBV_QPT_UD);
-	rc("rdma_create_qp(client, UD)", rdma_create_qp(p.client, NULL, &ia));
-	memset(&cp, 0, sizeof cp);
-	cp.private_data = "sidr";
-	cp.private_data_len = 4;
-	rc("rdma_connect(UD)", rdma_connect(p.client, &cp));
-	if (step(p.sch, &p.conn) != RDMA_CM_EVENT_CONNECT_REQUEST)
-		goto out;
-	name(p.conn, "conn");
-	rc("rdma_reject(UD)", rdma_reject(p.conn, "nope", 4));
-	step(p.cch, NULL);
-	show_qp("client", p.client);
-out:
-	teardown(&p);
+	ud_request(1);
 }
 
 static void case_mcast(void)
