@@ -242,18 +242,22 @@ static int setup(struct pair *p, enum rdma_port_space ps)
 	return 0;
 }
 
+/* Destroys an id (and its QP), if there is one. */
+static void drop_id(struct rdma_cm_id *id)
+{
+	if (!id)
+		return;
+	if (id->qp)
+		rdma_destroy_qp(id);
+	forget(id);
+	rdma_destroy_id(id);
+}
+
 static void teardown(struct pair *p)
 {
-	struct rdma_cm_id *ids[] = { p->conn, p->client, p->listen };
-
-	for (int i = 0; i < 3; i++) {
-		if (!ids[i])
-			continue;
-		if (ids[i]->qp)
-			rdma_destroy_qp(ids[i]);
-		forget(ids[i]);
-		rdma_destroy_id(ids[i]);
-	}
+	drop_id(p->conn);
+	drop_id(p->client);
+	drop_id(p->listen);
 	rdma_destroy_event_channel(p->sch);
 	rdma_destroy_event_channel(p->cch);
 }
@@ -777,17 +781,6 @@ static int raw_connect_ece(struct raw_peer *l, const struct sockaddr_storage *ds
 	cn.ece.vendor_id = vendor;
 	cn.ece.attr_mod = attr_mod;
 	return raw_cmd(l->fd, UCMA_CMD_CONNECT, &cn, sizeof cn, 0);
-}
-
-/* Destroys an id of the ECE cases (and its QP), if there is one. */
-static void drop_id(struct rdma_cm_id *id)
-{
-	if (!id)
-		return;
-	if (id->qp)
-		rdma_destroy_qp(id);
-	forget(id);
-	rdma_destroy_id(id);
 }
 
 /* Closes the raw peer (the kernel destroys its ids) and the channel. */
