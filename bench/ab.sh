@@ -33,7 +33,8 @@
 #   (also <case>_lib: in librdmacm's object); cg_create_qp, cg_resolve_addr, cg_resolve_route,
 #   cg_connect, cg_accept, cg_disconnect: the same for those calls (each connection step on a
 #   fresh id taken through the steps before it); cg_accept_qp, cg_conn_resp_qp: accept and the
-#   connecting end's get + ack of its connect response with QPs on both ends; cm_strace: cmtime -c 100 with its connecting end
+#   connecting end's get + ack of its connect response with QPs on both ends (their profiles kept
+#   as NAME.<case>.<round> beside the round trip's, -i as there); cm_strace: cmtime -c 100 with its connecting end
 #   under strace -f, a table of its system calls per connection in each step (the value: the
 #   calls of its qp and noqp tests)
 #   bench/ab.sh --report DIR    report from an earlier run's output directory

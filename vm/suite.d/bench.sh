@@ -196,10 +196,11 @@ bench_cg_report(){ local c=$1 n=$2 f=$3 u=$4
 
 # instructions per call under callgrind (counted inside measured_<case> only); [WRAP NAME]:
 # under the command words WRAP (bench_ab's library choice), the profile kept as NAME.<case>.<round>
+# (per instruction too with BENCH_CG_INSTR=1)
 bench_callgrind(){ local c=$1 n=$2 f=/tmp/bench-cg.$1 r w=${3:-} nm=${4:-${RDMACM_VARIANT:-x}}
   rm -f "$f"
   # shellcheck disable=SC2086
-  timeout 600 $w valgrind -q --tool=callgrind --toggle-collect="measured_$c" --callgrind-out-file="$f" \
+  timeout 600 $w valgrind -q --tool=callgrind ${BENCH_CG_INSTR:+--dump-instr=yes} --toggle-collect="measured_$c" --callgrind-out-file="$f" \
     /extra/bin/bench_calls "$c" "$n" > "$f.out" 2> "$f.err"; r=$?
   # keep the profile in the run's work dir (suite/share/out/callgrind/<variant>.<case>.<round>)
   # for callgrind_annotate on the host
@@ -521,7 +522,8 @@ case ${BENCH:-} in *ab=*) BENCH_AB=${BENCH#*ab=}; BENCH_AB=${BENCH_AB%% *}; expo
 case ${BENCH:-} in *abrounds=*) BENCH_AB_ROUNDS=${BENCH#*abrounds=}; export BENCH_AB_ROUNDS=${BENCH_AB_ROUNDS%% *};; esac
 case ${BENCH:-} in *abwrap=*) BENCH_AB_WRAP=${BENCH#*abwrap=}; export BENCH_AB_WRAP=${BENCH_AB_WRAP%% *};; esac
 case ${BENCH:-} in *abcases=*) BENCH_AB_CASES=${BENCH#*abcases=}; BENCH_AB_CASES=${BENCH_AB_CASES%% *}; export BENCH_AB_CASES=${BENCH_AB_CASES//,/ };; esac
-# "cginstr=1" (bench/ab.sh -i): the rsocket round trip's profile per instruction too
+# "cginstr=1" (bench/ab.sh -i): the profiles of the rsocket round trip and of the cg_<call> cases
+# per instruction too
 case ${BENCH:-} in *cginstr=1*) export BENCH_CG_INSTR=1;; esac
 if [ -n "${BENCH_AB:-}" ]; then
   t bench_ab 7200 bash -c bench_ab
