@@ -37,6 +37,10 @@
 #   as NAME.<case>.<round> beside the round trip's, -i as there); cm_strace: cmtime -c 100 with its connecting end
 #   under strace -f, a table of its system calls per connection in each step (the value: the
 #   calls of its qp and noqp tests)
+#   t_<call> (any cg_<call>'s call, and t_gai, t_create_destroy, t_get_ack, t_write_get_ack,
+#   t_event_str): the same calls timed without valgrind, wall ns per call (bench_calls'
+#   ns_per_call: 20000 calls, 300 of those with a connection step); t_ids: make bench's
+#   synchronous id loop (create, rdma_resolve_addr, destroy) of 2000 ids, ns per id
 #   bench/ab.sh --report DIR    report from an earlier run's output directory
 #
 # Each of the VM's two variant runs (upstream, ours) does every round, so ROUNDS=3 gives six
@@ -47,7 +51,7 @@ cd "$(dirname "$0")/.."
 rounds=3 cases=duplex out= wrap= cginstr=
 while [ $# -gt 0 ]; do case $1 in
   -r) rounds=$2; shift 2;; -i) cginstr=1; shift;; -w) wrap=$2; shift 2;; -c) cases=$2; shift 2;; --report) out=$2; shift 2;;
-  -h|--help) sed -n '3,35p' "$0"; exit 0;; *) break;; esac; done
+  -h|--help) sed -n '3,47p' "$0"; exit 0;; *) break;; esac; done
 if [ -z "$out" ]; then
   [ $# -gt 0 ] || { echo "usage: bench/ab.sh [-r ROUNDS] [-c CASES] NAME=DIR..." >&2; exit 2; }
   ab_stage bench/ab.sh "upstream" "$@"

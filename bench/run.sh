@@ -27,7 +27,7 @@ else
   BENCH_CMTIME_CONNS=${BENCH_CMTIME_CONNS:-1000}
   VM_BENCH="cmtime=$(echo $BENCH_CMTIME_CONNS | tr ' ' ,)"
   # BENCH_SECTIONS="rstream rsocket": only those sections of the driver (gai first ids threads
-  # dns rstream rsocket zc callgrind cmtime storm), e.g. the rsocket cases beside rstream in a few minutes;
+  # dns events rstream rsocket zc callgrind cmtime storm), e.g. the rsocket cases beside rstream in a few minutes;
   # "storm" alone: the storms without the driver's cases
   [ -z "${BENCH_SECTIONS:-}" ] || VM_BENCH+=" sections=$(echo $BENCH_SECTIONS | tr ' ' ,)"
   # the connection storms (vm/suite.d/storm.sh, test bench_storm) unless the sections leave them
@@ -66,6 +66,7 @@ want first gai_first_call
 want ids ids_sync_ns_per_id ids_rss_kb_per_1000 ids_heap_bytes_per_id
 want threads ids_threads_1_ns_per_id ids_threads_2_ns_per_id ids_threads_4_ns_per_id ids_threads_8_ns_per_id
 want dns dns_call_returns_us dns_event_arrives_us
+want events get_ack_ns_per_call write_get_ack_ns_per_call
 want rstream rstream_64k_xfer_us rstream_64b_lat_us
 want rsocket rs_pingpong8_64b_ns_per_rt rs_duplex_64k_us_per_mib
 want zc zc_1m_copy_us zc_1m_sendinplace_us zc_1m_zerocopy_us cg_zc_1m_copy cg_zc_1m_sendinplace cg_zc_1m_zerocopy

@@ -34,12 +34,16 @@
  * which the library answers inside the get: its QP to RTR and RTS, the kernel's ACCEPT, the
  * event reported as ESTABLISHED).
  *
- * Prints "calls N" on success; exits 1 (with the reason on stderr) when a call fails.
+ * Prints "calls N" on success, then "ns_per_call T": the wall time of the N calls after the
+ * first one divided by N, with what runs around them (get_ack's write, the connection steps'
+ * preparation) included: the timed form of a case, run without valgrind (bench/ab.sh t_<case>).
+ * Exits 1 (with the reason on stderr) when a call fails.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
 
@@ -395,6 +399,7 @@ int main(int argc, char **argv)
 	int (*fn)(void), (*warm)(void);
 	void (*prep)(void) = NULL;    /* before each call, unmeasured */
 	void (*post)(void) = NULL;    /* after each call, unmeasured */
+	struct timespec t0 = { 0 }, t1;
 	int conn = 0, lis = 0;
 	const char *c = argc == 3 ? argv[1] : "";
 	int n = argc == 3 ? atoi(argv[2]) : 0;
@@ -461,6 +466,8 @@ int main(int argc, char **argv)
 	    (rdma_create_id(ch, &keeper, NULL, RDMA_PS_TCP) || rdma_bind_addr(keeper, (struct sockaddr *)&here)))
 		die("rdma_create_id/rdma_bind_addr");
 	for (int i = 0; i <= n; i++) {    /* i == 0: the unmeasured first call */
+		if (i == 1)
+			clock_gettime(CLOCK_MONOTONIC, &t0);
 		if (get_ack && rdma_write_cm_event(evid, RDMA_CM_EVENT_USER, 0, i))
 			die("rdma_write_cm_event");
 		if (prep)
@@ -470,6 +477,7 @@ int main(int argc, char **argv)
 		if (post)
 			post();
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (client && client->qp)
 		rdma_destroy_qp(client);
 	if (server && server->qp)
@@ -485,5 +493,7 @@ int main(int argc, char **argv)
 	if (ch)
 		rdma_destroy_event_channel(ch);
 	printf("calls %d\n", n);
+	if (n > 0)
+		printf("ns_per_call %.0f\n", ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / n);
 	return 0;
 }

@@ -17,7 +17,8 @@
 # Cases: cmtime over rxe (both its tests, every step), rdma_getaddrinfo (numeric
 # IPv4, IPv6, AF_IB, passive, a hosts-file name, first call in a fresh process), synchronous
 # ids (time per id, RSS per 1000), the id loop from 1/2/4/8 threads, rdma_resolve_addrinfo
-# against a DNS server that answers after 500 ms, rstream 64 KiB throughput / 64 B latency,
+# against a DNS server that answers after 500 ms, an event's get + ack timed (after a write,
+# and with the write in it), rstream 64 KiB throughput / 64 B latency,
 # rsocket (not in the short mode): 8 streams ping-pong 64 B from 8 threads, and one
 # stream with a sender and a receiver thread at once (64 KiB), instructions per call under callgrind (library object only, and the whole process).
 
@@ -34,6 +35,14 @@ bench_wait_listen(){ local end=$((SECONDS + $2)); while [ $SECONDS -lt $end ]; d
 bench_stop(){ local i; for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$1" 2>/dev/null || break; sleep 0.3; done
   kill -0 "$1" 2>/dev/null && { pkill -TERM -P "$1" 2>/dev/null; kill "$1" 2>/dev/null; }; wait "$1" 2>/dev/null; }
 bench_fail(){ echo "BENCH $1 FAIL ${*:2}"; }
+
+# an event's calls timed: bench_calls CASE N (get_ack: rdma_get_cm_event + ack of an event
+# written before, the write in the time; write_get_ack: write, get, ack), wall ns per call
+bench_event_time(){ local c=$1 n=$2 v
+  v=$(timeout 600 /extra/bin/bench_calls "$c" "$n" 2> /tmp/bench-ev.err | awk '$1 == "ns_per_call" && $2 ~ /^[0-9.]+$/ { print $2 }')
+  if [ -n "$v" ]; then echo "BENCH ${c}_ns_per_call $v ns/call"
+  else bench_fail "${c}_ns_per_call" no_result; sed 's/^/  bench_calls: /' /tmp/bench-ev.err >&2; fi
+}
 
 # cmtime -c N across the pair; every step of both tables (with QPs: "qp", without: "noqp"),
 # total(us) (wall time of the step over all connections) and us/conn (per-connection sum)
@@ -331,7 +340,7 @@ bench_zc(){ local n=$1 m fl fn f v
 bench_sec(){ local t0=$SECONDS; [ -z "${BENCH_SECTIONS:-}" ] || [[ " $BENCH_SECTIONS " == *" $1 "* ]] || return 0
   "${@:2}"; echo "# $1: $((SECONDS - t0)) s"; }
 bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECONDS
-  local gn=2000 gs=500 ids=10000 tn=2000 cm="1000:900 10000:900" rs_s="-S 65536 -C 300" rs_l="-S 64 -C 1 -I 2000"
+  local gn=2000 gs=500 ids=10000 tn=2000 ev=20000 cm="1000:900 10000:900" rs_s="-S 65536 -C 300" rs_l="-S 64 -C 1 -I 2000"
   # rsocket: 8 streams x 1000 round trips of 64 B; one stream, 1000 x 64 KiB each way.
   # Not in the short mode (make check's bench_short): make bench only.
   local rs_pp="8 1000 64" rs_dx="1000 65536"
@@ -348,7 +357,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   export BENCH_ROUND=$round
   # callgrind counts are repeatable: only the first round counts them
   [ "$round" = 1 ] || cgc=
-  if [ "$mode" = short ]; then gn=200 gs=50 ids=200 tn=80 cm=10:60 rs_s= rs_l="-S 64 -C 1 -I 50" cg=10 first=3 rs_pp= rs_dx= zc=
+  if [ "$mode" = short ]; then gn=200 gs=50 ids=200 tn=80 ev=200 cm=10:60 rs_s= rs_l="-S 64 -C 1 -I 50" cg=10 first=3 rs_pp= rs_dx= zc=
     # (RTR and RTS take init_qp_attr's path: a valgrind start each saved, 10-20 s at host load 12)
     cgc=${cgc/ rtr_qp_attr rts_qp_attr/}; cgc=${cgc/ create_qp resolve_addr resolve_route connect accept disconnect accept_qp conn_resp_qp/}; fi
   {
@@ -362,6 +371,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
     bench_sec ids /extra/bin/bench_resolve ids $ids 192.0.2.2
     for t in $([ "$mode" = short ] && echo 1 8 || echo 1 2 4 8); do bench_sec threads /extra/bin/bench_resolve threads $t $tn 192.0.2.2; done
     bench_sec dns bench_dns
+    for c in get_ack write_get_ack; do bench_sec events bench_event_time $c $ev; done
     [ -z "$rs_s" ] || bench_sec rstream bench_rstream rstream_64k_xfer_us "$rs_s"
     bench_sec rstream bench_rstream rstream_64b_lat_us "$rs_l"
     [ -z "$rs_pp" ] || bench_sec rsocket bench_rsock rs_pingpong8_64b_ns_per_rt pingpong 7472 $rs_pp
@@ -384,6 +394,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   bench_want first gai_first_call
   bench_want ids ids_sync_ns_per_id ids_rss_kb_per_1000 ids_heap_bytes_per_id
   bench_want dns dns_call_returns_us dns_event_arrives_us
+  bench_want events get_ack_ns_per_call write_get_ack_ns_per_call
   bench_want rstream rstream_64b_lat_us
   [ -z "$rs_s" ] || bench_want rstream rstream_64k_xfer_us
   [ -z "$rs_pp" ] || bench_want rsocket rs_pingpong8_64b_ns_per_rt
@@ -401,7 +412,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   done
   ! grep -q '^BENCH [^ ]* FAIL' $out && [ $rc = 0 ]
 }
-export -f bench_zc bench_rxe_moved bench_rs_pair bench_rs_strace bench_cm_strace bench_rs_cg_duplex bench_rs_prof_duplex bench_sec bench_wait_listen bench_stop bench_rxe_counters bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
+export -f bench_event_time bench_zc bench_rxe_moved bench_rs_pair bench_rs_strace bench_cm_strace bench_rs_cg_duplex bench_rs_prof_duplex bench_sec bench_wait_listen bench_stop bench_rxe_counters bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
   bench_etc bench_dns bench_first bench_driver
 
 # the short mode's table, in the ours run: this run against the upstream run of the same boot
@@ -454,6 +465,12 @@ bench_ab(){ local r lib w cs c nm v e i fo o=/tmp/bench-ab rc=0 port=7480 sc= li
         # instructions per 64 B rsocket round trip under callgrind (as make bench's; also
         # cg_rs_pingpong_lib: in librdmacm's object)
         cg_rs_pingpong) nm=cg_rs_pingpong_total cs=;;
+        # the same calls timed, without valgrind: wall ns per call (bench_calls' ns_per_call;
+        # 20000 calls of the calls without a connection step, 300 of the others)
+        t_gai|t_create_destroy|t_get_ack|t_write_get_ack|t_event_str|t_bind|t_init_qp_attr|t_rtr_qp_attr|t_rts_qp_attr) nm=ns_per_call cs=20000;;
+        t_destroy_qp|t_create_qp|t_resolve_addr|t_resolve_route|t_connect|t_accept|t_disconnect|t_accept_qp|t_conn_resp_qp) nm=ns_per_call cs=300;;
+        # make bench's synchronous id loop (create, rdma_resolve_addr, destroy), 2000 ids
+        t_ids) nm=ids_sync_ns_per_id cs=;;
         *) echo "bench_ab: unknown case $c"; return 1;; esac
       # the order turns by one each round (no library always runs first, or after the same one)
       for i in "${!libs[@]}"; do lib=${libs[$(( (i + r) % ${#libs[@]} ))]}
@@ -482,6 +499,10 @@ bench_ab(){ local r lib w cs c nm v e i fo o=/tmp/bench-ab rc=0 port=7480 sc= li
           # (the client's system calls in all its steps, the value)
           fo=$(bench_cm_strace 100 "$w"); echo "$fo" | sed -n "s/^# cm_strace /ABCS /p" | sed "s/^ABCS /ABCS $lib $r /"
           v=$(awk '$1 == "BENCH" && $2 == "cm_strace_calls" && $3 ~ /^[0-9]+$/ { print $3 }' <<< "$fo")
+        elif [ $c = t_ids ]; then
+          v=$($w /extra/bin/bench_resolve ids 2000 192.0.2.2 | awk '$1 == "BENCH" && $2 == "ids_sync_ns_per_id" && $3 ~ /^[0-9.]+$/ { print $3 }')
+        elif [[ $c == t_* ]]; then
+          v=$(timeout 600 $w /extra/bin/bench_calls "${c#t_}" "$cs" 2>&1 | awk '$1 == "ns_per_call" && $2 ~ /^[0-9.]+$/ { print $2 }')
         elif [[ $c == cg_* ]]; then
           fo=$(BENCH_ROUND=$r bench_callgrind "${c#cg_}" 100 "$w" "$lib")
           # (the count in librdmacm's object too, when the value is the whole process's)
