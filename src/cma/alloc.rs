@@ -129,7 +129,7 @@ pub(super) fn new_channel(mut slot: Uninit<Channel>, fd: i32, cm: &'static Cm) -
     // SAFETY: the slot is ours alone and valid for writes of a Channel,
     // which is written whole before assume_init.
     unsafe {
-        slot.as_mut_ptr().write(Channel { ch: rdma_event_channel { fd }, readers: Default::default(), reader: Default::default(), cm });
+        slot.as_mut_ptr().write(Channel { ch: rdma_event_channel { fd }, waits_done: Default::default(), reader: Default::default(), cm });
         slot.assume_init()
     }
 }

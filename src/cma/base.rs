@@ -158,23 +158,16 @@ impl Ids {
     }
 }
 
-/// The mask of [`Channel::readers`]' count of threads in the call; the
-/// bits above it count the calls that have returned.
-pub(super) const READERS: u32 = 0xffff;
-
 /// `struct rdma_event_channel` and what the library keeps with it.
 #[repr(C)]
 pub struct Channel {
     pub ch: rdma_event_channel,
-    /// Threads in [`get_event`](super::delivery::get_event) on the
-    /// channel, in the low 16 bits ([`READERS`]; one alone may look
-    /// before it blocks, see
-    /// [`Ucma::wait_event_into`](crate::sys::ucma::Ucma::wait_event_into)),
-    /// and how many calls have left it, in the high 16 (wrapping): a
-    /// destroy that lets a reader take a queued event first
-    /// ([`Cm::let_reader_take`]) watches them change.  (It
-    /// fits the padding after `ch`.)
-    pub(super) readers: std::sync::atomic::AtomicU32,
+    /// How many [`get_event`](super::delivery::get_event) calls on the
+    /// channel have come back from the kernel's read (wrapping): a destroy
+    /// that lets a reader take a queued event first
+    /// ([`Cm::let_reader_take`]) watches it change.  (It fits the padding
+    /// after `ch`.)
+    pub(super) waits_done: std::sync::atomic::AtomicU32,
     /// The thread ([`crate::sys::trace::thread_key`]) that last called
     /// [`get_event`](super::delivery::get_event) on the channel (0:
     /// none, or one a destroy found not reading).

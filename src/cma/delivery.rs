@@ -9,7 +9,7 @@
 #![deny(unsafe_code)]
 
 use super::alloc;
-use super::base::{Channel, Cm, EventPriv, IdPriv, IdRef, Mc, EVENTS, IDS, READERS};
+use super::base::{Channel, Cm, EventPriv, IdPriv, IdRef, Mc, EVENTS, IDS};
 use super::conn;
 use super::events;
 use super::trace;
@@ -155,11 +155,8 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
     loop {
         // The wait for the kernel's next event: a cancellation of the
         // thread is acted on there (ECANCELED; the event stays queued).
-        // (The exit counts the call as returned and the thread as out in
-        // one add: the count is at least 1 there.)
-        let alone = ch.readers.fetch_add(1, Ordering::Relaxed) & READERS == 0;
-        let r = if cm.direct { crate::sys::ucma::wait_event(fd, &mut resp, alone) } else { cm.ucma.wait_event_into(fd, &mut resp, alone) };
-        ch.readers.fetch_add(READERS, Ordering::Release);
+        let r = if cm.direct { crate::sys::ucma::wait_event(fd, &mut resp) } else { cm.ucma.wait_event_into(fd, &mut resp) };
+        ch.waits_done.fetch_add(1, Ordering::Release);
         let resp = &*r?;
         // A new event is clean; one left by a discarded event is cleared
         // (upstream clears its event before each read).
@@ -254,11 +251,10 @@ impl Cm {
         if busy {
             return;
         }
-        let left = |r: u32| r & !READERS;
-        let start = left(ch.readers.load(Ordering::Acquire));
+        let start = ch.waits_done.load(Ordering::Acquire);
         for _ in 0..Self::READER_TAKE_MS {
             crate::sys::cancel::raw::pause_ms(1);
-            if left(ch.readers.load(Ordering::Acquire)) != start || !self.ucma.readable(fd) {
+            if ch.waits_done.load(Ordering::Acquire) != start || !self.ucma.readable(fd) {
                 return;
             }
         }

@@ -100,21 +100,11 @@ pub trait Ucma: Send + Sync {
     }
     /// `get_event_into` as the library's blocking wait for an event: a
     /// cancellation of the calling thread is acted on while it blocks
-    /// (ECANCELED, see [`crate::sys::cancel`]).  `alone`: no other thread
-    /// of the process reads the channel now, so an event the device
-    /// reports ready is taken without the wait's cost.  (It can still go
-    /// between the look and the command: read by another process sharing
-    /// the descriptor, or dropped with its id by another thread's destroy
-    /// or migrate whose own look at the channel came just before the
-    /// event, or before this thread's first call on it; otherwise the
-    /// CM's destroy lets this thread take the event first.  The command
-    /// then blocks until the next event as upstream's does, but without
-    /// acting on a cancellation.)
+    /// (ECANCELED, see [`crate::sys::cancel`]).
     ///
     /// The response is the caller's uninitialised buffer: the kernel fills
     /// it (see [`Kernel`]'s), a double writes it whole.
-    fn wait_event_into<'r>(&self, fd: RawFd, resp: &'r mut MaybeUninit<kabi::EventResp>, alone: bool) -> Result<&'r mut kabi::EventResp, Errno> {
-        let _ = alone;
+    fn wait_event_into<'r>(&self, fd: RawFd, resp: &'r mut MaybeUninit<kabi::EventResp>) -> Result<&'r mut kabi::EventResp, Errno> {
         Ok(resp.write(self.get_event(fd)?))
     }
     /// `optval` is handed to the kernel as a user address.
@@ -282,7 +272,7 @@ pub fn init_qp_attr(fd: RawFd, id: u32, qp_state: u32, resp: &mut kabi::UverbsQp
 /// transport is the kernel's (the library's own instance): called
 /// directly, in line, without the trait object.
 #[inline(always)]
-pub fn wait_event(fd: RawFd, resp: &mut MaybeUninit<kabi::EventResp>, alone: bool) -> Result<&mut kabi::EventResp, Errno> {
+pub fn wait_event(fd: RawFd, resp: &mut MaybeUninit<kabi::EventResp>) -> Result<&mut kabi::EventResp, Errno> {
     // The kernel copies its whole response (zeroed where it has nothing
     // to say) up to the smaller of its size and ours; older kernels'
     // end before `ece` or before `reserved`, so only that tail is
@@ -291,15 +281,12 @@ pub fn wait_event(fd: RawFd, resp: &mut MaybeUninit<kabi::EventResp>, alone: boo
     // SAFETY: [tail, len) lies inside the buffer.
     unsafe { resp.as_mut_ptr().cast::<u8>().add(tail).write_bytes(0, len - tail) };
     let cmd = enc_get_event(resp.as_mut_ptr() as usize as u64);
-    // An event already queued is taken without a wait (and so without
-    // the cost of one) when no other thread of the process reads the
-    // device (see Ucma::wait_event_into for when the event can still go
-    // first).
-    if alone && super::cancel::raw::readable(fd) {
-        send(fd, &cmd)?;
-    } else {
-        wait_send(fd, &cmd)?;
-    }
+    // One command, as upstream's, and always as a wait: a look at the
+    // channel first (poll) to take a queued event without the wait's
+    // cancellation scope would spend a system call more on every event,
+    // which costs more time than the scope saves whether the event is
+    // there or not (docs/performance.md, "An event").
+    wait_send(fd, &cmd)?;
     // SAFETY: the command succeeded, so the kernel copied its response:
     // every kernel's reaches `reserved` (the fields before it are the
     // ABI's since its first version), and the rest was cleared above.
@@ -466,8 +453,8 @@ impl Ucma for Kernel {
         super::cancel::raw::readable(fd)
     }
 
-    fn wait_event_into<'r>(&self, fd: RawFd, resp: &'r mut MaybeUninit<kabi::EventResp>, alone: bool) -> Result<&'r mut kabi::EventResp, Errno> {
-        wait_event(fd, resp, alone)
+    fn wait_event_into<'r>(&self, fd: RawFd, resp: &'r mut MaybeUninit<kabi::EventResp>) -> Result<&'r mut kabi::EventResp, Errno> {
+        wait_event(fd, resp)
     }
 
     fn set_option(&self, fd: RawFd, id: u32, level: u32, optname: u32, optval: *mut c_void, optlen: u32) -> Result<(), Errno> {

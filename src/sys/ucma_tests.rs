@@ -284,22 +284,20 @@ fn event_read_clears_only_the_tail_the_kernel_may_leave() {
     assert_eq!(unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET, 0, sv.as_mut_ptr()) }, 0);
     let len = std::mem::size_of::<kabi::EventResp>();
     let tail = std::mem::offset_of!(kabi::EventResp, reserved);
-    for alone in [false, true] {
-        let mut resp = MaybeUninit::<kabi::EventResp>::uninit();
-        // SAFETY: the whole buffer, as bytes.
-        unsafe { resp.as_mut_ptr().cast::<u8>().write_bytes(0xa5, len) };
-        let at = resp.as_ptr() as usize as u64;
-        let r = Kernel::default().wait_event_into(sv[0], &mut resp, alone).expect("the command is written whole");
-        // SAFETY: EventResp is plain data; every byte was written above.
-        let b = unsafe { std::slice::from_raw_parts(r as *const kabi::EventResp as *const u8, len) };
-        assert!(b[..tail].iter().all(|&x| x == 0xa5), "what the kernel fills is left to it");
-        assert!(b[tail..].iter().all(|&x| x == 0), "the tail an older kernel leaves is cleared");
-        let mut cmd = [0u8; 64];
-        // SAFETY: cmd is writable for its length.
-        let n = unsafe { libc::read(sv[1], cmd.as_mut_ptr().cast(), cmd.len()) };
-        assert_eq!(n, 16);
-        assert_eq!((u32_at(&cmd, 0), u16_at(&cmd, 6), u64_at(&cmd, 8)), (cmd::GET_EVENT, len as u16, at));
-    }
+    let mut resp = MaybeUninit::<kabi::EventResp>::uninit();
+    // SAFETY: the whole buffer, as bytes.
+    unsafe { resp.as_mut_ptr().cast::<u8>().write_bytes(0xa5, len) };
+    let at = resp.as_ptr() as usize as u64;
+    let r = Kernel::default().wait_event_into(sv[0], &mut resp).expect("the command is written whole");
+    // SAFETY: EventResp is plain data; every byte was written above.
+    let b = unsafe { std::slice::from_raw_parts(r as *const kabi::EventResp as *const u8, len) };
+    assert!(b[..tail].iter().all(|&x| x == 0xa5), "what the kernel fills is left to it");
+    assert!(b[tail..].iter().all(|&x| x == 0), "the tail an older kernel leaves is cleared");
+    let mut cmd = [0u8; 64];
+    // SAFETY: cmd is writable for its length.
+    let n = unsafe { libc::read(sv[1], cmd.as_mut_ptr().cast(), cmd.len()) };
+    assert_eq!(n, 16);
+    assert_eq!((u32_at(&cmd, 0), u16_at(&cmd, 6), u64_at(&cmd, 8)), (cmd::GET_EVENT, len as u16, at));
     // SAFETY: the test's own descriptors.
     unsafe {
         libc::close(sv[0]);
