@@ -36,12 +36,14 @@ bench_stop(){ local i; for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$1" 2>/dev/nul
   kill -0 "$1" 2>/dev/null && { pkill -TERM -P "$1" 2>/dev/null; kill "$1" 2>/dev/null; }; wait "$1" 2>/dev/null; }
 bench_fail(){ echo "BENCH $1 FAIL ${*:2}"; }
 
-# an event's calls timed: bench_calls CASE N (get_ack: rdma_get_cm_event + ack of an event
-# written before, the write in the time; write_get_ack: write, get, ack), wall ns per call
-bench_event_time(){ local c=$1 n=$2 v
-  v=$(timeout 600 /extra/bin/bench_calls "$c" "$n" 2> /tmp/bench-ev.err | awk '$1 == "ns_per_call" && $2 ~ /^[0-9.]+$/ { print $2 }')
+# a bench_calls case timed without valgrind: bench_calls CASE N [WRAP] (make bench's events
+# section: get_ack, rdma_get_cm_event + ack of an event written before, the write in the time;
+# write_get_ack: write, get, ack; bench_ab's t_<case>, under WRAP), "BENCH CASE_ns_per_call"
+bench_call_time(){ local c=$1 n=$2 w=${3:-} v
+  # shellcheck disable=SC2086
+  v=$(timeout 600 $w /extra/bin/bench_calls "$c" "$n" 2> /tmp/bench-ct.err | awk '$1 == "ns_per_call" && $2 ~ /^[0-9.]+$/ { print $2 }')
   if [ -n "$v" ]; then echo "BENCH ${c}_ns_per_call $v ns/call"
-  else bench_fail "${c}_ns_per_call" no_result; sed 's/^/  bench_calls: /' /tmp/bench-ev.err >&2; fi
+  else bench_fail "${c}_ns_per_call" no_result; sed 's/^/  bench_calls: /' /tmp/bench-ct.err >&2; fi
 }
 
 # cmtime -c N across the pair; every step of both tables (with QPs: "qp", without: "noqp"),
@@ -371,7 +373,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
     bench_sec ids /extra/bin/bench_resolve ids $ids 192.0.2.2
     for t in $([ "$mode" = short ] && echo 1 8 || echo 1 2 4 8); do bench_sec threads /extra/bin/bench_resolve threads $t $tn 192.0.2.2; done
     bench_sec dns bench_dns
-    for c in get_ack write_get_ack; do bench_sec events bench_event_time $c $ev; done
+    for c in get_ack write_get_ack; do bench_sec events bench_call_time $c $ev; done
     [ -z "$rs_s" ] || bench_sec rstream bench_rstream rstream_64k_xfer_us "$rs_s"
     bench_sec rstream bench_rstream rstream_64b_lat_us "$rs_l"
     [ -z "$rs_pp" ] || bench_sec rsocket bench_rsock rs_pingpong8_64b_ns_per_rt pingpong 7472 $rs_pp
@@ -412,7 +414,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   done
   ! grep -q '^BENCH [^ ]* FAIL' $out && [ $rc = 0 ]
 }
-export -f bench_event_time bench_zc bench_rxe_moved bench_rs_pair bench_rs_strace bench_cm_strace bench_rs_cg_duplex bench_rs_prof_duplex bench_sec bench_wait_listen bench_stop bench_rxe_counters bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
+export -f bench_call_time bench_zc bench_rxe_moved bench_rs_pair bench_rs_strace bench_cm_strace bench_rs_cg_duplex bench_rs_prof_duplex bench_sec bench_wait_listen bench_stop bench_rxe_counters bench_fail bench_cmtime bench_rstream bench_rsock bench_callgrind bench_cg_rsock bench_cg_report bench_gai \
   bench_etc bench_dns bench_first bench_driver
 
 # the short mode's table, in the ours run: this run against the upstream run of the same boot
@@ -467,8 +469,8 @@ bench_ab(){ local r lib w cs c nm v e i fo o=/tmp/bench-ab rc=0 port=7480 sc= li
         cg_rs_pingpong) nm=cg_rs_pingpong_total cs=;;
         # the same calls timed, without valgrind: wall ns per call (bench_calls' ns_per_call;
         # 20000 calls of the calls without a connection step, 300 of the others)
-        t_gai|t_create_destroy|t_get_ack|t_write_get_ack|t_event_str|t_bind|t_init_qp_attr|t_rtr_qp_attr|t_rts_qp_attr) nm=ns_per_call cs=20000;;
-        t_destroy_qp|t_create_qp|t_resolve_addr|t_resolve_route|t_connect|t_accept|t_disconnect|t_accept_qp|t_conn_resp_qp) nm=ns_per_call cs=300;;
+        t_gai|t_create_destroy|t_get_ack|t_write_get_ack|t_event_str|t_bind|t_init_qp_attr|t_rtr_qp_attr|t_rts_qp_attr) nm=${c#t_}_ns_per_call cs=20000;;
+        t_destroy_qp|t_create_qp|t_resolve_addr|t_resolve_route|t_connect|t_accept|t_disconnect|t_accept_qp|t_conn_resp_qp) nm=${c#t_}_ns_per_call cs=300;;
         # make bench's synchronous id loop (create, rdma_resolve_addr, destroy), 2000 ids
         t_ids) nm=ids_sync_ns_per_id cs=;;
         *) echo "bench_ab: unknown case $c"; return 1;; esac
@@ -502,7 +504,7 @@ bench_ab(){ local r lib w cs c nm v e i fo o=/tmp/bench-ab rc=0 port=7480 sc= li
         elif [ $c = t_ids ]; then
           v=$($w /extra/bin/bench_resolve ids 2000 192.0.2.2 | awk '$1 == "BENCH" && $2 == "ids_sync_ns_per_id" && $3 ~ /^[0-9.]+$/ { print $3 }')
         elif [[ $c == t_* ]]; then
-          v=$(timeout 600 $w /extra/bin/bench_calls "${c#t_}" "$cs" 2>&1 | awk '$1 == "ns_per_call" && $2 ~ /^[0-9.]+$/ { print $2 }')
+          v=$(bench_call_time "${c#t_}" "$cs" "$w" | awk -v nm="$nm" '$1 == "BENCH" && $2 == nm && $3 ~ /^[0-9.]+$/ { print $3 }')
         elif [[ $c == cg_* ]]; then
           fo=$(BENCH_ROUND=$r bench_callgrind "${c#cg_}" 100 "$w" "$lib")
           # (the count in librdmacm's object too, when the value is the whole process's)
