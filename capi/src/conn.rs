@@ -6,19 +6,18 @@ use rdmacm::internal::abi::cma::*;
 use super::{entry, entry_hot_on_id, nonnull};
 use rdmacm::internal::cma::conn;
 use rdmacm::internal::cma::conn::ConnArgs;
-use rdmacm::internal::cma::params::ConnParam;
 use rdmacm::internal::sys::verbs;
 use crate::symver;
 use std::ffi::{c_int, c_void};
 
-/// Reads an optional `rdma_conn_param`: its values, and its private data
-/// borrowed where it is (cut at what a command holds).
+/// Reads an optional `rdma_conn_param` where the caller keeps it: its
+/// values, and its private data (cut at what a command holds).
 ///
 /// # Safety
 /// `p` must be NULL or readable, its private data NULL or
 /// `private_data_len` readable bytes, both for `'a`.
 #[inline(always)]
-unsafe fn param<'a>(p: *const rdma_conn_param) -> Option<(ConnParam, &'a [u8])> {
+unsafe fn args<'a>(p: *const rdma_conn_param) -> Option<ConnArgs<'a>> {
     // SAFETY: per the contract.
     let c = unsafe { p.as_ref() }?;
     let n = (c.private_data_len as usize).min(rdmacm::internal::abi::ucma::RDMA_MAX_PRIVATE_DATA);
@@ -28,13 +27,7 @@ unsafe fn param<'a>(p: *const rdma_conn_param) -> Option<(ConnParam, &'a [u8])> 
         // SAFETY: per the contract (n <= private_data_len).
         unsafe { std::slice::from_raw_parts(c.private_data as *const u8, n) }
     };
-    Some((conn::conn_param_from_c(c, Vec::new()), private_data))
-}
-
-/// [`param`]'s answer as `connect` and `accept` take it.
-#[inline(always)]
-fn args<'a>(c: &'a Option<(ConnParam, &'a [u8])>) -> Option<ConnArgs<'a>> {
-    c.as_ref().map(|(param, private_data)| ConnArgs { private_data, param })
+    Some(ConnArgs { private_data, param: c })
 }
 
 /// Reads optional private data.
@@ -63,8 +56,8 @@ pub unsafe extern "C-unwind" fn rdma_connect(id: *mut rdma_cm_id, conn_param: *m
     entry_hot_on_id(|| {
         let (p, cm) = id_in_line(id)?;
         // SAFETY: conn_param per the contract.
-        let c = unsafe { param(conn_param) };
-        conn::connect(cm, &p, args(&c).as_ref())?;
+        let c = unsafe { args(conn_param) };
+        conn::connect(cm, &p, c.as_ref())?;
         Ok(0)
     })
 }
@@ -95,8 +88,8 @@ pub unsafe extern "C-unwind" fn rdma_accept(id: *mut rdma_cm_id, conn_param: *mu
     entry_hot_on_id(|| {
         let (p, cm) = id_in_line(id)?;
         // SAFETY: conn_param per the contract.
-        let c = unsafe { param(conn_param) };
-        conn::accept(cm, &p, args(&c).as_ref())?;
+        let c = unsafe { args(conn_param) };
+        conn::accept(cm, &p, c.as_ref())?;
         Ok(0)
     })
 }

@@ -236,29 +236,43 @@ pub fn entry_hot_on_id<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> 
 #[inline(always)]
 fn guarded<R: FfiError>(nocancel: bool, body: impl FnOnce() -> Result<R, Errno>) -> (R, bool) {
     let _nc = if nocancel { Some(NoCancel::new()) } else { None };
-    let r = match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(v)) => return (v, false),
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(v)) => (v, false),
         Ok(Err(e)) => {
-            if e == Errno::UnknownErrno {
-                // A number Errno has no name for: the kernel's own.
-                Errno::set_raw(rdmacm::internal::sys::take_unlisted());
-            } else {
-                set_errno(e);
-            }
-            R::error_value()
+            failed(e);
+            (R::error_value(), true)
         }
         Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            log::error!(target: "rdmacm", "internal error (panic caught at the C boundary): {msg}");
-            set_errno(Errno::EIO);
-            R::error_value()
+            panicked(p);
+            (R::error_value(), true)
         }
-    };
-    (r, true)
+    }
+}
+
+/// errno for a body's error (out of line: the exports' frames keep only
+/// what their success path needs).
+#[cold]
+#[inline(never)]
+fn failed(e: Errno) {
+    if e == Errno::UnknownErrno {
+        // A number Errno has no name for: the kernel's own.
+        Errno::set_raw(rdmacm::internal::sys::take_unlisted());
+    } else {
+        set_errno(e);
+    }
+}
+
+/// A panic caught at the boundary: logged, EIO (out of line, as [`failed`]).
+#[cold]
+#[inline(never)]
+fn panicked(p: Box<dyn std::any::Any + Send>) {
+    let msg = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    log::error!(target: "rdmacm", "internal error (panic caught at the C boundary): {msg}");
+    set_errno(Errno::EIO);
 }
 
 /// The live id C knows by `id`, held for the call (as `cm::id_of`, in

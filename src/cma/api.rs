@@ -136,7 +136,7 @@ impl CmId {
     /// `rdma_connect` (synchronous): returns the private data of the
     /// peer's answer.
     pub fn connect(&self, param: &ConnParam) -> Result<Vec<u8>, Errno> {
-        conn::connect(self.cm, &self.p, Some(&checked(param)?.into()))?;
+        self.connect_with(Some(param))?;
         Ok(self.parked_param().map(|c| c.private_data).unwrap_or_default())
     }
 
@@ -163,7 +163,7 @@ impl CmId {
 
     /// `rdma_accept`.
     pub fn accept(&self, param: &ConnParam) -> Result<(), Errno> {
-        conn::accept(self.cm, &self.p, Some(&checked(param)?.into()))
+        self.accept_with(Some(param))
     }
 
     /// `rdma_reject` without private data.
@@ -367,19 +367,21 @@ impl CmId {
     /// asynchronous id the answer comes as an event. `None`: the defaults.
     pub fn connect_with(&self, param: Option<&ConnParam>) -> Result<(), Errno> {
         let c = match param {
-            Some(c) => Some(conn::ConnArgs::from(checked(c)?)),
+            Some(c) => Some((conn::ConnArgs::values(checked(c)?), &c.private_data[..])),
             None => None,
         };
-        conn::connect(self.cm, &self.p, c.as_ref())
+        let args = c.as_ref().map(|(param, private_data)| conn::ConnArgs { private_data, param });
+        conn::connect(self.cm, &self.p, args.as_ref())
     }
 
     /// `rdma_accept`, `None`: the defaults.
     pub fn accept_with(&self, param: Option<&ConnParam>) -> Result<(), Errno> {
         let c = match param {
-            Some(c) => Some(conn::ConnArgs::from(checked(c)?)),
+            Some(c) => Some((conn::ConnArgs::values(checked(c)?), &c.private_data[..])),
             None => None,
         };
-        conn::accept(self.cm, &self.p, c.as_ref())
+        let args = c.as_ref().map(|(param, private_data)| conn::ConnArgs { private_data, param });
+        conn::accept(self.cm, &self.p, args.as_ref())
     }
 
     /// `rdma_reject` with private data (at most 255 bytes).

@@ -10,9 +10,10 @@
 //! The `#[repr(C)]` structures C and the kernel exchange stay in `abi`;
 //! each conversion between them and these values is written once:
 //! `struct rdma_conn_param` to [`ConnParam`] in `cma::conn`
-//! (`conn_param_from_c`; `connect` and `accept` read a [`ConnParam`] with
-//! its private data borrowed apart, `cma::conn::ConnArgs`), [`ConnParam`]
-//! to the kernel's in `cma::conn`,
+//! (`conn_param_from_c`) and back (`ConnArgs::values`: `connect` and
+//! `accept` read the values of a `struct rdma_conn_param`, the C caller's
+//! where it is, with its private data borrowed apart,
+//! `cma::conn::ConnArgs`), those values to the kernel's in `cma::conn`,
 //! `struct ibv_qp_cap` and [`QpCaps`] here (`qp_cap_of`, `qp_caps_of`),
 //! `struct rdma_ud_param` to [`UdParam`] here.
 //!

@@ -133,21 +133,53 @@ pub fn get_remote_ece(p: &IdPriv) -> Result<Ece, Errno> {
 
 // --- connection -------------------------------------------------------------------
 
-/// The connection parameters `connect` and `accept` read: a
-/// [`ConnParam`]'s values with the private data borrowed apart, so that
-/// the C API hands on the caller's bytes where they are (no copy, no
-/// allocation: its `ConnParam` has none of its own) and the Rust API its
-/// [`ConnParam`]'s.
-#[derive(Clone, Copy, Debug)]
+/// A `$ty` with the value fields `struct rdma_conn_param` and [`ConnParam`]
+/// share taken from `$c`, the others given: the one list of those fields,
+/// for the conversions both ways.
+macro_rules! conn_values {
+    ($ty:ident { $($f:ident $(: $v:expr)?),* } from $c:expr) => {
+        $ty {
+            $($f $(: $v)?,)*
+            responder_resources: $c.responder_resources,
+            initiator_depth: $c.initiator_depth,
+            flow_control: $c.flow_control,
+            retry_count: $c.retry_count,
+            rnr_retry_count: $c.rnr_retry_count,
+            srq: $c.srq,
+            qp_num: $c.qp_num,
+        }
+    };
+}
+
+/// The connection parameters `connect` and `accept` read: the values of
+/// a `struct rdma_conn_param` with the private data borrowed apart, so
+/// that the C API hands on the caller's structure and bytes where they are
+/// (no copy, no conversion, no allocation) and the Rust API its
+/// [`ConnParam`]'s ([`ConnArgs::values`]).
+#[derive(Clone, Copy)]
 pub struct ConnArgs<'a> {
     /// The private data to send (`param.private_data` is not read).
     pub private_data: &'a [u8],
-    pub param: &'a ConnParam,
+    /// The values (its `private_data` and `private_data_len` are not read).
+    pub param: &'a rdma_conn_param,
 }
 
-impl<'a> From<&'a ConnParam> for ConnArgs<'a> {
-    fn from(c: &'a ConnParam) -> ConnArgs<'a> {
-        ConnArgs { private_data: &c.private_data, param: c }
+impl ConnArgs<'_> {
+    /// A [`ConnParam`]'s values as `struct rdma_conn_param` (no private
+    /// data: it goes apart, as [`ConnArgs::private_data`]).
+    pub fn values(c: &ConnParam) -> rdma_conn_param {
+        conn_values!(rdma_conn_param { private_data: std::ptr::null(), private_data_len: 0 } from c)
+    }
+}
+
+impl std::fmt::Debug for ConnArgs<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnArgs")
+            .field("private_data_len", &self.private_data.len())
+            .field("responder_resources", &self.param.responder_resources)
+            .field("initiator_depth", &self.param.initiator_depth)
+            .field("qp_num", &self.param.qp_num)
+            .finish_non_exhaustive()
     }
 }
 
@@ -155,7 +187,7 @@ impl<'a> From<&'a ConnParam> for ConnArgs<'a> {
 /// exceed the device's `(max_initiator_depth, max_responder_resources)`
 /// (the "as much as the device takes" values aside).
 #[inline(always)]
-fn within_limits(param: &ConnParam, (max_init, max_resp): (u8, u8)) -> Result<(), Errno> {
+fn within_limits(param: &rdma_conn_param, (max_init, max_resp): (u8, u8)) -> Result<(), Errno> {
     if param.responder_resources != RDMA_MAX_RESP_RES && param.responder_resources > max_resp {
         return Err(Errno::EINVAL);
     }
@@ -171,16 +203,7 @@ fn within_limits(param: &ConnParam, (max_init, max_resp): (u8, u8)) -> Result<()
 /// handed on apart: [`ConnArgs`]). The one conversion from the C
 /// structure to [`ConnParam`].
 pub fn conn_param_from_c(c: &rdma_conn_param, private_data: Vec<u8>) -> ConnParam {
-    ConnParam {
-        private_data,
-        responder_resources: c.responder_resources,
-        initiator_depth: c.initiator_depth,
-        flow_control: c.flow_control,
-        retry_count: c.retry_count,
-        rnr_retry_count: c.rnr_retry_count,
-        srq: c.srq,
-        qp_num: c.qp_num,
-    }
+    conn_values!(ConnParam { private_data } from c)
 }
 
 /// The kernel's connection parameters, written into a zeroed `k` where

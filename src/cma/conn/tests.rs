@@ -224,6 +224,15 @@ fn param(pd: &[u8]) -> ConnParam {
     }
 }
 
+
+/// A `ConnParam` as `connect` and `accept` take it (temporaries that live
+/// for the calling statement).
+macro_rules! args {
+    ($c:expr) => {
+        &ConnArgs { private_data: &$c.private_data, param: &ConnArgs::values(&$c) }
+    };
+}
+
 #[test]
 fn an_ids_port_link_layer_is_its_devices() {
     let (cm, _f) = make(true);
@@ -247,16 +256,16 @@ fn connect_checks_and_encodes_parameters() {
     {
         let p = cm.create_id(None, null_mut(), RDMA_PS_TCP).unwrap();
         // No device yet: upstream would crash reading its limits.
-        assert_eq!(connect(cm, &p, Some(&(&param(b"x")).into())).unwrap_err(), Errno::EINVAL);
+        assert_eq!(connect(cm, &p, Some(args!(param(b"x")))).unwrap_err(), Errno::EINVAL);
         cm.resolve_addr(&p, None, Some(v4(2)), 100).unwrap();
         // TCP without a QP needs parameters.
         assert_eq!(connect(cm, &p, None).unwrap_err(), Errno::EINVAL);
         let mut too_deep = param(b"");
         too_deep.initiator_depth = 5;
-        assert_eq!(connect(cm, &p, Some(&(&too_deep).into())).unwrap_err(), Errno::EINVAL, "above the device's 4");
+        assert_eq!(connect(cm, &p, Some(args!(too_deep))).unwrap_err(), Errno::EINVAL, "above the device's 4");
         p.conn.lock().connect = vec![1, 2, 3].into();
         p.conn.lock().local_ece = (0x15b3, 9);
-        connect(cm, &p, Some(&(&param(b"hi")).into())).unwrap();
+        connect(cm, &p, Some(args!(param(b"hi")))).unwrap();
         let (k, ece) = f.st.lock().connects[0];
         assert_eq!(k.qp_num, 0x77);
         assert_eq!((k.initiator_depth, k.responder_resources), (4, 8), "device limits");
@@ -341,7 +350,7 @@ fn connection_request_creates_the_new_id() {
             // Accept without a QP: the caller's QP number, depths bounded by
             // the request and the device.
             assert_eq!(accept(cm, &np, None).unwrap_err(), Errno::EINVAL);
-            accept(cm, &np, Some(&(&param(b"ok")).into())).unwrap();
+            accept(cm, &np, Some(args!(param(b"ok")))).unwrap();
             let (ah, uid, k, ece) = f.st.lock().accepts[0];
             assert_eq!((ah, uid), (h, np.uid()));
             assert_eq!((k.qp_num, k.initiator_depth, k.responder_resources), (0x77, 2, 8));
@@ -607,7 +616,7 @@ fn udp_listener_requests_carry_ud_parameters() {
         assert_eq!((*e.id).qp_type, IBV_QPT_UD);
         let np = cm.id(e.id).unwrap();
         // A UD accept does not wait for an event.
-        accept(cm, &np, Some(&(&param(b"")).into())).unwrap();
+        accept(cm, &np, Some(args!(param(b"")))).unwrap();
         cm::ack_event(cm, ev);
         cm.destroy_id(&np).unwrap();
         cm.destroy_id(&l).unwrap();
