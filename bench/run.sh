@@ -66,7 +66,7 @@ want first gai_first_call
 want ids ids_sync_ns_per_id ids_rss_kb_per_1000 ids_heap_bytes_per_id
 want threads ids_threads_1_ns_per_id ids_threads_2_ns_per_id ids_threads_4_ns_per_id ids_threads_8_ns_per_id
 want dns dns_call_returns_us dns_event_arrives_us
-want events get_ack_ns_per_call write_get_ack_ns_per_call
+want events get_ack_ns_per_call write_get_ack_ns_per_call connect_ns_per_call accept_ns_per_call disconnect_ns_per_call
 want rstream rstream_64k_xfer_us rstream_64b_lat_us
 want rsocket rs_pingpong8_64b_ns_per_rt rs_duplex_64k_us_per_mib
 want zc zc_1m_copy_us zc_1m_sendinplace_us zc_1m_zerocopy_us cg_zc_1m_copy cg_zc_1m_sendinplace cg_zc_1m_zerocopy
@@ -152,6 +152,9 @@ awk -v partial="${BENCH_SECTIONS:+1}" '
     # the other connection calls (ctest/vm/bench_calls.c)
     for (i = 1; i <= split("create_qp resolve_addr resolve_route connect accept disconnect accept_qp conn_resp_qp", g, " "); i++)
       atmost("cg_" g[i] "_total", 1.0, "instructions (whole process) of a connection call at most upstream")
+    # the time of those calls and of an event (kernel work included): no slower
+    for (i = 1; i <= split("get_ack write_get_ack connect accept disconnect", g, " "); i++)
+      notslower(g[i] "_ns_per_call", "time of an event or a connection call no slower than upstream")
     n = 0; slow = ""
     for (c in r) if (c ~ /^cmtime/ && num(c)) { n++; if (v[c] ~ /slower/) slow = slow " " c "=" r[c] }
     if (n > 0 || !partial) say(n > 0 && slow == "", "cmtime: no step slower beyond the spread", n " step figures" (slow == "" ? "" : "; slower:" slow))

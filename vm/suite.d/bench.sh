@@ -38,7 +38,8 @@ bench_fail(){ echo "BENCH $1 FAIL ${*:2}"; }
 
 # a bench_calls case timed without valgrind: bench_calls CASE N [WRAP] (make bench's events
 # section: get_ack, rdma_get_cm_event + ack of an event written before, the write in the time;
-# write_get_ack: write, get, ack; bench_ab's t_<case>, under WRAP), "BENCH CASE_ns_per_call"
+# write_get_ack: write, get, ack; connect, accept, disconnect: the call alone on a fresh
+# connection's id; bench_ab's t_<case>, under WRAP), "BENCH CASE_ns_per_call"
 bench_call_time(){ local c=$1 n=$2 w=${3:-} v
   # shellcheck disable=SC2086
   v=$(timeout 600 $w /extra/bin/bench_calls "$c" "$n" 2> /tmp/bench-ct.err | awk '$1 == "ns_per_call" && $2 ~ /^[0-9.]+$/ { print $2 }')
@@ -343,6 +344,9 @@ bench_sec(){ local t0=$SECONDS; [ -z "${BENCH_SECTIONS:-}" ] || [[ " $BENCH_SECT
   "${@:2}"; echo "# $1: $((SECONDS - t0)) s"; }
 bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECONDS
   local gn=2000 gs=500 ids=10000 tn=2000 ev=20000 cm="1000:900 10000:900" rs_s="-S 65536 -C 300" rs_l="-S 64 -C 1 -I 2000"
+  # events: the connection calls timed too (each on a fresh connection's id, its handshake
+  # outside the time; make bench only)
+  local evcm=300
   # rsocket: 8 streams x 1000 round trips of 64 B; one stream, 1000 x 64 KiB each way.
   # Not in the short mode (make check's bench_short): make bench only.
   local rs_pp="8 1000 64" rs_dx="1000 65536"
@@ -359,7 +363,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   export BENCH_ROUND=$round
   # callgrind counts are repeatable: only the first round counts them
   [ "$round" = 1 ] || cgc=
-  if [ "$mode" = short ]; then gn=200 gs=50 ids=200 tn=80 ev=200 cm=10:60 rs_s= rs_l="-S 64 -C 1 -I 50" cg=10 first=3 rs_pp= rs_dx= zc=
+  if [ "$mode" = short ]; then gn=200 gs=50 ids=200 tn=80 ev=200 cm=10:60 rs_s= rs_l="-S 64 -C 1 -I 50" cg=10 first=3 rs_pp= rs_dx= zc= evcm=
     # (RTR and RTS take init_qp_attr's path: a valgrind start each saved, 10-20 s at host load 12)
     cgc=${cgc/ rtr_qp_attr rts_qp_attr/}; cgc=${cgc/ create_qp resolve_addr resolve_route connect accept disconnect accept_qp conn_resp_qp/}; fi
   {
@@ -374,6 +378,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
     for t in $([ "$mode" = short ] && echo 1 8 || echo 1 2 4 8); do bench_sec threads /extra/bin/bench_resolve threads $t $tn 192.0.2.2; done
     bench_sec dns bench_dns
     for c in get_ack write_get_ack; do bench_sec events bench_call_time $c $ev; done
+    for c in ${evcm:+connect accept disconnect}; do bench_sec events bench_call_time $c $evcm; done
     [ -z "$rs_s" ] || bench_sec rstream bench_rstream rstream_64k_xfer_us "$rs_s"
     bench_sec rstream bench_rstream rstream_64b_lat_us "$rs_l"
     [ -z "$rs_pp" ] || bench_sec rsocket bench_rsock rs_pingpong8_64b_ns_per_rt pingpong 7472 $rs_pp
@@ -397,6 +402,7 @@ bench_driver(){ local mode=$1 round=${2:-1} out=/tmp/bench-driver.out t0=$SECOND
   bench_want ids ids_sync_ns_per_id ids_rss_kb_per_1000 ids_heap_bytes_per_id
   bench_want dns dns_call_returns_us dns_event_arrives_us
   bench_want events get_ack_ns_per_call write_get_ack_ns_per_call
+  [ -z "$evcm" ] || bench_want events connect_ns_per_call accept_ns_per_call disconnect_ns_per_call
   bench_want rstream rstream_64b_lat_us
   [ -z "$rs_s" ] || bench_want rstream rstream_64k_xfer_us
   [ -z "$rs_pp" ] || bench_want rsocket rs_pingpong8_64b_ns_per_rt
