@@ -224,7 +224,6 @@ fn param(pd: &[u8]) -> ConnParam {
     }
 }
 
-
 /// A `ConnParam` as `connect` and `accept` take it (temporaries that live
 /// for the calling statement).
 macro_rules! args {
