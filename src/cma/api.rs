@@ -43,6 +43,16 @@ fn checked(param: &ConnParam) -> Result<&ConnParam, Errno> {
     Ok(param)
 }
 
+/// Runs `f` (connect or accept) with `param` checked and as
+/// `conn::ConnArgs` (its values as `struct rdma_conn_param`, its private
+/// data borrowed); `None` stays `None`: the defaults.
+fn with_args<R>(param: Option<&ConnParam>, f: impl FnOnce(Option<&conn::ConnArgs>) -> Result<R, Errno>) -> Result<R, Errno> {
+    let Some(c) = param else { return f(None) };
+    let c = checked(c)?;
+    let values = conn::ConnArgs::values(c);
+    f(Some(&conn::ConnArgs { private_data: &c.private_data, param: &values }))
+}
+
 /// The verbs objects of an id's QP. The pointers are valid while the
 /// [`CmId`] they came from lives (see the module comment); using them is
 /// up to the (unsafe) verbs code of the client.
@@ -366,22 +376,12 @@ impl CmId {
     /// `rdma_connect` without waiting for (or reading) an answer: on an
     /// asynchronous id the answer comes as an event. `None`: the defaults.
     pub fn connect_with(&self, param: Option<&ConnParam>) -> Result<(), Errno> {
-        let c = match param {
-            Some(c) => Some((conn::ConnArgs::values(checked(c)?), &c.private_data[..])),
-            None => None,
-        };
-        let args = c.as_ref().map(|(param, private_data)| conn::ConnArgs { private_data, param });
-        conn::connect(self.cm, &self.p, args.as_ref())
+        with_args(param, |a| conn::connect(self.cm, &self.p, a))
     }
 
     /// `rdma_accept`, `None`: the defaults.
     pub fn accept_with(&self, param: Option<&ConnParam>) -> Result<(), Errno> {
-        let c = match param {
-            Some(c) => Some((conn::ConnArgs::values(checked(c)?), &c.private_data[..])),
-            None => None,
-        };
-        let args = c.as_ref().map(|(param, private_data)| conn::ConnArgs { private_data, param });
-        conn::accept(self.cm, &self.p, args.as_ref())
+        with_args(param, |a| conn::accept(self.cm, &self.p, a))
     }
 
     /// `rdma_reject` with private data (at most 255 bytes).

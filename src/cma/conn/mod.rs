@@ -172,17 +172,6 @@ impl ConnArgs<'_> {
     }
 }
 
-impl std::fmt::Debug for ConnArgs<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConnArgs")
-            .field("private_data_len", &self.private_data.len())
-            .field("responder_resources", &self.param.responder_resources)
-            .field("initiator_depth", &self.param.initiator_depth)
-            .field("qp_num", &self.param.qp_num)
-            .finish_non_exhaustive()
-    }
-}
-
 /// EINVAL when the caller's initiator depth or responder resources
 /// exceed the device's `(max_initiator_depth, max_responder_resources)`
 /// (the "as much as the device takes" values aside).
