@@ -123,20 +123,30 @@ pub fn wait_poll(fds: &mut [libc::pollfd], timeout_ms: c_int) -> Result<c_int, E
 }
 
 /// write(2) that may block (the ucma device's GET_EVENT), as a wait:
-/// see [`wait_poll`].
+/// see [`wait_poll`].  In line in its caller (`rdma_get_cm_event`'s
+/// export), its failure's errno read out of line.
 ///
 /// # Safety
 /// `b` must stay valid for what the kernel reads or writes through it
 /// (the ucma commands carry user addresses).
+#[inline]
 pub unsafe fn wait_write(fd: c_int, b: &[u8]) -> Result<usize, Errno> {
     // SAFETY: b is readable for its length; the caller keeps any address
     // inside it valid.
     let r = unsafe { rdmacm_rs_wait_write(fd, b.as_ptr().cast(), b.len()) };
     if r < 0 {
-        Err(super::last_errno())
+        Err(wait_failed())
     } else {
         Ok(r as usize)
     }
+}
+
+/// The errno of a wait that failed (out of line: the caller's frame
+/// keeps only what its success needs).
+#[cold]
+#[inline(never)]
+fn wait_failed() -> Errno {
+    super::last_errno()
 }
 
 /// Whether this thread caught a cancellation that its export must hand
