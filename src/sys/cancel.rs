@@ -135,18 +135,10 @@ pub unsafe fn wait_write(fd: c_int, b: &[u8]) -> Result<usize, Errno> {
     // inside it valid.
     let r = unsafe { rdmacm_rs_wait_write(fd, b.as_ptr().cast(), b.len()) };
     if r < 0 {
-        Err(wait_failed())
+        Err(super::last_errno())
     } else {
         Ok(r as usize)
     }
-}
-
-/// The errno of a wait that failed (out of line: the caller's frame
-/// keeps only what its success needs).
-#[cold]
-#[inline(never)]
-fn wait_failed() -> Errno {
-    super::last_errno()
 }
 
 /// Whether this thread caught a cancellation that its export must hand

@@ -101,6 +101,10 @@ pub fn take_unlisted() -> c_int {
 }
 
 /// The calling thread's errno after a failed foreign call (EIO if unset).
+/// Out of line and cold: every caller is on a failure path, and its
+/// success path keeps only what it needs (no errno location, no spill).
+#[cold]
+#[inline(never)]
 pub fn last_errno() -> Errno {
     errno_from_raw(Errno::last_raw())
 }
