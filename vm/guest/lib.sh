@@ -89,22 +89,26 @@ _log(){ local b=$1; { cat "$b.lib" 2>/dev/null; echo "== stdout"; cat "$b.out"; 
   } > "$b.log"; }
 # _hangdump PID...: every process under each PID (itself included) and each of its threads: name,
 # wait channel, the system call it is in (number and arguments) and its kernel stack.
-_hangdump(){ local p q t
+_hangdump(){ local p q t n=0
   for p in "$@"; do for q in $p $(_descendants $p); do
     [ -d /proc/$q ] || continue
-    echo "process $q: $(tr '\0' ' ' < /proc/$q/cmdline 2>/dev/null)"
+    n=$((n+1)); echo "process $q: $(tr '\0' ' ' < /proc/$q/cmdline 2>/dev/null)"
     for t in /proc/$q/task/*; do
       echo "  thread ${t##*/} $(cat $t/comm 2>/dev/null) wchan=$(cat $t/wchan 2>/dev/null) syscall=$(cat $t/syscall 2>/dev/null)"
       sed 's/^/    /' $t/stack 2>/dev/null
-    done; done; done; }
+    done; done; done
+  [ $n -gt 0 ] || echo "no process of the run left: it ended while this was being written"; }
 _descendants(){ local c; for c in $(pgrep -P "$1"); do echo "$c"; _descendants "$c"; done; }
 # _watched BASE TIMEOUT CMD...: CMD (itself under timeout TIMEOUT) in the foreground (a background
 # job would start with SIGINT and SIGQUIT ignored), and beside it a watchdog: when CMD still runs
 # a second before TIMEOUT, what every process this shell started (CMD, a pair's server) is doing
-# goes to BASE.hang, so that a run that times out says where it waited. CMD's status.
-_watched(){ local b=$1 to=${2%.*} me=$BASHPID w r; shift 2; rm -f "$b.hang"
-  ( wd=$BASHPID; trap 'kill $z 2>/dev/null; exit 0' TERM; sleep $((to > 1 ? to-1 : 1)) & z=$!; wait $z
-    _hangdump $(pgrep -P $me | grep -vx $wd) > "$b.hang" 2>&1 ) > /dev/null 2>&1 & w=$!
+# goes to BASE.hang, so that a run that times out says where it waited; its first line says when
+# the watchdog woke against when it was due (far behind its time: the guest was starved of CPU,
+# and the run's processes may be gone by then). CMD's status.
+_watched(){ local b=$1 to=${2%.*} me=$BASHPID w r st; shift 2; rm -f "$b.hang"; st=$(ms)
+  ( wd=$BASHPID; due=$((to > 1 ? to-1 : 1)); trap 'kill $z 2>/dev/null; exit 0' TERM; sleep $due & z=$!; wait $z
+    { echo "watchdog: due $((due*1000)) ms after the start, awake at $(( $(ms)-st )) ms"
+      _hangdump $(pgrep -P $me | grep -vx $wd); } > "$b.hang" 2>&1 ) > /dev/null 2>&1 & w=$!
   "$@"; r=$?
   kill $w 2>/dev/null; wait $w 2>/dev/null; return $r; }
 
