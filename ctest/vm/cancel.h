@@ -36,6 +36,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "procself.h"
 
 #define STEP_S 8
 
@@ -111,37 +112,11 @@ static void line(const char *name, int repeat, int ok, const char *fmt, ...)
 	}
 }
 
-static int count_dir(const char *d)
-{
-	DIR *dp = opendir(d);
-	int n = 0;
-	struct dirent *e;
-	if (!dp)
-		return -1;
-	while ((e = readdir(dp)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(dp);
-	return n;
-}
-static int nfds(void) { return count_dir("/proc/self/fd"); }
-static int nthreads(void) { return count_dir("/proc/self/task"); }
-/* The thread count once it holds still for 10 ms (at most ~200 ms): a thread just joined can
- * stay listed under /proc/self/task for a moment after pthread_join returned (the kernel wakes
- * the joiner before it releases the task), and a baseline that counts it reads as "threads -1"
- * later (seen in cancel_pending's pend_channel case; the same race for either library). */
-static int nthreads_settled(void)
-{
-	int n = nthreads();
-	for (int i = 0; i < 20; i++) {
-		usleep(10000);
-		int m = nthreads();
-		if (m == n)
-			break;
-		n = m;
-	}
-	return n;
-}
+static int nfds(void) { return proc_fds(); }
+/* The threads (proc_threads: one that is exiting is not counted, so a thread just joined and
+ * still listed under /proc/self/task does not read as a leak, nor a baseline that counted it as
+ * "threads -1" later) */
+static int nthreads(void) { return proc_threads(NULL); }
 
 /* the descriptors and threads open now (for naming what grew) */
 #define SNAP_MAX 512
@@ -228,7 +203,7 @@ static void run_case(const struct ccase *c)
 	static struct snap fds0, tasks0;
 	snap_dir("/proc/self/fd", &fds0);
 	snap_dir("/proc/self/task", &tasks0);
-	int fd0 = nfds(), th0 = nthreads_settled(), i, dfd, dth;
+	int fd0 = nfds(), th0 = nthreads(), i, dfd, dth;
 	for (i = 1; i <= reps; i++) {
 		step("run %d", i + 1);
 		if (!c->run(out, sizeof out, i))

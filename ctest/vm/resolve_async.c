@@ -26,7 +26,6 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
@@ -40,6 +39,7 @@
 #include <unistd.h>
 #include <rdma/rdma_cma.h>
 #include "common.h"
+#include "procself.h"
 
 static int ours, failures;
 static const char *name, *nxname;
@@ -109,20 +109,6 @@ static int next_event(struct rdma_event_channel *ch, int ms, int *status)
 	*status = ev->status;
 	rdma_ack_cm_event(ev);
 	return type;
-}
-
-static int count_dir(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
 }
 
 /* --- a second thread asks while the lookup runs ---------------------------------------- */
@@ -318,7 +304,7 @@ static int destroy_in_flight(int n)
 		printf("destroy: channel: %s\n", ename(errno));
 		return 1;
 	}
-	fds0 = count_dir("/proc/self/fd");
+	fds0 = proc_fds();
 	hints_for(&h);
 	for (int i = 0; i < n; i++) {
 		int thr;
@@ -334,7 +320,7 @@ static int destroy_in_flight(int n)
 			usleep((i * 97 % 700) * 1000);
 		if (rdma_destroy_id(id))
 			bad++;
-		thr = count_dir("/proc/self/task");
+		thr = proc_threads(NULL);
 		if (thr > thr_max)
 			thr_max = thr;
 	}
@@ -346,7 +332,7 @@ static int destroy_in_flight(int n)
 	}
 	ev = next_event(ch, 2500, &st);
 	rdma_destroy_id(sentinel);
-	fds1 = count_dir("/proc/self/fd");
+	fds1 = proc_fds();
 	printf("destroy %d ids with a lookup in flight: %s; event afterwards: %s; descriptors %s\n", n,
 	       bad ? "calls failed" : "ok", ev == -1 ? "none" : rdma_event_str(ev),
 	       fds1 == fds0 ? "unchanged" : "changed");

@@ -30,7 +30,6 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -43,6 +42,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 #include <rdma/rsocket.h>
+#include "procself.h"
 
 #define ADDR "192.0.2.1"
 #define CM_PORT "7591"
@@ -248,55 +248,6 @@ static int rs_cycle(unsigned seed)
 }
 
 /* ---- sampling ---- */
-static int count_dir(const char *p)
-{
-	DIR *d = opendir(p);
-	int n = 0;
-	struct dirent *e;
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n - (!strcmp(p, "/proc/self/fd")); /* the directory's own descriptor */
-}
-/* threads in /proc/self/task that are not on their way out: a thread whose flags carry
- * PF_EXITING has ended for the process (pthread_join may already have returned for it) and
- * only waits for the kernel to reap it, which under an emulated CPU can outlast the sample;
- * *exiting counts those */
-#define PF_EXITING_FLAG 0x4u
-static int count_threads(int *exiting)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int n = 0;
-	*exiting = 0;
-	if (!d)
-		return -1;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		char p[300], l[512];
-		snprintf(p, sizeof p, "/proc/self/task/%s/stat", e->d_name);
-		FILE *f = fopen(p, "r");
-		if (!f)
-			continue; /* reaped since the directory was read */
-		size_t len = fread(l, 1, sizeof l - 1, f);
-		fclose(f);
-		l[len] = 0;
-		char *r = strrchr(l, ')');
-		unsigned long flags = 0;
-		/* after the command's closing parenthesis: state ppid pgrp session tty_nr tpgid flags */
-		if (r && sscanf(r + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1 &&
-		    (flags & PF_EXITING_FLAG)) {
-			(*exiting)++;
-			continue;
-		}
-		n++;
-	}
-	closedir(d);
-	return n;
-}
 static long rss_kb(void)
 {
 	FILE *f = fopen("/proc/self/status", "r");
@@ -376,10 +327,12 @@ int main(int argc, char **argv)
 		}
 		if (stop)
 			break;
-		int exiting, fds = count_dir("/proc/self/fd"), thr = count_threads(&exiting);
+		int exiting, fds = proc_fds(), thr = proc_threads(&exiting);
 		long rss = rss_kb();
 		printf("SOAK t=%.0f cycles=%ld fds=%d rss_kb=%ld threads=%d", now() - t0, cycles, fds, rss, thr);
-		printf(exiting ? " (and %d exiting, not counted)\n" : "\n", exiting);
+		if (exiting)
+			printf(" (and %d exiting, not counted)", exiting);
+		printf("\n");
 		last_fds = fds, last_thr = thr;
 		if (s == 1) {
 			base_fds = fds, base_rss = rss, base_thr = thr;

@@ -23,7 +23,6 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -32,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <rdma/rdma_cma.h>
+#include "procself.h"
 
 #define ADDR "192.0.2.1"
 #define PORT 7593
@@ -43,20 +43,6 @@ static double now_us(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static long count_dir(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *e;
-	long n = 0;
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
 }
 
 static long rss_kb(void)
@@ -170,9 +156,9 @@ int main(int argc, char **argv)
 			max = tc;
 		if (i % every == 0) {
 			double t = now_us();
-			fds = count_dir("/proc/self/fd");
+			fds = proc_fds();
 			rss = rss_kb();
-			thr = count_dir("/proc/self/task");
+			thr = proc_threads(NULL);
 			printf("CYCLES n=%ld fds=%ld rss_kb=%ld threads=%ld us_per_cycle=%.0f\n", i, fds, rss, thr,
 			       (t - tlast) / every);
 			tlast = t;
