@@ -11,7 +11,11 @@
 #                   ours runs (client stdout, then server stdout); DIFF counts as a failure of ours
 #   --filter SED    sed script applied to stdout before the --cmp comparison
 #   --preload       also run a third time with LD_PRELOAD=/extra/ours/lib/librdmacm.so.1
-#   --srv-wait S    max seconds to wait for the server to listen before the client starts (3)
+#   --srv-wait S    how long to wait for the server to listen before the client starts (3): S*10
+#                   looks for a listening rdma_cm id, 0.1 s apart; each look runs `rdma res show`,
+#                   so under TCG a wait for a server that never shows one (fork mode listens on
+#                   TCP) lasts several times S seconds: such a test's client looks for its TCP
+#                   listener itself, after a wait of 1
 # Every test runs once per variant: upstream (the guest's librdmacm), ours
 # (LD_LIBRARY_PATH=/extra/ours/lib), and preload if asked. Both sides of a pair use the same
 # variant. TIMEOUT (seconds) applies to each side of each run (timeout -k 5).
@@ -40,8 +44,8 @@ _opts(){ O_CMP=0 O_PRE=0 O_FILTER= O_WAIT=3
 _variants(){ local v; for v in "${VARIANTS[@]}"; do echo "$v"; done
              [ "$O_PRE" = 1 ] && [[ " ${VARIANTS[*]} " == *" ours "* ]] && echo preload; return 0; }
 _tries(){ [ "$1" = upstream ] && echo "1 2" || echo 1; }   # the retry policy (see above)
-_record(){ # name variant status ms rc [srv_rc]   (uses $TRY, $LIBOK, $KILLED)
-  local line="RESULT $1 $2 $3 ms=$4 rc=$5 srv_rc=${6:--} cmp=$O_CMP try=${TRY:-1} lib=${LIBOK:-?} killed=${KILLED:-0}"
+_record(){ # name variant status ms rc [srv_rc]   (uses $TRY, $LIBOK, $KILLED, $WAITMS: a pair's wait for its server, ms)
+  local line="RESULT $1 $2 $3 ms=$4 rc=$5 srv_rc=${6:--} cmp=$O_CMP try=${TRY:-1} lib=${LIBOK:-?} killed=${KILLED:-0} srv_wait=${WAITMS:--}"
   echo "$line" >> "$RES/results.txt"; echo "@@$line"; }
 # _libcheck VARIANT WHERE [PREFIX...]: which librdmacm the loader resolves in the variant's
 # environment (run under the same netns prefix as the test process). whichlib prints every
@@ -130,17 +134,17 @@ _wait_listen(){ # pid maxsecs: until a LISTEN cm_id shows up, the server died, o
   local i; for ((i=0; i<$2*10; i++)); do kill -0 "$1" 2>/dev/null || return 0
     rdma res show cm_id 2>/dev/null | grep -q LISTEN && { sleep 0.3; return 0; }; sleep 0.1; done; }
 
-pair(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 srv=$3 cli=$4 v s rc src p b TRY LIBOK KILLED
+pair(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 srv=$3 cli=$4 v s rc src p b TRY LIBOK KILLED WAITMS
   _selected "$n" || return 0
   for v in $(_variants); do
     for TRY in $(_tries $v); do
-      b=$RES/out/$n.$v; s=$(ms); echo "@@BEGIN $n $v"; rm -f "$b".*; KILLED=0
+      b=$RES/out/$n.$v; s=$(ms); echo "@@BEGIN $n $v"; rm -f "$b".*; KILLED=0 WAITMS=
       LIBOK=ok; { _libcheck $v server $N1 && _libcheck $v client; } > "$b.lib" 2>&1 || LIBOK=bad
       if [ $LIBOK = bad ]; then
         rc=1 src=1; : > "$b.out"; : > "$b.srv.out"; cp "$b.lib" "$b.err"; cp "$b.lib" "$b.srv.err"
       else
         timeout -k 5 "$to" $N1 env $(venv $v) bash -c "$srv" > "$b.srv.out" 2> "$b.srv.err" < /dev/null & p=$!
-        _wait_listen $p "$O_WAIT"
+        WAITMS=$(ms); _wait_listen $p "$O_WAIT"; WAITMS=$(( $(ms) - WAITMS ))
         _watched "$b" "$to" timeout -k 5 "$to" env $(venv $v) bash -c "$cli" > "$b.out" 2> "$b.err" < /dev/null; rc=$?
         # a client that failed leaves servers waiting forever: give the server a moment, then
         # stop it (killed=1 in the result: its exit status then says nothing about a crash)

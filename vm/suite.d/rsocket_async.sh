@@ -39,7 +39,7 @@ cat > /tmp/ex_rhttp_cli.sh <<'EOF'
 . /tmp/pl_lib.sh; . /tmp/ex_async_lib.sh; L=$1; B=/tmp/ex_rhttp.body; C=/tmp/ex_rhttp_c
 rm -rf $C; mkdir -p $C; pl_lib $L || exit 1
 u=http://192.0.2.2:8088
-get(){ pl_watch 40 env LD_PRELOAD=$L curl -sS --max-time 35 "$@"; }
+W=$(hang_limit 40 $L); get(){ pl_watch $W env LD_PRELOAD=$L curl -sS --max-time $((W - 5)) "$@"; }
 r0=$(rxe_rcvd); t0=$(tcp_opens); s0=$(tcp_segs)
 get -o $C/k1 $u/1 -o $C/k2 $u/2 -o $C/k3 $u/3 || { echo "FAIL: curl, one connection" >&2; exit 1; }
 for k in 1 2 3; do get -o $C/p$k $u/p$k & done; wait
