@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! The libibverbs structures the library fills or reads itself (QP, SRQ
-//! and QP attribute sets, the leading parts of `struct ibv_qp`/`ibv_pd`,
+//! and QP attribute sets, the leading parts of `struct ibv_qp`/`ibv_pd`/
+//! `ibv_context`/`ibv_device`,
 //! `struct ibv_ece`) and the constants it uses.
 //!
 //! The public types in [`crate::abi::cma`] keep these structures opaque
@@ -184,6 +185,21 @@ pub struct QpHead {
     pub qp_type: u32,
 }
 
+/// The leading part of `struct ibv_device`: its two operation pointers,
+/// then its node and transport types.
+#[repr(C)]
+pub struct DeviceHead {
+    pub ops: [*mut c_void; 2],
+    pub node_type: c_int,
+    pub transport_type: c_int,
+}
+
+/// The leading part of `struct ibv_context`.
+#[repr(C)]
+pub struct ContextHead {
+    pub device: *mut DeviceHead,
+}
+
 /// The leading part of `struct ibv_pd`.
 #[repr(C)]
 pub struct PdHead {
@@ -260,6 +276,8 @@ const _: () = {
     assert!(offset_of!(QpHead, pd) == 16);
     assert!(offset_of!(QpHead, srq) == 40);
     assert!(offset_of!(QpHead, qp_num) == 52);
+    assert!(offset_of!(DeviceHead, transport_type) == 20);
+    assert!(offset_of!(ContextHead, device) == 0);
     assert!(size_of::<QpAttr>() == 144);
     assert!(offset_of!(QpAttr, cap) == 36);
     assert!(offset_of!(QpAttr, ah_attr) == 56);

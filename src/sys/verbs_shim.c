@@ -48,11 +48,6 @@ int rdmacm_shim_cm_link_layer(struct ibv_context *ctx, uint8_t port)
 	return attr.link_layer;
 }
 
-int rdmacm_shim_cm_transport_type(struct ibv_context *ctx)
-{
-	return ctx->device->transport_type;
-}
-
 /* Number of physical ports of an open device, or -1 (rdma_getaddrinfo
  * RAI_SA port walk). */
 int rdmacm_shim_phys_port_cnt(struct ibv_context *ctx)
@@ -119,7 +114,7 @@ struct ibv_xrcd *rdmacm_shim_open_xrcd(struct ibv_context *ctx)
 
 /* Sizes and offsets of the verbs structures mirrored in Rust, in the
  * order of rust_layout(); returns how many were written. */
-#define CONN_LAYOUT_N 28
+#define CONN_LAYOUT_N 30
 size_t rdmacm_shim_conn_layout(size_t *out, size_t n)
 {
 	const size_t v[CONN_LAYOUT_N] = {
@@ -151,6 +146,8 @@ size_t rdmacm_shim_conn_layout(size_t *out, size_t n)
 		offsetof(struct ibv_qp_attr, port_num),
 		offsetof(struct ibv_qp_attr, rate_limit),
 		sizeof(struct ibv_ece),
+		offsetof(struct ibv_device, transport_type),
+		offsetof(struct ibv_context, device),
 	};
 	size_t i;
 

@@ -63,7 +63,6 @@ mod sys {
         pub fn rdmacm_shim_close_xrcd(xrcd: *mut c_void) -> c_int;
         pub fn rdmacm_shim_cm_device_caps(ctx: *mut ibv_context, caps: *mut c_int) -> c_int;
         pub fn rdmacm_shim_cm_link_layer(ctx: *mut ibv_context, port: u8) -> c_int;
-        pub fn rdmacm_shim_cm_transport_type(ctx: *mut ibv_context) -> c_int;
         pub fn rdmacm_shim_phys_port_cnt(ctx: *mut ibv_context) -> c_int;
         pub fn rdmacm_shim_port_ib_active(ctx: *mut ibv_context, port: u8) -> c_int;
         pub fn rdmacm_shim_port_active_mtu(ctx: *mut ibv_context, port: u8) -> c_int;
@@ -302,8 +301,11 @@ pub unsafe fn transport_type(ctx: *mut ibv_context) -> c_int {
     if ctx.is_null() {
         return -1;
     }
-    // SAFETY: forwarded contract.
-    unsafe { sys::rdmacm_shim_cm_transport_type(ctx) }
+    // SAFETY: an open context's first field is its device, whose transport
+    // type follows its two operation pointers (the stable part of both
+    // structures in <infiniband/verbs.h>: `ContextHead`, `DeviceHead`,
+    // checked against the header by `c_layout`); read in place, as C does.
+    unsafe { (*(*(ctx as *mut ContextHead)).device).transport_type }
 }
 
 /// The QP number of a live QP.
@@ -375,6 +377,8 @@ pub fn rust_layout() -> Vec<usize> {
         offset_of!(QpAttr, port_num),
         offset_of!(QpAttr, rate_limit),
         size_of::<Ece>(),
+        offset_of!(DeviceHead, transport_type),
+        offset_of!(ContextHead, device),
     ]
 }
 
@@ -542,7 +546,7 @@ impl Verbs for SysVerbs {
             return false;
         }
         // SAFETY: ctx is an open context.
-        unsafe { sys::rdmacm_shim_cm_transport_type(ctx as *mut ibv_context) == 0 }
+        unsafe { transport_type(ctx as *mut ibv_context) == IBV_TRANSPORT_IB }
     }
 
     fn close_xrcd(&self, xrcd: usize) {
