@@ -130,7 +130,7 @@ t(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 v s rc b TRY LIBOK KILL
     done
   done; return 0; }
 
-_wait_listen(){ # pid maxsecs: until a LISTEN cm_id shows up, the server died, or time is up
+_wait_listen(){ # pid S: until a LISTEN cm_id shows up, the server died, or S*10 looks (--srv-wait) are done
   local i; for ((i=0; i<$2*10; i++)); do kill -0 "$1" 2>/dev/null || return 0
     rdma res show cm_id 2>/dev/null | grep -q LISTEN && { sleep 0.3; return 0; }; sleep 0.1; done; }
 
