@@ -112,12 +112,6 @@ static void line(const char *name, int repeat, int ok, const char *fmt, ...)
 	}
 }
 
-static int nfds(void) { return proc_fds(); }
-/* The threads (proc_threads: one that is exiting is not counted, so a thread just joined and
- * still listed under /proc/self/task does not read as a leak, nor a baseline that counted it as
- * "threads -1" later) */
-static int nthreads(void) { return proc_threads(NULL); }
-
 /* the descriptors and threads open now (for naming what grew) */
 #define SNAP_MAX 512
 struct snap {
@@ -168,8 +162,8 @@ static void snap_new(const char *name, const char *d, const struct snap *s)
 static void growth(int fd0, int th0, int *dfd, int *dth)
 {
 	for (int i = 0; i < 100; i++) {
-		*dfd = nfds() - fd0;
-		*dth = nthreads() - th0;
+		*dfd = proc_fds() - fd0;
+		*dth = proc_threads(NULL) - th0;
 		if (*dfd <= 0 && *dth <= 0)
 			return;
 		usleep(10000);
@@ -203,7 +197,8 @@ static void run_case(const struct ccase *c)
 	static struct snap fds0, tasks0;
 	snap_dir("/proc/self/fd", &fds0);
 	snap_dir("/proc/self/task", &tasks0);
-	int fd0 = nfds(), th0 = nthreads(), i, dfd, dth;
+	/* (a thread just joined and still listed is not counted: proc_threads) */
+	int fd0 = proc_fds(), th0 = proc_threads(NULL), i, dfd, dth;
 	for (i = 1; i <= reps; i++) {
 		step("run %d", i + 1);
 		if (!c->run(out, sizeof out, i))

@@ -218,7 +218,7 @@ static int use_resolve(char *o, size_t n)
 static int cycle(const char *name, int (*use)(char *, size_t), char *o, size_t n, int it)
 {
 	static int first_unloaded = -1;
-	int th0 = nthreads();
+	int th0 = proc_threads(NULL);
 	if (!load(o, n))
 		return 0;
 	int ok = use(o, n);
@@ -226,9 +226,9 @@ static int cycle(const char *name, int (*use)(char *, size_t), char *o, size_t n
 	if (unload_mode) {
 		step("the cycle's threads end");
 		int i;
-		for (i = 0; i < 100 && nthreads() > th0; i++)
+		for (i = 0; i < 100 && proc_threads(NULL) > th0; i++)
 			usleep(10000);
-		gone = nthreads() <= th0;
+		gone = proc_threads(NULL) <= th0;
 	}
 	step("dlclose");
 	dlclose(L.h);
