@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Linux-OpenIB
 //! The libibverbs structures the library fills or reads itself (QP, SRQ
 //! and QP attribute sets, the leading parts of `struct ibv_qp`/`ibv_pd`/
-//! `ibv_context`/`ibv_device`,
-//! `struct ibv_ece`) and the constants it uses.
+//! `ibv_cq`/`ibv_context` (with its operations)/`ibv_device`, the data
+//! path's work requests and completions, `struct ibv_ece`) and the
+//! constants it uses.
 //!
 //! The public types in [`crate::abi::cma`] keep these structures opaque
 //! (the generated header must not define them); here they are mirrored
@@ -11,7 +12,7 @@
 //! `crate::sys::verbs` compares them with what the C shim measures from
 //! the installed header.
 
-use crate::abi::cma::{ibv_context, ibv_cq, ibv_pd, ibv_srq};
+use crate::abi::cma::{ibv_context, ibv_cq, ibv_pd, ibv_qp, ibv_srq};
 use std::ffi::{c_int, c_void};
 
 /// `IBV_QPS_*`.
@@ -194,10 +195,111 @@ pub struct DeviceHead {
     pub transport_type: c_int,
 }
 
-/// The leading part of `struct ibv_context`.
+/// The leading part of `struct ibv_context`: its device and its
+/// operations.
 #[repr(C)]
 pub struct ContextHead {
     pub device: *mut DeviceHead,
+    pub ops: ContextOps,
+}
+
+/// The leading part of `struct ibv_context_ops`, through `post_recv`: the
+/// data-path operations that `<infiniband/verbs.h>` calls from its inline
+/// `ibv_poll_cq`, `ibv_req_notify_cq`, `ibv_post_send` and
+/// `ibv_post_recv`. libibverbs fills every one of them for every provider
+/// (a provider without one gets a stub that fails), but they are read as
+/// `Option` so that a NULL would be an error rather than a jump to 0.
+#[repr(C)]
+pub struct ContextOps {
+    /// `_compat_query_device` through `_compat_create_cq`.
+    pub before_poll_cq: [*mut c_void; 11],
+    pub poll_cq: Option<unsafe extern "C" fn(*mut ibv_cq, c_int, *mut IbvWc) -> c_int>,
+    pub req_notify_cq: Option<unsafe extern "C" fn(*mut ibv_cq, c_int) -> c_int>,
+    /// `_compat_cq_event` through `_compat_destroy_qp`.
+    pub before_post_send: [*mut c_void; 12],
+    pub post_send: Option<unsafe extern "C" fn(*mut ibv_qp, *mut IbvSendWr, *mut *mut IbvSendWr) -> c_int>,
+    pub post_recv: Option<unsafe extern "C" fn(*mut ibv_qp, *mut IbvRecvWr, *mut *mut IbvRecvWr) -> c_int>,
+}
+
+/// The leading part of `struct ibv_cq`.
+#[repr(C)]
+pub struct CqHead {
+    pub context: *mut ibv_context,
+}
+
+/// `IBV_WC_WITH_IMM` (`ibv_wc::wc_flags`).
+pub const IBV_WC_WITH_IMM: u32 = 1 << 1;
+
+/// `struct ibv_wc`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct IbvWc {
+    pub wr_id: u64,
+    pub status: u32,
+    pub opcode: u32,
+    pub vendor_err: u32,
+    pub byte_len: u32,
+    /// Immediate data in network order (with `IBV_WC_WITH_IMM`), or the
+    /// invalidated rkey.
+    pub imm_data: u32,
+    pub qp_num: u32,
+    pub src_qp: u32,
+    pub wc_flags: u32,
+    pub pkey_index: u16,
+    pub slid: u16,
+    pub sl: u8,
+    pub dlid_path_bits: u8,
+}
+
+impl IbvWc {
+    /// A completion as a fake fabric reports it (unit tests), the
+    /// immediate data in host order.
+    pub fn new(wr_id: u64, status: u32, imm: Option<u32>) -> IbvWc {
+        let wc_flags = if imm.is_some() { IBV_WC_WITH_IMM } else { 0 };
+        IbvWc { wr_id, status, imm_data: imm.unwrap_or(0).to_be(), wc_flags, ..IbvWc::default() }
+    }
+
+    /// The immediate data in host order, if it carries any.
+    #[inline]
+    pub fn imm(&self) -> Option<u32> {
+        if self.wc_flags & IBV_WC_WITH_IMM != 0 {
+            Some(u32::from_be(self.imm_data))
+        } else {
+            None
+        }
+    }
+}
+
+/// `struct ibv_send_wr` with its `wr.rdma` member; `tail` is the
+/// `qp_type` union and the bind/TSO union, which no provider reads for
+/// the send, RDMA write and RDMA read opcodes posted through it (the
+/// first word, `qp_type.xrc.remote_srqn`, is written as C's inline
+/// callers write it).
+#[repr(C)]
+pub struct IbvSendWr {
+    pub wr_id: u64,
+    pub next: *mut IbvSendWr,
+    pub sg_list: *mut c_void,
+    pub num_sge: c_int,
+    pub opcode: c_int,
+    pub send_flags: c_int,
+    /// Network order.
+    pub imm_data: u32,
+    pub remote_addr: u64,
+    pub rkey: u32,
+    /// The rest of the `wr` union (its `atomic` member is 32 bytes).
+    pub wr_rest: [std::mem::MaybeUninit<u32>; 5],
+    pub remote_srqn: u32,
+    pub tail: [std::mem::MaybeUninit<u32>; 13],
+}
+
+/// `struct ibv_recv_wr`.
+#[repr(C)]
+pub struct IbvRecvWr {
+    pub wr_id: u64,
+    pub next: *mut IbvRecvWr,
+    pub sg_list: *mut c_void,
+    pub num_sge: c_int,
 }
 
 /// The leading part of `struct ibv_pd`.
@@ -278,6 +380,22 @@ const _: () = {
     assert!(offset_of!(QpHead, qp_num) == 52);
     assert!(offset_of!(DeviceHead, transport_type) == 20);
     assert!(offset_of!(ContextHead, device) == 0);
+    assert!(offset_of!(ContextHead, ops) + offset_of!(ContextOps, poll_cq) == 96);
+    assert!(offset_of!(ContextHead, ops) + offset_of!(ContextOps, req_notify_cq) == 104);
+    assert!(offset_of!(ContextHead, ops) + offset_of!(ContextOps, post_send) == 208);
+    assert!(offset_of!(ContextHead, ops) + offset_of!(ContextOps, post_recv) == 216);
+    assert!(offset_of!(CqHead, context) == 0);
+    assert!(size_of::<IbvWc>() == 48);
+    assert!(offset_of!(IbvWc, imm_data) == 24);
+    assert!(offset_of!(IbvWc, wc_flags) == 36);
+    assert!(offset_of!(IbvWc, slid) == 42);
+    assert!(size_of::<IbvSendWr>() == 128);
+    assert!(offset_of!(IbvSendWr, imm_data) == 36);
+    assert!(offset_of!(IbvSendWr, remote_addr) == 40);
+    assert!(offset_of!(IbvSendWr, rkey) == 48);
+    assert!(offset_of!(IbvSendWr, remote_srqn) == 72);
+    assert!(size_of::<IbvRecvWr>() == 32);
+    assert!(offset_of!(IbvRecvWr, num_sge) == 24);
     assert!(size_of::<QpAttr>() == 144);
     assert!(offset_of!(QpAttr, cap) == 36);
     assert!(offset_of!(QpAttr, ah_attr) == 56);

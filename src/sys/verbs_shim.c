@@ -114,7 +114,7 @@ struct ibv_xrcd *rdmacm_shim_open_xrcd(struct ibv_context *ctx)
 
 /* Sizes and offsets of the verbs structures mirrored in Rust, in the
  * order of rust_layout(); returns how many were written. */
-#define CONN_LAYOUT_N 30
+#define CONN_LAYOUT_N 47
 size_t rdmacm_shim_conn_layout(size_t *out, size_t n)
 {
 	const size_t v[CONN_LAYOUT_N] = {
@@ -148,6 +148,23 @@ size_t rdmacm_shim_conn_layout(size_t *out, size_t n)
 		sizeof(struct ibv_ece),
 		offsetof(struct ibv_device, transport_type),
 		offsetof(struct ibv_context, device),
+		offsetof(struct ibv_context, ops.poll_cq),
+		offsetof(struct ibv_context, ops.req_notify_cq),
+		offsetof(struct ibv_context, ops.post_send),
+		offsetof(struct ibv_context, ops.post_recv),
+		offsetof(struct ibv_cq, context),
+		sizeof(struct ibv_wc),
+		offsetof(struct ibv_wc, imm_data),
+		offsetof(struct ibv_wc, wc_flags),
+		offsetof(struct ibv_wc, slid),
+		offsetof(struct ibv_wc, dlid_path_bits),
+		sizeof(struct ibv_send_wr),
+		offsetof(struct ibv_send_wr, imm_data),
+		offsetof(struct ibv_send_wr, wr.rdma.remote_addr),
+		offsetof(struct ibv_send_wr, wr.rdma.rkey),
+		offsetof(struct ibv_send_wr, qp_type.xrc.remote_srqn),
+		sizeof(struct ibv_recv_wr),
+		offsetof(struct ibv_recv_wr, num_sge),
 	};
 	size_t i;
 
@@ -174,45 +191,9 @@ struct ibv_device *rdmacm_shim_context_device(struct ibv_context *ctx)
 #include <errno.h>
 #include <string.h>
 
-/* One send work request; imm_host is the immediate data in host order: it
- * goes on the wire big-endian (imm_data is __be32). */
-int rdmacm_shim_post_send(struct ibv_qp *qp, uint64_t wr_id,
-			  struct ibv_sge *sgl, int nsge, int opcode,
-			  int send_flags, uint32_t imm_host,
-			  uint64_t raddr, uint32_t rkey)
-{
-	/* The fields a send, RDMA write or RDMA read (the only opcodes that
-	 * come here) has set, the unions' other members left alone: no
-	 * provider reads the bind/TSO union for these opcodes, and zeroing the
-	 * whole request was a 120-byte store per send. */
-	struct ibv_send_wr wr, *bad;
-
-	wr.wr_id = wr_id;
-	wr.next = NULL;
-	wr.sg_list = sgl;
-	wr.num_sge = nsge;
-	wr.opcode = opcode;
-	wr.send_flags = send_flags;
-	wr.imm_data = htobe32(imm_host);
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	wr.qp_type.xrc.remote_srqn = 0;
-	return ibv_post_send(qp, &wr, &bad);
-}
-
-int rdmacm_shim_post_recv(struct ibv_qp *qp, uint64_t wr_id,
-			  struct ibv_sge *sgl, int nsge)
-{
-	struct ibv_recv_wr wr = {0}, *bad;
-
-	wr.wr_id = wr_id;
-	wr.sg_list = sgl;
-	wr.num_sge = nsge;
-	return ibv_post_recv(qp, &wr, &bad);
-}
-
 /* A UD send (IBV_WR_SEND, or IBV_WR_SEND_WITH_IMM when with_imm) to
- * remote_qpn behind ah, immediate data in host order as above. */
+ * remote_qpn behind ah, immediate data in host order (it goes on the wire
+ * big-endian). */
 int rdmacm_shim_post_ud_send(struct ibv_qp *qp, uint64_t wr_id,
 			     struct ibv_sge *sgl, int nsge, int send_flags,
 			     struct ibv_ah *ah, uint32_t remote_qpn,
@@ -232,38 +213,6 @@ int rdmacm_shim_post_ud_send(struct ibv_qp *qp, uint64_t wr_id,
 	wr.wr.ud.remote_qpn = remote_qpn;
 	wr.wr.ud.remote_qkey = remote_qkey;
 	return ibv_post_send(qp, &wr, &bad);
-}
-
-/* A stream's batch poll: only what it reads of each completion. */
-struct rdmacm_wc_brief {
-	uint64_t wr_id;
-	uint32_t status;
-	uint32_t has_imm;	/* 1 when it carries immediate data */
-	uint32_t imm;		/* the immediate data in host order */
-	uint32_t pad;
-};
-/* WcBrief in src/sys/verbs/data.rs mirrors it */
-_Static_assert(sizeof(struct rdmacm_wc_brief) == 24 && offsetof(struct rdmacm_wc_brief, imm) == 16,
-	       "struct rdmacm_wc_brief changed: change WcBrief in src/sys/verbs/data.rs too");
-
-/* Up to n (at most 8) completions at once: the count, 0 when the CQ is
- * empty, <0 on error. */
-int rdmacm_shim_poll_cq_brief(struct ibv_cq *cq, int n, struct rdmacm_wc_brief *out)
-{
-	struct ibv_wc wc[8];
-	int ret, i;
-
-	if (n > 8)
-		n = 8;
-	ret = ibv_poll_cq(cq, n, wc);
-	for (i = 0; i < ret; i++) {
-		out[i].wr_id = wc[i].wr_id;
-		out[i].status = wc[i].status;
-		out[i].has_imm = (wc[i].wc_flags & IBV_WC_WITH_IMM) ? 1 : 0;
-		out[i].imm = be32toh(wc[i].imm_data);
-		out[i].pad = 0;
-	}
-	return ret;
 }
 
 /* One work completion with every field a client reads. */
@@ -312,11 +261,6 @@ int rdmacm_shim_poll_cq(struct ibv_cq *cq, struct rdmacm_wc *out, int n)
 		out[i].dlid_path_bits = wc[i].dlid_path_bits;
 	}
 	return got;
-}
-
-int rdmacm_shim_req_notify_cq(struct ibv_cq *cq, int solicited_only)
-{
-	return ibv_req_notify_cq(cq, solicited_only);
 }
 
 /* One event of the completion channel, not acknowledged. */

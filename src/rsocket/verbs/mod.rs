@@ -33,7 +33,7 @@ use dp::SEND_SIGNALED;
 pub const UNSIGNALLED: c_int = 1 << 30;
 
 /// One work completion as a stream's batch poll reads it.
-pub use dp::WcBrief as Wc;
+pub use dp::IbvWc as Wc;
 
 /// Completions one poll takes at most ([`Qp::poll_many`]).
 pub use dp::POLL_BATCH;
@@ -346,7 +346,7 @@ impl RealQp {
     /// See [`Qp::poll_many`].
     #[inline]
     pub fn poll_many(&self, out: &mut [Wc; POLL_BATCH]) -> Result<usize, Errno> {
-        self.q.poll_brief(out)
+        self.q.poll_batch(out)
     }
 
     /// Arms the CQ for the next completion.

@@ -2,10 +2,13 @@
 //! The verbs data path of the public Rust API (`crate::api`) and of
 //! rsockets (`crate::rsocket`): posting sends and receives, polling and
 //! arming a CQ, reading its completion channel, memory registration and
-//! address handles. One declaration of the C shim's data functions
-//! (src/sys/verbs_shim.c: libibverbs has them as `static inline`), one set
-//! of `#[repr(C)]` mirrors ([`Sge`], [`Wc`], [`WcBrief`]) and the safe
-//! handles both clients build on:
+//! address handles. The hot path's four calls (`ibv_post_send`,
+//! `ibv_post_recv`, `ibv_poll_cq`, `ibv_req_notify_cq`, `static inline` in
+//! libibverbs' header) go through the device context's operations, as the
+//! header's inline code does (the mirrors in [`crate::abi::verbs`]); the
+//! others through one declaration of the C shim's data functions
+//! (src/sys/verbs_shim.c). One set of `#[repr(C)]` mirrors ([`Sge`],
+//! [`Wc`]) and the safe handles both clients build on:
 //!
 //! * [`DataQp`]: an id's QP, CQ, completion channel and PD, vouched live by
 //!   whoever makes it (the one `unsafe` promise); its calls are safe.
@@ -17,8 +20,11 @@
 //! * [`Ah`]: one address handle, destroyed on drop.
 
 use crate::abi::cma::{ibv_ah_attr, ibv_comp_channel, ibv_context, ibv_cq, ibv_pd, ibv_qp};
+pub use crate::abi::verbs::IbvWc;
+use crate::abi::verbs::{ContextHead, ContextOps, CqHead, IbvRecvWr, IbvSendWr, QpHead};
 use nix::errno::Errno;
 use std::ffi::{c_int, c_void};
+use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
 /// Opaque `struct ibv_mr`.
@@ -87,42 +93,11 @@ pub struct Wc {
     pub dlid_path_bits: u8,
 }
 
-/// One work completion as a stream's batch poll reads it: only what the
-/// stream needs (`struct rdmacm_wc_brief` of the shim).
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-pub struct WcBrief {
-    pub wr_id: u64,
-    pub status: u32,
-    has_imm: u32,
-    imm: u32,
-    pad: u32,
-}
-
-impl WcBrief {
-    /// A completion as a fake fabric reports it (unit tests).
-    pub fn new(wr_id: u64, status: u32, imm: Option<u32>) -> WcBrief {
-        WcBrief { wr_id, status, has_imm: imm.is_some() as u32, imm: imm.unwrap_or(0), pad: 0 }
-    }
-
-    /// The immediate data, if it carries any.
-    #[inline]
-    pub fn imm(&self) -> Option<u32> {
-        if self.has_imm != 0 {
-            Some(self.imm)
-        } else {
-            None
-        }
-    }
-}
-
-// The shim's struct rdmacm_wc_brief (it asserts the same of its side).
-const _: () = assert!(std::mem::size_of::<WcBrief>() == 24 && std::mem::offset_of!(WcBrief, status) == 8 && std::mem::offset_of!(WcBrief, has_imm) == 12 && std::mem::offset_of!(WcBrief, imm) == 16);
 // The shim's struct rdmacm_wc.
 const _: () = assert!(std::mem::size_of::<Wc>() == 48 && std::mem::offset_of!(Wc, imm_host) == 24 && std::mem::offset_of!(Wc, slid) == 40 && std::mem::offset_of!(Wc, dlid_path_bits) == 45);
 const _: () = assert!(std::mem::size_of::<Sge>() == 16);
 
-/// Completions one batch poll takes at most ([`DataQp::poll_brief`]).
+/// Completions one batch poll takes at most ([`DataQp::poll_batch`]).
 pub const POLL_BATCH: usize = 8;
 /// Completions [`DataQp::poll`] takes at most.
 pub const POLL_MAX: usize = 16;
@@ -159,18 +134,13 @@ pub enum Data<'a> {
 /// The shim's data functions; kept out of the generated header.
 /// cbindgen:ignore
 mod ffi {
-    use super::{IbvAh, IbvMr, Sge, Wc, WcBrief};
+    use super::{IbvAh, IbvMr, Sge, Wc};
     use crate::abi::cma::{ibv_ah_attr, ibv_comp_channel, ibv_context, ibv_cq, ibv_pd, ibv_qp};
     use std::ffi::{c_int, c_void};
     extern "C" {
         #[allow(clippy::too_many_arguments)]
-        pub(super) fn rdmacm_shim_post_send(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int, opcode: c_int, flags: c_int, imm_host: u32, raddr: u64, rkey: u32) -> c_int;
-        #[allow(clippy::too_many_arguments)]
         pub(super) fn rdmacm_shim_post_ud_send(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int, flags: c_int, ah: *mut IbvAh, qpn: u32, qkey: u32, with_imm: c_int, imm_host: u32) -> c_int;
-        pub(super) fn rdmacm_shim_post_recv(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int) -> c_int;
-        pub(super) fn rdmacm_shim_poll_cq_brief(cq: *mut ibv_cq, n: c_int, out: *mut WcBrief) -> c_int;
         pub(super) fn rdmacm_shim_poll_cq(cq: *mut ibv_cq, out: *mut Wc, n: c_int) -> c_int;
-        pub(super) fn rdmacm_shim_req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int;
         pub(super) fn rdmacm_shim_get_cq_event(ch: *mut ibv_comp_channel) -> c_int;
         pub(super) fn rdmacm_shim_wait_cq_event(ch: *mut ibv_comp_channel) -> c_int;
         pub(super) fn rdmacm_shim_ack_cq_events(cq: *mut ibv_cq, n: u32);
@@ -189,6 +159,18 @@ mod ffi {
 }
 
 use super::check;
+
+/// The operations of an open device context (`&ctx->ops`).
+///
+/// # Safety
+/// `ctx` is a live context (libibverbs fills its operations when it opens
+/// the device; the mirror's offsets are checked against the header by
+/// `c_layout`).
+#[inline]
+unsafe fn context_ops(ctx: *mut ibv_context) -> *const ContextOps {
+    // SAFETY: the caller's promise; only the field's address is taken.
+    unsafe { &raw const (*ctx.cast::<ContextHead>()).ops }
+}
 
 /// The errno of a libibverbs constructor that returned NULL; ENOMEM when
 /// errno names nothing.
@@ -231,6 +213,46 @@ impl DataQp {
         DataQp { qp, cq, channel, pd }
     }
 
+    /// Posts one send, RDMA write or RDMA read work request over the `n`
+    /// entries at `sgl` through the provider's `post_send`, as the inline
+    /// `ibv_post_send` of `<infiniband/verbs.h>` does. `imm` is in host
+    /// order (it goes on the wire big-endian).
+    ///
+    /// # Safety
+    /// `sgl` is NULL for `n` 0, or points to `n` entries readable during
+    /// the call: keyed ones from [`Mr::sge`], and, with `SEND_INLINE` in
+    /// `flags`, ones naming bytes borrowed for the call.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn send_raw(&self, wr_id: u64, sgl: *mut Sge, n: c_int, opcode: c_int, flags: c_int, imm: u32, raddr: u64, rkey: u32) -> Result<(), Errno> {
+        let qp = self.qp.as_ptr();
+        // Only the fields these opcodes use are written: no provider reads
+        // the unions' other members for them, and zeroing the whole request
+        // would be a 128-byte store per send.
+        let mut wr = IbvSendWr {
+            wr_id,
+            next: std::ptr::null_mut(),
+            sg_list: sgl.cast(),
+            num_sge: n,
+            opcode,
+            send_flags: flags,
+            imm_data: imm.to_be(),
+            remote_addr: raddr,
+            rkey,
+            wr_rest: [MaybeUninit::uninit(); 5],
+            remote_srqn: 0,
+            tail: [MaybeUninit::uninit(); 13],
+        };
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: the QP is live (DataQp::new), so are its context and the
+        // operations libibverbs filled in when it opened the device.
+        let Some(post) = (unsafe { (*context_ops((*qp.cast::<QpHead>()).context)).post_send }) else { return Err(Errno::EOPNOTSUPP) };
+        // SAFETY: ibv_post_send's own call: the provider reads the request
+        // and the entries during the call (the caller's promise), copying
+        // inline bytes before it returns.
+        check(unsafe { post(qp, &mut wr, &mut bad) })
+    }
+
     /// Posts one send work request (`ibv_post_send`). `flags` are the
     /// `IBV_SEND_*` bits; `SEND_INLINE` is set for [`Data::Inline`] and
     /// cleared otherwise. `imm` is in host order (it goes on the wire
@@ -254,11 +276,9 @@ impl DataQp {
             }
         };
         let p = if n == 0 { std::ptr::null_mut() } else { two.as_mut_ptr() };
-        // SAFETY: the QP is live (DataQp::new); the entries are read during
-        // the call: inline bytes are borrowed for it and copied by the
-        // provider before it returns, keyed entries are checked by the
-        // device against their registration.
-        check(unsafe { ffi::rdmacm_shim_post_send(self.qp.as_ptr(), wr_id, p, n, opcode, flags, imm, raddr, rkey) })
+        // SAFETY: the entries are read during the call: inline bytes are
+        // borrowed for it, keyed entries come from Mr::sge.
+        unsafe { self.send_raw(wr_id, p, n, opcode, flags, imm, raddr, rkey) }
     }
 
     /// Posts one send work request over any number of keyed entries (the
@@ -267,9 +287,9 @@ impl DataQp {
     pub fn post_send_list(&self, wr_id: u64, sgl: &[Sge], opcode: c_int, flags: c_int, imm: u32, raddr: u64, rkey: u32) -> Result<(), Errno> {
         let mut list = sgl.to_vec();
         let n = c_int::try_from(list.len()).map_err(|_| Errno::EINVAL)?;
-        // SAFETY: the QP is live; the list is read during the call; its
-        // keyed entries are checked by the device.
-        check(unsafe { ffi::rdmacm_shim_post_send(self.qp.as_ptr(), wr_id, list.as_mut_ptr(), n, opcode, flags & !SEND_INLINE, imm, raddr, rkey) })
+        // SAFETY: the list is read during the call; its entries come from
+        // Mr::sge (the fields are private), and nothing is inline.
+        unsafe { self.send_raw(wr_id, list.as_mut_ptr(), n, opcode, flags & !SEND_INLINE, imm, raddr, rkey) }
     }
 
     /// Posts one send work request whose bytes the provider copies into
@@ -283,10 +303,10 @@ impl DataQp {
             .map(|b| Ok(Sge { addr: b.as_ptr() as u64, length: u32::try_from(b.len()).map_err(|_| Errno::EINVAL)?, lkey: 0 }))
             .collect::<Result<Vec<_>, Errno>>()?;
         let n = c_int::try_from(list.len()).map_err(|_| Errno::EINVAL)?;
-        // SAFETY: the QP is live; the provider copies the bytes the entries
-        // name while posting, and each entry names a slice borrowed for
-        // this call (shared: nothing writes it meanwhile).
-        check(unsafe { ffi::rdmacm_shim_post_send(self.qp.as_ptr(), wr_id, list.as_mut_ptr(), n, opcode, flags | SEND_INLINE, imm, raddr, rkey) })
+        // SAFETY: the provider copies the bytes the entries name while
+        // posting, and each entry names a slice borrowed for this call
+        // (shared: nothing writes it meanwhile).
+        unsafe { self.send_raw(wr_id, list.as_mut_ptr(), n, opcode, flags | SEND_INLINE, imm, raddr, rkey) }
     }
 
     /// Posts one receive work request (`ibv_post_recv`); no entry: only
@@ -295,10 +315,16 @@ impl DataQp {
     pub fn post_recv(&self, wr_id: u64, sgl: &[Sge]) -> Result<(), Errno> {
         let n = c_int::try_from(sgl.len()).map_err(|_| Errno::EINVAL)?;
         let p = if n == 0 { std::ptr::null_mut() } else { sgl.as_ptr() as *mut Sge };
-        // SAFETY: the QP is live; the provider only reads the list during
-        // the call (the C prototype is not const); keyed entries are
-        // checked by the device.
-        check(unsafe { ffi::rdmacm_shim_post_recv(self.qp.as_ptr(), wr_id, p, n) })
+        let qp = self.qp.as_ptr();
+        let mut wr = IbvRecvWr { wr_id, next: std::ptr::null_mut(), sg_list: p.cast(), num_sge: n };
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: the QP is live (DataQp::new), so are its context and the
+        // operations libibverbs filled in when it opened the device.
+        let Some(post) = (unsafe { (*context_ops((*qp.cast::<QpHead>()).context)).post_recv }) else { return Err(Errno::EOPNOTSUPP) };
+        // SAFETY: ibv_post_recv's own call: the provider only reads the
+        // request and the list during the call (the C prototype is not
+        // const); the entries come from Mr::sge (their fields are private).
+        check(unsafe { post(qp, &mut wr, &mut bad) })
     }
 
     /// Posts a UD send (`IBV_WR_SEND`, or `IBV_WR_SEND_WITH_IMM` with
@@ -316,10 +342,14 @@ impl DataQp {
     /// Takes up to [`POLL_BATCH`] completions in one call; how many (0:
     /// the CQ is empty). EIO when the poll fails.
     #[inline]
-    pub fn poll_brief(&self, out: &mut [WcBrief; POLL_BATCH]) -> Result<usize, Errno> {
-        // SAFETY: the CQ is live; out holds POLL_BATCH records of the
-        // shim's struct, which it fills up to the count it returns.
-        let r = unsafe { ffi::rdmacm_shim_poll_cq_brief(self.cq.as_ptr(), POLL_BATCH as c_int, out.as_mut_ptr()) };
+    pub fn poll_batch(&self, out: &mut [IbvWc; POLL_BATCH]) -> Result<usize, Errno> {
+        let cq = self.cq.as_ptr();
+        // SAFETY: the CQ is live (DataQp::new), so are its context and the
+        // operations libibverbs filled in when it opened the device.
+        let Some(poll) = (unsafe { (*context_ops((*cq.cast::<CqHead>()).context)).poll_cq }) else { return Err(Errno::EIO) };
+        // SAFETY: ibv_poll_cq's own call: out has room for POLL_BATCH
+        // completions, which the provider fills up to the count it returns.
+        let r = unsafe { poll(cq, POLL_BATCH as c_int, out.as_mut_ptr()) };
         if r < 0 {
             return Err(Errno::EIO);
         }
@@ -342,8 +372,11 @@ impl DataQp {
     /// Arms the CQ (`ibv_req_notify_cq`).
     #[inline]
     pub fn req_notify(&self, solicited_only: bool) -> Result<(), Errno> {
-        // SAFETY: the CQ is live.
-        check(unsafe { ffi::rdmacm_shim_req_notify_cq(self.cq.as_ptr(), c_int::from(solicited_only)) })
+        let cq = self.cq.as_ptr();
+        // SAFETY: as in poll_batch.
+        let Some(arm) = (unsafe { (*context_ops((*cq.cast::<CqHead>()).context)).req_notify_cq }) else { return Err(Errno::EOPNOTSUPP) };
+        // SAFETY: ibv_req_notify_cq's own call on a live CQ.
+        check(unsafe { arm(cq, c_int::from(solicited_only)) })
     }
 
     /// Reads one event of the completion channel (`ibv_get_cq_event`,

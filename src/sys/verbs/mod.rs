@@ -338,8 +338,8 @@ pub unsafe fn pd_context(pd: *mut ibv_pd) -> *mut ibv_context {
 /// Sizes and offsets measured by the C shim from `<infiniband/verbs.h>`,
 /// in the order of [`rust_layout`].
 pub fn c_layout() -> Vec<usize> {
-    let mut v = vec![0usize; 32];
-    // SAFETY: v has room for 32 values.
+    let mut v = vec![0usize; 64];
+    // SAFETY: v has room for 64 values.
     let n = unsafe { sys::rdmacm_shim_conn_layout(v.as_mut_ptr(), v.len()) };
     v.truncate(n);
     v
@@ -379,6 +379,23 @@ pub fn rust_layout() -> Vec<usize> {
         size_of::<Ece>(),
         offset_of!(DeviceHead, transport_type),
         offset_of!(ContextHead, device),
+        offset_of!(ContextHead, ops) + offset_of!(ContextOps, poll_cq),
+        offset_of!(ContextHead, ops) + offset_of!(ContextOps, req_notify_cq),
+        offset_of!(ContextHead, ops) + offset_of!(ContextOps, post_send),
+        offset_of!(ContextHead, ops) + offset_of!(ContextOps, post_recv),
+        offset_of!(CqHead, context),
+        size_of::<IbvWc>(),
+        offset_of!(IbvWc, imm_data),
+        offset_of!(IbvWc, wc_flags),
+        offset_of!(IbvWc, slid),
+        offset_of!(IbvWc, dlid_path_bits),
+        size_of::<IbvSendWr>(),
+        offset_of!(IbvSendWr, imm_data),
+        offset_of!(IbvSendWr, remote_addr),
+        offset_of!(IbvSendWr, rkey),
+        offset_of!(IbvSendWr, remote_srqn),
+        size_of::<IbvRecvWr>(),
+        offset_of!(IbvRecvWr, num_sge),
     ]
 }
 
