@@ -270,11 +270,11 @@ impl IbvWc {
     }
 }
 
-/// `struct ibv_send_wr` with its `wr.rdma` member; `tail` is the
-/// `qp_type` union and the bind/TSO union, which no provider reads for
-/// the send, RDMA write and RDMA read opcodes posted through it (the
-/// first word, `qp_type.xrc.remote_srqn`, is written as C's inline
-/// callers write it).
+/// `struct ibv_send_wr` with its `wr.rdma` member and
+/// `qp_type.xrc.remote_srqn`; `wr_rest` is the rest of the `wr` union and
+/// `tail` the padding and the bind/TSO union, none of which a provider
+/// reads for the send, RDMA write and RDMA read opcodes posted through
+/// it.
 #[repr(C)]
 pub struct IbvSendWr {
     pub wr_id: u64,
