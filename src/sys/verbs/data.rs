@@ -160,18 +160,6 @@ mod ffi {
 
 use super::check;
 
-/// The operations of an open device context (`&ctx->ops`).
-///
-/// # Safety
-/// `ctx` is a live context (libibverbs fills its operations when it opens
-/// the device; the mirror's offsets are checked against the header by
-/// `c_layout`).
-#[inline]
-unsafe fn context_ops(ctx: *mut ibv_context) -> *const ContextOps {
-    // SAFETY: the caller's promise; only the field's address is taken.
-    unsafe { &raw const (*ctx.cast::<ContextHead>()).ops }
-}
-
 /// The errno of a libibverbs constructor that returned NULL; ENOMEM when
 /// errno names nothing.
 fn null_errno() -> Errno {
@@ -213,6 +201,24 @@ impl DataQp {
         DataQp { qp, cq, channel, pd }
     }
 
+    /// The operations of the QP's device context (`qp->context->ops`),
+    /// which the header's inline data-path verbs call.
+    #[inline]
+    fn qp_ops(&self) -> &ContextOps {
+        // SAFETY: the QP is live (DataQp::new), so is its context, whose
+        // operations libibverbs filled in when it opened the device and
+        // leaves alone while it is open (the mirrors' offsets are checked
+        // against the header by `c_layout`).
+        unsafe { &(*(*self.qp.as_ptr().cast::<QpHead>()).context.cast::<ContextHead>()).ops }
+    }
+
+    /// The operations of the CQ's device context (`cq->context->ops`).
+    #[inline]
+    fn cq_ops(&self) -> &ContextOps {
+        // SAFETY: as in qp_ops, for the live CQ.
+        unsafe { &(*(*self.cq.as_ptr().cast::<CqHead>()).context.cast::<ContextHead>()).ops }
+    }
+
     /// Posts one send, RDMA write or RDMA read work request over the `n`
     /// entries at `sgl` through the provider's `post_send`, as the inline
     /// `ibv_post_send` of `<infiniband/verbs.h>` does. `imm` is in host
@@ -244,9 +250,7 @@ impl DataQp {
             tail: [MaybeUninit::uninit(); 13],
         };
         let mut bad = std::ptr::null_mut();
-        // SAFETY: the QP is live (DataQp::new), so are its context and the
-        // operations libibverbs filled in when it opened the device.
-        let Some(post) = (unsafe { (*context_ops((*qp.cast::<QpHead>()).context)).post_send }) else { return Err(Errno::EOPNOTSUPP) };
+        let Some(post) = self.qp_ops().post_send else { return Err(Errno::EOPNOTSUPP) };
         // SAFETY: ibv_post_send's own call: the provider reads the request
         // and the entries during the call (the caller's promise), copying
         // inline bytes before it returns.
@@ -318,9 +322,7 @@ impl DataQp {
         let qp = self.qp.as_ptr();
         let mut wr = IbvRecvWr { wr_id, next: std::ptr::null_mut(), sg_list: p.cast(), num_sge: n };
         let mut bad = std::ptr::null_mut();
-        // SAFETY: the QP is live (DataQp::new), so are its context and the
-        // operations libibverbs filled in when it opened the device.
-        let Some(post) = (unsafe { (*context_ops((*qp.cast::<QpHead>()).context)).post_recv }) else { return Err(Errno::EOPNOTSUPP) };
+        let Some(post) = self.qp_ops().post_recv else { return Err(Errno::EOPNOTSUPP) };
         // SAFETY: ibv_post_recv's own call: the provider only reads the
         // request and the list during the call (the C prototype is not
         // const); the entries come from Mr::sge (their fields are private).
@@ -344,9 +346,7 @@ impl DataQp {
     #[inline]
     pub fn poll_batch(&self, out: &mut [IbvWc; POLL_BATCH]) -> Result<usize, Errno> {
         let cq = self.cq.as_ptr();
-        // SAFETY: the CQ is live (DataQp::new), so are its context and the
-        // operations libibverbs filled in when it opened the device.
-        let Some(poll) = (unsafe { (*context_ops((*cq.cast::<CqHead>()).context)).poll_cq }) else { return Err(Errno::EIO) };
+        let Some(poll) = self.cq_ops().poll_cq else { return Err(Errno::EIO) };
         // SAFETY: ibv_poll_cq's own call: out has room for POLL_BATCH
         // completions, which the provider fills up to the count it returns.
         let r = unsafe { poll(cq, POLL_BATCH as c_int, out.as_mut_ptr()) };
@@ -373,8 +373,7 @@ impl DataQp {
     #[inline]
     pub fn req_notify(&self, solicited_only: bool) -> Result<(), Errno> {
         let cq = self.cq.as_ptr();
-        // SAFETY: as in poll_batch.
-        let Some(arm) = (unsafe { (*context_ops((*cq.cast::<CqHead>()).context)).req_notify_cq }) else { return Err(Errno::EOPNOTSUPP) };
+        let Some(arm) = self.cq_ops().req_notify_cq else { return Err(Errno::EOPNOTSUPP) };
         // SAFETY: ibv_req_notify_cq's own call on a live CQ.
         check(unsafe { arm(cq, c_int::from(solicited_only)) })
     }
