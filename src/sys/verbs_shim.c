@@ -263,29 +263,6 @@ int rdmacm_shim_poll_cq(struct ibv_cq *cq, struct rdmacm_wc *out, int n)
 	return got;
 }
 
-/* One event of the completion channel, not acknowledged. */
-int rdmacm_shim_get_cq_event(struct ibv_comp_channel *ch)
-{
-	struct ibv_cq *cq;
-	void *ctx;
-
-	return ibv_get_cq_event(ch, &cq, &ctx);
-}
-
-int rdmacm_rs_wait_cq_event(struct ibv_comp_channel *ch);
-
-/* ibv_get_cq_event on a blocking channel, the thread cancellable in it as
- * in any wait of ours (src/sys/cancel_shim.c): -1/ECANCELED then. */
-int rdmacm_shim_wait_cq_event(struct ibv_comp_channel *ch)
-{
-	return rdmacm_rs_wait_cq_event(ch);
-}
-
-void rdmacm_shim_ack_cq_events(struct ibv_cq *cq, unsigned int n)
-{
-	ibv_ack_cq_events(cq, n);
-}
-
 int rdmacm_shim_channel_fd(struct ibv_comp_channel *ch)
 {
 	return ch->fd;

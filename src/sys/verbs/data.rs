@@ -6,9 +6,11 @@
 //! `ibv_post_recv`, `ibv_poll_cq`, `ibv_req_notify_cq`, `static inline` in
 //! libibverbs' header) go through the device context's operations, as the
 //! header's inline code does (the mirrors in [`crate::abi::verbs`]); the
-//! others through one declaration of the C shim's data functions
-//! (src/sys/verbs_shim.c). One set of `#[repr(C)]` mirrors ([`Sge`],
-//! [`Wc`]) and the safe handles both clients build on:
+//! completion channel's (`ibv_get_cq_event`, `ibv_ack_cq_events`) are
+//! libibverbs' exported functions, called directly; the others go through
+//! one declaration of the C shim's data functions (src/sys/verbs_shim.c).
+//! One set of `#[repr(C)]` mirrors ([`Sge`], [`Wc`]) and the safe handles
+//! both clients build on:
 //!
 //! * [`DataQp`]: an id's QP, CQ, completion channel and PD, vouched live by
 //!   whoever makes it (the one `unsafe` promise); its calls are safe.
@@ -131,7 +133,8 @@ pub enum Data<'a> {
     Reg(&'a [Sge]),
 }
 
-/// The shim's data functions; kept out of the generated header.
+/// The shim's data functions and the libibverbs functions called
+/// directly; kept out of the generated header.
 /// cbindgen:ignore
 mod ffi {
     use super::{IbvAh, IbvMr, Sge, Wc};
@@ -141,9 +144,9 @@ mod ffi {
         #[allow(clippy::too_many_arguments)]
         pub(super) fn rdmacm_shim_post_ud_send(qp: *mut ibv_qp, wr_id: u64, sgl: *mut Sge, nsge: c_int, flags: c_int, ah: *mut IbvAh, qpn: u32, qkey: u32, with_imm: c_int, imm_host: u32) -> c_int;
         pub(super) fn rdmacm_shim_poll_cq(cq: *mut ibv_cq, out: *mut Wc, n: c_int) -> c_int;
-        pub(super) fn rdmacm_shim_get_cq_event(ch: *mut ibv_comp_channel) -> c_int;
-        pub(super) fn rdmacm_shim_wait_cq_event(ch: *mut ibv_comp_channel) -> c_int;
-        pub(super) fn rdmacm_shim_ack_cq_events(cq: *mut ibv_cq, n: u32);
+        pub(super) fn ibv_get_cq_event(ch: *mut ibv_comp_channel, cq: *mut *mut ibv_cq, cq_context: *mut *mut c_void) -> c_int;
+        pub(super) fn ibv_ack_cq_events(cq: *mut ibv_cq, n: u32);
+        pub(super) fn rdmacm_rs_wait_cq_event(ch: *mut ibv_comp_channel) -> c_int;
         pub(super) fn rdmacm_shim_channel_fd(ch: *mut ibv_comp_channel) -> c_int;
         pub(super) fn rdmacm_shim_qp_num(qp: *mut ibv_qp) -> u32;
         pub(super) fn rdmacm_shim_query_qkey(qp: *mut ibv_qp, qkey: *mut u32) -> c_int;
@@ -383,17 +386,20 @@ impl DataQp {
     /// blocking channel.
     #[inline]
     pub fn get_cq_event(&self) -> Result<(), Errno> {
-        // SAFETY: the channel is live; the shim reads the event into its
-        // own locals.
-        check(unsafe { ffi::rdmacm_shim_get_cq_event(self.channel.as_ptr()) })
+        let mut cq = std::ptr::null_mut();
+        let mut ctx = std::ptr::null_mut();
+        // SAFETY: the channel is live; the event's CQ and context go to
+        // locals (each channel of ours serves one CQ: neither is needed).
+        check(unsafe { ffi::ibv_get_cq_event(self.channel.as_ptr(), &mut cq, &mut ctx) })
     }
 
     /// As [`DataQp::get_cq_event`], the thread cancellable in the wait
     /// (ECANCELED then, see `crate::sys::cancel`).
     #[inline]
     pub fn wait_cq_event(&self) -> Result<(), Errno> {
-        // SAFETY: as in get_cq_event.
-        check(unsafe { ffi::rdmacm_shim_wait_cq_event(self.channel.as_ptr()) })
+        // SAFETY: the channel is live; the wait (src/sys/cancel_shim.c)
+        // reads the event into its own locals.
+        check(unsafe { ffi::rdmacm_rs_wait_cq_event(self.channel.as_ptr()) })
     }
 
     /// Acknowledges `n` events read from the channel
@@ -401,7 +407,7 @@ impl DataQp {
     #[inline]
     pub fn ack_cq_events(&self, n: u32) {
         // SAFETY: the CQ is live; the caller read n events of it.
-        unsafe { ffi::rdmacm_shim_ack_cq_events(self.cq.as_ptr(), n) };
+        unsafe { ffi::ibv_ack_cq_events(self.cq.as_ptr(), n) };
     }
 
     /// The completion channel's descriptor.
