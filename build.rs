@@ -8,6 +8,7 @@ fn main() {
     println!("cargo:rerun-if-changed=src/sys/verbs_shim.c");
     println!("cargo:rerun-if-changed=src/sys/gid_shim.c");
     println!("cargo:rerun-if-changed=src/sys/cancel_shim.c");
+    println!("cargo:rerun-if-changed=src/sys/cleanup_shim.c");
 
     // Small C shim for libibverbs' static inline functions and struct
     // fields that would otherwise need the whole verbs.h in Rust: the
@@ -27,5 +28,15 @@ fn main() {
         // -fexceptions: it uses pthread.h's C cleanup protocol).
         .flag("-fasynchronous-unwind-tables")
         .compile("rdmacm_verbs_shim");
+    // The one wait whose cleanup is the unwinder's (-fexceptions: the
+    // cleanup is in the unwind tables, nothing registered per call).
+    cc::Build::new()
+        .file("src/sys/cleanup_shim.c")
+        .flag_if_supported("-Wall")
+        .flag_if_supported("-Wextra")
+        .flag("-fvisibility=hidden")
+        .flag_if_supported("-fno-plt")
+        .flag("-fexceptions")
+        .compile("rdmacm_cleanup_shim");
     println!("cargo:rustc-link-lib=dylib=ibverbs");
 }

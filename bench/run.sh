@@ -144,7 +144,7 @@ awk -v partial="${BENCH_SECTIONS:+1}" '
       atmost(g[i], 0.334, "rdma_getaddrinfo at least 3x upstream")
     atmost("gai_first_call", 0.10, "first call in a fresh process at most 1/10 of upstream")
     atmost("cg_gai_total", 0.5, "instructions (whole process), numeric rdma_getaddrinfo at most half")
-    for (i = 1; i <= split("create_destroy get_ack event_str", g, " "); i++)
+    for (i = 1; i <= split("create_destroy get_ack write_get_ack event_str", g, " "); i++)
       atmost("cg_" g[i] "_total", 1.0, "instructions (whole process) at most upstream")
     # cmtime steps that run in the library alone (ctest/vm/bench_calls.c)
     for (i = 1; i <= split("bind init_qp_attr rtr_qp_attr rts_qp_attr destroy_qp", g, " "); i++)

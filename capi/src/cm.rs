@@ -2,7 +2,10 @@
 //! Event channels, ids, devices, options, bind, address and route resolution, events.
 
 use rdmacm::internal::abi::cma::*;
-use super::{entry_hot, entry_hot_on_id, entry, nonnull, Errno};
+use super::{entry_hot, entry_hot_on_id, entry, guarded, nonnull, Errno};
+use rdmacm::internal::abi::ucma::EventResp;
+use rdmacm::internal::sys::{cancel, ucma};
+use std::mem::MaybeUninit;
 use rdmacm::internal::cma::{self as cm, ChanRef, Cm};
 use rdmacm::internal::abi::sockaddr::SockAddr;
 use crate::symver;
@@ -140,15 +143,91 @@ symver!(rdma_migrate_id, "RDMACM_1.0");
 /// socket addresses as large as their family's structure.
 #[no_mangle]
 pub unsafe extern "C-unwind" fn rdma_get_cm_event(channel: *mut rdma_event_channel, event: *mut *mut rdma_cm_event) -> c_int {
-    entry_hot(|| {
+    // The boundary in three parts, all in this frame: the checks and the
+    // event's slot under the panic boundary; the wait, a plain call that
+    // glibc's forced unwind (a cancellation, `pthread_exit` from a signal
+    // handler) leaves through, as it leaves upstream's; the response's
+    // processing under the panic boundary again (a discarded event waits
+    // again).  Across the wait this frame owns the channel's reference and
+    // the event's slot only as bytes (`MaybeUninit`, no drop glue), so
+    // that it is one a forced unwind may cross (RFC 2945); the wait's
+    // cleanup (`abandon_wait`) releases them then.  (No `init_once`: a
+    // channel exists only once an export that runs it has made one, and
+    // anything else fails the channel's check.)
+    let mut held = MaybeUninit::<Waiting>::uninit();
+    let mut resp = MaybeUninit::<EventResp>::uninit();
+    let (mut fd, mut out): (c_int, *mut *mut rdma_cm_event) = (-1, std::ptr::null_mut());
+    let (mut r, mut failed) = guarded(false, || {
         let ch = live_channel(channel)?;
-        let out = nonnull(event)?;
-        // (get_event initialises the channel's CM, as every channel's is.)
-        let got = cm::get_event(&ch)?;
-        // SAFETY: out is a writable pointer slot.
-        unsafe { *out.as_ptr() = got.ptr };
-        Ok(0)
-    })
+        out = nonnull(event)?.as_ptr();
+        if !ch.cm.is_direct() {
+            // (another transport than the kernel's: the library's own wait)
+            let got = cm::get_event(&ch)?;
+            // SAFETY: out is a writable pointer slot.
+            unsafe { *out = got.ptr };
+            return Ok(0);
+        }
+        fd = ch.fd();
+        let g = cm::Getting::begin(&ch)?;
+        held.write((ch, g));
+        Ok(WAIT)
+    });
+    while r == WAIT {
+        // SAFETY: this frame holds nothing with a destructor across the
+        // call (`held` and `resp` are bytes, the closures have returned)
+        // and no catch_unwind is around it; the export is "C-unwind";
+        // `held` is initialised (the part before answered WAIT), and
+        // `abandon_wait` takes it once if the thread ends in the wait.
+        let got = unsafe { ucma::wait_event_unwinding(fd, &mut resp, abandon_wait, held.as_mut_ptr().cast()) }.map(|e| e as *const EventResp);
+        (r, failed) = guarded(false, || {
+            // SAFETY: initialised before the wait, which returned: the
+            // values are this part's again (written back before another
+            // wait).
+            let (ch, g) = unsafe { held.assume_init_read() };
+            ch.wait_done();
+            let resp = got?;
+            // SAFETY: the response the wait that succeeded initialised,
+            // in this frame.
+            match g.take(ch.cm, unsafe { &*resp })? {
+                cm::Taken::Got(e) => {
+                    // SAFETY: out is a writable pointer slot (checked).
+                    unsafe { *out = e.ptr };
+                    Ok(0)
+                }
+                cm::Taken::Again(g) => {
+                    held.write((ch, g));
+                    Ok(WAIT)
+                }
+            }
+        });
+    }
+    if failed && cancel::caught() {
+        // SAFETY: as in `entry`: this frame holds nothing with a destructor.
+        unsafe { cancel::resume() }
+    }
+    r
+}
+
+/// `rdma_get_cm_event`'s body's answer: wait for the kernel's (next) event.
+const WAIT: c_int = 1;
+
+/// What `rdma_get_cm_event` holds across its wait: the channel's
+/// reference and the event's slot ([`cm::Getting`]).
+type Waiting = (ChanRef, cm::Getting);
+
+/// The cleanup of `rdma_get_cm_event`'s wait, run by glibc's forced
+/// unwind as it leaves the wait: the wait counted as over, the channel's
+/// reference and the event's slot released (the event stays queued in the
+/// kernel, as with upstream's).
+///
+/// # Safety
+/// `arg` is the export's initialised `Waiting`, in its frame, which the
+/// unwind has not left yet, and used by nothing else afterwards.
+unsafe extern "C" fn abandon_wait(arg: *mut c_void) {
+    // SAFETY: per the contract: read once, then never again.
+    let (ch, g) = unsafe { (arg as *mut Waiting).read() };
+    ch.wait_done();
+    drop(g);
 }
 symver!(rdma_get_cm_event, "RDMACM_1.0");
 

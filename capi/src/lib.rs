@@ -199,7 +199,7 @@ pub fn entry<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
 }
 
 /// [`entry`] without the [`NoCancel`] guard, for the few hot exports
-/// (rdma_create_id, rdma_destroy_id, rdma_get_cm_event, rdma_ack_cm_event,
+/// (rdma_create_id, rdma_destroy_id, rdma_ack_cm_event,
 /// rdma_write_cm_event, rdma_getaddrinfo, rdma_freeaddrinfo, rdma_bind_addr,
 /// rdma_init_qp_attr, rdma_resolve_addr, rdma_resolve_route,
 /// rdma_connect, rdma_accept, rdma_disconnect) whose paths
@@ -209,6 +209,8 @@ pub fn entry<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
 /// Two fewer calls into libc per call (the cancellation protocol's instruction budget).
 /// Their bodies never ignore a wait's ECANCELED, so only a failed call
 /// can carry a caught cancellation: a successful one skips the check.
+/// (`rdma_get_cm_event` runs its two parts through [`guarded`] itself,
+/// with its wait between them in its own frame: capi/src/cm.rs.)
 #[inline(always)]
 pub fn entry_hot<R: FfiError>(body: impl FnOnce() -> Result<R, Errno>) -> R {
     init_once();

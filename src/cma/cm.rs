@@ -433,6 +433,14 @@ impl Cm {
     }
 
     /// `rdma_write_cm_event`: only user events may be queued.
+    /// Whether the transport is the kernel's ucma device (the library's
+    /// own instance): the C API's `rdma_get_cm_event` then makes its wait
+    /// itself ([`crate::sys::ucma::wait_event_unwinding`]).
+    #[inline(always)]
+    pub fn is_direct(&self) -> bool {
+        self.direct
+    }
+
     #[inline]
     pub fn write_cm_event(&self, p: &IdPriv, event: u32, status: i32, arg: u64) -> Result<(), Errno> {
         if event != RDMA_CM_EVENT_USER {

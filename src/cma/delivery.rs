@@ -141,29 +141,66 @@ fn copy_ud(evt: &mut EventPriv, src: &kabi::UdParam) {
 #[inline(always)]
 pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
     let (cm, fd) = (ch.cm, ch.fd());
-    cm.init()?;
-    // The event's slot before the kernel hands the event over: out of
-    // memory, the call fails with ENOMEM and the event stays queued in the
-    // kernel (as upstream, which allocates its event first).
-    let mut evt = alloc::try_new_event()?;
+    let mut g = Getting::begin(ch)?;
     // The kernel fills the response for each event (see wait_event_into).
     let mut resp = MaybeUninit::uninit();
-    let mut first = true;
-    // The thread is the channel's reader: a destroy by another thread
-    // lets it take an event already queued (Cm::let_reader_take).
-    ch.reader.store(crate::sys::trace::thread_key(), Ordering::Relaxed);
     loop {
         // The wait for the kernel's next event: a cancellation of the
         // thread is acted on there (ECANCELED; the event stays queued).
         let r = if cm.direct { crate::sys::ucma::wait_event(fd, &mut resp) } else { cm.ucma.wait_event_into(fd, &mut resp) };
-        ch.waits_done.fetch_add(1, Ordering::Release);
-        let resp = &*r?;
+        ch.wait_done();
+        match g.take(cm, r?)? {
+            Taken::Got(got) => return Ok(got),
+            Taken::Again(next) => g = next,
+        }
+    }
+}
+
+/// A call of [`get_event`] between its waits: the event's slot, taken
+/// before the kernel hands an event over, and whether an event discarded
+/// before left it to be cleared.  The C API's `rdma_get_cm_event` makes
+/// the waits itself ([`crate::sys::ucma::wait_event_unwinding`]) and
+/// hands each response to [`Getting::take`]; [`get_event`] is the same
+/// loop with the library's own wait.
+pub struct Getting {
+    evt: crate::sys::slab::Own<EventPriv>,
+    first: bool,
+}
+
+/// What [`Getting::take`] made of a response.
+pub enum Taken {
+    /// The event, published: the caller hands it to C.
+    Got(Got),
+    /// The kernel's event was the library's alone (discarded): wait for
+    /// the next one with the same slot.
+    Again(Getting),
+}
+
+impl Getting {
+    /// Starts a read of `ch`'s next event: the channel's CM initialised,
+    /// the event's slot (out of memory, the call fails with ENOMEM and the
+    /// event stays queued in the kernel, as upstream, which allocates its
+    /// event first), the thread recorded as the channel's reader (a
+    /// destroy by another thread lets it take an event already queued:
+    /// [`Cm::let_reader_take`]).
+    #[inline(always)]
+    pub fn begin(ch: &Channel) -> Result<Getting, Errno> {
+        ch.cm.init()?;
+        let evt = alloc::try_new_event()?;
+        ch.reader.store(crate::sys::trace::thread_key(), Ordering::Relaxed);
+        Ok(Getting { evt, first: true })
+    }
+
+    /// Completes the library's part of the kernel's response `resp` (see
+    /// [`get_event`]).
+    #[inline(always)]
+    pub fn take(self, cm: &'static Cm, resp: &kabi::EventResp) -> Result<Taken, Errno> {
+        let Getting { mut evt, first } = self;
         // A new event is clean; one left by a discarded event is cleared
         // (upstream clears its event before each read).
         if !first {
             evt.reset();
         }
-        first = false;
         evt.event.0.event = resp.event;
         let p = if resp.uid != 0 && passes_through(resp.event) {
             // The kernel reports ids we created and have not freed (destroy
@@ -171,7 +208,7 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
             // checked as a slot of the id store.
             let Some(p) = IDS.get(resp.uid as usize) else {
                 log::debug!(target: "rdmacm", "discarding an event for an unknown id {}", resp.id);
-                continue;
+                return Ok(Taken::Again(Getting { evt, first: false }));
             };
             evt.event.0.id = p.raw();
             evt.event.0.status = resp.status as i32;
@@ -184,7 +221,7 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
         } else {
             match complete(cm, resp, &mut evt)? {
                 Some(p) => p,
-                None => continue,
+                None => return Ok(Taken::Again(Getting { evt, first: false })),
             }
         };
         // (no earlier id to drop: a new event has none, a discarded one's
@@ -197,7 +234,16 @@ pub fn get_event(ch: &Channel) -> Result<Got, Errno> {
         evt.holder = crate::sys::trace::thread_key();
         let got = Got { ptr: &evt.event.0 as *const rdma_cm_event as *mut rdma_cm_event, event: evt.event.0.event, status: evt.event.0.status, id: evt.event.0.id };
         evt.publish();
-        return Ok(got);
+        Ok(Taken::Got(got))
+    }
+}
+
+impl Channel {
+    /// Counts a wait of a reader of the channel as over (whatever it
+    /// returned): [`Cm::let_reader_take`] stops waiting for that reader.
+    #[inline(always)]
+    pub fn wait_done(&self) {
+        self.waits_done.fetch_add(1, Ordering::Release);
     }
 }
 

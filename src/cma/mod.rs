@@ -64,7 +64,7 @@ pub mod trace;
 pub use acks::Acks;
 pub use base::{ChanRef, Channel, Cm, ConnState, EventPriv, IdPriv, IdRef, Links};
 pub use cm::{addr_len, af_ib_supported, free_devices, get_devices, global, init};
-pub use delivery::{ack_event, get_event, Got};
+pub use delivery::{ack_event, get_event, Getting, Got, Taken};
 pub use id::Held;
 
 #[cfg(test)]

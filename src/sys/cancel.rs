@@ -26,6 +26,12 @@
 //! Once a wait has caught a cancellation, every later wait of the same
 //! call returns `ECANCELED` at once, so an error that some caller chooses
 //! to ignore never lets the thread block again before it ends.
+//!
+//! One wait needs no scope: `rdma_get_cm_event`'s, which its export makes
+//! itself with nothing of the library's on the stack but its own plain
+//! frame ([`write_unwinding`], cleanup_shim.c).  The forced unwind leaves
+//! through it into C, running a C cleanup on its way that releases what
+//! the frame held; the thread ends inside the call, as in upstream's.
 
 use nix::errno::Errno;
 use std::ffi::c_int;
@@ -47,6 +53,9 @@ mod shim {
     extern "C-unwind" {
         /// Continues glibc's unwind: an unwinding ABI, it leaves through its caller.
         pub fn rdmacm_rs_cancel_resume() -> !;
+        /// src/sys/cleanup_shim.c: write(2) that a forced unwind leaves
+        /// through, calling `cleanup(arg)` on its way (an unwinding ABI).
+        pub fn rdmacm_rs_write_cleanup(fd: c_int, b: *const libc::c_void, len: usize, cleanup: unsafe extern "C" fn(*mut libc::c_void), arg: *mut libc::c_void) -> isize;
     }
 }
 use shim::*;
@@ -134,6 +143,33 @@ pub unsafe fn wait_write(fd: c_int, b: &[u8]) -> Result<usize, Errno> {
     // SAFETY: b is readable for its length; the caller keeps any address
     // inside it valid.
     let r = unsafe { rdmacm_rs_wait_write(fd, b.as_ptr().cast(), b.len()) };
+    if r < 0 {
+        Err(super::last_errno())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// write(2) that may block, as a wait that a cancellation (or a
+/// `pthread_exit` from a signal handler) ends the way it ends a C
+/// library's: glibc's forced unwind leaves through this call and its
+/// callers into the C caller's frames, calling `cleanup(arg)` on its way
+/// (src/sys/cleanup_shim.c).  No cancellation scope: the call costs the
+/// write and one C frame.  The cancellation acts in the thread's current
+/// state, so the call is made outside every [`NoCancel`] guard.
+///
+/// # Safety
+/// * `b` as for [`wait_write`];
+/// * every frame from the exported function down to this call is a plain
+///   one that a forced unwind may cross (RFC 2945): no value with a
+///   destructor live in it, no `catch_unwind` around the call, each of an
+///   unwinding ABI (Rust, `"C-unwind"`); what the frames own is released
+///   by `cleanup`;
+/// * `cleanup(arg)` may run once, during the unwind, and must not unwind.
+#[inline(always)]
+pub unsafe fn write_unwinding(fd: c_int, b: &[u8], cleanup: unsafe extern "C" fn(*mut libc::c_void), arg: *mut libc::c_void) -> Result<usize, Errno> {
+    // SAFETY: per the contract.
+    let r = unsafe { rdmacm_rs_write_cleanup(fd, b.as_ptr().cast(), b.len(), cleanup, arg) };
     if r < 0 {
         Err(super::last_errno())
     } else {
@@ -408,6 +444,66 @@ mod tests {
         }
         // SAFETY: read-only.
         assert_eq!(unsafe { rdmacm_rs_cancel_inflight.load(Ordering::SeqCst) }, 0);
+    }
+
+    static CLEANED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    unsafe extern "C" fn count_cleanup(arg: *mut libc::c_void) {
+        CLEANED.fetch_add(arg as usize, Ordering::SeqCst);
+    }
+
+    /// A plain frame around `write_unwinding` (as `rdma_get_cm_event`'s):
+    /// a write to a full pipe blocks until the thread is cancelled.
+    extern "C-unwind" fn unwinding_main(arg: *mut libc::c_void) -> *mut libc::c_void {
+        let fd = arg as usize as c_int;
+        let b = [0u8; 4096];
+        loop {
+            // SAFETY: this frame holds nothing with a destructor and no
+            // catch_unwind; count_cleanup may run once.
+            if unsafe { write_unwinding(fd, &b, count_cleanup, 7 as *mut libc::c_void) }.is_err() {
+                return std::ptr::null_mut();
+            }
+        }
+    }
+
+    /// A thread cancelled in `write_unwinding` ends with PTHREAD_CANCELED,
+    /// the cleanup run once on the way out, and nothing caught for an
+    /// export to hand on; without a cancellation the cleanup never runs.
+    #[test]
+    fn a_cancelled_plain_wait_runs_its_cleanup_and_ends_the_thread() {
+        CLEANED.store(0, Ordering::SeqCst);
+        let mut p = [0; 2];
+        // SAFETY: a pipe into a local array.
+        assert_eq!(unsafe { libc::pipe(p.as_mut_ptr()) }, 0);
+        // SAFETY: plain bytes to a pipe with room.
+        assert_eq!(unsafe { write_unwinding(p[1], b"ab", count_cleanup, 1 as *mut libc::c_void) }, Ok(2));
+        assert_eq!(CLEANED.load(Ordering::SeqCst), 0);
+        let mut t: libc::pthread_t = 0;
+        // SAFETY: unwinding_main has the start routine's ABI and takes its
+        // argument as a number.
+        let f: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void =
+            unsafe { std::mem::transmute(unwinding_main as extern "C-unwind" fn(*mut libc::c_void) -> *mut libc::c_void) };
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::pthread_create(&mut t, std::ptr::null(), f, p[1] as usize as *mut libc::c_void) }, 0);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let mut ret: *mut libc::c_void = std::ptr::null_mut();
+        // SAFETY: t is a joinable thread of ours.
+        unsafe {
+            assert_eq!(libc::pthread_cancel(t), 0);
+            assert_eq!(libc::pthread_join(t, &mut ret), 0);
+        }
+        assert_eq!(ret as isize, -1, "PTHREAD_CANCELED");
+        assert_eq!(CLEANED.load(Ordering::SeqCst), 7, "the cleanup ran once");
+        assert!(!caught());
+        // A failure comes back with the call's own errno, no cleanup.
+        // SAFETY: the pipe's ends are ours.
+        unsafe {
+            libc::close(p[0]);
+            libc::close(p[1]);
+        }
+        // SAFETY: plain bytes.
+        assert_eq!(unsafe { write_unwinding(p[1], b"d", count_cleanup, 1 as *mut libc::c_void) }, Err(Errno::EBADF));
+        assert_eq!(CLEANED.load(Ordering::SeqCst), 7);
     }
 
     /// Without a cancellation the wait is an ordinary poll, and the raw

@@ -273,26 +273,49 @@ pub fn init_qp_attr(fd: RawFd, id: u32, qp_state: u32, resp: &mut kabi::UverbsQp
 /// directly, in line, without the trait object.
 #[inline(always)]
 pub fn wait_event(fd: RawFd, resp: &mut MaybeUninit<kabi::EventResp>) -> Result<&mut kabi::EventResp, Errno> {
-    // The kernel copies its whole response (zeroed where it has nothing
-    // to say) up to the smaller of its size and ours; older kernels'
-    // end before `ece` or before `reserved`, so only that tail is
-    // cleared.
-    let (tail, len) = (std::mem::offset_of!(kabi::EventResp, reserved), std::mem::size_of::<kabi::EventResp>());
-    // SAFETY: [tail, len) lies inside the buffer.
-    unsafe { resp.as_mut_ptr().cast::<u8>().add(tail).write_bytes(0, len - tail) };
-    let cmd = enc_get_event(resp.as_mut_ptr() as usize as u64);
+    let cmd = get_event_command(resp);
     // One command, as upstream's, and always as a wait: a look at the
     // channel first (poll) to take a queued event without the wait's
     // cancellation scope would spend a system call more on every event,
     // which costs more time than the scope saves whether the event is
     // there or not (docs/performance.md, "An event").
     wait_send(fd, &cmd)?;
-    // SAFETY: the command succeeded, so the kernel copied its response:
-    // every kernel's reaches `reserved` (the fields before it are the
-    // ABI's since its first version), and the rest was cleared above.
-    // Every byte is initialised; every bit pattern is a valid
-    // EventResp.
+    // SAFETY: the command succeeded (see `get_event_command`).
     Ok(unsafe { resp.assume_init_mut() })
+}
+
+/// [`wait_event`] as a wait that a cancellation ends by glibc's forced
+/// unwind, leaving through the caller's frames into C and calling
+/// `cleanup(arg)` on its way ([`super::cancel::write_unwinding`]): the C
+/// API's `rdma_get_cm_event`, whose frame is a plain one around this call.
+///
+/// # Safety
+/// As [`super::cancel::write_unwinding`].
+#[inline(always)]
+pub unsafe fn wait_event_unwinding(fd: RawFd, resp: &mut MaybeUninit<kabi::EventResp>, cleanup: unsafe extern "C" fn(*mut libc::c_void), arg: *mut libc::c_void) -> Result<&mut kabi::EventResp, Errno> {
+    let cmd = get_event_command(resp);
+    let b = bytes_of(&cmd);
+    // SAFETY: per the contract; the command carries resp's address,
+    // valid for the call.
+    whole(unsafe { super::cancel::write_unwinding(fd, b, cleanup, arg) }, b.len())?;
+    // SAFETY: the command succeeded (see `get_event_command`).
+    Ok(unsafe { resp.assume_init_mut() })
+}
+
+/// The GET_EVENT command that has the kernel write its response into
+/// `resp`.  The kernel copies its whole response (zeroed where it has
+/// nothing to say) up to the smaller of its size and ours; older
+/// kernels' end before `ece` or before `reserved`, so only that tail is
+/// cleared here.  Once the command succeeded every byte of `resp` is
+/// initialised (every kernel's response reaches `reserved`: the fields
+/// before it are the ABI's since its first version), and every bit
+/// pattern is a valid EventResp.
+#[inline(always)]
+fn get_event_command(resp: &mut MaybeUninit<kabi::EventResp>) -> Cmd<kabi::GetEvent> {
+    let (tail, len) = (std::mem::offset_of!(kabi::EventResp, reserved), std::mem::size_of::<kabi::EventResp>());
+    // SAFETY: [tail, len) lies inside the buffer.
+    unsafe { resp.as_mut_ptr().cast::<u8>().add(tail).write_bytes(0, len - tail) };
+    enc_get_event(resp.as_mut_ptr() as usize as u64)
 }
 
 /// A WRITE_CM_EVENT command kept for [`write_event`]: only its header
