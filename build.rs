@@ -14,29 +14,28 @@ fn main() {
     // fields that would otherwise need the whole verbs.h in Rust: the
     // connection manager's verbs calls and the one data path of the Rust
     // API and rsockets (src/sys/verbs/).
-    cc::Build::new()
+    shim_build()
         .file("src/sys/verbs_shim.c")
         .file("src/sys/gid_shim.c")
         .file("src/sys/cancel_shim.c")
-        .flag_if_supported("-Wall")
-        .flag_if_supported("-Wextra")
-        .flag("-fvisibility=hidden")
-        // calls into libc and libibverbs through the GOT, as rustc makes
-        // them: one jump less per call (the rsocket path makes a dozen)
-        .flag_if_supported("-fno-plt")
         // cancel_shim.c: the unwinder passes through its frames (no
         // -fexceptions: it uses pthread.h's C cleanup protocol).
         .flag("-fasynchronous-unwind-tables")
         .compile("rdmacm_verbs_shim");
     // The one wait whose cleanup is the unwinder's (-fexceptions: the
     // cleanup is in the unwind tables, nothing registered per call).
-    cc::Build::new()
-        .file("src/sys/cleanup_shim.c")
-        .flag_if_supported("-Wall")
+    shim_build().file("src/sys/cleanup_shim.c").flag("-fexceptions").compile("rdmacm_cleanup_shim");
+    println!("cargo:rustc-link-lib=dylib=ibverbs");
+}
+
+/// The flags every C shim is built with.
+fn shim_build() -> cc::Build {
+    let mut b = cc::Build::new();
+    b.flag_if_supported("-Wall")
         .flag_if_supported("-Wextra")
         .flag("-fvisibility=hidden")
-        .flag_if_supported("-fno-plt")
-        .flag("-fexceptions")
-        .compile("rdmacm_cleanup_shim");
-    println!("cargo:rustc-link-lib=dylib=ibverbs");
+        // calls into libc and libibverbs through the GOT, as rustc makes
+        // them: one jump less per call (the rsocket path makes a dozen)
+        .flag_if_supported("-fno-plt");
+    b
 }

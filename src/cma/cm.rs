@@ -432,7 +432,6 @@ impl Cm {
         self.ucma.set_option(p.fd(), p.handle(), level as u32, optname as u32, optval, optlen as u32)
     }
 
-    /// `rdma_write_cm_event`: only user events may be queued.
     /// Whether the transport is the kernel's ucma device (the library's
     /// own instance): the C API's `rdma_get_cm_event` then makes its wait
     /// itself ([`crate::sys::ucma::wait_event_unwinding`]).
@@ -441,6 +440,7 @@ impl Cm {
         self.direct
     }
 
+    /// `rdma_write_cm_event`: only user events may be queued.
     #[inline]
     pub fn write_cm_event(&self, p: &IdPriv, event: u32, status: i32, arg: u64) -> Result<(), Errno> {
         if event != RDMA_CM_EVENT_USER {

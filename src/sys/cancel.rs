@@ -143,6 +143,13 @@ pub unsafe fn wait_write(fd: c_int, b: &[u8]) -> Result<usize, Errno> {
     // SAFETY: b is readable for its length; the caller keeps any address
     // inside it valid.
     let r = unsafe { rdmacm_rs_wait_write(fd, b.as_ptr().cast(), b.len()) };
+    written(r)
+}
+
+/// A C wait's return (libc's convention: -1 and errno on failure) as a
+/// result.
+#[inline(always)]
+fn written(r: isize) -> Result<usize, Errno> {
     if r < 0 {
         Err(super::last_errno())
     } else {
@@ -170,11 +177,7 @@ pub unsafe fn wait_write(fd: c_int, b: &[u8]) -> Result<usize, Errno> {
 pub unsafe fn write_unwinding(fd: c_int, b: &[u8], cleanup: unsafe extern "C" fn(*mut libc::c_void), arg: *mut libc::c_void) -> Result<usize, Errno> {
     // SAFETY: per the contract.
     let r = unsafe { rdmacm_rs_write_cleanup(fd, b.as_ptr().cast(), b.len(), cleanup, arg) };
-    if r < 0 {
-        Err(super::last_errno())
-    } else {
-        Ok(r as usize)
-    }
+    written(r)
 }
 
 /// Whether this thread caught a cancellation that its export must hand
@@ -410,6 +413,27 @@ mod tests {
         std::ptr::null_mut()
     }
 
+    /// Starts `main(fd)` on a raw pthread (a forced unwind must be able to
+    /// leave its start routine, which std's threads do not allow), cancels
+    /// it after `ms` milliseconds and joins it: the thread's value.
+    fn cancel_after(main: extern "C-unwind" fn(*mut libc::c_void) -> *mut libc::c_void, fd: c_int, ms: u64) -> *mut libc::c_void {
+        let mut t: libc::pthread_t = 0;
+        // SAFETY: `main` has the start routine's ABI, unwinding aside
+        // (which glibc's thread start lets pass), and takes its argument
+        // as a number.
+        let f: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void = unsafe { std::mem::transmute(main) };
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::pthread_create(&mut t, std::ptr::null(), f, fd as usize as *mut libc::c_void) }, 0);
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        let mut ret: *mut libc::c_void = std::ptr::null_mut();
+        // SAFETY: t is a joinable thread of ours.
+        unsafe {
+            assert_eq!(libc::pthread_cancel(t), 0);
+            assert_eq!(libc::pthread_join(t, &mut ret), 0);
+        }
+        ret
+    }
+
     /// A thread cancelled in a wait ends with PTHREAD_CANCELED after the
     /// Rust frames returned normally (their destructors ran), and the
     /// process goes on; twice in a row.
@@ -420,20 +444,7 @@ mod tests {
             let mut p = [0; 2];
             // SAFETY: a pipe into a local array.
             assert_eq!(unsafe { libc::pipe(p.as_mut_ptr()) }, 0);
-            let mut t: libc::pthread_t = 0;
-            // SAFETY: thread_main has the start routine's ABI and takes its
-            // argument as a number.
-            let f: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void =
-                unsafe { std::mem::transmute(thread_main as extern "C-unwind" fn(*mut libc::c_void) -> *mut libc::c_void) };
-            // SAFETY: as above.
-            assert_eq!(unsafe { libc::pthread_create(&mut t, std::ptr::null(), f, p[0] as usize as *mut libc::c_void) }, 0);
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            let mut ret: *mut libc::c_void = std::ptr::null_mut();
-            // SAFETY: t is a joinable thread of ours.
-            unsafe {
-                assert_eq!(libc::pthread_cancel(t), 0);
-                assert_eq!(libc::pthread_join(t, &mut ret), 0);
-            }
+            let ret = cancel_after(thread_main, p[0], 100);
             assert_eq!(ret as isize, -1, "PTHREAD_CANCELED");
             assert!(DROPPED.load(Ordering::SeqCst), "the Rust frames did not return");
             // SAFETY: the pipe's ends are ours.
@@ -478,20 +489,7 @@ mod tests {
         // SAFETY: plain bytes to a pipe with room.
         assert_eq!(unsafe { write_unwinding(p[1], b"ab", count_cleanup, 1 as *mut libc::c_void) }, Ok(2));
         assert_eq!(CLEANED.load(Ordering::SeqCst), 0);
-        let mut t: libc::pthread_t = 0;
-        // SAFETY: unwinding_main has the start routine's ABI and takes its
-        // argument as a number.
-        let f: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void =
-            unsafe { std::mem::transmute(unwinding_main as extern "C-unwind" fn(*mut libc::c_void) -> *mut libc::c_void) };
-        // SAFETY: as above.
-        assert_eq!(unsafe { libc::pthread_create(&mut t, std::ptr::null(), f, p[1] as usize as *mut libc::c_void) }, 0);
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        let mut ret: *mut libc::c_void = std::ptr::null_mut();
-        // SAFETY: t is a joinable thread of ours.
-        unsafe {
-            assert_eq!(libc::pthread_cancel(t), 0);
-            assert_eq!(libc::pthread_join(t, &mut ret), 0);
-        }
+        let ret = cancel_after(unwinding_main, p[1], 200);
         assert_eq!(ret as isize, -1, "PTHREAD_CANCELED");
         assert_eq!(CLEANED.load(Ordering::SeqCst), 7, "the cleanup ran once");
         assert!(!caught());
