@@ -14,7 +14,8 @@
 # Environment: RDMACM_VM_CACHE (image cache, default /var/cache/rdmacm-rs-vm),
 #   RDMACM_VM_WORK (per-run files, default <repo>/build/vm), VM_UPSTREAM_ONLY=1 (run without
 #   our library), VM_TIMEOUT (seconds for the whole VM, default 3600), VM_ONLY="name ..." (run
-#   only these tests), RDMACM_VM_MIRROR (Debian mirror).
+#   only these tests), VM_APPEND (more words for the guest kernel's command line, e.g.
+#   loglevel=7), RDMACM_VM_MIRROR (Debian mirror).
 set -euo pipefail
 _TB_RESOLVED=
 VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -156,13 +157,13 @@ boot_once(){ # $1 = mode (suite|demo|shell); uses $IMG; run dir $RUN
   set +e
   if [ "$mode" = shell ]; then
     qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 2G -nic none "${serial[@]}" -no-reboot \
-      -kernel "$IMG/vmlinuz" -initrd "$RUN/initrd.img" -append "console=ttyS0 panic=-1 quiet vmtest=$mode" \
+      -kernel "$IMG/vmlinuz" -initrd "$RUN/initrd.img" -append "console=ttyS0 panic=-1 quiet vmtest=$mode${VM_APPEND:+ $VM_APPEND}" \
       -virtfs local,path="$RUN/share",mount_tag=hostshare,security_model=none
     rc=$?
   else
     timeout -k 10 "${VM_TIMEOUT:-3600}" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 2G -nic none \
       "${serial[@]}" -no-reboot -kernel "$IMG/vmlinuz" -initrd "$RUN/initrd.img" \
-      -append "console=ttyS0 panic=-1 quiet vmtest=$mode" \
+      -append "console=ttyS0 panic=-1 quiet vmtest=$mode${VM_APPEND:+ $VM_APPEND}" \
       -virtfs local,path="$RUN/share",mount_tag=hostshare,security_model=none < /dev/null 2>&1 |
       sed -u 's/\r//g' | tee "$RUN/console.log" | grep -a --line-buffered -E '^@@(T |BEGIN|RESULT|RETRY|SKIP|SUITEERR|WARN|DONE|DEMO)' >&2
     rc=${PIPESTATUS[0]}

@@ -2,7 +2,7 @@
 # stress.sh - concurrency stress tests, both sides in one process over rxe0.
 #
 # stress_cm (ctest/vm/stress_cm.c): 16 workers create, resolve, connect, disconnect and destroy
-# ids for 20 s, half on one shared event channel, half synchronous (NULL channel); a listener
+# ids (10 s; 20 s in the *_asan runs), half on one shared event channel, half synchronous (NULL channel); a listener
 # thread accepts and destroys the server side; an event thread hands the shared channel's
 # events to their workers before acking them, so rdma_destroy_id races the ack. stdout is
 # "threads=16 ok" (--cmp), counts on stderr; a watchdog turns a hang into exit 3 with every
@@ -33,7 +33,7 @@ stress_asan(){ local n=$1 to=$2 supp=$3; shift 3
 
 for b in stress_cm stress_rsocket; do
   if [ -x /extra/bin/$b ]; then
-    t --cmp $b 180 /extra/bin/$b -s 20
+    t --cmp $b 180 /extra/bin/$b -s 10
   else
     skip $b "no /extra/bin/$b (make vm-bin not run on the host)"
   fi
