@@ -13,7 +13,7 @@
 #   testbed.sh abi     our exports and header constants against the image's rdma-core (also in run)
 # Environment: RDMACM_VM_CACHE (image cache, default /var/cache/rdmacm-rs-vm),
 #   RDMACM_VM_WORK (per-run files, default <repo>/build/vm), VM_UPSTREAM_ONLY=1 (run without
-#   our library), VM_TIMEOUT (seconds for the whole VM, default 3600), VM_ONLY="name ..." (run
+#   our library), VM_TIMEOUT (seconds for the whole VM, default 4200), VM_ONLY="name ..." (run
 #   only these tests), VM_APPEND (more words for the guest kernel's command line, e.g.
 #   loglevel=7), RDMACM_VM_MIRROR (Debian mirror).
 set -euo pipefail
@@ -152,7 +152,7 @@ boot_once(){ # $1 = mode (suite|demo|shell); uses $IMG; run dir $RUN
   rm -rf "$RUN"; mkdir -p "$RUN/share"; chmod 777 "$RUN/share"
   mk_extra "$RUN" "$mode"
   cat "$IMG/rootfs.cpio" "$RUN/extra.cpio" > "$RUN/initrd.img"   # rootfs.cpio is 4-byte padded
-  say "booting (qemu TCG, timeout ${VM_TIMEOUT:-3600}s), console log: $RUN/console.log"
+  say "booting (qemu TCG, timeout ${VM_TIMEOUT:-4200}s), console log: $RUN/console.log"
   local serial=(-nographic); [ "$mode" = shell ] || serial=(-display none -serial stdio -monitor none)
   set +e
   if [ "$mode" = shell ]; then
@@ -161,7 +161,7 @@ boot_once(){ # $1 = mode (suite|demo|shell); uses $IMG; run dir $RUN
       -virtfs local,path="$RUN/share",mount_tag=hostshare,security_model=none
     rc=$?
   else
-    timeout -k 10 "${VM_TIMEOUT:-3600}" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 2G -nic none \
+    timeout -k 10 "${VM_TIMEOUT:-4200}" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 2G -nic none \
       "${serial[@]}" -no-reboot -kernel "$IMG/vmlinuz" -initrd "$RUN/initrd.img" \
       -append "console=ttyS0 panic=-1 quiet vmtest=$mode${VM_APPEND:+ $VM_APPEND}" \
       -virtfs local,path="$RUN/share",mount_tag=hostshare,security_model=none < /dev/null 2>&1 |
