@@ -152,18 +152,19 @@ boot_once(){ # $1 = mode (suite|demo|shell); uses $IMG; run dir $RUN
   rm -rf "$RUN"; mkdir -p "$RUN/share"; chmod 777 "$RUN/share"
   mk_extra "$RUN" "$mode"
   cat "$IMG/rootfs.cpio" "$RUN/extra.cpio" > "$RUN/initrd.img"   # rootfs.cpio is 4-byte padded
-  say "booting (qemu TCG, timeout ${VM_TIMEOUT:-4200}s), console log: $RUN/console.log"
+  local to=${VM_TIMEOUT:-4200} cmdline="console=ttyS0 panic=-1 quiet vmtest=$mode${VM_APPEND:+ $VM_APPEND}"
+  say "booting (qemu TCG, timeout ${to}s), console log: $RUN/console.log"
   local serial=(-nographic); [ "$mode" = shell ] || serial=(-display none -serial stdio -monitor none)
   set +e
   if [ "$mode" = shell ]; then
     qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 2G -nic none "${serial[@]}" -no-reboot \
-      -kernel "$IMG/vmlinuz" -initrd "$RUN/initrd.img" -append "console=ttyS0 panic=-1 quiet vmtest=$mode${VM_APPEND:+ $VM_APPEND}" \
+      -kernel "$IMG/vmlinuz" -initrd "$RUN/initrd.img" -append "$cmdline" \
       -virtfs local,path="$RUN/share",mount_tag=hostshare,security_model=none
     rc=$?
   else
-    timeout -k 10 "${VM_TIMEOUT:-4200}" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 2G -nic none \
+    timeout -k 10 "$to" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 2G -nic none \
       "${serial[@]}" -no-reboot -kernel "$IMG/vmlinuz" -initrd "$RUN/initrd.img" \
-      -append "console=ttyS0 panic=-1 quiet vmtest=$mode${VM_APPEND:+ $VM_APPEND}" \
+      -append "$cmdline" \
       -virtfs local,path="$RUN/share",mount_tag=hostshare,security_model=none < /dev/null 2>&1 |
       sed -u 's/\r//g' | tee "$RUN/console.log" | grep -a --line-buffered -E '^@@(T |BEGIN|RESULT|RETRY|SKIP|SUITEERR|WARN|DONE|DEMO)' >&2
     rc=${PIPESTATUS[0]}

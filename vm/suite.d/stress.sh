@@ -2,11 +2,11 @@
 # stress.sh - concurrency stress tests, both sides in one process over rxe0.
 #
 # stress_cm (ctest/vm/stress_cm.c): 16 workers create, resolve, connect, disconnect and destroy
-# ids (10 s; 20 s in the *_asan runs), half on one shared event channel, half synchronous (NULL channel); a listener
-# thread accepts and destroys the server side; an event thread hands the shared channel's
-# events to their workers before acking them, so rdma_destroy_id races the ack. stdout is
-# "threads=16 ok" (--cmp), counts on stderr; a watchdog turns a hang into exit 3 with every
-# thread's current call on stderr.
+# ids (10 s; 20 s in the *_asan runs), half on one shared event channel, half synchronous
+# (NULL channel); a listener thread accepts and destroys the server side; an event thread hands
+# the shared channel's events to their workers before acking them, so rdma_destroy_id races the
+# ack. stdout is "threads=16 ok" (--cmp), counts on stderr; a watchdog turns a hang into exit 3
+# with every thread's current call on stderr.
 # stress_rsocket (ctest/vm/stress_rsocket.c, modes listed there): rsocket pairs shut down and
 # closed while other threads are blocked in rrecv or rpoll, data rounds, rshutdown(SHUT_RDWR)
 # with both ends in one process; a watchdog names any call that does not return within 30 s
