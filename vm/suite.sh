@@ -44,6 +44,23 @@ MCK_REJOIN='for k in 1 2 3; do ip maddr add 33:33:ef:00:00:01 dev veth1
 t --cmp mckey_rxe_rejoin 60 $N1 bash -c "$MCK_REJOIN"
 pair  --cmp --srv-wait 2 mckey_rxe_ipv6 60 "mckey -m ff0e::db8:1 -b 2001:db8::2" "sleep 2; mckey -m ff0e::db8:1 -s -b 2001:db8::1"
 pair  --cmp --preload rdma_server_client_rxe 60 "rdma_server" "rdma_client -s 192.0.2.2"
+# rxe_stall_detect: the test bed's recognition of soft-RoCE's own stall (guest/lib.sh, _rxe_stall;
+# vm/README.md, "Timeouts and retries"), the one case in which a run of ours that timed out runs
+# once more: rxe_stall (ctest/vm/rxe_stall.c) makes the stall on purpose, and _rxe_stall must
+# name it, the client's QP and process, while both ends wait, and find none once they are gone.
+RXE_STALL='s=/tmp/rxe_stall; rm -rf $s; mkdir -p $s
+  ip netns exec ns1 /extra/bin/rxe_stall -s > $s/srv.out 2>&1 & sp=$!
+  for i in $(seq 100); do rdma res show cm_id 2>/dev/null | grep -q "LISTEN.*:7473" && break; sleep 0.1; done
+  /extra/bin/rxe_stall -c 192.0.2.2 > $s/cli.out 2>&1 & cp=$!
+  for i in $(seq 200); do grep -q disconnecting $s/srv.out && grep -q waiting $s/cli.out && break; sleep 0.1; done
+  sleep 1; _rxe_stall $s/during > $s/during.txt
+  kill $sp $cp; wait $sp $cp 2>/dev/null; _rxe_stall $s/after > $s/after.txt
+  cat $s/srv.out $s/cli.out; r=0
+  if grep -q "^STALL rxe: rxe0/1 QP [0-9]* (pid $cp, rxe_stall) in RTS" $s/during.txt && [ -e $s/during.stall ]; then
+    echo "both ends waiting: recognised"; else echo "both ends waiting: NOT recognised"; cat $s/during.txt >&2; r=1; fi
+  if grep -q "^STALL" $s/after.txt || [ -e $s/after.stall ]; then echo "both ends gone: a stall found"; cat $s/after.txt >&2; r=1
+  else echo "both ends gone: none"; fi; exit $r'
+t --cmp rxe_stall_detect 60 bash -c "$RXE_STALL"
 pair  --cmp rdma_xserver_xclient_rxe 60 "rdma_xserver" "rdma_xclient -s 192.0.2.2"
 pair  cmtime100_rxe                 300 "cmtime -b 192.0.2.2 -C 192.0.2.2 -L -c 100" "cmtime -b 192.0.2.1 -C 192.0.2.2 -c 100"
 

@@ -14,7 +14,8 @@
 # Environment: RDMACM_VM_CACHE (image cache, default /var/cache/rdmacm-rs-vm),
 #   RDMACM_VM_WORK (per-run files, default <repo>/build/vm), VM_UPSTREAM_ONLY=1 (run without
 #   our library), VM_TIMEOUT (seconds for the whole VM, default 4200), VM_ONLY="name ..." (run
-#   only these tests), VM_APPEND (more words for the guest kernel's command line, e.g.
+#   only these tests), VM_SHARDS (1 or 2 VMs for the suite; default 2 for the whole suite on a
+#   host with two cores), VM_APPEND (more words for the guest kernel's command line, e.g.
 #   loglevel=7), RDMACM_VM_MIRROR (Debian mirror).
 set -euo pipefail
 _TB_RESOLVED=
@@ -126,7 +127,8 @@ mk_extra(){ # $1 = run dir, $2 = mode
   if [ -d "$VM_BIN" ] && [ -x "$VM_BIN/whichlib" ]; then cp -a "$VM_BIN"/. "$X/extra/bin/"
   elif [ "$2" = suite ]; then die "$VM_BIN/whichlib missing: build the test programs first (make vm-bin)"
   else say "WARNING: no $VM_BIN (make vm-bin): the $2 runs without the project's test programs"; fi
-  { echo "ONLY='${VM_ONLY:-}'"; echo "BENCH='${VM_BENCH:-}'"; [ -n "${VM_UPSTREAM_ONLY:-}" ] && echo "UPSTREAM_ONLY=1"; true; } > "$X/extra/config.sh"
+  { echo "ONLY='${VM_ONLY:-}'"; echo "BENCH='${VM_BENCH:-}'"; [ -n "${VM_UPSTREAM_ONLY:-}" ] && echo "UPSTREAM_ONLY=1"
+    [ -n "${SHARD_MODE:-}" ] && echo "SHARD_MODE=$SHARD_MODE SHARD_FILES='$SHARD_FILES'"; true; } > "$X/extra/config.sh"
   (cd "$X" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) > "$R/extra.cpio"
 }
 # boot MODE: one boot; a guest kernel that panics before its /init starts (no "@@T userspace"
@@ -199,7 +201,7 @@ crashed(){ # name variant -> 0 if a process ended on a signal the harness did no
 report(){
   local R=$RUN/share/results.txt KF=$VM_DIR/known-failures.txt UF=$VM_DIR/upstream-failures.txt MF=$VM_DIR/tests.txt
   touch "$KF" "$UF"
-  local passed=0 failed=0 notes=() n v st u o p c line names=() ours_any=0 problems=() flaky=0 f
+  local passed=0 failed=0 notes=() n v st u o p c line names=() ours_any=0 problems=() flaky=0 f stalls=()
   declare -A S M_VARS M_CMP M_FLAGS
   local m_names=()
   if [ ! -f "$R" ]; then
@@ -260,7 +262,11 @@ report(){
         problems+=("$n ($wv): --cmp is ${S[$n.$wv.cmp]}, tests.txt says cmp ${M_CMP[$n]}")
       [ "${S[$n.$wv.lib]:-}" = ok ] || problems+=("$n ($wv): wrong librdmacm loaded: $(grep -m1 'LIBCHECK FAIL' "$RUN/share/out/$n.$wv.log" 2>/dev/null || echo "lib=${S[$n.$wv.lib]:-none}")")
       if [ "${S[$n.$wv.try]:-1}" != 1 ]; then
-        if [ "$wv" = upstream ]; then flaky=$((flaky+1)); else problems+=("$n ($wv) was retried: runs of ours never are"); fi
+        # a second run of ours only after a first one stuck in rxe's stall, its evidence kept
+        if f=$(grep -m1 '^STALL rxe' "$RUN/share/out/stalls/$n.$wv.hang" 2>/dev/null); then
+          stalls+=("$n ($wv): ${f#STALL rxe: }")
+        elif [ "$wv" = upstream ]; then flaky=$((flaky+1))
+        else problems+=("$n ($wv) was run again without a recorded rxe stall: runs of ours are run again only after one"); fi
       fi
     done
   done
@@ -287,7 +293,11 @@ report(){
     elif why=$(listed "$UF" "$n" upstream); then
       note="upstream now passes, remove it from upstream-failures.txt"; failed=$((failed+1))
     elif [ $ours_any = 0 ]; then passed=$((passed+1)); fi
-    if [ "${S[$n.upstream.try]:-1}" = 2 ]; then note+="${note:+; }upstream flaky: first run timed out, retried"; fi
+    for v in upstream ours preload; do
+      [ "${S[$n.$v.try]:-1}" != 1 ] || continue
+      if [ -s "$RUN/share/out/stalls/$n.$v.hang" ]; then note+="${note:+; }$v: first run in rxe's stall, run again"
+      elif [ $v = upstream ]; then note+="${note:+; }upstream flaky: first run timed out, retried"; fi
+    done
     for v in ours preload; do
       o=${S[$n.$v]:-}; [ -n "$o" ] || { cells+=("-"); continue; }
       c=$(cmpres "$n" "$v"); cells+=("$o${c:+ $c}")
@@ -337,7 +347,10 @@ report(){
   done
   if ! grep -qx END "$R"; then problems+=("suite did not complete (no END in results; VM exit $VM_RC)")
   elif [ "$VM_RC" != 0 ]; then problems+=("VM exit status $VM_RC"); fi
-  [ $flaky = 0 ] || echo "upstream flakiness: $flaky upstream run(s) timed out once and were retried (runs of ours never are)"
+  [ $flaky = 0 ] || echo "upstream flakiness: $flaky upstream run(s) timed out once and were retried (runs of ours never are, but for rxe's stall)"
+  if [ ${#stalls[@]} -gt 0 ]; then
+    echo "rxe stalls (the kernel's: a sender retrying without end to a peer QP in ERR; logs in out/stalls/), each run once more:"
+    printf '  %s\n' "${stalls[@]}"; fi
   problems+=("${UPABI_PROBLEMS[@]}")
   if [ ${#problems[@]} -gt 0 ]; then
     echo; echo "== test bed problems (each counts as a failure)"; printf '  FAIL %s\n' "${problems[@]}"
@@ -372,13 +385,58 @@ upstream_abi(){
   echo "$out" >&2
 }
 
+# --- two VMs side by side: the suite in two shares, one merged report -----------------------
+# The guest is one busy core in effect (TCG, and the suite runs one test at a time), so on a host
+# with two cores or more the whole suite runs in two VMs at once, each one its share of the
+# suite files: the second VM the files in SHARD2_FILES (about half the suite's time), the first
+# all others. Every file is still sourced in both (helpers and variables cross files); a test
+# runs where its file's share is (guest/lib.sh, _selected). Each boot has its own work
+# directory (WORK/shard1, WORK/shard2); their results, outputs and consoles are merged into
+# WORK/suite, which the report reads as it reads a single boot's.
+SHARD2_FILES="rsocket.sh preload.sh cancel.sh stress.sh bench.sh soak.sh badinput.sh"
+shards(){ # how many VMs this run boots: VM_SHARDS=1|2; by default 2 for the whole suite on a host
+  # with two cores or more and 6 GB available, 1 for a selection (VM_ONLY) or a bench run
+  case ${VM_SHARDS:-} in 1|2) echo "$VM_SHARDS"; return;; '') ;; *) die "VM_SHARDS must be 1 or 2";; esac
+  local mem; mem=$(awk '/^MemAvailable:/{print int($2/1048576)}' /proc/meminfo 2>/dev/null || echo 0)
+  if [ -z "${VM_ONLY:-}" ] && [ -z "${VM_BENCH:-}" ] && [ "$(nproc)" -ge 2 ] && [ "${mem:-0}" -ge 6 ]; then echo 2; else echo 1; fi
+}
+boot_shards(){ # both shares of the suite at once, then the merge into WORK/suite (RUN, VM_RC, VM_WALL)
+  local base=$WORK s rc w f
+  mkdir -p "$base"; exec {lockfd}> "$base/.lock-suite"   # one run per work dir, as boot_once
+  flock -n $lockfd || { say "another suite run uses $base: waiting (set RDMACM_VM_WORK to run in parallel)"; flock $lockfd; }
+  BOOT_LOCKED=1
+  for s in 1 2; do
+    rm -f "$base/shard$s.rc"
+    ( WORK=$base/shard$s SHARD_FILES=$SHARD2_FILES SHARD_MODE=$([ $s = 1 ] && echo except || echo only)
+      boot suite; echo "$VM_RC $VM_WALL" > "$base/shard$s.rc" ) 2>&1 | sed -u "s/^/[vm$s] /" >&2 &
+  done
+  wait
+  RUN=$base/suite; rm -rf "$RUN"; mkdir -p "$RUN/share/out"
+  VM_RC=0; VM_WALL=0
+  for s in 1 2; do
+    rc="(VM $s: none)" w=0; [ ! -s "$base/shard$s.rc" ] || read -r rc w < "$base/shard$s.rc"
+    [ "$VM_RC" != 0 ] || VM_RC=$rc; [ "$w" -le "$VM_WALL" ] || VM_WALL=$w
+    f=$base/shard$s/suite
+    [ ! -d "$f/share/out" ] || cp -al "$f/share/out/." "$RUN/share/out/"
+    { echo "==== VM $s of 2 (suite files: $(. "$f/xtra/extra/config.sh" 2>/dev/null; echo "$SHARD_MODE $SHARD_FILES"))"
+      cat "$f/console.log" 2>/dev/null; } >> "$RUN/console.log"
+  done
+  [ ! -d "$base/shard1/suite/xtra" ] || mv "$base/shard1/suite/xtra" "$RUN/"
+  # one results file: the first VM's environment lines, both VMs' results, END when both ended
+  { grep -v '^END$' "$base/shard1/suite/share/results.txt" 2>/dev/null
+    grep -v -e '^END$' -e '^INFO ' "$base/shard2/suite/share/results.txt" 2>/dev/null
+    grep -qx END "$base/shard1/suite/share/results.txt" 2>/dev/null &&
+      grep -qx END "$base/shard2/suite/share/results.txt" 2>/dev/null && echo END; true; } > "$RUN/share/results.txt"
+  say "both VMs done: exit ${VM_RC}, the longer took ${VM_WALL}s; merged into $RUN"
+}
+
 cmd_run(){
   ours_state; resolve
   [ -f "$IMG/rootfs.cpio" ] || die "no image for key $KEY in $CACHE (run: $0 image)"
   say "image $KEY: $(grep -E '^(kernel|rdma-core)' "$IMG/manifest.txt" | tr '\n' ' ')"
   say "ours: $OURS_STATE ($OURS_LIB)"
   [ "$OURS_STATE" = built ] && [ -z "${VM_UPSTREAM_ONLY:-}" ] && upstream_abi
-  boot suite
+  if [ "$(shards)" = 2 ]; then boot_shards; else boot suite; fi
   say "elapsed in this invocation: ${SECONDS}s (VM ${VM_WALL}s)"
   report
 }

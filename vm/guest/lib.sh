@@ -22,9 +22,10 @@
 # A test passes when every process exits 0 and, before it, the loader was seen to resolve
 # librdmacm.so.1 to the variant's library (_libcheck, in the same environment and netns).
 # Results: /host/results.txt, logs: /host/out/.
-# Retries: a run of ours (ours, preload) is never retried: a timeout is a failure. A run of
-# upstream's that times out is run once more (try=2 in the result line, reported by the host
-# as upstream flakiness); nothing else is ever retried.
+# Retries (_again): a run of upstream's that times out is run once more (try=2 in the result
+# line, reported by the host as upstream flakiness). A run of ours (ours, preload) that times
+# out is a failure, unless the watchdog proved it stuck in rxe's own stall (_rxe_stall): then
+# it too is run once more, its evidence kept for the host's report. Nothing else is retried.
 N1="ip netns exec ns1"
 RES=${RES:-/host}; mkdir -p "$RES/out"
 OURS=/extra/ours/lib
@@ -34,7 +35,12 @@ ms(){ local t=${EPOCHREALTIME/./}; echo $((t/1000)); }
 # RDMACM_VARIANT tells test programs which library the run must have loaded (gid_reachable).
 venv(){ case $1 in upstream) echo "RDMACM_VARIANT=upstream";; ours) echo "RDMACM_VARIANT=ours LD_LIBRARY_PATH=$OURS";;
                    preload) echo "RDMACM_VARIANT=preload LD_PRELOAD=$OURS/librdmacm.so.1";; esac; }
-_selected(){ [ -z "${ONLY:-}" ] && return 0; local o; for o in $ONLY; do [ "$o" = "$1" ] && return 0; done; return 1; }
+# _selected NAME: whether this boot runs NAME: its suite file (_SF, set by runner.sh) is in this
+# boot's share of the suite (SHARD_FILES with SHARD_MODE only / except: testbed.sh's two VMs),
+# and NAME is in ONLY when that is set.
+_selected(){ if [ -n "${SHARD_MODE:-}" ]; then
+    case " $SHARD_FILES " in *" ${_SF:-} "*) [ "$SHARD_MODE" = only ] || return 1;; *) [ "$SHARD_MODE" = except ] || return 1;; esac; fi
+  [ -z "${ONLY:-}" ] && return 0; local o; for o in $ONLY; do [ "$o" = "$1" ] && return 0; done; return 1; }
 _status(){ local r; for r in "$@"; do case $r in 124|137) echo TIMEOUT; return;; esac; done
            for r in "$@"; do [ "$r" = 0 ] || { echo FAIL; return; }; done; echo PASS; }
 _opts(){ O_CMP=0 O_PRE=0 O_FILTER= O_WAIT=3
@@ -43,7 +49,7 @@ _opts(){ O_CMP=0 O_PRE=0 O_FILTER= O_WAIT=3
     *) break;; esac; shift; done; O_REST=("$@"); }
 _variants(){ local v; for v in "${VARIANTS[@]}"; do echo "$v"; done
              [ "$O_PRE" = 1 ] && [[ " ${VARIANTS[*]} " == *" ours "* ]] && echo preload; return 0; }
-_tries(){ [ "$1" = upstream ] && echo "1 2" || echo 1; }   # the retry policy (see above)
+_tries(){ echo "1 2"; }   # at most two runs; whether a second comes: _again
 _record(){ # name variant status ms rc [srv_rc]   (uses $TRY, $LIBOK, $KILLED, $WAITMS: a pair's wait for its server, ms)
   local line="RESULT $1 $2 $3 ms=$4 rc=$5 srv_rc=${6:--} cmp=$O_CMP try=${TRY:-1} lib=${LIBOK:-?} killed=${KILLED:-0} srv_wait=${WAITMS:--}"
   echo "$line" >> "$RES/results.txt"; echo "@@$line"; }
@@ -89,7 +95,7 @@ _cmpfile(){ # base: build base.cmp from stdout files
   { sed -e "${O_FILTER:-}" "$1.out"; if [ -e "$1.srv.out" ]; then echo "--- server ---"; sed -e "${O_FILTER:-}" "$1.srv.out"; fi; } > "$1.cmp"; }
 _log(){ local b=$1; { cat "$b.lib" 2>/dev/null; echo "== stdout"; cat "$b.out"; echo "== stderr"; cat "$b.err"
   if [ -e "$b.srv.out" ]; then echo "== server stdout"; cat "$b.srv.out"; echo "== server stderr"; cat "$b.srv.err"; fi
-  if [ -e "$b.hang" ]; then echo "== still running a second before the timeout"; cat "$b.hang"; fi
+  if [ -e "$b.hang" ]; then echo "== still running four seconds before the timeout"; cat "$b.hang"; fi
   } > "$b.log"; }
 # _hangdump PID...: every process under each PID (itself included) and each of its threads: name,
 # wait channel, the system call it is in (number and arguments) and its kernel stack.
@@ -103,18 +109,68 @@ _hangdump(){ local p q t n=0
     done; done; done
   [ $n -gt 0 ] || echo "no process of the run left: it ended while this was being written"; }
 _descendants(){ local c; for c in $(pgrep -P "$1"); do echo "$c"; _descendants "$c"; done; }
+# _rxe_stall BASE: whether the run hangs in soft-RoCE's own stall (then a line "STALL rxe ..."
+# on stdout and BASE.stall made). rxe completes a receive before its responder sends the ACK;
+# a program that disconnects at once (its QP to ERR) can keep that ACK from ever leaving, and
+# the sender, with the retry count 7 that rdma_connect asks for by default (rxe: retry without
+# end), sends the message again every timeout to a peer that no longer answers: its program
+# waits for a completion that never comes. Seen with upstream's library as with ours (rdma_server
+# and rdma_client, about one exchange in 60 under load). All of it must hold: an RC QP of an rxe
+# device in RTS whose peer QP is in ERR; its cm_id in DISCONNECT (the peer's DREQ arrived: its
+# program disconnected); a thread of the QP's process waiting on a completion channel
+# (ib_uverbs_event_read: the program's verbs, not librdmacm); the device's completer_retry_err
+# growing over 2 s (it is sending again). The QPs, cm_ids and counters it looked at go to
+# stdout too.
+_rxe_stall(){ local b=$1 c1 c2 qp cm l dev lq rq st pid w grew
+  c1=$(rdma stat show 2>/dev/null | awk '$1=="link"{d=$2} $1=="completer_retry_err"{print d, $2}')
+  sleep 2
+  c2=$(rdma stat show 2>/dev/null | awk '$1=="link"{d=$2} $1=="completer_retry_err"{print d, $2}')
+  qp=$(rdma res show qp 2>/dev/null); cm=$(rdma res show cm_id 2>/dev/null)
+  echo "stall check: completer_retry_err $(echo $c1) -> $(echo $c2) over 2 s; QPs and cm_ids:"
+  grep -v ' type GSI ' <<< "$qp" | sed 's/^/  /'; grep -v ' state LISTEN ' <<< "$cm" | sed 's/^/  /' 
+  while read -r l; do
+    set -- $l; [ "${1:-}" = link ] || continue
+    dev=$2 lq=$(_field lqpn $l) rq=$(_field rqpn $l) st=$(_field state $l) pid=$(_field pid $l)
+    [ "$(_field type $l)" = RC ] && [ "$st" = RTS ] && [ -n "$rq" ] && [ -n "$pid" ] || continue
+    echo "$qp" | awk -v l="$lq" -v r="$rq" '{a=b=s=""; for(i=1;i<NF;i++){if($i=="lqpn")a=$(i+1); if($i=="rqpn")b=$(i+1); if($i=="state")s=$(i+1)}}
+      a==r && b==l && s=="ERR"{f=1} END{exit !f}' || continue
+    echo "$cm" | awk -v d="$dev" -v l="$lq" -v p="$pid" '$2==d{a=s=q=""; for(i=1;i<NF;i++){if($i=="lqpn")a=$(i+1); if($i=="state")s=$(i+1); if($i=="pid")q=$(i+1)}
+      if(a==l && q==p && s=="DISCONNECT")f=1} END{exit !f}' || continue
+    w=$(cat /proc/$pid/task/*/wchan 2>/dev/null | grep -c '^ib_uverbs_event_read')
+    [ "${w:-0}" -gt 0 ] || continue
+    grew=$(( $(awk -v d="$dev" '$1==d{n=$2} END{print n+0}' <<< "$c2") - $(awk -v d="$dev" '$1==d{n=$2} END{print n+0}' <<< "$c1") ))
+    [ "$grew" -gt 0 ] || continue
+    echo "STALL rxe: $dev QP $lq (pid $pid, $(cat /proc/$pid/comm 2>/dev/null)) in RTS sends again to its peer QP $rq, in ERR; its cm_id is in DISCONNECT; $w thread(s) wait for a completion; completer_retry_err +$grew in 2 s"
+    : > "$b.stall"
+  done <<< "$qp"; }
+_field(){ local k=$1; shift; while [ $# -gt 1 ]; do [ "$1" = "$k" ] && { echo "$2"; return; }; shift; done; }
 # _watched BASE TIMEOUT CMD...: CMD (itself under timeout TIMEOUT) in the foreground (a background
 # job would start with SIGINT and SIGQUIT ignored), and beside it a watchdog: when CMD still runs
-# a second before TIMEOUT, what every process this shell started (CMD, a pair's server) is doing
-# goes to BASE.hang, so that a run that times out says where it waited; its first line says when
-# the watchdog woke against when it was due (far behind its time: the guest was starved of CPU,
-# and the run's processes may be gone by then). CMD's status.
-_watched(){ local b=$1 to=${2%.*} me=$BASHPID w r st; shift 2; rm -f "$b.hang"; st=$(ms)
-  ( wd=$BASHPID; due=$((to > 1 ? to-1 : 1)); trap 'kill $z 2>/dev/null; exit 0' TERM; sleep $due & z=$!; wait $z
+# four seconds before TIMEOUT (or before a pair's server's timeout, which started WD_AHEAD
+# seconds earlier), whether the run is in rxe's stall (_rxe_stall) and what every process this
+# shell started (CMD, a pair's server) is doing go to BASE.hang, so that a run that times out
+# says where it waited; its first line says when the watchdog woke against when it was due (far
+# behind its time: the guest was starved of CPU, and the run's processes may be gone by then).
+# CMD's status.
+_watched(){ local b=$1 to=${2%.*} me=$BASHPID w r st; shift 2; rm -f "$b.hang" "$b.stall"; st=$(ms)
+  ( wd=$BASHPID; due=$((to - 4 - ${WD_AHEAD:-0})); [ $due -ge 1 ] || due=1
+    trap 'kill $z 2>/dev/null; exit 0' TERM; sleep $due & z=$!; wait $z
     { echo "watchdog: due $((due*1000)) ms after the start, awake at $(( $(ms)-st )) ms"
-      _hangdump $(pgrep -P $me | grep -vx $wd); } > "$b.hang" 2>&1 ) > /dev/null 2>&1 & w=$!
+      _rxe_stall "$b"; _hangdump $(pgrep -P $me | grep -vx $wd); } > "$b.hang" 2>&1 ) > /dev/null 2>&1 & w=$!
   "$@"; r=$?
   kill $w 2>/dev/null; wait $w 2>/dev/null; return $r; }
+# _again NAME VARIANT BASE STATUS: whether a first run that ended in STATUS is run once more (a
+# second run is recorded as try=2): one of upstream's that timed out (the test bed's tolerance of
+# upstream), and any run that timed out in rxe's stall (_rxe_stall; its evidence is kept in
+# out/stalls/NAME.VARIANT.hang, where the host's report looks for it before it accepts a second
+# run of ours). A run of ours that fails, or times out anywhere else, is never run again.
+_again(){ [ "$4" = TIMEOUT ] && [ "$TRY" = 1 ] || return 1
+  if [ -e "$3.stall" ]; then mkdir -p "$RES/out/stalls"; cp "$3.hang" "$RES/out/stalls/$1.$2.hang"
+    echo "@@RETRY $1 $2 (rxe stall: $(grep -m1 '^STALL' "$3.hang" | cut -c1-120))"; return 0; fi
+  [ "$2" = upstream ] || return 1
+  # (the first run's watchdog log is kept: the second run starts by removing the first's files)
+  mkdir -p "$RES/out/retried"; [ ! -e "$3.hang" ] || cp "$3.hang" "$RES/out/retried/$1.$2.hang"
+  echo "@@RETRY $1 $2 (timed out)"; return 0; }
 
 t(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 v s rc b TRY LIBOK KILLED=0; shift 2
   _selected "$n" || return 0
@@ -125,7 +181,7 @@ t(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 v s rc b TRY LIBOK KILL
       if [ $LIBOK = ok ]; then
         _watched "$b" "$to" timeout -k 5 "$to" env $(venv $v) "$@" > "$b.out" 2> "$b.err" < /dev/null; rc=$?
       else rc=1; : > "$b.out"; cp "$b.lib" "$b.err"; fi
-      [ "$(_status $rc)" = TIMEOUT ] && [ $TRY = 1 ] && [ $v = upstream ] && { echo "@@RETRY $n $v (timed out)"; continue; }
+      _again "$n" "$v" "$b" "$(_status $rc)" && continue
       _cmpfile "$b"; _log "$b"; _record "$n" "$v" "$(_status $rc)" $(( $(ms)-s )) $rc; break
     done
   done; return 0; }
@@ -145,14 +201,14 @@ pair(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 srv=$3 cli=$4 v s rc
       else
         timeout -k 5 "$to" $N1 env $(venv $v) bash -c "$srv" > "$b.srv.out" 2> "$b.srv.err" < /dev/null & p=$!
         WAITMS=$(ms); _wait_listen $p "$O_WAIT"; WAITMS=$(( $(ms) - WAITMS ))
-        _watched "$b" "$to" timeout -k 5 "$to" env $(venv $v) bash -c "$cli" > "$b.out" 2> "$b.err" < /dev/null; rc=$?
+        WD_AHEAD=$(( (WAITMS+999)/1000 )) _watched "$b" "$to" timeout -k 5 "$to" env $(venv $v) bash -c "$cli" > "$b.out" 2> "$b.err" < /dev/null; rc=$?
         # a client that failed leaves servers waiting forever: give the server a moment, then
         # stop it (killed=1 in the result: its exit status then says nothing about a crash)
         if [ $rc != 0 ]; then for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 $p 2>/dev/null || break; sleep 0.2; done
           kill -0 $p 2>/dev/null && { KILLED=1; pkill -TERM -P $p 2>/dev/null; }; fi
         wait $p; src=$?
       fi
-      [ "$(_status $rc $src)" = TIMEOUT ] && [ $TRY = 1 ] && [ $v = upstream ] && { echo "@@RETRY $n $v (timed out)"; continue; }
+      _again "$n" "$v" "$b" "$(_status $rc $src)" && continue
       _cmpfile "$b"; _log "$b"; _record "$n" "$v" "$(_status $rc $src)" $(( $(ms)-s )) $rc $src; break
     done
   done; return 0; }
@@ -175,4 +231,4 @@ slow_dns_run(){ local t=$1 d=/tmp/slow-dns-etc.$$ r=/tmp/slow-dns.ready.$$ s i r
   if [ ! -e $r ]; then echo "the DNS server did not start" >&2; kill $s 2>/dev/null; wait $s 2>/dev/null; return 1; fi
   unshare -m bash -c 'for f in hosts nsswitch.conf resolv.conf; do mount --bind '$d'/$f /etc/$f || exit 97; done; exec "$@"' slow-dns "$@"; rc=$?
   kill $s 2>/dev/null; wait $s 2>/dev/null; rm -rf $d $r; return $rc; }
-export -f slow_dns_run
+export -f slow_dns_run _rxe_stall _field

@@ -20,7 +20,7 @@ cd /extra/vm
 for _sf in ./suite.sh ./suite.d/*.sh; do
   [ -e "$_sf" ] || { suiteerr "$_sf" "missing"; continue; }
   if ! _se=$(bash -n "$_sf" 2>&1); then suiteerr "$_sf" "syntax: $(echo $_se)"; continue; fi
-  . "$_sf"; _src=$?
+  _SF=${_sf##*/}; . "$_sf"; _src=$?
   [ $_src = 0 ] || suiteerr "$_sf" "sourcing it returned status $_src"
 done
 echo "END" >> "$RES/results.txt"; sync

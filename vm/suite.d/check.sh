@@ -6,7 +6,7 @@
 # the programs. It runs as nobody (no root needed on rxe/siw). Every program gets 90 s
 # (--timeout), not the default 30: under TCG with other VMs on the cores a CM exchange can
 # stall for a retry (an rdma_server/rdma_client pair over rxe0 ran out of 30 s with ours once,
-# and with upstream's once before); a run of ours is never retried.
+# and with upstream's once before); a run of ours is not retried (guest/lib.sh, _again).
 #   root ns: rxe0 on veth0 192.0.2.1, siw0 on veth2 198.51.100.1; rxe1's veth1 is in ns1,
 #   so rxe1 has no address here and is reported unusable.
 CHK=/extra/bin/rdmacm-rs-check
