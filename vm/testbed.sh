@@ -13,7 +13,8 @@
 #   testbed.sh abi     our exports and header constants against the image's rdma-core (also in run)
 # Environment: RDMACM_VM_CACHE (image cache, default /var/cache/rdmacm-rs-vm),
 #   RDMACM_VM_WORK (per-run files, default <repo>/build/vm), VM_UPSTREAM_ONLY=1 (run without
-#   our library), VM_TIMEOUT (seconds for the whole VM, default 4200), VM_ONLY="name ..." (run
+#   our library), VM_TIMEOUT (seconds for each VM, default 4200), VM_BOOT_WAIT (seconds a guest
+#   has to show its /init before it is booted again, default 300), VM_ONLY="name ..." (run
 #   only these tests), VM_SHARDS (1 or 2 VMs for the suite; default 2 for the whole suite on a
 #   host with two cores), VM_APPEND (more words for the guest kernel's command line, e.g.
 #   loglevel=7), RDMACM_VM_MIRROR (Debian mirror).
@@ -146,14 +147,17 @@ boot(){
     boot_once "$@"
   fi
 }
+# lock_work MODE: one run of MODE per work dir, held until this process ends (a second run waits
+# here); once per invocation (a second boot of the run, or the VMs of boot_shards, hold it already)
+lock_work(){
+  [ -z "${BOOT_LOCKED:-}" ] || return 0
+  mkdir -p "$WORK"; exec {lockfd}> "$WORK/.lock-$1"
+  flock -n $lockfd || { say "another $1 run uses $WORK: waiting (set RDMACM_VM_WORK to run in parallel)"; flock $lockfd; }
+  BOOT_LOCKED=1
+}
 boot_once(){ # $1 = mode (suite|demo|shell); uses $IMG; run dir $RUN
   local mode=$1 rc=0 t0=$SECONDS
-  RUN=$WORK/$mode; mkdir -p "$WORK"
-  if [ -z "${BOOT_LOCKED:-}" ]; then       # (a second boot of this run holds the lock already)
-    exec {lockfd}> "$WORK/.lock-$mode"    # one VM per work dir: a second run waits here
-    flock -n $lockfd || { say "another $mode run uses $WORK: waiting (set RDMACM_VM_WORK to run in parallel)"; flock $lockfd; }
-    BOOT_LOCKED=1
-  fi
+  RUN=$WORK/$mode; lock_work "$mode"
   rm -rf "$RUN"; mkdir -p "$RUN/share"; chmod 777 "$RUN/share"
   mk_extra "$RUN" "$mode"
   cat "$IMG/rootfs.cpio" "$RUN/extra.cpio" > "$RUN/initrd.img"   # rootfs.cpio is 4-byte padded
@@ -273,7 +277,7 @@ report(){
       if [ "${S[$n.$wv.try]:-1}" != 1 ]; then
         # a second run of ours only after a first one stuck in rxe's stall, its evidence kept
         if f=$(grep -m1 '^STALL rxe' "$RUN/share/out/stalls/$n.$wv.hang" 2>/dev/null); then
-          stalls+=("$n ($wv): ${f#STALL rxe: }")
+          S[$n.$wv.stall]=1; stalls+=("$n ($wv): ${f#STALL rxe: }")
         elif [ "$wv" = upstream ]; then flaky=$((flaky+1))
         else problems+=("$n ($wv) was run again without a recorded rxe stall: runs of ours are run again only after one"); fi
       fi
@@ -304,7 +308,7 @@ report(){
     elif [ $ours_any = 0 ]; then passed=$((passed+1)); fi
     for v in upstream ours preload; do
       [ "${S[$n.$v.try]:-1}" != 1 ] || continue
-      if [ -s "$RUN/share/out/stalls/$n.$v.hang" ]; then note+="${note:+; }$v: first run in rxe's stall, run again"
+      if [ -n "${S[$n.$v.stall]:-}" ]; then note+="${note:+; }$v: first run in rxe's stall, run again"
       elif [ $v = upstream ]; then note+="${note:+; }upstream flaky: first run timed out, retried"; fi
     done
     for v in ours preload; do
@@ -411,9 +415,7 @@ shards(){ # how many VMs this run boots: VM_SHARDS=1|2; by default 2 for the who
 }
 boot_shards(){ # both shares of the suite at once, then the merge into WORK/suite (RUN, VM_RC, VM_WALL)
   local base=$WORK s rc w f
-  mkdir -p "$base"; exec {lockfd}> "$base/.lock-suite"   # one run per work dir, as boot_once
-  flock -n $lockfd || { say "another suite run uses $base: waiting (set RDMACM_VM_WORK to run in parallel)"; flock $lockfd; }
-  BOOT_LOCKED=1
+  lock_work suite
   for s in 1 2; do
     rm -f "$base/shard$s.rc"
     ( WORK=$base/shard$s SHARD_FILES=$SHARD2_FILES SHARD_MODE=$([ $s = 1 ] && echo except || echo only)

@@ -121,29 +121,30 @@ _descendants(){ local c; for c in $(pgrep -P "$1"); do echo "$c"; _descendants "
 # (ib_uverbs_event_read: the program's verbs, not librdmacm); the device's completer_retry_err
 # growing over 2 s (it is sending again). The QPs, cm_ids and counters it looked at go to
 # stdout too.
-_rxe_stall(){ local b=$1 c1 c2 qp cm l dev lq rq st pid w grew
-  c1=$(rdma stat show 2>/dev/null | awk '$1=="link"{d=$2} $1=="completer_retry_err"{print d, $2}')
-  sleep 2
-  c2=$(rdma stat show 2>/dev/null | awk '$1=="link"{d=$2} $1=="completer_retry_err"{print d, $2}')
+_rxe_stall(){ local b=$1 c1 c2 qp cm l dev lq rq st pid w n1 n2
+  c1=$(_retries); sleep 2; c2=$(_retries)
   qp=$(rdma res show qp 2>/dev/null); cm=$(rdma res show cm_id 2>/dev/null)
-  echo "stall check: completer_retry_err $(echo $c1) -> $(echo $c2) over 2 s; QPs and cm_ids:"
+  echo "stall check: completer_retry_err $c1-> $c2over 2 s; QPs and cm_ids:"
   grep -v ' type GSI ' <<< "$qp" | sed 's/^/  /'; grep -v ' state LISTEN ' <<< "$cm" | sed 's/^/  /' 
   while read -r l; do
     set -- $l; [ "${1:-}" = link ] || continue
     dev=$2 lq=$(_field lqpn $l) rq=$(_field rqpn $l) st=$(_field state $l) pid=$(_field pid $l)
     [ "$(_field type $l)" = RC ] && [ "$st" = RTS ] && [ -n "$rq" ] && [ -n "$pid" ] || continue
-    echo "$qp" | awk -v l="$lq" -v r="$rq" '{a=b=s=""; for(i=1;i<NF;i++){if($i=="lqpn")a=$(i+1); if($i=="rqpn")b=$(i+1); if($i=="state")s=$(i+1)}}
-      a==r && b==l && s=="ERR"{f=1} END{exit !f}' || continue
-    echo "$cm" | awk -v d="$dev" -v l="$lq" -v p="$pid" '$2==d{a=s=q=""; for(i=1;i<NF;i++){if($i=="lqpn")a=$(i+1); if($i=="state")s=$(i+1); if($i=="pid")q=$(i+1)}
-      if(a==l && q==p && s=="DISCONNECT")f=1} END{exit !f}' || continue
+    # (rdma prints these fields in this order: the peer's lqpn, rqpn, type, state; a cm_id's
+    # link, cm-idn, lqpn, qp-type, state, ps, pid)
+    grep -q " lqpn $rq rqpn $lq type RC state ERR " <<< "$qp" || continue
+    grep -q "^link $dev cm-idn [0-9]* lqpn $lq qp-type RC state DISCONNECT ps [A-Z]* pid $pid " <<< "$cm" || continue
     w=$(cat /proc/$pid/task/*/wchan 2>/dev/null | grep -c '^ib_uverbs_event_read')
     [ "${w:-0}" -gt 0 ] || continue
-    grew=$(( $(awk -v d="$dev" '$1==d{n=$2} END{print n+0}' <<< "$c2") - $(awk -v d="$dev" '$1==d{n=$2} END{print n+0}' <<< "$c1") ))
-    [ "$grew" -gt 0 ] || continue
-    echo "STALL rxe: $dev QP $lq (pid $pid, $(cat /proc/$pid/comm 2>/dev/null)) in RTS sends again to its peer QP $rq, in ERR; its cm_id is in DISCONNECT; $w thread(s) wait for a completion; completer_retry_err +$grew in 2 s"
+    n1=$(_field "$dev" $c1) n2=$(_field "$dev" $c2)
+    [ "${n2:-0}" -gt "${n1:-0}" ] || continue
+    echo "STALL rxe: $dev QP $lq (pid $pid, $(cat /proc/$pid/comm 2>/dev/null)) in RTS sends again to its peer QP $rq, in ERR; its cm_id is in DISCONNECT; $w thread(s) wait for a completion; completer_retry_err +$((n2 - n1)) in 2 s"
     : > "$b.stall"
   done <<< "$qp"; }
+# _field KEY WORD...: the word after KEY among WORD... (a "key value" list, as rdma prints them)
 _field(){ local k=$1; shift; while [ $# -gt 1 ]; do [ "$1" = "$k" ] && { echo "$2"; return; }; shift; done; }
+# _retries: each rdma device's completer_retry_err, as "DEVICE COUNT ..." on one line
+_retries(){ rdma stat show 2>/dev/null | awk '$1=="link"{d=$2} $1=="completer_retry_err"{printf "%s %s ", d, $2}'; }
 # _watched BASE TIMEOUT CMD...: CMD (itself under timeout TIMEOUT) in the foreground (a background
 # job would start with SIGINT and SIGQUIT ignored), and beside it a watchdog: when CMD still runs
 # four seconds before TIMEOUT (or before a pair's server's timeout, which started WD_AHEAD
@@ -231,4 +232,4 @@ slow_dns_run(){ local t=$1 d=/tmp/slow-dns-etc.$$ r=/tmp/slow-dns.ready.$$ s i r
   if [ ! -e $r ]; then echo "the DNS server did not start" >&2; kill $s 2>/dev/null; wait $s 2>/dev/null; return 1; fi
   unshare -m bash -c 'for f in hosts nsswitch.conf resolv.conf; do mount --bind '$d'/$f /etc/$f || exit 97; done; exec "$@"' slow-dns "$@"; rc=$?
   kill $s 2>/dev/null; wait $s 2>/dev/null; rm -rf $d $r; return $rc; }
-export -f slow_dns_run _rxe_stall _field
+export -f slow_dns_run _rxe_stall _field _retries
