@@ -183,8 +183,8 @@ impl Default for Kernel {
 }
 
 /// Writes one command.  A short write is `ENODATA`, as upstream.  (Also
-/// for a command its caller built in place, as CONNECT and ACCEPT are:
-/// [`connect_command`], [`accept_command`].)
+/// for a command its caller filled in place, as CONNECT and ACCEPT are:
+/// [`with_connect_command`], [`with_accept_command`].)
 pub fn send<T: Copy>(fd: RawFd, c: &Cmd<T>) -> Result<(), Errno> {
     let b = bytes_of(c);
     // SAFETY: b is a valid buffer of b.len() bytes; the kernel writes any
@@ -318,49 +318,147 @@ fn get_event_command(resp: &mut MaybeUninit<kabi::EventResp>) -> Cmd<kabi::GetEv
     enc_get_event(resp.as_mut_ptr() as usize as u64)
 }
 
-/// A WRITE_CM_EVENT command kept for [`write_event`]: only its header
-/// and the fields [`enc_write_cm_event`] sets are ever written, so the
-/// rest (the parameter union past `arg`, 296 bytes) stays as the static
-/// starts, zero, and a write needs no clearing of it.  One caller at a
-/// time (`busy`, taken by one swap, never waited for: a caller that finds
-/// it taken builds its command on its stack).
-struct WriteCmd {
+/// A command of the library's, lent to one caller at a time
+/// ([`Kept::lend`]) so that a command needs no clearing before it is
+/// filled: its header is set once, and between two loans every byte of
+/// its body that a loan does not set is zero ([`Scrub`]).  A caller that
+/// finds it lent to another thread (`busy`, taken by one swap, never
+/// waited for) gets a fresh command on its stack instead.
+struct Kept<T: Copy> {
     busy: AtomicBool,
-    cmd: UnsafeCell<Cmd<kabi::WriteCmEvent>>,
+    cmd: UnsafeCell<Cmd<T>>,
 }
 
 // SAFETY: `cmd` is only accessed by the thread that set `busy` (an
 // acquire swap from false) until it clears it (a release store).
-unsafe impl Sync for WriteCmd {}
+unsafe impl<T: Copy> Sync for Kept<T> {}
 
-// SAFETY: Cmd<WriteCmEvent> is plain integers and byte arrays: all-zero
-// is a valid value.
-static WRITE_CMD: WriteCmd = WriteCmd { busy: AtomicBool::new(false), cmd: UnsafeCell::new(unsafe { std::mem::zeroed() }) };
+/// How a kept command's body becomes zero again after a loan, where the
+/// loan may have set fields that the next loan does not set.
+trait Scrub {
+    fn scrub(&mut self);
+}
+
+impl<T: Copy + Scrub> Kept<T> {
+    /// A kept command for `cmd`, its body zero.
+    const fn new(cmd: u32) -> Self {
+        let hdr = CmdHdr { cmd, in_: std::mem::size_of::<T>() as u16, out: 0 };
+        // SAFETY: every command body is plain integers and byte arrays
+        // (`Cmd`'s contract): all-zero is a valid value.
+        Kept { busy: AtomicBool::new(false), cmd: UnsafeCell::new(Cmd { hdr, body: unsafe { std::mem::zeroed() } }) }
+    }
+
+    /// Runs `f` on the kept command, or on `fresh()` when another thread
+    /// has it; the kept one is scrubbed before it is given back.  (A panic
+    /// in `f` leaves it lent: later callers take the stack's path.)
+    #[inline(always)]
+    fn lend<R>(&'static self, fresh: impl FnOnce() -> Cmd<T>, f: impl FnOnce(&mut Cmd<T>) -> R) -> R {
+        // (one path after the choice, so that `f` is compiled once, in
+        // line: a stack command is scrubbed too, and its flag is a local)
+        let (mut own, spare);
+        let (c, busy) = if !self.busy.swap(true, Ordering::Acquire) {
+            // SAFETY: this thread set `busy`: `cmd` is its alone until the
+            // store below.
+            (unsafe { &mut *self.cmd.get() }, &self.busy)
+        } else {
+            (own, spare) = (fresh(), AtomicBool::new(true));
+            (&mut own, &spare)
+        };
+        let r = f(c);
+        c.body.scrub();
+        busy.store(false, Ordering::Release);
+        r
+    }
+}
+
+/// A write sets `id`, `event`, `status` and `arg` every time and nothing
+/// else: the reserved word and the parameter union's bytes past `arg`
+/// (296 bytes) are never written, so there is nothing to clear.
+impl Scrub for kabi::WriteCmEvent {
+    #[inline(always)]
+    fn scrub(&mut self) {}
+}
+
+impl Scrub for kabi::ConnParam {
+    /// The fields, and the private data's first `private_data_len` bytes:
+    /// a loan writes no private data past its length
+    /// (`cma::conn::join_private_data`).
+    #[inline(always)]
+    fn scrub(&mut self) {
+        let n = self.private_data_len as usize;
+        if n > 0 {
+            self.private_data[..n].fill(0);
+        }
+        debug_assert!(self.private_data.iter().all(|&b| b == 0), "private data written past its length");
+        (self.qp_num, self.qkey) = (0, 0);
+        (self.private_data_len, self.srq, self.responder_resources, self.initiator_depth) = (0, 0, 0, 0);
+        (self.flow_control, self.retry_count, self.rnr_retry_count, self.valid) = (0, 0, 0, 0);
+    }
+}
+
+impl Scrub for kabi::Connect {
+    #[inline(always)]
+    fn scrub(&mut self) {
+        self.conn_param.scrub();
+        (self.id, self.reserved, self.ece) = (0, 0, kabi::Ece::default());
+    }
+}
+
+impl Scrub for kabi::Accept {
+    #[inline(always)]
+    fn scrub(&mut self) {
+        self.conn_param.scrub();
+        (self.uid, self.id, self.reserved, self.ece) = (0, 0, 0, kabi::Ece::default());
+    }
+}
+
+static WRITE_CMD: Kept<kabi::WriteCmEvent> = Kept::new(cmd::WRITE_CM_EVENT);
+static CONNECT_CMD: Kept<kabi::Connect> = Kept::new(cmd::CONNECT);
+static ACCEPT_CMD: Kept<kabi::Accept> = Kept::new(cmd::ACCEPT);
 
 /// [`Kernel`]'s [`Ucma::write_cm_event`], called directly as
 /// [`wait_event`] is: the command is [`enc_write_cm_event`]'s, byte for
 /// byte.
 #[inline(always)]
 pub fn write_event(fd: RawFd, id: u32, event: u32, status: i32, arg: u64) -> Result<(), Errno> {
-    if WRITE_CMD.busy.swap(true, Ordering::Acquire) {
-        return send(fd, &enc_write_cm_event(id, event, status, arg));
-    }
-    let c = WRITE_CMD.cmd.get();
-    // SAFETY: this thread set `busy`: `cmd` is its alone until the store
-    // below.  Only the fields enc_write_cm_event sets are written (the
-    // reserved word and the union's bytes past `arg` are never written:
-    // zero, every byte initialised); writing a Copy field of the union is
-    // plain data.
-    let r = unsafe {
-        (*c).hdr = CmdHdr { cmd: cmd::WRITE_CM_EVENT, in_: std::mem::size_of::<kabi::WriteCmEvent>() as u16, out: 0 };
-        (*c).body.id = id;
-        (*c).body.event = event;
-        (*c).body.status = status as u32;
-        (*c).body.param.arg = arg;
-        send(fd, &*c)
-    };
-    WRITE_CMD.busy.store(false, Ordering::Release);
-    r
+    WRITE_CMD.lend(
+        || enc_write_cm_event(id, event, status, arg),
+        #[inline(always)]
+        |c| {
+            // (writing a Copy field of the union is plain data)
+            (c.body.id, c.body.event, c.body.status, c.body.param.arg) = (id, event, status as u32, arg);
+            send(fd, c)
+        },
+    )
+}
+
+/// Runs `f` on a CONNECT command for id `id`, every other field zero
+/// ([`connect_command`]'s bytes), for the caller to fill where it is and
+/// send: the library's kept one when no other thread has it, which needs
+/// no clearing first.  `f` writes no private data past the length it sets.
+#[inline(always)]
+pub fn with_connect_command<R>(id: u32, f: impl FnOnce(&mut Cmd<kabi::Connect>) -> R) -> R {
+    CONNECT_CMD.lend(
+        || connect_command(id),
+        #[inline(always)]
+        |c| {
+            c.body.id = id;
+            f(c)
+        },
+    )
+}
+
+/// [`with_connect_command`] for ACCEPT ([`accept_command`]'s bytes).
+#[inline(always)]
+pub fn with_accept_command<R>(id: u32, uid: u64, f: impl FnOnce(&mut Cmd<kabi::Accept>) -> R) -> R {
+    ACCEPT_CMD.lend(
+        || accept_command(id, uid),
+        #[inline(always)]
+        |c| {
+            (c.body.id, c.body.uid) = (id, uid);
+            f(c)
+        },
+    )
 }
 
 impl Ucma for Kernel {

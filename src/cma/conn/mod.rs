@@ -221,8 +221,15 @@ fn fill_conn_param(k: &mut kabi::ConnParam, conn: &ConnState, src: Option<&ConnA
 
 /// Fills the command's private data: `connect` (an AF_IB header from
 /// rdma_getaddrinfo, see `addrinfo::ib_hdr`) then the caller's bytes, cut
-/// at what the command holds; returns the length field (at most 255).
+/// at what the length field holds (255 bytes); returns that length, the
+/// number of bytes written (a kept command's scrub relies on it:
+/// `sys::ucma::with_connect_command`).
 pub fn join_private_data(out: &mut [u8; kabi::RDMA_MAX_PRIVATE_DATA], connect: &[u8], user: Option<&[u8]>) -> u8 {
+    if connect.is_empty() && user.is_none_or(|u| u.is_empty()) {
+        // (the common call: no connect data, no private data)
+        return 0;
+    }
+    let out = &mut out[..u8::MAX as usize];
     // (empty parts copy nothing: no call of memcpy for them)
     let mut len = connect.len().min(out.len());
     if len > 0 {
@@ -235,7 +242,7 @@ pub fn join_private_data(out: &mut [u8; kabi::RDMA_MAX_PRIVATE_DATA], connect: &
         }
         len += n;
     }
-    len.min(u8::MAX as usize) as u8
+    len as u8
 }
 
 /// The QP number and SRQ flag the kernel announces: the id's QP if it has
@@ -275,29 +282,35 @@ fn connect_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnArgs>) -> Re
         }
     }
     let (qpn, srq) = qp_num_srq(p, param).unwrap_or((0, 0));
-    // The command built where it is sent from, under one hold of the
+    // The command filled where it is sent from, under one hold of the
     // connection state.
-    let mut c = crate::sys::ucma::connect_command(p.handle());
-    let had_connect = {
-        let mut conn = p.conn.lock();
-        conn.initiator_depth = match param {
-            Some(c) if c.param.initiator_depth != RDMA_MAX_INIT_DEPTH => c.param.initiator_depth,
-            _ => lim.0,
-        };
-        conn.responder_resources = match param {
-            Some(c) if c.param.responder_resources != RDMA_MAX_RESP_RES => c.param.responder_resources,
-            _ => lim.1,
-        };
-        fill_conn_param(&mut c.body.conn_param, &conn, param, qpn, srq);
-        let (v, o) = conn.local_ece;
-        c.body.ece = kabi::Ece { vendor_id: v, attr_mod: o };
-        !conn.connect.is_empty()
-    };
-    if cm.direct {
-        crate::sys::ucma::send(p.fd(), &c)?;
-    } else {
-        cm.ucma.connect(p.fd(), p.handle(), &c.body.conn_param, c.body.ece)?;
-    }
+    let had_connect = crate::sys::ucma::with_connect_command(
+        p.handle(),
+        #[inline(always)]
+        |c| {
+            let had_connect = {
+                let mut conn = p.conn.lock();
+                conn.initiator_depth = match param {
+                    Some(c) if c.param.initiator_depth != RDMA_MAX_INIT_DEPTH => c.param.initiator_depth,
+                    _ => lim.0,
+                };
+                conn.responder_resources = match param {
+                    Some(c) if c.param.responder_resources != RDMA_MAX_RESP_RES => c.param.responder_resources,
+                    _ => lim.1,
+                };
+                fill_conn_param(&mut c.body.conn_param, &conn, param, qpn, srq);
+                let (v, o) = conn.local_ece;
+                c.body.ece = kabi::Ece { vendor_id: v, attr_mod: o };
+                !conn.connect.is_empty()
+            };
+            if cm.direct {
+                crate::sys::ucma::send(p.fd(), c)?;
+            } else {
+                cm.ucma.connect(p.fd(), p.handle(), &c.body.conn_param, c.body.ece)?;
+            }
+            Ok::<_, Errno>(had_connect)
+        },
+    )?;
     // The connect data went with the command.
     if had_connect {
         p.conn.lock().connect = Box::default();
@@ -356,35 +369,41 @@ fn accept_untraced(cm: &'static Cm, p: &IdPriv, param: Option<&ConnArgs>) -> Res
         within_limits(c.param, lim.ok_or(Errno::EINVAL)?)?;
     }
     let lim = lim.ok_or(Errno::EINVAL)?;
-    // The command built where it is sent from, under one hold of the
+    // The command filled where it is sent from, under one hold of the
     // connection state (the QP's transitions below change none of it).
-    let mut c = crate::sys::ucma::accept_command(p.handle(), p.uid());
-    let (init_depth, resp_res) = {
-        let mut conn = p.conn.lock();
-        conn.initiator_depth = match param {
-            Some(x) if x.param.initiator_depth != RDMA_MAX_INIT_DEPTH => x.param.initiator_depth,
-            _ => conn.initiator_depth.min(lim.0),
-        };
-        conn.responder_resources = match param {
-            Some(x) if x.param.responder_resources != RDMA_MAX_RESP_RES => x.param.responder_resources,
-            _ => conn.responder_resources.min(lim.1),
-        };
-        fill_conn_param(&mut c.body.conn_param, &conn, param, qpn, srq);
-        c.body.ece = kabi::Ece { vendor_id: conn.remote_ece.0, attr_mod: conn.local_ece.1 };
-        (conn.initiator_depth, conn.responder_resources)
-    };
     let ud = p.id.qp_type() == IBV_QPT_UD;
-    if !ud && !p.id.qp().is_null() {
-        // One guard for both transitions.
-        let nc = NoCancel::new();
-        qp_to_rtr(&nc, cm, p, resp_res)?;
-        qp_to_rts(&nc, cm, p, init_depth)?;
-    }
-    let sent = if cm.direct { crate::sys::ucma::send(p.fd(), &c) } else { cm.ucma.accept(p.fd(), p.handle(), p.uid(), &c.body.conn_param, c.body.ece) };
-    if let Err(e) = sent {
-        let _ = modify_qp_err(p);
-        return Err(e);
-    }
+    crate::sys::ucma::with_accept_command(
+        p.handle(),
+        p.uid(),
+        #[inline(always)]
+        |c| {
+            let (init_depth, resp_res) = {
+                let mut conn = p.conn.lock();
+                conn.initiator_depth = match param {
+                    Some(x) if x.param.initiator_depth != RDMA_MAX_INIT_DEPTH => x.param.initiator_depth,
+                    _ => conn.initiator_depth.min(lim.0),
+                };
+                conn.responder_resources = match param {
+                    Some(x) if x.param.responder_resources != RDMA_MAX_RESP_RES => x.param.responder_resources,
+                    _ => conn.responder_resources.min(lim.1),
+                };
+                fill_conn_param(&mut c.body.conn_param, &conn, param, qpn, srq);
+                c.body.ece = kabi::Ece { vendor_id: conn.remote_ece.0, attr_mod: conn.local_ece.1 };
+                (conn.initiator_depth, conn.responder_resources)
+            };
+            if !ud && !p.id.qp().is_null() {
+                // One guard for both transitions.
+                let nc = NoCancel::new();
+                qp_to_rtr(&nc, cm, p, resp_res)?;
+                qp_to_rts(&nc, cm, p, init_depth)?;
+            }
+            let sent = if cm.direct { crate::sys::ucma::send(p.fd(), c) } else { cm.ucma.accept(p.fd(), p.handle(), p.uid(), &c.body.conn_param, c.body.ece) };
+            if sent.is_err() {
+                let _ = modify_qp_err(p);
+            }
+            sent
+        },
+    )?;
     if ud {
         if p.sync.load(Ordering::Acquire) {
             let ev = p.id.event();
@@ -465,7 +484,7 @@ fn process_conn_resp(nc: &NoCancel, cm: &Cm, p: &IdPriv) -> Result<(), Errno> {
 /// sends the RTU), built where it is sent for the library's own instance.
 fn send_rtu(cm: &Cm, p: &IdPriv) -> Result<(), Errno> {
     if cm.direct {
-        crate::sys::ucma::send(p.fd(), &crate::sys::ucma::accept_command(p.handle(), 0))
+        crate::sys::ucma::with_accept_command(p.handle(), 0, |c| crate::sys::ucma::send(p.fd(), c))
     } else {
         cm.ucma.accept(p.fd(), p.handle(), 0, &kabi::ConnParam::default(), kabi::Ece::default())
     }
