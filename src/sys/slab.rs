@@ -698,6 +698,15 @@ mod tests {
         })
     }
 
+    /// The tests that use OBJS, one at a time: a lookup holds a reference
+    /// for a moment, and one test's lookup of a freed address (the
+    /// concurrent test's stale ones) may find another test's object in the
+    /// reused slot and move that test's reference counts.
+    fn one_at_a_time() -> parking_lot::MutexGuard<'static, ()> {
+        static ONE: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+        ONE.lock()
+    }
+
     /// Values no other test stores in OBJS.
     const LIFE: u64 = 0x5eed_0007;
     const OWNED: u64 = 0x5eed_0009;
@@ -756,6 +765,7 @@ mod tests {
 
     #[test]
     fn life_of_an_object() {
+        let _one = one_at_a_time();
         let a = new(LIFE);
         let addr = Ref::as_ptr(&a) as usize;
         assert!(OBJS.get(addr).is_none(), "not found before it is published");
@@ -786,6 +796,7 @@ mod tests {
 
     #[test]
     fn owned_then_published() {
+        let _one = one_at_a_time();
         let mut u = OBJS.alloc().unwrap();
         // SAFETY: the slot is valid for writes of an Obj.
         let mut o = unsafe {
@@ -814,6 +825,7 @@ mod tests {
 
     #[test]
     fn take_once() {
+        let _one = one_at_a_time();
         let a = new(3);
         OBJS.publish(&a);
         let addr = Ref::as_ptr(&a) as usize;
@@ -853,6 +865,7 @@ mod tests {
     /// without reading them.
     #[test]
     fn unallocated_store_refuses_every_address() {
+        let _one = one_at_a_time();
         struct Never(#[allow(dead_code)] u64);
         static NEVER: Slab<Never> = Slab::new(4);
         impl Slabbed for Never {
@@ -901,6 +914,7 @@ mod tests {
     /// address one stride's worth of header before it.
     #[test]
     fn misaligned_address_is_refused() {
+        let _one = one_at_a_time();
         let stride = std::mem::size_of::<Slot<Obj>>();
         let fake_state = LIVE | 1;
         let objs: Vec<Ref<Obj>> = (0..2).map(|_| new(fake_state)).collect();
@@ -923,6 +937,7 @@ mod tests {
     /// two reads of the state word.
     #[test]
     fn read_live_sees_only_one_live_object() {
+        let _one = one_at_a_time();
         struct At(AtomicU64);
         static ATS: Slab<At> = Slab::new(16);
         impl Slabbed for At {
@@ -983,6 +998,7 @@ mod tests {
 
     #[test]
     fn unpublished_goes_with_its_last_reference() {
+        let _one = one_at_a_time();
         let a = new(1);
         let w = Ref::downgrade(&a);
         drop(a);
@@ -994,6 +1010,7 @@ mod tests {
     /// the value it was built with, or nothing.
     #[test]
     fn concurrent_create_lookup_destroy() {
+        let _one = one_at_a_time();
         let stale: Vec<usize> = (0..64).map(|i| Ref::as_ptr(&new(i)) as usize).collect();
         let stale = std::sync::Arc::new(stale);
         let ts: Vec<_> = (0..4u64)
