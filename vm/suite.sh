@@ -46,20 +46,29 @@ pair  --cmp --srv-wait 2 mckey_rxe_ipv6 60 "mckey -m ff0e::db8:1 -b 2001:db8::2"
 pair  --cmp --preload rdma_server_client_rxe 60 "rdma_server" "rdma_client -s 192.0.2.2"
 # rxe_stall_detect: the test bed's recognition of soft-RoCE's own stall (guest/lib.sh, _rxe_stall;
 # vm/README.md, "Timeouts and retries"), the one case in which a run of ours that timed out runs
-# once more: rxe_stall (ctest/vm/rxe_stall.c) makes the stall on purpose, and _rxe_stall must
-# name it, the client's QP and process, while both ends wait, and find none once they are gone.
-RXE_STALL='s=/tmp/rxe_stall; rm -rf $s; mkdir -p $s
-  ip netns exec ns1 /extra/bin/rxe_stall -s > $s/srv.out 2>&1 & sp=$!
-  for i in $(seq 100); do rdma res show cm_id 2>/dev/null | grep -q "LISTEN.*:7473" && break; sleep 0.1; done
-  /extra/bin/rxe_stall -c 192.0.2.2 > $s/cli.out 2>&1 & cp=$!
-  for i in $(seq 200); do grep -q disconnecting $s/srv.out && grep -q waiting $s/cli.out && break; sleep 0.1; done
-  sleep 1; _rxe_stall $s/during > $s/during.txt
-  kill $sp $cp; wait $sp $cp 2>/dev/null; _rxe_stall $s/after > $s/after.txt
-  cat $s/srv.out $s/cli.out; r=0
-  if grep -q "^STALL rxe: rxe0/1 QP [0-9]* (pid $cp, rxe_stall) in RTS" $s/during.txt && [ -e $s/during.stall ]; then
-    echo "both ends waiting: recognised"; else echo "both ends waiting: NOT recognised"; cat $s/during.txt >&2; r=1; fi
-  if grep -q "^STALL" $s/after.txt || [ -e $s/after.stall ]; then echo "both ends gone: a stall found"; cat $s/after.txt >&2; r=1
-  else echo "both ends gone: none"; fi; exit $r'
+# once more: rxe_stall (ctest/vm/rxe_stall.c) makes the stall on purpose, its server's QP in ERR
+# (-s) and then gone (-g); _rxe_stall must name each, the client's QP and process, while both ends
+# wait, and find none once they are gone; _stall_rerun must allow the second run of the gone case
+# only when the other end exited 0.
+RXE_STALL='s=/tmp/rxe_stall; rm -rf $s; mkdir -p $s; r=0
+  for m in s g; do
+    ip netns exec ns1 /extra/bin/rxe_stall -$m > $s/srv.$m 2>&1 & sp=$!
+    for i in $(seq 100); do rdma res show cm_id 2>/dev/null | grep -q "LISTEN.*:7473" && break; sleep 0.1; done
+    /extra/bin/rxe_stall -c 192.0.2.2 > $s/cli.$m 2>&1 & cp=$!
+    for i in $(seq 200); do grep -q disconnecting $s/srv.$m && grep -q waiting $s/cli.$m && break; sleep 0.1; done
+    sleep 1; _rxe_stall $s/$m > $s/$m.txt
+    kill $sp $cp; wait $sp $cp 2>/dev/null; cat $s/srv.$m $s/cli.$m
+    case $m in s) peer="in ERR" f=$s/s.stall no=$s/s.stall-gone;; g) peer="gone" f=$s/g.stall-gone no=$s/g.stall;; esac
+    if grep -q "^STALL rxe: rxe0/1 QP [0-9]* (pid $cp, rxe_stall) in RTS sends again to its peer QP [0-9]*, $peer;" $s/$m.txt && [ -e $f ] && [ ! -e $no ]; then
+      echo "both ends waiting, peer QP $peer: recognised"; else echo "both ends waiting, peer QP $peer: NOT recognised"; cat $s/$m.txt >&2; r=1; fi
+  done
+  _rxe_stall $s/after > $s/after.txt
+  if grep -q "^STALL" $s/after.txt || [ -e $s/after.stall ] || [ -e $s/after.stall-gone ]; then echo "both ends gone: a stall found"; cat $s/after.txt >&2; r=1
+  else echo "both ends gone: none"; fi
+  got=; for o in "s -" "s 0" "g 0" "g -" "g 124" "after 0"; do set -- $o
+    if _stall_rerun $s/$1 "${2#-}"; then a=yes; else a=no; fi; got="$got $a"; echo "run again ($1, other end $2): $a"; done
+  [ "$got" = " yes yes yes no no no" ] || { echo "run again: wrong answers:$got" >&2; r=1; }
+  exit $r'
 t --cmp rxe_stall_detect 60 bash -c "$RXE_STALL"
 pair  --cmp rdma_xserver_xclient_rxe 60 "rdma_xserver" "rdma_xclient -s 192.0.2.2"
 pair  cmtime100_rxe                 300 "cmtime -b 192.0.2.2 -C 192.0.2.2 -L -c 100" "cmtime -b 192.0.2.1 -C 192.0.2.2 -c 100"

@@ -362,7 +362,7 @@ report(){
   elif [ "$VM_RC" != 0 ]; then problems+=("VM exit status $VM_RC"); fi
   [ $flaky = 0 ] || echo "upstream flakiness: $flaky upstream run(s) timed out once and were retried (runs of ours never are, but for rxe's stall)"
   if [ ${#stalls[@]} -gt 0 ]; then
-    echo "rxe stalls (the kernel's: a sender retrying without end to a peer QP in ERR; logs in out/stalls/), each run once more:"
+    echo "rxe stalls (the kernel's: a sender retrying without end to a peer QP in ERR or gone; logs in out/stalls/), each run once more:"
     printf '  %s\n' "${stalls[@]}"; fi
   problems+=("${UPABI_PROBLEMS[@]}")
   if [ ${#problems[@]} -gt 0 ]; then

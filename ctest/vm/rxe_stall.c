@@ -10,11 +10,15 @@
  * the client's cm_id in DISCONNECT) and waits there.  Both ends wait until
  * they are killed: that is the state a stalled run is in when rdma_server
  * and rdma_client meet the race for real (the ACK of the client's last
- * message kept from leaving by the server's disconnect).
+ * message kept from leaving by the server's disconnect).  With -g the
+ * server destroys its QP instead of moving it to ERR: the client's peer QP
+ * is gone, as when the peer's program has ended (upstream's rcopy once).
  *
  *   rxe_stall -s            server, port 7473 on every address
+ *   rxe_stall -g            server whose QP is gone
  *   rxe_stall -c ADDRESS    client
- * Prints one line per step ("server: QP in ERR", "server: disconnecting",
+ * Prints one line per step ("server: QP in ERR" or "server: QP destroyed",
+ * "server: disconnecting",
  * "client: waiting for the send's completion"); exits 1 when a step fails.
  */
 #include <stdio.h>
@@ -36,10 +40,11 @@ int main(int argc, char **argv)
 	struct rdma_cm_id *lid, *id;
 	struct ibv_wc wc;
 	char buf[16] = "stall";
-	int server = argc == 2 && !strcmp(argv[1], "-s");
+	int gone = argc == 2 && !strcmp(argv[1], "-g");
+	int server = gone || (argc == 2 && !strcmp(argv[1], "-s"));
 
 	if (!server && (argc != 3 || strcmp(argv[1], "-c"))) {
-		fprintf(stderr, "usage: rxe_stall -s | -c ADDRESS\n");
+		fprintf(stderr, "usage: rxe_stall -s | -g | -c ADDRESS\n");
 		return 2;
 	}
 	memset(&hints, 0, sizeof hints);
@@ -64,9 +69,14 @@ int main(int argc, char **argv)
 			return fail("rdma_get_request");
 		if (rdma_accept(id, NULL))
 			return fail("rdma_accept");
-		if (ibv_modify_qp(id->qp, &err, IBV_QP_STATE))
-			return fail("ibv_modify_qp");
-		printf("server: QP in ERR\n");
+		if (gone) {
+			rdma_destroy_qp(id);
+			printf("server: QP destroyed\n");
+		} else {
+			if (ibv_modify_qp(id->qp, &err, IBV_QP_STATE))
+				return fail("ibv_modify_qp");
+			printf("server: QP in ERR\n");
+		}
 		fflush(stdout);
 		sleep(2);
 		printf("server: disconnecting\n");

@@ -118,13 +118,16 @@ _descendants(){ local c; for c in $(pgrep -P "$1"); do echo "$c"; _descendants "
 # and rdma_client, about one exchange in 60 under load). All of it must hold: an RC QP of an rxe
 # device in RTS whose peer QP is in ERR; its cm_id in DISCONNECT (the peer's DREQ arrived: its
 # program disconnected); a thread of the QP's process waiting on a completion channel
-# (ib_uverbs_event_read: the program's verbs, not librdmacm); the device's completer_retry_err
-# growing over 2 s (it is sending again). The QPs, cm_ids and counters it looked at go to
-# stdout too.
-_rxe_stall(){ local b=$1 c1 c2 qp cm l dev lq rq st pid w n1 n2
+# (ib_uverbs_event_read: the program's own wait for a completion); the device's
+# completer_retry_err growing over 2 s (it is sending again). The QPs, cm_ids and counters it
+# looked at go to stdout too. A peer QP that is gone instead (its program destroyed it or ended:
+# upstream's rcopy once) makes BASE.stall-gone, not BASE.stall: how that program ended is not
+# known here, so _again runs such a run again only when the pair's other end exited 0 by itself
+# (_stall_rerun).
+_rxe_stall(){ local b=$1 c1 c2 qp cm l dev lq rq st pid w n1 n2 peer f
   c1=$(_retries); sleep 2; c2=$(_retries)
   qp=$(rdma res show qp 2>/dev/null); cm=$(rdma res show cm_id 2>/dev/null)
-  echo "stall check: completer_retry_err $c1-> $c2over 2 s; QPs and cm_ids:"
+  echo "stall check: completer_retry_err $c1-> ${c2}over 2 s; QPs and cm_ids:"
   grep -v ' type GSI ' <<< "$qp" | sed 's/^/  /'; grep -v ' state LISTEN ' <<< "$cm" | sed 's/^/  /' 
   while read -r l; do
     set -- $l; [ "${1:-}" = link ] || continue
@@ -132,19 +135,33 @@ _rxe_stall(){ local b=$1 c1 c2 qp cm l dev lq rq st pid w n1 n2
     [ "$(_field type $l)" = RC ] && [ "$st" = RTS ] && [ -n "$rq" ] && [ -n "$pid" ] || continue
     # (rdma prints these fields in this order: the peer's lqpn, rqpn, type, state; a cm_id's
     # link, cm-idn, lqpn, qp-type, state, ps, pid)
-    grep -q " lqpn $rq rqpn $lq type RC state ERR " <<< "$qp" || continue
+    if grep -q " lqpn $rq rqpn $lq type RC state ERR " <<< "$qp"; then peer="in ERR" f=$b.stall
+    # (gone: no QP of that number but this one, on any device: numbers are per device, and the
+    # peer's may be this QP's own)
+    elif ! grep " lqpn $rq " <<< "$qp" | grep -qvF "$l"; then peer="gone" f=$b.stall-gone
+    else continue; fi
     grep -q "^link $dev cm-idn [0-9]* lqpn $lq qp-type RC state DISCONNECT ps [A-Z]* pid $pid " <<< "$cm" || continue
     w=$(cat /proc/$pid/task/*/wchan 2>/dev/null | grep -c '^ib_uverbs_event_read')
     [ "${w:-0}" -gt 0 ] || continue
     n1=$(_field "$dev" $c1) n2=$(_field "$dev" $c2)
     [ "${n2:-0}" -gt "${n1:-0}" ] || continue
-    echo "STALL rxe: $dev QP $lq (pid $pid, $(cat /proc/$pid/comm 2>/dev/null)) in RTS sends again to its peer QP $rq, in ERR; its cm_id is in DISCONNECT; $w thread(s) wait for a completion; completer_retry_err +$((n2 - n1)) in 2 s"
-    : > "$b.stall"
+    echo "STALL rxe: $dev QP $lq (pid $pid, $(cat /proc/$pid/comm 2>/dev/null)) in RTS sends again to its peer QP $rq, $peer; its cm_id is in DISCONNECT; $w thread(s) wait for a completion; completer_retry_err +$((n2 - n1)) in 2 s"
+    : > "$f"
   done <<< "$qp"; }
+# _stall_rerun BASE OTHER: whether the watchdog's evidence lets a run that timed out run once more:
+# a stall whose peer QP is in ERR (BASE.stall), or one whose peer QP is gone (BASE.stall-gone)
+# when OTHER, the exit status of the pair's other end (empty: no other end, or it was stopped),
+# is 0: that end finished its part and ended by itself.
+_stall_rerun(){ [ -e "$1.stall" ] || { [ -e "$1.stall-gone" ] && [ "${2:-}" = 0 ]; }; }
 # _field KEY WORD...: the word after KEY among WORD... (a "key value" list, as rdma prints them)
 _field(){ local k=$1; shift; while [ $# -gt 1 ]; do [ "$1" = "$k" ] && { echo "$2"; return; }; shift; done; }
-# _retries: each rdma device's completer_retry_err, as "DEVICE COUNT ..." on one line
-_retries(){ rdma stat show 2>/dev/null | awk '$1=="link"{d=$2} $1=="completer_retry_err"{printf "%s %s ", d, $2}'; }
+# _retries: each rdma device's completer_retry_err, as "DEVICE/PORT COUNT ..." on one line (the
+# port's hw_counters in sysfs: `rdma stat show` fails now and then, "Invalid argument", sometimes
+# before it has printed anything)
+_retries(){ local f d
+  for f in /sys/class/infiniband/*/ports/*/hw_counters/completer_retry_err; do
+    [ -r "$f" ] || continue; d=${f#/sys/class/infiniband/}; d=${d%/hw_counters/*}
+    printf '%s %s ' "${d/\/ports\//\/}" "$(cat "$f")"; done; }
 # _watched BASE TIMEOUT CMD...: CMD (itself under timeout TIMEOUT) in the foreground (a background
 # job would start with SIGINT and SIGQUIT ignored), and beside it a watchdog: when CMD still runs
 # four seconds before TIMEOUT (or before a pair's server's timeout, which started WD_AHEAD
@@ -153,20 +170,22 @@ _retries(){ rdma stat show 2>/dev/null | awk '$1=="link"{d=$2} $1=="completer_re
 # says where it waited; its first line says when the watchdog woke against when it was due (far
 # behind its time: the guest was starved of CPU, and the run's processes may be gone by then).
 # CMD's status.
-_watched(){ local b=$1 to=${2%.*} me=$BASHPID w r st; shift 2; rm -f "$b.hang" "$b.stall"; st=$(ms)
+_watched(){ local b=$1 to=${2%.*} me=$BASHPID w r st; shift 2; rm -f "$b.hang" "$b.stall" "$b.stall-gone"; st=$(ms)
   ( wd=$BASHPID; due=$((to - 4 - ${WD_AHEAD:-0})); [ $due -ge 1 ] || due=1
     trap 'kill $z 2>/dev/null; exit 0' TERM; sleep $due & z=$!; wait $z
     { echo "watchdog: due $((due*1000)) ms after the start, awake at $(( $(ms)-st )) ms"
       _rxe_stall "$b"; _hangdump $(pgrep -P $me | grep -vx $wd); } > "$b.hang" 2>&1 ) > /dev/null 2>&1 & w=$!
   "$@"; r=$?
   kill $w 2>/dev/null; wait $w 2>/dev/null; return $r; }
-# _again NAME VARIANT BASE STATUS: whether a first run that ended in STATUS is run once more (a
-# second run is recorded as try=2): one of upstream's that timed out (the test bed's tolerance of
-# upstream), and any run that timed out in rxe's stall (_rxe_stall; its evidence is kept in
+# _again NAME VARIANT BASE STATUS [OTHER]: whether a first run that ended in STATUS is run once
+# more (a second run is recorded as try=2): one of upstream's that timed out (the test bed's
+# tolerance of upstream), and any run that timed out in rxe's stall (_rxe_stall, _stall_rerun:
+# OTHER is the exit status of a pair's other end; its evidence is kept in
 # out/stalls/NAME.VARIANT.hang, where the host's report looks for it before it accepts a second
 # run of ours). A run of ours that fails, or times out anywhere else, is never run again.
 _again(){ [ "$4" = TIMEOUT ] && [ "$TRY" = 1 ] || return 1
-  if [ -e "$3.stall" ]; then mkdir -p "$RES/out/stalls"; cp "$3.hang" "$RES/out/stalls/$1.$2.hang"
+  if _stall_rerun "$3" "${5:-}"; then mkdir -p "$RES/out/stalls"; cp "$3.hang" "$RES/out/stalls/$1.$2.hang"
+    [ -e "$3.stall" ] || echo "the peer's end exited 0 by itself (pair: the server's status 0, not stopped)" >> "$RES/out/stalls/$1.$2.hang"
     echo "@@RETRY $1 $2 (rxe stall: $(grep -m1 '^STALL' "$3.hang" | cut -c1-120))"; return 0; fi
   [ "$2" = upstream ] || return 1
   # (the first run's watchdog log is kept: the second run starts by removing the first's files)
@@ -209,7 +228,8 @@ pair(){ _opts "$@"; set -- "${O_REST[@]}"; local n=$1 to=$2 srv=$3 cli=$4 v s rc
           kill -0 $p 2>/dev/null && { KILLED=1; pkill -TERM -P $p 2>/dev/null; }; fi
         wait $p; src=$?
       fi
-      _again "$n" "$v" "$b" "$(_status $rc $src)" && continue
+      # (the other end of a client stuck in a stall: the server, when it ended by itself)
+      _again "$n" "$v" "$b" "$(_status $rc $src)" "$([ "$KILLED" = 0 ] && echo "$src")" && continue
       _cmpfile "$b"; _log "$b"; _record "$n" "$v" "$(_status $rc $src)" $(( $(ms)-s )) $rc $src; break
     done
   done; return 0; }
@@ -232,4 +252,4 @@ slow_dns_run(){ local t=$1 d=/tmp/slow-dns-etc.$$ r=/tmp/slow-dns.ready.$$ s i r
   if [ ! -e $r ]; then echo "the DNS server did not start" >&2; kill $s 2>/dev/null; wait $s 2>/dev/null; return 1; fi
   unshare -m bash -c 'for f in hosts nsswitch.conf resolv.conf; do mount --bind '$d'/$f /etc/$f || exit 97; done; exec "$@"' slow-dns "$@"; rc=$?
   kill $s 2>/dev/null; wait $s 2>/dev/null; rm -rf $d $r; return $rc; }
-export -f slow_dns_run _rxe_stall _field _retries
+export -f slow_dns_run _rxe_stall _stall_rerun _field _retries
