@@ -90,9 +90,11 @@ pub fn af_ib_one(data: &[u8]) {
             };
             let mut out = [0xeeu8; RDMA_MAX_PRIVATE_DATA];
             let len = join_private_data(&mut out, &connect, user.as_deref());
-            let total = (connect.len() + user.as_ref().map_or(0, Vec::len)).min(RDMA_MAX_PRIVATE_DATA);
-            assert_eq!(usize::from(len), total.min(255));
-            let c = connect.len().min(RDMA_MAX_PRIVATE_DATA);
+            // (at most what the length field holds: the bytes written are
+            // the length, which a kept command's scrub relies on)
+            let total = (connect.len() + user.as_ref().map_or(0, Vec::len)).min(usize::from(u8::MAX));
+            assert_eq!(usize::from(len), total);
+            let c = connect.len().min(total);
             assert_eq!(out[..c], connect[..c]);
             if let Some(u) = &user {
                 assert_eq!(out[c..total], u[..total - c]);

@@ -622,3 +622,22 @@ fn udp_listener_requests_carry_ud_parameters() {
         cm.destroy_channel(&ch);
     }
 }
+
+/// The private data joined into a command: the connect data, then the
+/// caller's, at most the 255 bytes the length field holds, and the length
+/// is the number of bytes written (a kept command's scrub clears that
+/// many): nothing past it is touched.
+#[test]
+fn join_private_data_writes_what_its_length_says() {
+    for (connect, user, want) in [(0usize, None, 0usize), (0, Some(0), 0), (36, None, 36), (36, Some(20), 56), (0, Some(255), 255), (36, Some(220), 255), (200, Some(200), 255)] {
+        let mut out = [0xeeu8; kabi::RDMA_MAX_PRIVATE_DATA];
+        let c: Vec<u8> = (0..connect).map(|i| i as u8).collect();
+        let u: Option<Vec<u8>> = user.map(|n| vec![0x5a; n]);
+        let len = join_private_data(&mut out, &c, u.as_deref());
+        assert_eq!(usize::from(len), want, "{connect} + {user:?}");
+        let k = connect.min(want);
+        assert_eq!(out[..k], c[..k]);
+        assert!(out[k..want].iter().all(|&b| b == 0x5a));
+        assert!(out[want..].iter().all(|&b| b == 0xee), "{connect} + {user:?}: written past the length");
+    }
+}
